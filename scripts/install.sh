@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Install what building, running and testing leakscope needs on a Debian machine.
+# Idempotent: re-running skips what is there. Network steps are retried.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+retry() {
+  local n=0
+  until "$@"; do
+    n=$((n + 1))
+    if [ "$n" -ge 5 ]; then echo "failed after $n tries: $*" >&2; return 1; fi
+    echo "retrying in $((n * 10)) s: $*" >&2
+    sleep $((n * 10))
+  done
+}
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+apt_install() {
+  local missing=()
+  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  # apt may be busy with another job: wait for its lock rather than fail.
+  retry $SUDO apt-get -o DPkg::Lock::Timeout=300 update -qq
+  retry $SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq "${missing[@]}"
+}
+
+# gcc/pkg-config for -sys crates; Mesa's lavapipe (software Vulkan) for the wgpu correctness test.
+apt_install ca-certificates curl gcc pkg-config libvulkan1 mesa-vulkan-drivers
+
+if ! command -v cargo >/dev/null 2>&1; then
+  retry sh -c 'curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal'
+  # shellcheck disable=SC1091
+  . "$HOME/.cargo/env"
+fi
+echo "install: done"

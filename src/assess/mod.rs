@@ -1,0 +1,5 @@
+//! Assessment: match ensemble members, pool them, measure confidence, score against the truth.
+pub mod entropy;
+pub mod matching;
+pub mod pooling;
+pub mod scoring;

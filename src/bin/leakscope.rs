@@ -1,0 +1,378 @@
+//! leakscope command line: attack one batch, sweep many, or benchmark the engine.
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use leakscope::attack::Optimiser;
+use leakscope::client::defence::Defence;
+use leakscope::report::render_text;
+use leakscope::table::{ColumnKind, Dataset, DatasetOptions, parse_csv, summarize};
+use leakscope::{AttackConfig, AttackKind, BackendChoice, LabelMode, Report, Runtime, run_attack};
+
+#[derive(Parser)]
+#[command(name = "leakscope", version, about = "How much of your table could a federated-learning server reconstruct?")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Show the columns, their inferred kinds and the likely label columns of a CSV.
+    Inspect {
+        #[arg(long)]
+        csv: PathBuf,
+    },
+    /// Attack one batch drawn from the table and print what leaked.
+    Attack {
+        #[command(flatten)]
+        common: Common,
+        #[arg(long, value_enum, default_value = "tableak")]
+        attack: AttackArg,
+        #[arg(long, default_value_t = 32)]
+        batch_size: usize,
+        /// Rows to print (the JSON report holds them all).
+        #[arg(long, default_value_t = 8)]
+        rows: usize,
+    },
+    /// Many batches × batch sizes × attacks: mean ± std of accuracy (the paper's Table 1 layout).
+    Sweep {
+        #[command(flatten)]
+        common: Common,
+        #[arg(long, value_delimiter = ',', default_value = "8,32,128")]
+        batch_sizes: Vec<usize>,
+        #[arg(long, default_value_t = 10)]
+        batches: usize,
+        #[arg(long, value_delimiter = ',', value_enum, default_value = "tableak,cosine,random")]
+        attacks: Vec<AttackArg>,
+    },
+    /// Time TabLeak steps at B = 8, 32, 128 and extrapolate a full attack.
+    Bench {
+        #[arg(long, default_value = "data/adult-sample.csv")]
+        csv: PathBuf,
+        #[arg(long, default_value = "salary")]
+        label: String,
+        #[arg(long, default_value_t = 30)]
+        ensemble: usize,
+        /// Steps actually run per batch size (the rate is extrapolated to --full-steps).
+        #[arg(long, default_value_t = 150)]
+        iterations: usize,
+        #[arg(long, default_value_t = 1500)]
+        full_steps: usize,
+        #[arg(long, value_delimiter = ',', default_value = "8,32,128")]
+        batch_sizes: Vec<usize>,
+        #[arg(long, value_enum, default_value = "cpu")]
+        backend: BackendArg,
+    },
+}
+
+#[derive(Args)]
+struct Common {
+    #[arg(long)]
+    csv: PathBuf,
+    #[arg(long)]
+    label: String,
+    #[arg(long, default_value_t = 30)]
+    ensemble: usize,
+    #[arg(long, default_value_t = 1500)]
+    iterations: usize,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    #[arg(long, value_enum, default_value = "known")]
+    labels: LabelArg,
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: BackendArg,
+    /// Hidden layer sizes of the client's network.
+    #[arg(long, value_delimiter = ',', default_value = "100,100")]
+    hidden: Vec<usize>,
+    /// Force a column's kind: NAME=categorical or NAME=continuous (repeatable).
+    #[arg(long = "kind", value_parser = parse_kind)]
+    kinds: Vec<(String, ColumnKind)>,
+    /// Leave a column out (repeatable).
+    #[arg(long)]
+    ignore: Vec<String>,
+    /// Defence: clip the update to this L2 norm.
+    #[arg(long)]
+    clip: Option<f64>,
+    /// Defence: Gaussian noise multiplier σ (noise std σ·C, or σ without clipping).
+    #[arg(long, default_value_t = 0.0)]
+    noise: f64,
+    #[arg(long, default_value_t = 0.06)]
+    lr: f64,
+    /// Write the full report(s) as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum AttackArg {
+    Tableak,
+    Cosine,
+    Dlg,
+    Random,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LabelArg {
+    Known,
+    Restored,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum BackendArg {
+    /// burn's flex CPU backend (what the issue calls the ndarray backend).
+    Cpu,
+    #[value(alias = "flex")]
+    Ndarray,
+    Wgpu,
+}
+
+fn parse_kind(s: &str) -> Result<(String, ColumnKind), String> {
+    let (name, kind) = s.rsplit_once('=').ok_or("expected NAME=categorical|continuous")?;
+    let kind = match kind {
+        "categorical" | "cat" => ColumnKind::Categorical,
+        "continuous" | "cont" | "numeric" => ColumnKind::Continuous,
+        other => return Err(format!("unknown kind {other:?}: use categorical or continuous")),
+    };
+    Ok((name.to_string(), kind))
+}
+
+impl From<AttackArg> for AttackKind {
+    fn from(a: AttackArg) -> Self {
+        match a {
+            AttackArg::Tableak => AttackKind::Tableak,
+            AttackArg::Cosine => AttackKind::Cosine,
+            AttackArg::Dlg => AttackKind::Dlg,
+            AttackArg::Random => AttackKind::Random,
+        }
+    }
+}
+
+fn backend(b: BackendArg) -> BackendChoice {
+    match b {
+        BackendArg::Cpu | BackendArg::Ndarray => BackendChoice::Cpu,
+        BackendArg::Wgpu => BackendChoice::Wgpu,
+    }
+}
+
+type CliResult<T> = Result<T, String>;
+
+fn load(csv: &Path, label: &str, kinds: &[(String, ColumnKind)], ignore: &[String]) -> CliResult<Dataset> {
+    let bytes = std::fs::read(csv).map_err(|e| format!("cannot read {}: {e}", csv.display()))?;
+    let raw = parse_csv(&bytes, leakscope::table::DEFAULT_MAX_BYTES).map_err(|e| format!("{}: {e}", csv.display()))?;
+    let options = DatasetOptions { label: label.to_string(), kinds: kinds.to_vec(), ignore: ignore.to_vec() };
+    Dataset::from_raw(&raw, &options).map_err(|e| format!("{}: {e}", csv.display()))
+}
+
+impl Common {
+    fn config(&self, attack: AttackKind, batch_size: usize, seed: u64) -> AttackConfig {
+        AttackConfig {
+            attack,
+            batch_size,
+            ensemble: self.ensemble,
+            iterations: self.iterations,
+            seed,
+            labels: match self.labels {
+                LabelArg::Known => LabelMode::Known,
+                LabelArg::Restored => LabelMode::Restored,
+            },
+            hidden: self.hidden.clone(),
+            defence: (self.clip.is_some() || self.noise > 0.0).then_some(Defence { clip: self.clip, noise: self.noise }),
+            optimiser: Optimiser { lr: self.lr, ..Optimiser::default() },
+            report_every: 25,
+        }
+    }
+}
+
+/// Write a file whole or not at all: to a sibling temporary file, then rename.
+fn write_atomically(path: &Path, text: &str) -> CliResult<()> {
+    let tmp = path.with_extension("json.partial");
+    std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, path).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+fn bar(quiet: bool, len: u64, prefix: String) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new(len);
+    pb.set_style(
+        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} steps, {msg} ({elapsed}, eta {eta})")
+            .unwrap()
+            .progress_chars("=> "),
+    );
+    pb.set_prefix(prefix);
+    pb
+}
+
+fn attack_once(runtime: &Runtime, dataset: &Dataset, config: &AttackConfig, pb: &ProgressBar) -> CliResult<Report> {
+    let mut on_progress = |p: &leakscope::attack::Progress| {
+        pb.set_position(p.step as u64);
+        if let Some(l) = p.loss {
+            pb.set_message(format!("loss {l:.4}"));
+        }
+        true
+    };
+    pollster::block_on(run_attack(runtime, dataset, config, &mut on_progress)).map_err(|e| e.to_string())
+}
+
+fn runtime(b: BackendArg) -> CliResult<Runtime> {
+    pollster::block_on(Runtime::select(backend(b))).map_err(|e| e.to_string())
+}
+
+fn run(cli: Cli) -> CliResult<()> {
+    match cli.command {
+        Command::Inspect { csv } => {
+            let bytes = std::fs::read(&csv).map_err(|e| format!("cannot read {}: {e}", csv.display()))?;
+            let raw = parse_csv(&bytes, leakscope::table::DEFAULT_MAX_BYTES).map_err(|e| e.to_string())?;
+            let s = summarize(&raw);
+            println!("{} rows, {} with a missing value", s.rows, s.rows_with_missing);
+            println!("{:<24} {:<12} {:>8} {:>8}  examples", "column", "kind", "distinct", "missing");
+            for c in &s.columns {
+                let kind = format!("{:?}", c.kind).to_lowercase();
+                println!("{:<24} {:<12} {:>8} {:>8}  {}", c.name, kind, c.distinct, c.missing, c.examples.join(", "));
+            }
+            println!("label candidates: {}", s.label_candidates.join(", "));
+        }
+        Command::Attack { common, attack, batch_size, rows } => {
+            let dataset = load(&common.csv, &common.label, &common.kinds, &common.ignore)?;
+            let rt = runtime(common.backend)?;
+            let config = common.config(attack.into(), batch_size, common.seed);
+            let pb = bar(common.quiet || matches!(attack, AttackArg::Random), config.iterations as u64, "attack".into());
+            let report = attack_once(&rt, &dataset, &config, &pb)?;
+            pb.finish_and_clear();
+            print!("{}", render_text(&report, rows));
+            if let Some(path) = &common.json {
+                write_atomically(path, &serde_json::to_string_pretty(&report).unwrap())?;
+                println!("report written to {}", path.display());
+            }
+        }
+        Command::Sweep { common, batch_sizes, batches, attacks } => {
+            let dataset = load(&common.csv, &common.label, &common.kinds, &common.ignore)?;
+            let rt = runtime(common.backend)?;
+            let mut all: Vec<Report> = Vec::new();
+            let mut lines = Vec::new();
+            for &b in &batch_sizes {
+                for &a in &attacks {
+                    let kind: AttackKind = a.into();
+                    let mut reports = Vec::new();
+                    for k in 0..batches {
+                        // Batch k has the same seed for every attack, so attacks are compared on the same rows.
+                        let config = common.config(kind, b, common.seed + k as u64);
+                        let quiet = common.quiet || kind == AttackKind::Random;
+                        let pb = bar(quiet, config.iterations as u64, format!("{kind:?} B={b} batch {}/{batches}", k + 1));
+                        let r = attack_once(&rt, &dataset, &config, &pb)?;
+                        pb.finish_and_clear();
+                        reports.push(r);
+                    }
+                    lines.push(summary_line(b, kind, &reports));
+                    eprintln!("{}", lines.last().unwrap());
+                    all.extend(reports);
+                }
+            }
+            println!("\n{}", summary_header());
+            for l in &lines {
+                println!("{l}");
+            }
+            println!("backend: {}", rt.backend);
+            if let Some(path) = &common.json {
+                write_atomically(path, &serde_json::to_string_pretty(&all).unwrap())?;
+                println!("reports written to {}", path.display());
+            }
+        }
+        Command::Bench { csv, label, ensemble, iterations, full_steps, batch_sizes, backend: b } => {
+            let dataset = load(&csv, &label, &[], &[])?;
+            let rt = runtime(b)?;
+            println!(
+                "TabLeak, ensemble {ensemble}, d = {} ({} rows of {}), {iterations} steps run per size, rate extrapolated to {full_steps}",
+                dataset.d(),
+                dataset.n(),
+                csv.display()
+            );
+            println!("backend: {}, threads: {}", rt.backend, std::thread::available_parallelism().map_or(1, |n| n.get()));
+            println!("| B | ms/step | steps/s | setup+matching s | s per {full_steps}-step attack | peak RSS MiB |");
+            println!("|---|---|---|---|---|---|");
+            for &bs in &batch_sizes {
+                let config = AttackConfig {
+                    batch_size: bs,
+                    ensemble,
+                    iterations: iterations.max(2),
+                    report_every: 1,
+                    ..AttackConfig::default()
+                };
+                let mut marks: Vec<(usize, f64)> = Vec::new();
+                let t0 = std::time::Instant::now();
+                let mut on_progress = |p: &leakscope::attack::Progress| {
+                    marks.push((p.step, p.elapsed));
+                    true
+                };
+                pollster::block_on(run_attack(&rt, &dataset, &config, &mut on_progress)).map_err(|e| e.to_string())?;
+                let total = t0.elapsed().as_secs_f64();
+                // Steady-state rate between the first and the last step (step 1 pays warm-up).
+                let (s0, t_first) = marks[0];
+                let (s1, t_last) = *marks.last().unwrap();
+                let per_step = (t_last - t_first) / (s1 - s0) as f64;
+                let fixed = (total - t_last).max(0.0) + t_first;
+                println!(
+                    "| {bs} | {:.2} | {:.1} | {:.2} | {:.1} | {:.0} |",
+                    per_step * 1e3,
+                    1.0 / per_step,
+                    fixed,
+                    fixed + per_step * full_steps as f64,
+                    peak_rss_mib()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn summary_header() -> String {
+    format!(
+        "| {:>5} | {:<8} | {:>7} | {:<15} | {:<15} | {:<15} |\n|---|---|---|---|---|---|",
+        "batch", "attack", "batches", "accuracy %", "categorical %", "continuous %"
+    )
+}
+
+fn summary_line(b: usize, kind: AttackKind, reports: &[Report]) -> String {
+    let stat = |vals: Vec<f64>| {
+        if vals.is_empty() {
+            return "—".to_string();
+        }
+        let n = vals.len() as f64;
+        let mean = vals.iter().sum::<f64>() / n;
+        let sd = if vals.len() > 1 { (vals.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt() } else { 0.0 };
+        format!("{:.1} ± {:.1}", 100.0 * mean, 100.0 * sd)
+    };
+    format!(
+        "| {:>5} | {:<8} | {:>7} | {:<15} | {:<15} | {:<15} |",
+        b,
+        format!("{kind:?}"),
+        reports.len(),
+        stat(reports.iter().map(|r| r.accuracy.total).collect()),
+        stat(reports.iter().filter_map(|r| r.accuracy.categorical).collect()),
+        stat(reports.iter().filter_map(|r| r.accuracy.continuous).collect()),
+    )
+}
+
+/// Peak resident memory of this process so far (Linux), in MiB.
+fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok()))
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,7 @@
+//! Client: the network, its explicit gradient and the federated protocols that send it.
+pub mod defence;
+pub mod gradient;
+pub mod network;
+
+pub use gradient::{ParamGrads, param_grads};
+pub use network::{Net, Params};

@@ -1,0 +1,109 @@
+//! The client's model: a fully connected ReLU network, PyTorch-style uniform init, seeded.
+use burn::tensor::{Device, Tensor, TensorData};
+use rand::{Rng, SeedableRng, rngs::StdRng};
+use serde::{Deserialize, Serialize};
+
+/// Host copy of the parameters, layer by layer: W is [in, out] row-major, layer(x) = x W + b.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Params {
+    pub sizes: Vec<usize>,
+    pub weights: Vec<Vec<f32>>,
+    pub biases: Vec<Vec<f32>>,
+}
+
+impl Params {
+    /// sizes = [d, hidden..., classes]; W, b ~ U(±1/√fan_in) as torch.nn.Linear does.
+    pub fn init(sizes: &[usize], seed: u64) -> Params {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut weights = Vec::new();
+        let mut biases = Vec::new();
+        for pair in sizes.windows(2) {
+            let (fan_in, fan_out) = (pair[0], pair[1]);
+            let bound = 1.0 / (fan_in as f32).sqrt();
+            weights.push((0..fan_in * fan_out).map(|_| rng.random_range(-bound..bound)).collect());
+            biases.push((0..fan_out).map(|_| rng.random_range(-bound..bound)).collect());
+        }
+        Params { sizes: sizes.to_vec(), weights, biases }
+    }
+
+    pub fn layers(&self) -> usize {
+        self.weights.len()
+    }
+
+    /// Number of scalars in the flattened parameter vector.
+    pub fn len(&self) -> usize {
+        self.weights.iter().chain(&self.biases).map(Vec::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The parameters on a device: W_l as [in, out] and b_l as [1, out].
+#[derive(Debug, Clone)]
+pub struct Net {
+    pub weights: Vec<Tensor<2>>,
+    pub biases: Vec<Tensor<2>>,
+}
+
+impl Net {
+    pub fn new(params: &Params, device: &Device) -> Net {
+        let mut weights = Vec::new();
+        let mut biases = Vec::new();
+        for (l, pair) in params.sizes.windows(2).enumerate() {
+            weights.push(Tensor::from_data(TensorData::new(params.weights[l].clone(), [pair[0], pair[1]]), device));
+            biases.push(Tensor::from_data(TensorData::new(params.biases[l].clone(), [1, pair[1]]), device));
+        }
+        Net { weights, biases }
+    }
+
+    pub fn layers(&self) -> usize {
+        self.weights.len()
+    }
+}
+
+impl Params {
+    /// Host forward pass of `rows` rows (row-major [rows, d]) in f64: returns the last hidden
+    /// layer's activations [rows, h] and the softmax outputs [rows, C]. Used off the hot path
+    /// (label restoration).
+    pub fn forward_host(&self, x: &[f64], rows: usize) -> (Vec<f64>, Vec<f64>) {
+        let mut h = x.to_vec();
+        let mut last_hidden = Vec::new();
+        for l in 0..self.layers() {
+            let (fan_in, fan_out) = (self.sizes[l], self.sizes[l + 1]);
+            let mut a = vec![0f64; rows * fan_out];
+            for r in 0..rows {
+                for o in 0..fan_out {
+                    a[r * fan_out + o] = self.biases[l][o] as f64;
+                }
+                for i in 0..fan_in {
+                    let v = h[r * fan_in + i];
+                    if v == 0.0 {
+                        continue;
+                    }
+                    let w = &self.weights[l][i * fan_out..(i + 1) * fan_out];
+                    for o in 0..fan_out {
+                        a[r * fan_out + o] += v * w[o] as f64;
+                    }
+                }
+            }
+            if l + 1 < self.layers() {
+                a.iter_mut().for_each(|v| *v = v.max(0.0));
+                last_hidden = a.clone();
+            } else {
+                for r in 0..rows {
+                    let row = &mut a[r * fan_out..(r + 1) * fan_out];
+                    let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    let sum: f64 = row.iter_mut().map(|v| {
+                        *v = (*v - max).exp();
+                        *v
+                    }).sum();
+                    row.iter_mut().for_each(|v| *v /= sum);
+                }
+            }
+            h = a;
+        }
+        (last_hidden, h)
+    }
+}

@@ -1,0 +1,44 @@
+//! One error type for the whole engine: every variant says what was wrong and where.
+use thiserror::Error;
+
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum Error {
+    #[error("the file is empty")]
+    EmptyFile,
+    #[error("the file is {size} bytes, more than the limit of {limit} bytes")]
+    TooLarge { size: usize, limit: usize },
+    #[error("the file is not valid UTF-8 text (first bad byte at offset {offset})")]
+    NotUtf8 { offset: usize },
+    #[error("CSV error at line {line}: {message}")]
+    Csv { line: u64, message: String },
+    #[error("line {line} has {found} fields but the header has {expected}")]
+    Ragged { line: u64, expected: usize, found: usize },
+    #[error("the header has an empty column name (column {column})")]
+    EmptyHeader { column: usize },
+    #[error("column name {name:?} appears twice in the header")]
+    DuplicateHeader { name: String },
+    #[error("the table has a header but no data rows")]
+    NoRows,
+    #[error("no column is named {name:?}; columns are: {available}")]
+    UnknownColumn { name: String, available: String },
+    #[error("column {column:?} was marked continuous but row {line} holds {value:?}, which is not a number")]
+    NotNumeric { column: String, line: u64, value: String },
+    #[error("column {column:?}, line {line}: {value:?} is not a finite number")]
+    NotFinite { column: String, line: u64, value: String },
+    #[error("the label column {column:?} has a single class ({class:?}); an attack needs at least two")]
+    SingleClass { column: String, class: String },
+    #[error("after dropping {dropped} rows with missing values, {left} rows are left; at least {needed} are needed")]
+    TooFewRows { dropped: usize, left: usize, needed: usize },
+    #[error("the table has no feature columns besides the label")]
+    NoFeatures,
+    #[error("invalid setting: {0}")]
+    Config(String),
+    #[error("the compute device failed: {0}")]
+    Device(String),
+    #[error("cancelled")]
+    Cancelled,
+    #[error("the attack diverged: {0}")]
+    NonFinite(String),
+}
+
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,15 @@
+//! leakscope: how much of a table a federated-learning server can reconstruct from one client's
+//! update. The data flow is the module order: table → client → attack → assess → report.
+pub mod assess;
+pub mod attack;
+pub mod client;
+pub mod error;
+pub mod experiment;
+pub mod report;
+pub mod runtime;
+pub mod table;
+
+pub use error::{Error, Result};
+pub use experiment::{AttackConfig, AttackKind, LabelMode, run_attack};
+pub use report::Report;
+pub use runtime::{BackendChoice, Runtime};

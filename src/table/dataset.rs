@@ -1,0 +1,395 @@
+//! The encoded table (SPEC §2): full one-hot categoricals, raw continuous values, every encoded
+//! column standardised with the table's mean and unbiased std, bounds kept in standardised units.
+use serde::{Deserialize, Serialize};
+
+use super::csv_input::RawTable;
+use super::schema::{ColumnKind, column_index, infer_kind, is_missing};
+use crate::error::{Error, Result};
+
+/// Share of a continuous column's std within which a reconstructed value counts as right (SPEC §6).
+pub const TOLERANCE_FACTOR: f64 = 0.319;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum FeatureKind {
+    Categorical { categories: Vec<String> },
+    Continuous { min: f64, max: f64, decimals: u32, std: f64 },
+}
+
+/// One feature (CSV column other than the label) and where it sits in an encoded row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Feature {
+    pub name: String,
+    #[serde(flatten)]
+    pub kind: FeatureKind,
+    pub offset: usize,
+}
+
+impl Feature {
+    pub fn width(&self) -> usize {
+        match &self.kind {
+            FeatureKind::Categorical { categories } => categories.len(),
+            FeatureKind::Continuous { .. } => 1,
+        }
+    }
+    pub fn is_categorical(&self) -> bool {
+        matches!(self.kind, FeatureKind::Categorical { .. })
+    }
+    /// Largest distance at which a continuous value still counts as recovered.
+    pub fn tolerance(&self) -> f64 {
+        match &self.kind {
+            FeatureKind::Categorical { .. } => 0.0,
+            FeatureKind::Continuous { std, .. } => TOLERANCE_FACTOR * std,
+        }
+    }
+}
+
+/// A decoded cell: a category index or a number in the column's own units.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Value {
+    Cat(u32),
+    Num(f64),
+}
+
+impl Value {
+    pub fn num(self) -> f64 {
+        match self {
+            Value::Num(v) => v,
+            Value::Cat(c) => c as f64,
+        }
+    }
+}
+
+/// How to build a dataset from a parsed CSV.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DatasetOptions {
+    pub label: String,
+    /// Column name → kind, replacing the inferred kind.
+    #[serde(default)]
+    pub kinds: Vec<(String, ColumnKind)>,
+    /// Columns to leave out entirely (an identifier, say).
+    #[serde(default)]
+    pub ignore: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dataset {
+    pub features: Vec<Feature>,
+    pub label: String,
+    pub classes: Vec<String>,
+    pub rows: Vec<Vec<Value>>,
+    pub labels: Vec<usize>,
+    /// Per encoded column: mean and std used for standardisation (std = 1 where it was 0).
+    pub mean: Vec<f64>,
+    pub std: Vec<f64>,
+    /// Rows dropped because a cell was missing.
+    pub dropped: usize,
+    /// Things a careful user should know (constant columns, say).
+    pub warnings: Vec<String>,
+}
+
+enum Column {
+    Cat(Vec<String>),
+    Num(Vec<f64>, u32),
+}
+
+impl Dataset {
+    pub fn from_raw(raw: &RawTable, options: &DatasetOptions) -> Result<Dataset> {
+        let label_idx = column_index(raw, &options.label)?;
+        let mut kinds = Vec::with_capacity(raw.headers.len());
+        for j in 0..raw.headers.len() {
+            kinds.push(infer_kind(raw, j));
+        }
+        for (name, kind) in &options.kinds {
+            kinds[column_index(raw, name)?] = *kind;
+        }
+        let mut used: Vec<usize> = Vec::new();
+        for j in 0..raw.headers.len() {
+            if j != label_idx && !options.ignore.contains(&raw.headers[j]) {
+                used.push(j);
+            }
+        }
+        for name in &options.ignore {
+            column_index(raw, name)?;
+        }
+        if used.is_empty() {
+            return Err(Error::NoFeatures);
+        }
+        let keep: Vec<usize> = (0..raw.rows.len())
+            .filter(|&i| {
+                let r = &raw.rows[i];
+                !is_missing(&r[label_idx]) && used.iter().all(|&j| !is_missing(&r[j]))
+            })
+            .collect();
+        let dropped = raw.rows.len() - keep.len();
+        if keep.len() < 2 {
+            return Err(Error::TooFewRows { dropped, left: keep.len(), needed: 2 });
+        }
+
+        let mut warnings = Vec::new();
+        if dropped > 0 {
+            warnings.push(format!("dropped {dropped} of {} rows with missing values", raw.rows.len()));
+        }
+        let mut classes: Vec<String> = keep.iter().map(|&i| raw.rows[i][label_idx].clone()).collect();
+        classes.sort();
+        classes.dedup();
+        if classes.len() < 2 {
+            return Err(Error::SingleClass { column: options.label.clone(), class: classes[0].clone() });
+        }
+        let labels = keep
+            .iter()
+            .map(|&i| classes.binary_search(&raw.rows[i][label_idx]).unwrap())
+            .collect();
+
+        let mut columns = Vec::with_capacity(used.len());
+        for &j in &used {
+            let name = &raw.headers[j];
+            columns.push(match kinds[j] {
+                ColumnKind::Categorical => Column::Cat(keep.iter().map(|&i| raw.rows[i][j].clone()).collect()),
+                ColumnKind::Continuous => {
+                    let mut values = Vec::with_capacity(keep.len());
+                    let mut decimals = 0;
+                    for &i in &keep {
+                        let cell = &raw.rows[i][j];
+                        let line = raw.lines[i];
+                        let v: f64 = cell.parse().map_err(|_| Error::NotNumeric {
+                            column: name.clone(),
+                            line,
+                            value: cell.clone(),
+                        })?;
+                        if !v.is_finite() {
+                            return Err(Error::NotFinite { column: name.clone(), line, value: cell.clone() });
+                        }
+                        decimals = decimals.max(decimals_of(cell));
+                        values.push(v);
+                    }
+                    Column::Num(values, decimals)
+                }
+            });
+        }
+
+        let n = keep.len();
+        let mut features = Vec::with_capacity(used.len());
+        let mut rows = vec![Vec::with_capacity(used.len()); n];
+        let mut offset = 0;
+        for (&j, column) in used.iter().zip(columns) {
+            let name = raw.headers[j].clone();
+            let kind = match column {
+                Column::Cat(cells) => {
+                    let mut categories = cells.clone();
+                    categories.sort();
+                    categories.dedup();
+                    for (row, cell) in rows.iter_mut().zip(&cells) {
+                        row.push(Value::Cat(categories.binary_search(cell).unwrap() as u32));
+                    }
+                    FeatureKind::Categorical { categories }
+                }
+                Column::Num(values, decimals) => {
+                    let (_, std) = mean_std(values.iter().copied());
+                    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+                    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    for (row, v) in rows.iter_mut().zip(&values) {
+                        row.push(Value::Num(*v));
+                    }
+                    FeatureKind::Continuous { min, max, decimals, std }
+                }
+            };
+            let feature = Feature { name, kind, offset };
+            offset += feature.width();
+            if feature.width() == 1 && feature.is_categorical()
+                || matches!(feature.kind, FeatureKind::Continuous { min, max, .. } if min == max)
+            {
+                warnings.push(format!("column {:?} holds a single value: it carries no information", feature.name));
+            }
+            features.push(feature);
+        }
+
+        let mut dataset = Dataset {
+            features,
+            label: options.label.clone(),
+            classes,
+            rows,
+            labels,
+            mean: vec![0.0; offset],
+            std: vec![1.0; offset],
+            dropped,
+            warnings,
+        };
+        dataset.fit_standardisation();
+        Ok(dataset)
+    }
+
+    /// Width of an encoded row.
+    pub fn d(&self) -> usize {
+        self.features.last().map_or(0, |f| f.offset + f.width())
+    }
+
+    pub fn n(&self) -> usize {
+        self.rows.len()
+    }
+
+    fn fit_standardisation(&mut self) {
+        let d = self.d();
+        let encoded: Vec<Vec<f64>> = self.rows.iter().map(|r| self.one_hot(r)).collect();
+        for c in 0..d {
+            let (mean, std) = mean_std(encoded.iter().map(|r| r[c]));
+            self.mean[c] = mean;
+            self.std[c] = if std > 0.0 { std } else { 1.0 };
+        }
+    }
+
+    /// One-hot / raw encoding, before standardisation.
+    fn one_hot(&self, row: &[Value]) -> Vec<f64> {
+        let mut out = vec![0.0; self.d()];
+        for (f, v) in self.features.iter().zip(row) {
+            match (v, &f.kind) {
+                (Value::Cat(c), FeatureKind::Categorical { .. }) => out[f.offset + *c as usize] = 1.0,
+                (v, _) => out[f.offset] = v.num(),
+            }
+        }
+        out
+    }
+
+    /// A row in the standardised space the network sees.
+    pub fn encode(&self, row: &[Value]) -> Vec<f64> {
+        let mut out = self.one_hot(row);
+        for (c, v) in out.iter_mut().enumerate() {
+            *v = (*v - self.mean[c]) / self.std[c];
+        }
+        out
+    }
+
+    /// Standardised row → cells: argmax per categorical block; continuous values clamped to the
+    /// column's range and rounded to its precision.
+    pub fn decode(&self, encoded: &[f32]) -> Vec<Value> {
+        self.features
+            .iter()
+            .map(|f| match &f.kind {
+                FeatureKind::Categorical { .. } => {
+                    let block = &encoded[f.offset..f.offset + f.width()];
+                    // Compare in raw units: standardisation rescales each one-hot column differently.
+                    let mut best = 0;
+                    let mut best_v = f64::NEG_INFINITY;
+                    for (k, &z) in block.iter().enumerate() {
+                        let c = f.offset + k;
+                        let v = z as f64 * self.std[c] + self.mean[c];
+                        if v > best_v {
+                            best_v = v;
+                            best = k;
+                        }
+                    }
+                    Value::Cat(best as u32)
+                }
+                FeatureKind::Continuous { min, max, decimals, .. } => {
+                    let c = f.offset;
+                    let v = (encoded[c] as f64 * self.std[c] + self.mean[c]).clamp(*min, *max);
+                    let scale = 10f64.powi(*decimals as i32);
+                    Value::Num((v * scale).round() / scale)
+                }
+            })
+            .collect()
+    }
+
+    /// Standardised lower and upper bounds per encoded column (0 for one-hot columns).
+    pub fn bounds(&self) -> (Vec<f64>, Vec<f64>) {
+        let d = self.d();
+        let (mut lo, mut hi) = (vec![0.0; d], vec![0.0; d]);
+        for f in &self.features {
+            if let FeatureKind::Continuous { min, max, .. } = f.kind {
+                let c = f.offset;
+                lo[c] = (min - self.mean[c]) / self.std[c];
+                hi[c] = (max - self.mean[c]) / self.std[c];
+            }
+        }
+        (lo, hi)
+    }
+
+    /// A cell as text, in the column's own terms.
+    pub fn format(&self, feature: usize, value: Value) -> String {
+        match (&self.features[feature].kind, value) {
+            (FeatureKind::Categorical { categories }, Value::Cat(c)) => categories[c as usize].clone(),
+            (FeatureKind::Continuous { decimals, .. }, v) => format!("{:.*}", *decimals as usize, v.num()),
+            (_, v) => format!("{}", v.num()),
+        }
+    }
+}
+
+/// Mean and unbiased standard deviation.
+pub fn mean_std(values: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
+    let (n, sum) = values.clone().fold((0usize, 0.0), |(n, s), v| (n + 1, s + v));
+    let mean = sum / n as f64;
+    let ss: f64 = values.map(|v| (v - mean) * (v - mean)).sum();
+    let std = if n > 1 { (ss / (n - 1) as f64).sqrt() } else { 0.0 };
+    (mean, std)
+}
+
+fn decimals_of(cell: &str) -> u32 {
+    if cell.contains(['e', 'E']) {
+        return 6;
+    }
+    cell.split_once('.').map_or(0, |(_, frac)| frac.len() as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::csv_input::{DEFAULT_MAX_BYTES, parse_csv};
+
+    fn build(text: &str, label: &str) -> Result<Dataset> {
+        let raw = parse_csv(text.as_bytes(), DEFAULT_MAX_BYTES)?;
+        Dataset::from_raw(&raw, &DatasetOptions { label: label.into(), ..Default::default() })
+    }
+
+    #[test]
+    fn encodes_standardises_and_decodes() {
+        let d = build("age,colour,y\n20,red,a\n30,blue,b\n40.5,red,a\n?,red,b\n", "y").unwrap();
+        assert_eq!(d.dropped, 1);
+        assert_eq!(d.d(), 3);
+        assert_eq!(d.classes, vec!["a", "b"]);
+        assert_eq!(d.labels, vec![0, 1, 0]);
+        let FeatureKind::Continuous { min, max, decimals, std } = d.features[0].kind else { panic!() };
+        assert_eq!((min, max, decimals), (20.0, 40.5, 1));
+        assert!((std - 10.251_016_209_787_855).abs() < 1e-12);
+        // Every encoded column has mean 0 and unit unbiased std over the table.
+        for c in 0..d.d() {
+            let col: Vec<f64> = d.rows.iter().map(|r| d.encode(r)[c]).collect();
+            let (m, s) = mean_std(col.into_iter());
+            assert!(m.abs() < 1e-12 && (s - 1.0).abs() < 1e-12, "column {c}: {m} {s}");
+        }
+        for row in &d.rows {
+            let enc: Vec<f32> = d.encode(row).iter().map(|&v| v as f32).collect();
+            assert_eq!(&d.decode(&enc), row);
+        }
+        // Out-of-range values clamp, and precision follows the column's text.
+        let mut enc: Vec<f32> = d.encode(&d.rows[0]).iter().map(|&v| v as f32).collect();
+        enc[0] = 100.0;
+        assert_eq!(d.decode(&enc)[0], Value::Num(40.5));
+    }
+
+    #[test]
+    fn specific_errors() {
+        assert!(matches!(build("a,y\n1,x\n2,x\n", "y"), Err(Error::SingleClass { .. })));
+        assert!(matches!(build("a,y\n1,x\n2,z\n", "label"), Err(Error::UnknownColumn { .. })));
+        assert!(matches!(build("a,y\ninf,x\n2,z\n", "y"), Err(Error::NotFinite { line: 2, .. })));
+        assert!(matches!(build("a,y\n?,x\n2,z\n", "y"), Err(Error::TooFewRows { dropped: 1, .. })));
+        assert!(matches!(build("y\nx\nz\n", "y"), Err(Error::NoFeatures)));
+        let raw = parse_csv(b"a,y\n1,x\nfoo,z\n", DEFAULT_MAX_BYTES).unwrap();
+        let opts = DatasetOptions {
+            label: "y".into(),
+            kinds: vec![("a".into(), ColumnKind::Continuous)],
+            ..Default::default()
+        };
+        assert_eq!(
+            Dataset::from_raw(&raw, &opts),
+            Err(Error::NotNumeric { column: "a".into(), line: 3, value: "foo".into() })
+        );
+    }
+
+    #[test]
+    fn constant_columns_are_kept_with_a_warning() {
+        let d = build("a,b,y\n1,k,x\n1,k,z\n", "y").unwrap();
+        assert_eq!(d.std, vec![1.0, 1.0]);
+        assert_eq!(d.warnings.len(), 2);
+    }
+}
