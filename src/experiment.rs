@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::assess::{matching::Rule, matching::match_rows, pooling::pool, scoring::score};
 use crate::attack::baselines::random_rows;
+use crate::attack::cpu_kernel::{self, HostProblem};
 use crate::attack::inversion::{InversionConfig, Objective, Optimiser, Problem, Progress, invert, member_losses};
 use crate::attack::labels::{labels_from_counts, restore_counts};
 use crate::attack::relax::{Layout, Relaxation};
@@ -13,7 +14,7 @@ use crate::client::gradient::{ParamGrads, param_grads};
 use crate::client::network::{Net, Params};
 use crate::error::{Error, Result};
 use crate::report::{Report, build_report};
-use crate::runtime::{Runtime, read_f32};
+use crate::runtime::{BackendChoice, Runtime, read_f32};
 use crate::table::{Dataset, Value};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -228,7 +229,14 @@ pub async fn run_attack(
             seed: seed_for(config.seed, 6),
             report_every: config.report_every,
         };
-        let inversion = invert(&problem, &inv_config, device, progress).await?;
+        // On the CPU the fused kernel runs the same math without per-op allocation (see cpu_kernel).
+        let host = (runtime.kind == BackendChoice::Cpu).then(|| {
+            HostProblem::new(&params, &observed, problem.onehot.clone(), relaxed.then_some(&layout), objective)
+        });
+        let inversion = match &host {
+            Some(h) => cpu_kernel::invert(h, &inv_config, progress)?,
+            None => invert(&problem, &inv_config, device, progress).await?,
+        };
         let decoded: Vec<Vec<Vec<Value>>> = (0..members)
             .map(|m| (0..b).map(|i| dataset.decode(&inversion.x[(m * b + i) * d..(m * b + i + 1) * d])).collect())
             .collect();
@@ -237,7 +245,10 @@ pub async fn run_attack(
         } else {
             // Anchor: the member whose projected (decoded and re-encoded) rows fit the update best.
             let projected: Vec<f32> = decoded.iter().flat_map(|rows| encode_rows(dataset, rows)).collect();
-            let scores = member_losses(&problem, projected, members, device).await?;
+            let scores = match &host {
+                Some(h) => cpu_kernel::member_losses(h, &projected),
+                None => member_losses(&problem, projected, members, device).await?,
+            };
             let anchor = (0..members).min_by(|&a, &b| scores[a].total_cmp(&scores[b])).unwrap();
             let perm: Vec<Vec<usize>> = decoded.iter().map(|rows| match_rows(&rules, &decoded[anchor], rows)).collect();
             let pooled = pool(&layout, &inversion.x, &inversion.probs, members, b, &perm);

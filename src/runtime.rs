@@ -18,12 +18,13 @@ pub enum BackendChoice {
 #[derive(Debug, Clone)]
 pub struct Runtime {
     pub device: Device,
+    pub kind: BackendChoice,
     pub backend: String,
 }
 
 impl Runtime {
     pub fn cpu() -> Runtime {
-        Runtime { device: Device::flex(), backend: "cpu (burn flex)".into() }
+        Runtime { device: Device::flex(), kind: BackendChoice::Cpu, backend: "cpu (fused kernel, gemm + burn flex)".into() }
     }
 
     #[cfg(feature = "wgpu")]
@@ -33,7 +34,7 @@ impl Runtime {
             .await
             .map_err(|e| Error::Device(format!("no WebGPU/wgpu adapter could be initialised: {e}")))?;
         let name = device.identity().map_or_else(|| "unknown adapter".to_string(), |i| i.name);
-        Ok(Runtime { device, backend: format!("wgpu ({name})") })
+        Ok(Runtime { device, kind: BackendChoice::Wgpu, backend: format!("wgpu ({name})") })
     }
 
     pub async fn select(choice: BackendChoice) -> Result<Runtime> {

@@ -259,3 +259,59 @@ fn entropies() {
     let cont = entropy::continuous(&flat(&f["member_continuous_values"])).unwrap();
     assert!((cont - f["continuous_entropy"].as_f64().unwrap()).abs() < 1e-12);
 }
+
+/// The observed gradient of a fixture on the host: every W, then every b.
+fn host_target(grad: &Json) -> Vec<Vec<f32>> {
+    let mut out: Vec<Vec<f32>> = (1..=3).map(|l| f32s(&grad[format!("W{l}")])).collect();
+    out.extend((1..=3).map(|l| f32s(&grad[format!("b{l}")])));
+    out
+}
+
+/// The fused CPU kernel against the same vectors as the tensor path.
+#[test]
+fn cpu_kernel_matches_golden_vectors() {
+    use leakscope::attack::cpu_kernel::{HostProblem, loss_and_grad, member_losses};
+    let base = fixture("mlp_param_grad.json");
+    let p = params(&base);
+
+    let f = fixture("cosine_matching_grad.json");
+    let host = HostProblem::new(&p, &host_target(&base["grad"]), onehot(&f["y"], 2), None, Objective::Cosine);
+    let (loss, grad) = loss_and_grad(&host, &f32s(&f["z"]));
+    assert_close("kernel loss", &loss, &[f["loss"].as_f64().unwrap()]);
+    assert_close("kernel dloss_dz", &grad, &flat(&f["dloss_dz"]));
+    assert_close("kernel loss without gradient", &member_losses(&host, &f32s(&f["z"])), &[f["loss"].as_f64().unwrap()]);
+
+    let f = fixture("relaxed_ensemble_grad.json");
+    let layout = fixture_layout(&f);
+    let host = HostProblem::new(&p, &host_target(&f["g_true"]), onehot(&f["y"], 2), Some(&layout), Objective::Cosine);
+    let (losses, grad) = loss_and_grad(&host, &f32s(&f["z"]));
+    assert_close("kernel losses", &losses, &flat(&f["losses"]));
+    assert_close("kernel dsum_dz", &grad, &flat(&f["dsum_dz"]));
+}
+
+/// DLG's squared-error objective: kernel and tensor path agree (no fixture exists for it).
+#[test]
+fn squared_error_objective_agrees_across_paths() {
+    use leakscope::attack::cpu_kernel::{HostProblem, loss_and_grad as kernel};
+    let base = fixture("mlp_param_grad.json");
+    let f = fixture("cosine_matching_grad.json");
+    let p = params(&base);
+    let rt = Runtime::cpu();
+    let net = Net::new(&p, &rt.device);
+    let (t, tn) = target(&base["grad"], &p, &rt);
+    let problem = Problem {
+        net: &net,
+        target: &t,
+        target_norm: tn,
+        onehot: onehot(&f["y"], 2),
+        classes: 2,
+        relaxation: None,
+        objective: Objective::SquaredError,
+    };
+    let (loss, grad) = pollster::block_on(loss_and_grad(&problem, f32s(&f["z"]), 1, &rt.device)).unwrap();
+    let host = HostProblem::new(&p, &host_target(&base["grad"]), onehot(&f["y"], 2), None, Objective::SquaredError);
+    let (kl, kg) = kernel(&host, &f32s(&f["z"]));
+    assert!(loss[0] > 0.0);
+    assert_close("squared error loss", &kl, &loss.iter().map(|&v| v as f64).collect::<Vec<_>>());
+    assert_close("squared error gradient", &kg, &grad.iter().map(|&v| v as f64).collect::<Vec<_>>());
+}
