@@ -290,11 +290,7 @@ impl HostProblem {
                 let (lower, upper) = ws.delta.split_at_mut(l);
                 let prev = &mut lower[l - 1];
                 mm(b, i, o, prev, false, &upper[0], rm(o), &self.w[l], tr(o));
-                prev.iter_mut().zip(&ws.h[l - 1]).for_each(|(v, h)| {
-                    if *h <= 0.0 {
-                        *v = 0.0
-                    }
-                });
+                relu_mask(prev, &ws.h[l - 1]);
             }
         }
         // Objective and G = dL/d(parameter gradient), written over gw/gb.
@@ -303,10 +299,8 @@ impl HostProblem {
             Objective::Cosine => {
                 let (mut dot, mut nn) = (0f64, 0f64);
                 for (g, t) in pairs() {
-                    for (a, c) in g.iter().zip(t) {
-                        dot += (*a as f64) * (*c as f64);
-                        nn += (*a as f64) * (*a as f64);
-                    }
+                    dot += dot_f32(g, t);
+                    nn += dot_f32(g, g);
                 }
                 let nn = nn + 1e-30;
                 let norm = nn.sqrt();
@@ -360,11 +354,7 @@ impl HostProblem {
             if l > 0 {
                 // δ_{l-1} = (δ_l W_lᵀ) ⊙ mask: dL/dδ_l += (dL/dδ_{l-1} ⊙ mask) W_l.
                 let prev = &mut lower[l - 1];
-                prev.iter_mut().zip(&ws.h[l - 1]).for_each(|(v, h)| {
-                    if *h <= 0.0 {
-                        *v = 0.0
-                    }
-                });
+                relu_mask(prev, &ws.h[l - 1]);
                 mm(b, o, i, db, true, prev, rm(i), &self.w[l], rm(o));
             }
         }
@@ -382,11 +372,7 @@ impl HostProblem {
             if l > 0 {
                 let a_prev = &mut lower[l - 1];
                 a_prev.copy_from_slice(&ws.h_bar[l]);
-                a_prev.iter_mut().zip(&ws.h[l - 1]).for_each(|(v, h)| {
-                    if *h <= 0.0 {
-                        *v = 0.0
-                    }
-                });
+                relu_mask(a_prev, &ws.h[l - 1]);
             }
         }
     }
@@ -519,6 +505,25 @@ pub fn invert(p: &HostProblem, config: &InversionConfig, progress: &mut dyn FnMu
         return Err(Error::NonFinite("reconstructed rows hold NaN or infinity".into()));
     }
     Ok(Inversion { x, probs, loss_curve })
+}
+
+/// Zero the entries of `v` where the ReLU output `h` is not positive (branch-free, so it vectorises).
+fn relu_mask(v: &mut [f32], h: &[f32]) {
+    v.iter_mut().zip(h).for_each(|(v, h)| *v = if *h > 0.0 { *v } else { 0.0 });
+}
+
+/// Dot product with 16 independent f32 partial sums (vectorises; each lane sums a few thousand
+/// terms at most, so f32 is ample), combined in f64.
+fn dot_f32(a: &[f32], b: &[f32]) -> f64 {
+    let mut lanes = [0f32; 16];
+    let (ca, cb) = (a.chunks_exact(16), b.chunks_exact(16));
+    let tail: f64 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| (*x as f64) * (*y as f64)).sum();
+    for (x, y) in ca.zip(cb) {
+        for k in 0..16 {
+            lanes[k] += x[k] * y[k];
+        }
+    }
+    lanes.iter().map(|&v| v as f64).sum::<f64>() + tail
 }
 
 /// torch.sign: 0 at 0.
