@@ -74,7 +74,11 @@ impl AttackConfig {
     pub fn validate(&self, dataset: &Dataset) -> Result<()> {
         let fail = |m: String| Err(Error::Config(m));
         if self.batch_size == 0 || self.batch_size > dataset.n() {
-            return fail(format!("batch size {} must be between 1 and the {} rows of the table", self.batch_size, dataset.n()));
+            return fail(format!(
+                "batch size {} must be between 1 and the {} rows of the table",
+                self.batch_size,
+                dataset.n()
+            ));
         }
         if self.ensemble == 0 || self.ensemble > 1000 {
             return fail(format!("ensemble size {} must be between 1 and 1000", self.ensemble));
@@ -99,7 +103,8 @@ impl AttackConfig {
 
 /// Independent streams derived from one seed, so that changing one part keeps the others.
 fn seed_for(seed: u64, stream: u64) -> u64 {
-    seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(stream.wrapping_mul(0xBF58_476D_1CE4_E5B9))
+    seed.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(stream.wrapping_mul(0xBF58_476D_1CE4_E5B9))
 }
 
 /// The batch a client holds for a given seed: B distinct rows of the table.
@@ -128,7 +133,8 @@ async fn read_grads(g: &ParamGrads) -> Result<Vec<Vec<f32>>> {
 }
 
 fn upload_grads(host: &[Vec<f32>], like: &ParamGrads, runtime: &Runtime) -> ParamGrads {
-    let up = |v: &Vec<f32>, t: &Tensor<3>| Tensor::<3>::from_data(TensorData::new(v.clone(), t.dims()), &runtime.device);
+    let up =
+        |v: &Vec<f32>, t: &Tensor<3>| Tensor::<3>::from_data(TensorData::new(v.clone(), t.dims()), &runtime.device);
     let layers = like.weights.len();
     ParamGrads {
         weights: like.weights.iter().zip(host).map(|(t, v)| up(v, t)).collect(),
@@ -178,7 +184,12 @@ pub async fn run_attack(
     if observed.iter().flatten().any(|v| !v.is_finite()) {
         return Err(Error::NonFinite("the client's gradient holds NaN or infinity".into()));
     }
-    let target_norm = observed.iter().flatten().map(|&v| (v as f64).powi(2)).sum::<f64>().sqrt();
+    let target_norm = observed
+        .iter()
+        .flatten()
+        .map(|&v| (v as f64).powi(2))
+        .sum::<f64>()
+        .sqrt();
     let target = upload_grads(&observed, &g_true, runtime);
 
     // The server's view of the labels.
@@ -195,7 +206,10 @@ pub async fn run_attack(
     };
     let label_accuracy = {
         let count = |ls: &[usize], c: usize| ls.iter().filter(|&&l| l == c).count();
-        (0..classes).map(|c| count(&labels, c).min(count(&true_labels, c))).sum::<usize>() as f64 / b as f64
+        (0..classes)
+            .map(|c| count(&labels, c).min(count(&true_labels, c)))
+            .sum::<usize>() as f64
+            / b as f64
     };
 
     let layout = Layout::of(dataset);
@@ -218,7 +232,11 @@ pub async fn run_attack(
     };
 
     let recon = if config.attack == AttackKind::Random {
-        Reconstruction { rows: random_rows(dataset, b, seed_for(config.seed, 5)), entropy: None, loss_curve: Vec::new() }
+        Reconstruction {
+            rows: random_rows(dataset, b, seed_for(config.seed, 5)),
+            entropy: None,
+            loss_curve: Vec::new(),
+        }
     } else {
         let inv_config = InversionConfig {
             members,
@@ -231,17 +249,31 @@ pub async fn run_attack(
         };
         // On the CPU the fused kernel runs the same math without per-op allocation (see cpu_kernel).
         let host = (runtime.kind == BackendChoice::Cpu).then(|| {
-            HostProblem::new(&params, &observed, problem.onehot.clone(), relaxed.then_some(&layout), objective)
+            HostProblem::new(
+                &params,
+                &observed,
+                problem.onehot.clone(),
+                relaxed.then_some(&layout),
+                objective,
+            )
         });
         let inversion = match &host {
             Some(h) => cpu_kernel::invert(h, &inv_config, progress)?,
             None => invert(&problem, &inv_config, device, progress).await?,
         };
         let decoded: Vec<Vec<Vec<Value>>> = (0..members)
-            .map(|m| (0..b).map(|i| dataset.decode(&inversion.x[(m * b + i) * d..(m * b + i + 1) * d])).collect())
+            .map(|m| {
+                (0..b)
+                    .map(|i| dataset.decode(&inversion.x[(m * b + i) * d..(m * b + i + 1) * d]))
+                    .collect()
+            })
             .collect();
         if members == 1 {
-            Reconstruction { rows: decoded.into_iter().next().unwrap(), entropy: None, loss_curve: inversion.loss_curve }
+            Reconstruction {
+                rows: decoded.into_iter().next().unwrap(),
+                entropy: None,
+                loss_curve: inversion.loss_curve,
+            }
         } else {
             // Anchor: the member whose projected (decoded and re-encoded) rows fit the update best.
             let projected: Vec<f32> = decoded.iter().flat_map(|rows| encode_rows(dataset, rows)).collect();
@@ -250,10 +282,17 @@ pub async fn run_attack(
                 None => member_losses(&problem, projected, members, device).await?,
             };
             let anchor = (0..members).min_by(|&a, &b| scores[a].total_cmp(&scores[b])).unwrap();
-            let perm: Vec<Vec<usize>> = decoded.iter().map(|rows| match_rows(&rules, &decoded[anchor], rows)).collect();
+            let perm: Vec<Vec<usize>> = decoded
+                .iter()
+                .map(|rows| match_rows(&rules, &decoded[anchor], rows))
+                .collect();
             let pooled = pool(&layout, &inversion.x, &inversion.probs, members, b, &perm);
             let rows = pooled.rows.iter().map(|r| dataset.decode(r)).collect();
-            Reconstruction { rows, entropy: Some(pooled.entropy), loss_curve: inversion.loss_curve }
+            Reconstruction {
+                rows,
+                entropy: Some(pooled.entropy),
+                loss_curve: inversion.loss_curve,
+            }
         }
     };
 

@@ -73,13 +73,22 @@ pub fn build_report(
     loss_curve: Vec<(usize, f64)>,
     seconds: f64,
 ) -> Report {
-    let fmt = |row: &[Value]| row.iter().enumerate().map(|(f, &v)| dataset.format(f, v)).collect::<Vec<_>>();
+    let fmt = |row: &[Value]| {
+        row.iter()
+            .enumerate()
+            .map(|(f, &v)| dataset.format(f, v))
+            .collect::<Vec<_>>()
+    };
     let features: Vec<FeatureHeader> = dataset
         .features
         .iter()
         .map(|f| FeatureHeader {
             name: f.name.clone(),
-            kind: if f.is_categorical() { ColumnKind::Categorical } else { ColumnKind::Continuous },
+            kind: if f.is_categorical() {
+                ColumnKind::Categorical
+            } else {
+                ColumnKind::Continuous
+            },
         })
         .collect();
     let rows: Vec<RowReport> = truth
@@ -98,7 +107,10 @@ pub fn build_report(
         .collect();
     let mut entropy_buckets = Vec::new();
     if entropy.is_some() {
-        for (kind, edges) in [(ColumnKind::Categorical, CAT_EDGES), (ColumnKind::Continuous, CONT_EDGES)] {
+        for (kind, edges) in [
+            (ColumnKind::Categorical, CAT_EDGES),
+            (ColumnKind::Continuous, CONT_EDGES),
+        ] {
             for w in edges.windows(2) {
                 let cells: Vec<bool> = rows
                     .iter()
@@ -174,8 +186,16 @@ pub fn render_text(r: &Report, max_rows: usize) -> String {
         LabelMode::Known => "known labels".to_string(),
         LabelMode::Restored => format!("restored labels, {:.0}% right", 100.0 * r.label_accuracy),
     };
-    let steps = if r.attack == AttackKind::Random { String::new() } else { format!(", {} steps", c.iterations) };
-    let _ = writeln!(s, "{name} on a batch of {} rows{steps}, {labels}, seed {}", c.batch_size, c.seed);
+    let steps = if r.attack == AttackKind::Random {
+        String::new()
+    } else {
+        format!(", {} steps", c.iterations)
+    };
+    let _ = writeln!(
+        s,
+        "{name} on a batch of {} rows{steps}, {labels}, seed {}",
+        c.batch_size, c.seed
+    );
     let _ = writeln!(s, "backend {}, {:.2} s", r.backend, r.seconds);
     if let Some(d) = &c.defence {
         let _ = writeln!(s, "defence: clip {:?}, noise σ = {}", d.clip, d.noise);
@@ -189,13 +209,21 @@ pub fn render_text(r: &Report, max_rows: usize) -> String {
         pct(a.continuous),
         pct(Some(a.exact_rows))
     );
-    let _ = writeln!(s, "random baseline {} → gain {:+.1} points", pct(Some(r.random_baseline)), 100.0 * r.gain_over_random);
+    let _ = writeln!(
+        s,
+        "random baseline {} → gain {:+.1} points",
+        pct(Some(r.random_baseline)),
+        100.0 * r.gain_over_random
+    );
     let _ = writeln!(s, "\nper feature:");
     for (f, acc) in r.features.iter().zip(&a.per_feature) {
         let _ = writeln!(s, "  {:<24} {:>6}", f.name, pct(Some(*acc)));
     }
     if !r.entropy_buckets.is_empty() {
-        let _ = writeln!(s, "\nconfidence (ensemble entropy; lower = more confident) against accuracy:");
+        let _ = writeln!(
+            s,
+            "\nconfidence (ensemble entropy; lower = more confident) against accuracy:"
+        );
         for bkt in &r.entropy_buckets {
             let kind = match bkt.kind {
                 ColumnKind::Categorical => "categorical",
@@ -225,7 +253,7 @@ pub fn render_text(r: &Report, max_rows: usize) -> String {
             .map(|(f, h)| {
                 r.rows[..shown]
                     .iter()
-                    .flat_map(|row| [row.truth[f].chars().count(), row.reconstructed[f].chars().count() + 3])
+                    .flat_map(|row| [row.truth[f].chars().count(), row.reconstructed[f].chars().count() + 2])
                     .chain([h.name.chars().count()])
                     .max()
                     .unwrap_or(4)
@@ -248,8 +276,8 @@ pub fn render_text(r: &Report, max_rows: usize) -> String {
                 t += &cell(&row.truth[f], w);
                 let mark = if row.correct[f] { "✓" } else { "✗" };
                 let conf = confidence_mark(r.features[f].kind, row.entropy[f]);
-                let text: String = row.reconstructed[f].chars().take(w.saturating_sub(3)).collect();
-                rec += &cell(&format!("{text}{mark}{conf}"), w + 1);
+                let text: String = row.reconstructed[f].chars().take(w.saturating_sub(2)).collect();
+                rec += &cell(&format!("{text}{mark}{conf}"), w);
             }
             let _ = writeln!(s, "{}\n{}", t.trim_end(), rec.trim_end());
         }

@@ -24,7 +24,11 @@ pub struct Runtime {
 
 impl Runtime {
     pub fn cpu() -> Runtime {
-        Runtime { device: Device::flex(), kind: BackendChoice::Cpu, backend: "cpu (fused kernel, gemm + burn flex)".into() }
+        Runtime {
+            device: Device::flex(),
+            kind: BackendChoice::Cpu,
+            backend: "cpu (fused kernel, gemm + burn flex)".into(),
+        }
     }
 
     #[cfg(feature = "wgpu")]
@@ -33,8 +37,14 @@ impl Runtime {
             .init_async()
             .await
             .map_err(|e| Error::Device(format!("no WebGPU/wgpu adapter could be initialised: {e}")))?;
-        let name = device.identity().map_or_else(|| "unknown adapter".to_string(), |i| i.name);
-        Ok(Runtime { device, kind: BackendChoice::Wgpu, backend: format!("wgpu ({name})") })
+        let name = device
+            .identity()
+            .map_or_else(|| "unknown adapter".to_string(), |i| i.name);
+        Ok(Runtime {
+            device,
+            kind: BackendChoice::Wgpu,
+            backend: format!("wgpu ({name})"),
+        })
     }
 
     pub async fn select(choice: BackendChoice) -> Result<Runtime> {
@@ -50,6 +60,10 @@ impl Runtime {
 
 /// Read any float tensor back to the host as f32.
 pub async fn read_f32<const D: usize>(t: Tensor<D>) -> Result<Vec<f32>> {
-    let data = t.into_data_async().await.map_err(|e| Error::Device(format!("readback failed: {e:?}")))?;
-    data.try_to_vec::<f32>().map_err(|e| Error::Device(format!("readback gave unexpected data: {e:?}")))
+    let data = t
+        .into_data_async()
+        .await
+        .map_err(|e| Error::Device(format!("readback failed: {e:?}")))?;
+    data.try_to_vec::<f32>()
+        .map_err(|e| Error::Device(format!("readback gave unexpected data: {e:?}")))
 }

@@ -31,7 +31,12 @@ fn f32s(v: &Json) -> Vec<f32> {
 
 fn assert_close(name: &str, ours: &[f32], reference: &[f64]) {
     assert_eq!(ours.len(), reference.len(), "{name}: length");
-    let err: f64 = ours.iter().zip(reference).map(|(&a, &b)| (a as f64 - b).powi(2)).sum::<f64>().sqrt();
+    let err: f64 = ours
+        .iter()
+        .zip(reference)
+        .map(|(&a, &b)| (a as f64 - b).powi(2))
+        .sum::<f64>()
+        .sqrt();
     let norm: f64 = reference.iter().map(|b| b * b).sum::<f64>().sqrt();
     let rel = err / norm.max(1e-300);
     assert!(rel <= REL_TOL, "{name}: relative error {rel:.2e} > {REL_TOL:.0e}");
@@ -52,7 +57,12 @@ fn params(f: &Json) -> Params {
 }
 
 fn onehot(y: &Json, classes: usize) -> Vec<f32> {
-    let labels: Vec<usize> = y.as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as usize).collect();
+    let labels: Vec<usize> = y
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap() as usize)
+        .collect();
     let mut out = vec![0f32; labels.len() * classes];
     for (i, c) in labels.into_iter().enumerate() {
         out[i * classes + c] = 1.0;
@@ -100,7 +110,12 @@ fn check_mlp_parameter_gradient(rt: &Runtime) {
     let xs: Vec<f64> = flat(&f["x"]);
     let (_, probs) = p.forward_host(&xs, b);
     let labels = flat(&f["y"]);
-    let ce = labels.iter().enumerate().map(|(i, &c)| -probs[i * 2 + c as usize].ln()).sum::<f64>() / b as f64;
+    let ce = labels
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| -probs[i * 2 + c as usize].ln())
+        .sum::<f64>()
+        / b as f64;
     assert!((ce - f["loss"].as_f64().unwrap()).abs() < 1e-6 * ce.abs().max(1.0));
 }
 
@@ -135,7 +150,12 @@ fn fixture_layout(f: &Json) -> Layout {
         .unwrap()
         .iter()
         .map(|b| {
-            let cols: Vec<usize> = b["columns"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap() as usize).collect();
+            let cols: Vec<usize> = b["columns"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c.as_u64().unwrap() as usize)
+                .collect();
             (cols[0], cols.len(), b["kind"] == "cat")
         })
         .collect();
@@ -207,7 +227,10 @@ fn matching_accuracy() {
     let features = f["features"].as_array().unwrap();
     let rules: Vec<Rule> = features
         .iter()
-        .map(|ft| Rule { categorical: ft["kind"] == "cat", tolerance: ft["tolerance"].as_f64().unwrap_or(0.0) })
+        .map(|ft| Rule {
+            categorical: ft["kind"] == "cat",
+            tolerance: ft["tolerance"].as_f64().unwrap_or(0.0),
+        })
         .collect();
     // Categorical strings → indices, one dictionary per feature.
     let mut dicts: Vec<Vec<String>> = vec![Vec::new(); features.len()];
@@ -237,8 +260,12 @@ fn matching_accuracy() {
     let truth = rows("true_rows");
     let rec = rows("reconstructed_rows");
     let scored = score(&rules, &truth, &rec);
-    let expected: Vec<usize> =
-        f["assignment_true_to_rec"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as usize).collect();
+    let expected: Vec<usize> = f["assignment_true_to_rec"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap() as usize)
+        .collect();
     assert_eq!(scored.assignment, expected);
     assert!((scored.accuracy.total - f["accuracy"].as_f64().unwrap()).abs() < 1e-12);
 }
@@ -275,15 +302,31 @@ fn cpu_kernel_matches_golden_vectors() {
     let p = params(&base);
 
     let f = fixture("cosine_matching_grad.json");
-    let host = HostProblem::new(&p, &host_target(&base["grad"]), onehot(&f["y"], 2), None, Objective::Cosine);
+    let host = HostProblem::new(
+        &p,
+        &host_target(&base["grad"]),
+        onehot(&f["y"], 2),
+        None,
+        Objective::Cosine,
+    );
     let (loss, grad) = loss_and_grad(&host, &f32s(&f["z"]));
     assert_close("kernel loss", &loss, &[f["loss"].as_f64().unwrap()]);
     assert_close("kernel dloss_dz", &grad, &flat(&f["dloss_dz"]));
-    assert_close("kernel loss without gradient", &member_losses(&host, &f32s(&f["z"])), &[f["loss"].as_f64().unwrap()]);
+    assert_close(
+        "kernel loss without gradient",
+        &member_losses(&host, &f32s(&f["z"])),
+        &[f["loss"].as_f64().unwrap()],
+    );
 
     let f = fixture("relaxed_ensemble_grad.json");
     let layout = fixture_layout(&f);
-    let host = HostProblem::new(&p, &host_target(&f["g_true"]), onehot(&f["y"], 2), Some(&layout), Objective::Cosine);
+    let host = HostProblem::new(
+        &p,
+        &host_target(&f["g_true"]),
+        onehot(&f["y"], 2),
+        Some(&layout),
+        Objective::Cosine,
+    );
     let (losses, grad) = loss_and_grad(&host, &f32s(&f["z"]));
     assert_close("kernel losses", &losses, &flat(&f["losses"]));
     assert_close("kernel dsum_dz", &grad, &flat(&f["dsum_dz"]));
@@ -309,9 +352,23 @@ fn squared_error_objective_agrees_across_paths() {
         objective: Objective::SquaredError,
     };
     let (loss, grad) = pollster::block_on(loss_and_grad(&problem, f32s(&f["z"]), 1, &rt.device)).unwrap();
-    let host = HostProblem::new(&p, &host_target(&base["grad"]), onehot(&f["y"], 2), None, Objective::SquaredError);
+    let host = HostProblem::new(
+        &p,
+        &host_target(&base["grad"]),
+        onehot(&f["y"], 2),
+        None,
+        Objective::SquaredError,
+    );
     let (kl, kg) = kernel(&host, &f32s(&f["z"]));
     assert!(loss[0] > 0.0);
-    assert_close("squared error loss", &kl, &loss.iter().map(|&v| v as f64).collect::<Vec<_>>());
-    assert_close("squared error gradient", &kg, &grad.iter().map(|&v| v as f64).collect::<Vec<_>>());
+    assert_close(
+        "squared error loss",
+        &kl,
+        &loss.iter().map(|&v| v as f64).collect::<Vec<_>>(),
+    );
+    assert_close(
+        "squared error gradient",
+        &kg,
+        &grad.iter().map(|&v| v as f64).collect::<Vec<_>>(),
+    );
 }

@@ -12,17 +12,31 @@ pub struct Rule {
 
 impl Rule {
     pub fn of(features: &[Feature]) -> Vec<Rule> {
-        features.iter().map(|f| Rule { categorical: f.is_categorical(), tolerance: f.tolerance() }).collect()
+        features
+            .iter()
+            .map(|f| Rule {
+                categorical: f.is_categorical(),
+                tolerance: f.tolerance(),
+            })
+            .collect()
     }
 
     pub fn agrees(&self, a: Value, b: Value) -> bool {
-        if self.categorical { a == b } else { (a.num() - b.num()).abs() <= self.tolerance + 1e-9 }
+        if self.categorical {
+            a == b
+        } else {
+            (a.num() - b.num()).abs() <= self.tolerance + 1e-9
+        }
     }
 }
 
 /// Number of features on which two rows disagree.
 pub fn wrong_features(rules: &[Rule], a: &[Value], b: &[Value]) -> i64 {
-    rules.iter().zip(a.iter().zip(b)).filter(|(r, (x, y))| !r.agrees(**x, **y)).count() as i64
+    rules
+        .iter()
+        .zip(a.iter().zip(b))
+        .filter(|(r, (x, y))| !r.agrees(**x, **y))
+        .count() as i64
 }
 
 /// For each reference row i, the index of the row matched to it, minimising total disagreement.
@@ -31,6 +45,8 @@ pub fn match_rows(rules: &[Rule], reference: &[Vec<Value>], rows: &[Vec<Value>])
     if reference.is_empty() {
         return Vec::new();
     }
-    let costs = Matrix::from_fn(reference.len(), rows.len(), |(i, j)| wrong_features(rules, &reference[i], &rows[j]));
+    let costs = Matrix::from_fn(reference.len(), rows.len(), |(i, j)| {
+        wrong_features(rules, &reference[i], &rows[j])
+    });
     kuhn_munkres_min(&costs).1
 }

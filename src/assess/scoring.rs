@@ -29,15 +29,25 @@ pub fn score(rules: &[Rule], truth: &[Vec<Value>], reconstructed: &[Vec<Value>])
     let correct: Vec<Vec<bool>> = truth
         .iter()
         .zip(&assignment)
-        .map(|(t, &j)| rules.iter().zip(t.iter().zip(&reconstructed[j])).map(|(r, (a, b))| r.agrees(*a, *b)).collect())
+        .map(|(t, &j)| {
+            rules
+                .iter()
+                .zip(t.iter().zip(&reconstructed[j]))
+                .map(|(r, (a, b))| r.agrees(*a, *b))
+                .collect()
+        })
         .collect();
     let rows = truth.len().max(1) as f64;
     let per_feature: Vec<f64> = (0..rules.len())
         .map(|f| correct.iter().filter(|row| row[f]).count() as f64 / rows)
         .collect();
     let mean_over = |want_cat: bool| {
-        let picked: Vec<f64> =
-            rules.iter().zip(&per_feature).filter(|(r, _)| r.categorical == want_cat).map(|(_, &a)| a).collect();
+        let picked: Vec<f64> = rules
+            .iter()
+            .zip(&per_feature)
+            .filter(|(r, _)| r.categorical == want_cat)
+            .map(|(_, &a)| a)
+            .collect();
         (!picked.is_empty()).then(|| picked.iter().sum::<f64>() / picked.len() as f64)
     };
     let accuracy = Accuracy {
@@ -47,5 +57,9 @@ pub fn score(rules: &[Rule], truth: &[Vec<Value>], reconstructed: &[Vec<Value>])
         exact_rows: correct.iter().filter(|row| row.iter().all(|&c| c)).count() as f64 / rows,
         per_feature,
     };
-    Scored { accuracy, assignment, correct }
+    Scored {
+        accuracy,
+        assignment,
+        correct,
+    }
 }

@@ -7,6 +7,10 @@ use crate::table::{Dataset, Value};
 pub fn random_rows(dataset: &Dataset, rows: usize, seed: u64) -> Vec<Vec<Value>> {
     let mut rng = StdRng::seed_from_u64(seed);
     (0..rows)
-        .map(|_| (0..dataset.features.len()).map(|f| dataset.rows[rng.random_range(0..dataset.n())][f]).collect())
+        .map(|_| {
+            (0..dataset.features.len())
+                .map(|f| dataset.rows[rng.random_range(0..dataset.n())][f])
+                .collect()
+        })
         .collect()
 }

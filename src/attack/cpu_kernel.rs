@@ -9,7 +9,7 @@
 //! tests hold the two to the same golden vectors and to each other.
 use gemm::{Parallelism, gemm};
 
-use super::inversion::{Inversion, InversionConfig, Objective, Progress};
+use super::inversion::{Inversion, InversionConfig, Objective, Progress, record_step};
 use super::relax::Layout;
 use crate::error::{Error, Result};
 
@@ -49,7 +49,12 @@ impl HostProblem {
         objective: Objective,
     ) -> HostProblem {
         let layers = params.layers();
-        let tnorm = observed.iter().flatten().map(|&v| (v as f64).powi(2)).sum::<f64>().sqrt() as f32;
+        let tnorm = observed
+            .iter()
+            .flatten()
+            .map(|&v| (v as f64).powi(2))
+            .sum::<f64>()
+            .sqrt() as f32;
         let classes = *params.sizes.last().unwrap();
         let relax = layout.map(|l| {
             let d = l.d();
@@ -226,7 +231,12 @@ impl HostRelax {
         let x_bar = &ws.h_bar[0];
         for row in 0..x_bar.len() / d {
             let r = row * d..(row + 1) * d;
-            let (xb, p, s, zb) = (&x_bar[r.clone()], &ws.probs[r.clone()], &ws.sig[r.clone()], &mut ws.z_bar[r]);
+            let (xb, p, s, zb) = (
+                &x_bar[r.clone()],
+                &ws.probs[r.clone()],
+                &ws.sig[r.clone()],
+                &mut ws.z_bar[r],
+            );
             for &c in &self.cont_cols {
                 zb[c] = xb[c] * self.range[c] * s[c] * (1.0 - s[c]);
             }
@@ -361,7 +371,10 @@ impl HostProblem {
         // δ = (s − y)/B → dL/da = s ⊙ (s̄ − Σ s̄ s), with s̄ = dL/dδ / B.
         let c = sizes[layers];
         let inv_b = 1.0 / b as f32;
-        for (db, s) in ws.d_bar[layers - 1].chunks_exact_mut(c).zip(ws.h[layers - 1].chunks_exact(c)) {
+        for (db, s) in ws.d_bar[layers - 1]
+            .chunks_exact_mut(c)
+            .zip(ws.h[layers - 1].chunks_exact(c))
+        {
             let inner: f32 = db.iter().zip(s).map(|(g, p)| g * inv_b * p).sum();
             db.iter_mut().zip(s).for_each(|(g, p)| *g = p * (*g * inv_b - inner));
         }
@@ -439,7 +452,11 @@ fn for_each_member(members: Vec<Member<'_>>, f: impl Fn(Member<'_>)) {
 }
 
 /// The whole optimisation on the CPU; same contract as `inversion::invert`.
-pub fn invert(p: &HostProblem, config: &InversionConfig, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<Inversion> {
+pub fn invert(
+    p: &HostProblem,
+    config: &InversionConfig,
+    progress: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<Inversion> {
     let (n, d) = (config.members, p.d());
     let len = p.batch * d;
     let opt = config.optimiser;
@@ -450,7 +467,6 @@ pub fn invert(p: &HostProblem, config: &InversionConfig, progress: &mut dyn FnMu
     let mut workspaces: Vec<Workspace> = (0..n).map(|_| Workspace::new(p)).collect();
     let mut losses = vec![0f32; n];
     let mut loss_curve = Vec::new();
-    let every = config.report_every.max(1);
     let (b1, b2) = (opt.beta1 as f32, opt.beta2 as f32);
     for step in 1..=config.iterations {
         let bc1 = 1.0 - opt.beta1.powi(step as i32);
@@ -467,24 +483,20 @@ pub fn invert(p: &HostProblem, config: &InversionConfig, progress: &mut dyn FnMu
             .collect();
         for_each_member(members, |mb| {
             *mb.loss = p.loss_and_grad(mb.z, mb.ws);
-            for (((z, m), v), g) in mb.z.iter_mut().zip(mb.m.iter_mut()).zip(mb.v.iter_mut()).zip(&mb.ws.z_bar) {
+            for (((z, m), v), g) in
+                mb.z.iter_mut()
+                    .zip(mb.m.iter_mut())
+                    .zip(mb.v.iter_mut())
+                    .zip(&mb.ws.z_bar)
+            {
                 let g = if opt.sign { sign(*g) } else { *g };
                 *m = b1 * *m + (1.0 - b1) * g;
                 *v = b2 * *v + (1.0 - b2) * g * g;
                 *z -= step_size * *m / ((*v * inv_bc2).sqrt() + eps);
             }
         });
-        if step % every == 0 || step == config.iterations || step == 1 {
-            let mean = losses.iter().map(|&l| l as f64).sum::<f64>() / n as f64;
-            if !mean.is_finite() {
-                return Err(Error::NonFinite(format!("loss became {mean} at step {step}")));
-            }
-            loss_curve.push((step, mean));
-            let report =
-                Progress { phase: "invert".into(), step, of: config.iterations, loss: Some(mean), elapsed: start.elapsed().as_secs_f64() };
-            if !progress(&report) {
-                return Err(Error::Cancelled);
-            }
+        if config.reports_at(step) {
+            record_step(step, config.iterations, &losses, start, &mut loss_curve, progress)?;
         }
     }
     // Final relaxation of every member.
@@ -509,7 +521,9 @@ pub fn invert(p: &HostProblem, config: &InversionConfig, progress: &mut dyn FnMu
 
 /// Zero the entries of `v` where the ReLU output `h` is not positive (branch-free, so it vectorises).
 fn relu_mask(v: &mut [f32], h: &[f32]) {
-    v.iter_mut().zip(h).for_each(|(v, h)| *v = if *h > 0.0 { *v } else { 0.0 });
+    v.iter_mut()
+        .zip(h)
+        .for_each(|(v, h)| *v = if *h > 0.0 { *v } else { 0.0 });
 }
 
 /// Dot product with 16 independent f32 partial sums (vectorises; each lane sums a few thousand
@@ -517,7 +531,12 @@ fn relu_mask(v: &mut [f32], h: &[f32]) {
 fn dot_f32(a: &[f32], b: &[f32]) -> f64 {
     let mut lanes = [0f32; 16];
     let (ca, cb) = (a.chunks_exact(16), b.chunks_exact(16));
-    let tail: f64 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| (*x as f64) * (*y as f64)).sum();
+    let tail: f64 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| (*x as f64) * (*y as f64))
+        .sum();
     for (x, y) in ca.zip(cb) {
         for k in 0..16 {
             lanes[k] += x[k] * y[k];

@@ -31,7 +31,13 @@ pub struct Optimiser {
 
 impl Default for Optimiser {
     fn default() -> Self {
-        Optimiser { lr: 0.06, beta1: 0.9, beta2: 0.999, eps: 1e-8, sign: true }
+        Optimiser {
+            lr: 0.06,
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            sign: true,
+        }
     }
 }
 
@@ -71,6 +77,41 @@ pub struct InversionConfig {
     pub report_every: usize,
 }
 
+impl InversionConfig {
+    /// Whether the loss is read back and reported at this step: the first, every `report_every`-th, the last.
+    pub fn reports_at(&self, step: usize) -> bool {
+        step == 1 || step == self.iterations || step % self.report_every.max(1) == 0
+    }
+}
+
+/// Check the members' losses, extend the loss curve and tell the caller; Err if it cancels.
+pub fn record_step(
+    step: usize,
+    of: usize,
+    losses: &[f32],
+    start: web_time::Instant,
+    loss_curve: &mut Vec<(usize, f64)>,
+    progress: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<()> {
+    let mean = losses.iter().map(|&l| l as f64).sum::<f64>() / losses.len() as f64;
+    if !mean.is_finite() {
+        return Err(Error::NonFinite(format!("loss became {mean} at step {step}")));
+    }
+    loss_curve.push((step, mean));
+    let report = Progress {
+        phase: "invert".into(),
+        step,
+        of,
+        loss: Some(mean),
+        elapsed: start.elapsed().as_secs_f64(),
+    };
+    if progress(&report) {
+        Ok(())
+    } else {
+        Err(Error::Cancelled)
+    }
+}
+
 /// Result: the members' final relaxed rows (and block probabilities), [N, B, d] row-major.
 pub struct Inversion {
     pub x: Vec<f32>,
@@ -89,9 +130,21 @@ struct Engine<'a> {
 
 impl<'a> Engine<'a> {
     fn new(problem: &'a Problem<'a>, n: usize, b: usize, d: usize, device: &Device) -> Self {
-        let rows: Vec<f32> = problem.onehot.iter().copied().cycle().take(n * problem.onehot.len()).collect();
+        let rows: Vec<f32> = problem
+            .onehot
+            .iter()
+            .copied()
+            .cycle()
+            .take(n * problem.onehot.len())
+            .collect();
         let onehot = Tensor::from_data(TensorData::new(rows, [n * b, problem.classes]), device);
-        Engine { problem, n, b, d, onehot }
+        Engine {
+            problem,
+            n,
+            b,
+            d,
+            onehot,
+        }
     }
 
     fn relax(&self, z: &Tensor<2>) -> Option<Relaxed> {
@@ -141,7 +194,12 @@ pub fn initial_rows(len: usize, seed: u64) -> Vec<f32> {
 
 /// Value and d/dz of the summed per-member loss at z ([N, B, d] row-major). Used by the golden
 /// tests and by anyone checking the engine against another implementation.
-pub async fn loss_and_grad(problem: &Problem<'_>, z: Vec<f32>, n: usize, device: &Device) -> Result<(Vec<f32>, Vec<f32>)> {
+pub async fn loss_and_grad(
+    problem: &Problem<'_>,
+    z: Vec<f32>,
+    n: usize,
+    device: &Device,
+) -> Result<(Vec<f32>, Vec<f32>)> {
     let b = problem.onehot.len() / problem.classes;
     let d = z.len() / (n * b);
     let engine = Engine::new(problem, n, b, d, device);
@@ -177,11 +235,13 @@ pub async fn invert(
     let engine = Engine::new(problem, n, b, d, device);
     let opt = config.optimiser;
     let start = web_time::Instant::now();
-    let mut z = Tensor::<2>::from_data(TensorData::new(initial_rows(n * b * d, config.seed), [n * b, d]), device);
+    let mut z = Tensor::<2>::from_data(
+        TensorData::new(initial_rows(n * b * d, config.seed), [n * b, d]),
+        device,
+    );
     let mut m = z.zeros_like();
     let mut v = z.zeros_like();
     let mut loss_curve = Vec::new();
-    let every = config.report_every.max(1);
     for step in 1..=config.iterations {
         let relaxed = engine.relax(&z);
         let x = relaxed.as_ref().map_or(z.clone(), |r| r.x.clone());
@@ -199,23 +259,9 @@ pub async fn invert(
         let denom = v.clone().div_scalar(bc2).sqrt().add_scalar(opt.eps);
         z = z - m.clone().mul_scalar(opt.lr / bc1) / denom;
 
-        if step % every == 0 || step == config.iterations || step == 1 {
+        if config.reports_at(step) {
             let losses = read_f32(loss).await?;
-            let mean = losses.iter().map(|&l| l as f64).sum::<f64>() / losses.len() as f64;
-            if !mean.is_finite() {
-                return Err(Error::NonFinite(format!("loss became {mean} at step {step}")));
-            }
-            loss_curve.push((step, mean));
-            let p = Progress {
-                phase: "invert".into(),
-                step,
-                of: config.iterations,
-                loss: Some(mean),
-                elapsed: start.elapsed().as_secs_f64(),
-            };
-            if !progress(&p) {
-                return Err(Error::Cancelled);
-            }
+            record_step(step, config.iterations, &losses, start, &mut loss_curve, progress)?;
         }
     }
     let relaxed = engine.relax(&z);

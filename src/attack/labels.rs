@@ -16,14 +16,19 @@ pub fn restore_counts(params: &Params, last_weight_grad: &[f32], batch: usize, s
     let mut rng = StdRng::seed_from_u64(seed);
     let dummies: Vec<f64> = (0..DUMMY_ROWS * d).map(|_| normal(&mut rng)).collect();
     let (h, probs) = params.forward_host(&dummies, DUMMY_ROWS);
-    let p: Vec<f64> =
-        (0..classes).map(|c| (0..DUMMY_ROWS).map(|r| probs[r * classes + c]).sum::<f64>() / DUMMY_ROWS as f64).collect();
+    let p: Vec<f64> = (0..classes)
+        .map(|c| (0..DUMMY_ROWS).map(|r| probs[r * classes + c]).sum::<f64>() / DUMMY_ROWS as f64)
+        .collect();
     let o = h.iter().sum::<f64>() / DUMMY_ROWS as f64;
     let b = batch as f64;
     let estimate: Vec<f64> = (0..classes)
         .map(|c| {
             let dw: f64 = (0..hidden).map(|j| last_weight_grad[j * classes + c] as f64).sum();
-            let est = if o.abs() > 1e-12 { b * p[c] - b * dw / o } else { b * p[c] };
+            let est = if o.abs() > 1e-12 {
+                b * p[c] - b * dw / o
+            } else {
+                b * p[c]
+            };
             est.max(0.0)
         })
         .collect();
@@ -55,7 +60,11 @@ pub fn round_to_total(estimate: &[f64], total: usize) -> Vec<usize> {
 
 /// Labels listed class by class from counts.
 pub fn labels_from_counts(counts: &[usize]) -> Vec<usize> {
-    counts.iter().enumerate().flat_map(|(c, &k)| std::iter::repeat_n(c, k)).collect()
+    counts
+        .iter()
+        .enumerate()
+        .flat_map(|(c, &k)| std::iter::repeat_n(c, k))
+        .collect()
 }
 
 #[cfg(test)]

@@ -49,7 +49,11 @@ impl Layout {
     pub fn of(dataset: &Dataset) -> Layout {
         let (lo, hi) = dataset.bounds();
         Layout {
-            blocks: dataset.features.iter().map(|f| (f.offset, f.width(), f.is_categorical())).collect(),
+            blocks: dataset
+                .features
+                .iter()
+                .map(|f| (f.offset, f.width(), f.is_categorical()))
+                .collect(),
             mean: dataset.mean.clone(),
             std: dataset.std.clone(),
             lo,

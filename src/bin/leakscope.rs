@@ -11,7 +11,11 @@ use leakscope::table::{ColumnKind, Dataset, DatasetOptions, parse_csv, summarize
 use leakscope::{AttackConfig, AttackKind, BackendChoice, LabelMode, Report, Runtime, run_attack};
 
 #[derive(Parser)]
-#[command(name = "leakscope", version, about = "How much of your table could a federated-learning server reconstruct?")]
+#[command(
+    name = "leakscope",
+    version,
+    about = "How much of your table could a federated-learning server reconstruct?"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -164,7 +168,11 @@ type CliResult<T> = Result<T, String>;
 fn load(csv: &Path, label: &str, kinds: &[(String, ColumnKind)], ignore: &[String]) -> CliResult<Dataset> {
     let bytes = std::fs::read(csv).map_err(|e| format!("cannot read {}: {e}", csv.display()))?;
     let raw = parse_csv(&bytes, leakscope::table::DEFAULT_MAX_BYTES).map_err(|e| format!("{}: {e}", csv.display()))?;
-    let options = DatasetOptions { label: label.to_string(), kinds: kinds.to_vec(), ignore: ignore.to_vec() };
+    let options = DatasetOptions {
+        label: label.to_string(),
+        kinds: kinds.to_vec(),
+        ignore: ignore.to_vec(),
+    };
     Dataset::from_raw(&raw, &options).map_err(|e| format!("{}: {e}", csv.display()))
 }
 
@@ -181,8 +189,14 @@ impl Common {
                 LabelArg::Restored => LabelMode::Restored,
             },
             hidden: self.hidden.clone(),
-            defence: (self.clip.is_some() || self.noise > 0.0).then_some(Defence { clip: self.clip, noise: self.noise }),
-            optimiser: Optimiser { lr: self.lr, ..Optimiser::default() },
+            defence: (self.clip.is_some() || self.noise > 0.0).then_some(Defence {
+                clip: self.clip,
+                noise: self.noise,
+            }),
+            optimiser: Optimiser {
+                lr: self.lr,
+                ..Optimiser::default()
+            },
             report_every: 25,
         }
     }
@@ -231,18 +245,37 @@ fn run(cli: Cli) -> CliResult<()> {
             let raw = parse_csv(&bytes, leakscope::table::DEFAULT_MAX_BYTES).map_err(|e| e.to_string())?;
             let s = summarize(&raw);
             println!("{} rows, {} with a missing value", s.rows, s.rows_with_missing);
-            println!("{:<24} {:<12} {:>8} {:>8}  examples", "column", "kind", "distinct", "missing");
+            println!(
+                "{:<24} {:<12} {:>8} {:>8}  examples",
+                "column", "kind", "distinct", "missing"
+            );
             for c in &s.columns {
                 let kind = format!("{:?}", c.kind).to_lowercase();
-                println!("{:<24} {:<12} {:>8} {:>8}  {}", c.name, kind, c.distinct, c.missing, c.examples.join(", "));
+                println!(
+                    "{:<24} {:<12} {:>8} {:>8}  {}",
+                    c.name,
+                    kind,
+                    c.distinct,
+                    c.missing,
+                    c.examples.join(", ")
+                );
             }
             println!("label candidates: {}", s.label_candidates.join(", "));
         }
-        Command::Attack { common, attack, batch_size, rows } => {
+        Command::Attack {
+            common,
+            attack,
+            batch_size,
+            rows,
+        } => {
             let dataset = load(&common.csv, &common.label, &common.kinds, &common.ignore)?;
             let rt = runtime(common.backend)?;
             let config = common.config(attack.into(), batch_size, common.seed);
-            let pb = bar(common.quiet || matches!(attack, AttackArg::Random), config.iterations as u64, "attack".into());
+            let pb = bar(
+                common.quiet || matches!(attack, AttackArg::Random),
+                config.iterations as u64,
+                "attack".into(),
+            );
             let report = attack_once(&rt, &dataset, &config, &pb)?;
             pb.finish_and_clear();
             print!("{}", render_text(&report, rows));
@@ -251,7 +284,12 @@ fn run(cli: Cli) -> CliResult<()> {
                 println!("report written to {}", path.display());
             }
         }
-        Command::Sweep { common, batch_sizes, batches, attacks } => {
+        Command::Sweep {
+            common,
+            batch_sizes,
+            batches,
+            attacks,
+        } => {
             let dataset = load(&common.csv, &common.label, &common.kinds, &common.ignore)?;
             let rt = runtime(common.backend)?;
             let mut all: Vec<Report> = Vec::new();
@@ -264,7 +302,11 @@ fn run(cli: Cli) -> CliResult<()> {
                         // Batch k has the same seed for every attack, so attacks are compared on the same rows.
                         let config = common.config(kind, b, common.seed + k as u64);
                         let quiet = common.quiet || kind == AttackKind::Random;
-                        let pb = bar(quiet, config.iterations as u64, format!("{kind:?} B={b} batch {}/{batches}", k + 1));
+                        let pb = bar(
+                            quiet,
+                            config.iterations as u64,
+                            format!("{kind:?} B={b} batch {}/{batches}", k + 1),
+                        );
                         let r = attack_once(&rt, &dataset, &config, &pb)?;
                         pb.finish_and_clear();
                         reports.push(r);
@@ -284,7 +326,15 @@ fn run(cli: Cli) -> CliResult<()> {
                 println!("reports written to {}", path.display());
             }
         }
-        Command::Bench { csv, label, ensemble, iterations, full_steps, batch_sizes, backend: b } => {
+        Command::Bench {
+            csv,
+            label,
+            ensemble,
+            iterations,
+            full_steps,
+            batch_sizes,
+            backend: b,
+        } => {
             let dataset = load(&csv, &label, &[], &[])?;
             let rt = runtime(b)?;
             println!(
@@ -293,7 +343,11 @@ fn run(cli: Cli) -> CliResult<()> {
                 dataset.n(),
                 csv.display()
             );
-            println!("backend: {}, threads: {}", rt.backend, std::thread::available_parallelism().map_or(1, |n| n.get()));
+            println!(
+                "backend: {}, threads: {}",
+                rt.backend,
+                std::thread::available_parallelism().map_or(1, |n| n.get())
+            );
             println!("| B | ms/step | steps/s | setup+matching s | s per {full_steps}-step attack | peak RSS MiB |");
             println!("|---|---|---|---|---|---|");
             for &bs in &batch_sizes {
@@ -345,7 +399,11 @@ fn summary_line(b: usize, kind: AttackKind, reports: &[Report]) -> String {
         }
         let n = vals.len() as f64;
         let mean = vals.iter().sum::<f64>() / n;
-        let sd = if vals.len() > 1 { (vals.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt() } else { 0.0 };
+        let sd = if vals.len() > 1 {
+            (vals.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+        } else {
+            0.0
+        };
         format!("{:.1} ± {:.1}", 100.0 * mean, 100.0 * sd)
     };
     format!(
@@ -363,7 +421,11 @@ fn summary_line(b: usize, kind: AttackKind, reports: &[Report]) -> String {
 fn peak_rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
         .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 

@@ -20,7 +20,12 @@ pub fn normal(rng: &mut impl Rng) -> f64 {
 
 /// Apply the defence in place to the flattened update (all parameter tensors, in any order).
 pub fn apply(update: &mut [Vec<f32>], defence: &Defence, seed: u64) {
-    let norm: f64 = update.iter().flatten().map(|&v| (v as f64) * (v as f64)).sum::<f64>().sqrt();
+    let norm: f64 = update
+        .iter()
+        .flatten()
+        .map(|&v| (v as f64) * (v as f64))
+        .sum::<f64>()
+        .sqrt();
     let mut scale = 1.0;
     if let Some(c) = defence.clip
         && norm > c
@@ -42,10 +47,24 @@ mod tests {
     #[test]
     fn clips_to_norm_and_adds_scaled_noise() {
         let mut u = vec![vec![3.0f32, 4.0]];
-        apply(&mut u, &Defence { clip: Some(1.0), noise: 0.0 }, 0);
+        apply(
+            &mut u,
+            &Defence {
+                clip: Some(1.0),
+                noise: 0.0,
+            },
+            0,
+        );
         assert!((u[0][0] - 0.6).abs() < 1e-6 && (u[0][1] - 0.8).abs() < 1e-6);
         let mut big = vec![vec![0.0f32; 20000]];
-        apply(&mut big, &Defence { clip: Some(2.0), noise: 0.1 }, 1);
+        apply(
+            &mut big,
+            &Defence {
+                clip: Some(2.0),
+                noise: 0.1,
+            },
+            1,
+        );
         let var: f64 = big[0].iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / 20000.0;
         assert!((var.sqrt() - 0.2).abs() < 0.01, "noise std {}", var.sqrt());
     }

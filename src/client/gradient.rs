@@ -60,7 +60,12 @@ impl ParamGrads {
     pub fn combine(&self, alpha: &Tensor<3>, other: &ParamGrads, beta: &Tensor<3>) -> ParamGrads {
         let mix = |a: &Tensor<3>, b: &Tensor<3>| a.clone() * alpha.clone() + b.clone() * beta.clone();
         ParamGrads {
-            weights: self.weights.iter().zip(&other.weights).map(|(a, b)| mix(a, b)).collect(),
+            weights: self
+                .weights
+                .iter()
+                .zip(&other.weights)
+                .map(|(a, b)| mix(a, b))
+                .collect(),
             biases: self.biases.iter().zip(&other.biases).map(|(a, b)| mix(a, b)).collect(),
         }
     }

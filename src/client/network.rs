@@ -23,7 +23,11 @@ impl Params {
             weights.push((0..fan_in * fan_out).map(|_| rng.random_range(-bound..bound)).collect());
             biases.push((0..fan_out).map(|_| rng.random_range(-bound..bound)).collect());
         }
-        Params { sizes: sizes.to_vec(), weights, biases }
+        Params {
+            sizes: sizes.to_vec(),
+            weights,
+            biases,
+        }
     }
 
     pub fn layers(&self) -> usize {
@@ -52,8 +56,14 @@ impl Net {
         let mut weights = Vec::new();
         let mut biases = Vec::new();
         for (l, pair) in params.sizes.windows(2).enumerate() {
-            weights.push(Tensor::from_data(TensorData::new(params.weights[l].clone(), [pair[0], pair[1]]), device));
-            biases.push(Tensor::from_data(TensorData::new(params.biases[l].clone(), [1, pair[1]]), device));
+            weights.push(Tensor::from_data(
+                TensorData::new(params.weights[l].clone(), [pair[0], pair[1]]),
+                device,
+            ));
+            biases.push(Tensor::from_data(
+                TensorData::new(params.biases[l].clone(), [1, pair[1]]),
+                device,
+            ));
         }
         Net { weights, biases }
     }
@@ -95,10 +105,13 @@ impl Params {
                 for r in 0..rows {
                     let row = &mut a[r * fan_out..(r + 1) * fan_out];
                     let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                    let sum: f64 = row.iter_mut().map(|v| {
-                        *v = (*v - max).exp();
-                        *v
-                    }).sum();
+                    let sum: f64 = row
+                        .iter_mut()
+                        .map(|v| {
+                            *v = (*v - max).exp();
+                            *v
+                        })
+                        .sum();
                     row.iter_mut().for_each(|v| *v /= sum);
                 }
             }

@@ -15,9 +15,14 @@ pub struct RawTable {
 /// Parse CSV bytes. Rejects empty, oversized, non-UTF-8 and ragged input, and bad headers.
 pub fn parse_csv(bytes: &[u8], max_bytes: usize) -> Result<RawTable> {
     if bytes.len() > max_bytes {
-        return Err(Error::TooLarge { size: bytes.len(), limit: max_bytes });
+        return Err(Error::TooLarge {
+            size: bytes.len(),
+            limit: max_bytes,
+        });
     }
-    let text = std::str::from_utf8(bytes).map_err(|e| Error::NotUtf8 { offset: e.valid_up_to() })?;
+    let text = std::str::from_utf8(bytes).map_err(|e| Error::NotUtf8 {
+        offset: e.valid_up_to(),
+    })?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.trim().is_empty() {
         return Err(Error::EmptyFile);
@@ -51,7 +56,11 @@ pub fn parse_csv(bytes: &[u8], max_bytes: usize) -> Result<RawTable> {
             continue;
         }
         if record.len() != headers.len() {
-            return Err(Error::Ragged { line, expected: headers.len(), found: record.len() });
+            return Err(Error::Ragged {
+                line,
+                expected: headers.len(),
+                found: record.len(),
+            });
         }
         rows.push(record.iter().map(str::to_string).collect());
         lines.push(line);
@@ -64,7 +73,10 @@ pub fn parse_csv(bytes: &[u8], max_bytes: usize) -> Result<RawTable> {
 
 fn csv_error(e: &csv::Error) -> Error {
     let line = e.position().map_or(0, |p| p.line());
-    Error::Csv { line, message: e.to_string() }
+    Error::Csv {
+        line,
+        message: e.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -88,9 +100,16 @@ mod tests {
         assert_eq!(parse_csv(b"a,b\n1,\xff\n", 100), Err(Error::NotUtf8 { offset: 6 }));
         assert_eq!(
             parse_csv(b"a,b\n1,2\n3\n", 100),
-            Err(Error::Ragged { line: 3, expected: 2, found: 1 })
+            Err(Error::Ragged {
+                line: 3,
+                expected: 2,
+                found: 1
+            })
         );
-        assert_eq!(parse_csv(b"a,a\n1,2\n", 100), Err(Error::DuplicateHeader { name: "a".into() }));
+        assert_eq!(
+            parse_csv(b"a,a\n1,2\n", 100),
+            Err(Error::DuplicateHeader { name: "a".into() })
+        );
         assert_eq!(parse_csv(b"a,\n1,2\n", 100), Err(Error::EmptyHeader { column: 2 }));
     }
 }

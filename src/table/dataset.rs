@@ -12,8 +12,15 @@ pub const TOLERANCE_FACTOR: f64 = 0.319;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum FeatureKind {
-    Categorical { categories: Vec<String> },
-    Continuous { min: f64, max: f64, decimals: u32, std: f64 },
+    Categorical {
+        categories: Vec<String>,
+    },
+    Continuous {
+        min: f64,
+        max: f64,
+        decimals: u32,
+        std: f64,
+    },
 }
 
 /// One feature (CSV column other than the label) and where it sits in an encoded row.
@@ -124,18 +131,28 @@ impl Dataset {
             .collect();
         let dropped = raw.rows.len() - keep.len();
         if keep.len() < 2 {
-            return Err(Error::TooFewRows { dropped, left: keep.len(), needed: 2 });
+            return Err(Error::TooFewRows {
+                dropped,
+                left: keep.len(),
+                needed: 2,
+            });
         }
 
         let mut warnings = Vec::new();
         if dropped > 0 {
-            warnings.push(format!("dropped {dropped} of {} rows with missing values", raw.rows.len()));
+            warnings.push(format!(
+                "dropped {dropped} of {} rows with missing values",
+                raw.rows.len()
+            ));
         }
         let mut classes: Vec<String> = keep.iter().map(|&i| raw.rows[i][label_idx].clone()).collect();
         classes.sort();
         classes.dedup();
         if classes.len() < 2 {
-            return Err(Error::SingleClass { column: options.label.clone(), class: classes[0].clone() });
+            return Err(Error::SingleClass {
+                column: options.label.clone(),
+                class: classes[0].clone(),
+            });
         }
         let labels = keep
             .iter()
@@ -159,7 +176,11 @@ impl Dataset {
                             value: cell.clone(),
                         })?;
                         if !v.is_finite() {
-                            return Err(Error::NotFinite { column: name.clone(), line, value: cell.clone() });
+                            return Err(Error::NotFinite {
+                                column: name.clone(),
+                                line,
+                                value: cell.clone(),
+                            });
                         }
                         decimals = decimals.max(decimals_of(cell));
                         values.push(v);
@@ -192,7 +213,12 @@ impl Dataset {
                     for (row, v) in rows.iter_mut().zip(&values) {
                         row.push(Value::Num(*v));
                     }
-                    FeatureKind::Continuous { min, max, decimals, std }
+                    FeatureKind::Continuous {
+                        min,
+                        max,
+                        decimals,
+                        std,
+                    }
                 }
             };
             let feature = Feature { name, kind, offset };
@@ -200,7 +226,10 @@ impl Dataset {
             if feature.width() == 1 && feature.is_categorical()
                 || matches!(feature.kind, FeatureKind::Continuous { min, max, .. } if min == max)
             {
-                warnings.push(format!("column {:?} holds a single value: it carries no information", feature.name));
+                warnings.push(format!(
+                    "column {:?} holds a single value: it carries no information",
+                    feature.name
+                ));
             }
             features.push(feature);
         }
@@ -338,7 +367,13 @@ mod tests {
 
     fn build(text: &str, label: &str) -> Result<Dataset> {
         let raw = parse_csv(text.as_bytes(), DEFAULT_MAX_BYTES)?;
-        Dataset::from_raw(&raw, &DatasetOptions { label: label.into(), ..Default::default() })
+        Dataset::from_raw(
+            &raw,
+            &DatasetOptions {
+                label: label.into(),
+                ..Default::default()
+            },
+        )
     }
 
     #[test]
@@ -348,7 +383,15 @@ mod tests {
         assert_eq!(d.d(), 3);
         assert_eq!(d.classes, vec!["a", "b"]);
         assert_eq!(d.labels, vec![0, 1, 0]);
-        let FeatureKind::Continuous { min, max, decimals, std } = d.features[0].kind else { panic!() };
+        let FeatureKind::Continuous {
+            min,
+            max,
+            decimals,
+            std,
+        } = d.features[0].kind
+        else {
+            panic!()
+        };
         assert_eq!((min, max, decimals), (20.0, 40.5, 1));
         assert!((std - 10.251_016_209_787_855).abs() < 1e-12);
         // Every encoded column has mean 0 and unit unbiased std over the table.
@@ -370,9 +413,18 @@ mod tests {
     #[test]
     fn specific_errors() {
         assert!(matches!(build("a,y\n1,x\n2,x\n", "y"), Err(Error::SingleClass { .. })));
-        assert!(matches!(build("a,y\n1,x\n2,z\n", "label"), Err(Error::UnknownColumn { .. })));
-        assert!(matches!(build("a,y\ninf,x\n2,z\n", "y"), Err(Error::NotFinite { line: 2, .. })));
-        assert!(matches!(build("a,y\n?,x\n2,z\n", "y"), Err(Error::TooFewRows { dropped: 1, .. })));
+        assert!(matches!(
+            build("a,y\n1,x\n2,z\n", "label"),
+            Err(Error::UnknownColumn { .. })
+        ));
+        assert!(matches!(
+            build("a,y\ninf,x\n2,z\n", "y"),
+            Err(Error::NotFinite { line: 2, .. })
+        ));
+        assert!(matches!(
+            build("a,y\n?,x\n2,z\n", "y"),
+            Err(Error::TooFewRows { dropped: 1, .. })
+        ));
         assert!(matches!(build("y\nx\nz\n", "y"), Err(Error::NoFeatures)));
         let raw = parse_csv(b"a,y\n1,x\nfoo,z\n", DEFAULT_MAX_BYTES).unwrap();
         let opts = DatasetOptions {
@@ -382,7 +434,11 @@ mod tests {
         };
         assert_eq!(
             Dataset::from_raw(&raw, &opts),
-            Err(Error::NotNumeric { column: "a".into(), line: 3, value: "foo".into() })
+            Err(Error::NotNumeric {
+                column: "a".into(),
+                line: 3,
+                value: "foo".into()
+            })
         );
     }
 

@@ -50,7 +50,11 @@ pub fn infer_kind(raw: &RawTable, column: usize) -> ColumnKind {
         .map(|r| r[column].as_str())
         .filter(|c| !is_missing(c))
         .all(|c| c.parse::<f64>().is_ok());
-    if numeric { ColumnKind::Continuous } else { ColumnKind::Categorical }
+    if numeric {
+        ColumnKind::Continuous
+    } else {
+        ColumnKind::Categorical
+    }
 }
 
 pub fn summarize(raw: &RawTable) -> SchemaSummary {
@@ -76,8 +80,7 @@ pub fn summarize(raw: &RawTable) -> SchemaSummary {
         });
     }
     let rows_with_missing = raw.rows.iter().filter(|r| r.iter().any(|c| is_missing(c))).count();
-    let mut candidates: Vec<&ColumnInfo> =
-        columns.iter().filter(|c| (2..=20).contains(&c.distinct)).collect();
+    let mut candidates: Vec<&ColumnInfo> = columns.iter().filter(|c| (2..=20).contains(&c.distinct)).collect();
     // Binary categorical columns at the end of the table are the usual label.
     candidates.sort_by_key(|c| (c.distinct != 2, c.kind != ColumnKind::Categorical));
     let mut label_candidates: Vec<String> = candidates.iter().map(|c| c.name.clone()).collect();
@@ -85,13 +88,21 @@ pub fn summarize(raw: &RawTable) -> SchemaSummary {
         label_candidates.retain(|n| n != &last.name);
         label_candidates.insert(0, last.name.clone());
     }
-    SchemaSummary { columns, rows: raw.rows.len(), rows_with_missing, label_candidates }
+    SchemaSummary {
+        columns,
+        rows: raw.rows.len(),
+        rows_with_missing,
+        label_candidates,
+    }
 }
 
 /// Find a column by exact name, with an error that lists the names there are.
 pub fn column_index(raw: &RawTable, name: &str) -> Result<usize> {
-    raw.headers.iter().position(|h| h == name).ok_or_else(|| Error::UnknownColumn {
-        name: name.to_string(),
-        available: raw.headers.join(", "),
-    })
+    raw.headers
+        .iter()
+        .position(|h| h == name)
+        .ok_or_else(|| Error::UnknownColumn {
+            name: name.to_string(),
+            available: raw.headers.join(", "),
+        })
 }
