@@ -158,45 +158,51 @@ fn tr(cols: usize) -> (isize, isize) {
     (1, cols as isize)
 }
 
-/// One member's buffers, allocated once per inversion.
+/// Buffers of a group of `g` members (their rows stacked: [g·B, ·]), allocated once per inversion.
 struct Workspace {
+    g: usize,
     x: Vec<f32>,
     probs: Vec<f32>,
     sig: Vec<f32>,
     /// Output of each layer: ReLU'd activations, and the softmax for the last.
     h: Vec<Vec<f32>>,
     delta: Vec<Vec<f32>>,
+    /// Per-member parameter gradients, [g, in, out] and [g, out].
     gw: Vec<Vec<f32>>,
     gb: Vec<Vec<f32>>,
-    /// dL/d(input of layer l), [B, in_l].
+    /// dL/d(input of layer l), [g·B, in_l].
     h_bar: Vec<Vec<f32>>,
     /// dL/dδ_l, later reused for dL/da_l.
     d_bar: Vec<Vec<f32>>,
     z_bar: Vec<f32>,
+    loss: Vec<f32>,
 }
 
 impl Workspace {
-    fn new(p: &HostProblem) -> Workspace {
-        let (b, d) = (p.batch, p.d());
+    fn new(p: &HostProblem, g: usize) -> Workspace {
+        let (rows, d) = (g * p.batch, p.d());
         let per_layer = |f: &dyn Fn(usize, usize) -> usize| -> Vec<Vec<f32>> {
             p.sizes.windows(2).map(|s| vec![0.0; f(s[0], s[1])]).collect()
         };
         Workspace {
-            x: vec![0.0; b * d],
-            probs: vec![0.0; b * d],
-            sig: vec![0.0; b * d],
-            h: per_layer(&|_, o| b * o),
-            delta: per_layer(&|_, o| b * o),
-            gw: per_layer(&|i, o| i * o),
-            gb: per_layer(&|_, o| o),
-            h_bar: per_layer(&|i, _| b * i),
-            d_bar: per_layer(&|_, o| b * o),
-            z_bar: vec![0.0; b * d],
+            g,
+            x: vec![0.0; rows * d],
+            probs: vec![0.0; rows * d],
+            sig: vec![0.0; rows * d],
+            h: per_layer(&|_, o| rows * o),
+            delta: per_layer(&|_, o| rows * o),
+            gw: per_layer(&|i, o| g * i * o),
+            gb: per_layer(&|_, o| g * o),
+            h_bar: per_layer(&|i, _| rows * i),
+            d_bar: per_layer(&|_, o| rows * o),
+            z_bar: vec![0.0; rows * d],
+            loss: vec![0.0; g],
         }
     }
 }
 
 impl HostRelax {
+    #[inline(always)]
     fn forward(&self, z: &[f32], d: usize, ws: &mut Workspace) {
         for (row, zr) in z.chunks_exact(d).enumerate() {
             let x = &mut ws.x[row * d..(row + 1) * d];
@@ -227,6 +233,7 @@ impl HostRelax {
     }
 
     /// ws.h_bar[0] (dL/dx) → ws.z_bar.
+    #[inline(always)]
     fn backward(&self, d: usize, ws: &mut Workspace) {
         let x_bar = &ws.h_bar[0];
         for row in 0..x_bar.len() / d {
@@ -255,9 +262,12 @@ impl HostRelax {
 }
 
 impl HostProblem {
-    /// Loss of one member at rows `x` (already in ws.x), and, with `grad`, dL/dx in ws.h_bar[0].
-    fn loss(&self, ws: &mut Workspace, grad: bool) -> f32 {
-        let (b, layers) = (self.batch, self.layers());
+    /// Per-member losses (into ws.loss) of the group's rows already in ws.x, and, with `grad`,
+    /// dL/dx in ws.h_bar[0]. Products with the shared weights run over all g·B rows at once.
+    #[inline(always)]
+    fn loss(&self, ws: &mut Workspace, grad: bool) {
+        let (b, layers, g) = (self.batch, self.layers(), ws.g);
+        let rows = g * b;
         let sizes = &self.sizes;
         // Forward.
         for l in 0..layers {
@@ -268,7 +278,7 @@ impl HostProblem {
             for row in out.chunks_exact_mut(o) {
                 row.copy_from_slice(&self.b[l]);
             }
-            mm(b, o, i, out, true, input, rm(i), &self.w[l], rm(o));
+            mm(rows, o, i, out, true, input, rm(i), &self.w[l], rm(o));
             if l + 1 < layers {
                 out.iter_mut().for_each(|v| *v = v.max(0.0));
             } else {
@@ -285,87 +295,133 @@ impl HostProblem {
         }
         // Backward: δ_{L-1} = (softmax − y)/B, gW_l = h_{l-1}ᵀ δ_l, δ_{l-1} = δ_l W_lᵀ ⊙ [h_{l-1} > 0].
         let inv_b = 1.0 / b as f32;
-        for ((dl, s), y) in ws.delta[layers - 1].iter_mut().zip(&ws.h[layers - 1]).zip(&self.onehot) {
-            *dl = (s - y) * inv_b;
+        let c = sizes[layers];
+        for (dl, s) in ws.delta[layers - 1]
+            .chunks_exact_mut(b * c)
+            .zip(ws.h[layers - 1].chunks_exact(b * c))
+        {
+            for ((dv, sv), y) in dl.iter_mut().zip(s).zip(&self.onehot) {
+                *dv = (sv - y) * inv_b;
+            }
         }
         for l in (0..layers).rev() {
             let (i, o) = (sizes[l], sizes[l + 1]);
             let input: &[f32] = if l == 0 { &ws.x } else { &ws.h[l - 1] };
-            mm(i, o, b, &mut ws.gw[l], false, input, tr(i), &ws.delta[l], rm(o));
-            ws.gb[l].iter_mut().for_each(|v| *v = 0.0);
-            for row in ws.delta[l].chunks_exact(o) {
-                ws.gb[l].iter_mut().zip(row).for_each(|(g, v)| *g += v);
+            for k in 0..g {
+                let (inp, del) = (
+                    &input[k * b * i..(k + 1) * b * i],
+                    &ws.delta[l][k * b * o..(k + 1) * b * o],
+                );
+                mm(
+                    i,
+                    o,
+                    b,
+                    &mut ws.gw[l][k * i * o..(k + 1) * i * o],
+                    false,
+                    inp,
+                    tr(i),
+                    del,
+                    rm(o),
+                );
+                let gb = &mut ws.gb[l][k * o..(k + 1) * o];
+                gb.iter_mut().for_each(|v| *v = 0.0);
+                for row in del.chunks_exact(o) {
+                    gb.iter_mut().zip(row).for_each(|(acc, v)| *acc += v);
+                }
             }
             if l > 0 {
                 let (lower, upper) = ws.delta.split_at_mut(l);
                 let prev = &mut lower[l - 1];
-                mm(b, i, o, prev, false, &upper[0], rm(o), &self.w[l], tr(o));
+                mm(rows, i, o, prev, false, &upper[0], rm(o), &self.w[l], tr(o));
                 relu_mask(prev, &ws.h[l - 1]);
             }
         }
-        // Objective and G = dL/d(parameter gradient), written over gw/gb.
-        let pairs = || ws.gw.iter().zip(&self.tw).chain(ws.gb.iter().zip(&self.tb));
-        let loss = match self.objective {
-            Objective::Cosine => {
-                let (mut dot, mut nn) = (0f64, 0f64);
-                for (g, t) in pairs() {
-                    dot += dot_f32(g, t);
-                    nn += dot_f32(g, g);
+        // Objective per member, and G = dL/d(parameter gradient) written over gw/gb.
+        for k in 0..g {
+            let (mut dot, mut nn, mut sq) = (0f64, 0f64, 0f64);
+            for l in 0..layers {
+                let (i, o) = (sizes[l], sizes[l + 1]);
+                let gw = &ws.gw[l][k * i * o..(k + 1) * i * o];
+                let gb = &ws.gb[l][k * o..(k + 1) * o];
+                for (gv, tv) in [(gw, &self.tw[l]), (gb, &self.tb[l])] {
+                    match self.objective {
+                        Objective::Cosine => {
+                            dot += dot_f32(gv, tv);
+                            nn += dot_f32(gv, gv);
+                        }
+                        Objective::SquaredError => {
+                            sq += gv
+                                .iter()
+                                .zip(tv.iter())
+                                .map(|(a, t)| ((a - t) as f64).powi(2))
+                                .sum::<f64>();
+                        }
+                    }
                 }
-                let nn = nn + 1e-30;
-                let norm = nn.sqrt();
-                let tn = self.tnorm as f64;
-                let cos = dot / (norm * tn);
-                if grad {
-                    let (alpha, beta) = ((-1.0 / (norm * tn)) as f32, (cos / nn) as f32);
-                    self.mix(ws, alpha, beta);
-                }
-                (1.0 - cos) as f32
             }
-            Objective::SquaredError => {
-                let mut sq = 0f64;
-                for (g, t) in pairs() {
-                    sq += g.iter().zip(t).map(|(a, c)| ((a - c) as f64).powi(2)).sum::<f64>();
+            let (loss, alpha, beta) = match self.objective {
+                Objective::Cosine => {
+                    let nn = nn + 1e-30;
+                    let norm = nn.sqrt();
+                    let tn = self.tnorm as f64;
+                    let cos = dot / (norm * tn);
+                    // d(1 − cos)/dg = −t/(|g||t|) + cos·g/|g|².
+                    ((1.0 - cos) as f32, (-1.0 / (norm * tn)) as f32, (cos / nn) as f32)
                 }
-                if grad {
-                    self.mix(ws, -2.0, 2.0);
+                // d‖g − t‖²/dg = 2g − 2t.
+                Objective::SquaredError => (sq as f32, -2.0, 2.0),
+            };
+            ws.loss[k] = loss;
+            if grad {
+                for l in 0..layers {
+                    let (i, o) = (sizes[l], sizes[l + 1]);
+                    mix(&mut ws.gw[l][k * i * o..(k + 1) * i * o], &self.tw[l], alpha, beta);
+                    mix(&mut ws.gb[l][k * o..(k + 1) * o], &self.tb[l], alpha, beta);
                 }
-                sq as f32
             }
-        };
+        }
         if grad {
             self.reverse(ws);
-        }
-        loss
-    }
-
-    /// G = α·t + β·g, in place over the gradient buffers.
-    fn mix(&self, ws: &mut Workspace, alpha: f32, beta: f32) {
-        for (g, t) in ws.gw.iter_mut().zip(&self.tw).chain(ws.gb.iter_mut().zip(&self.tb)) {
-            g.iter_mut().zip(t).for_each(|(a, c)| *a = alpha * c + beta * *a);
         }
     }
 
     /// Reverse of the explicit backward and forward passes: G (in gw/gb) → dL/dx in h_bar[0].
+    #[inline(always)]
     fn reverse(&self, ws: &mut Workspace) {
-        let (b, layers) = (self.batch, self.layers());
+        let (b, layers, g) = (self.batch, self.layers(), ws.g);
+        let rows = g * b;
         let sizes = &self.sizes;
         for l in 0..layers {
             let (i, o) = (sizes[l], sizes[l + 1]);
             let input: &[f32] = if l == 0 { &ws.x } else { &ws.h[l - 1] };
-            // From gW_l = h_{l-1}ᵀ δ_l: dL/dh_{l-1} = δ_l Gᵀ and dL/dδ_l = h_{l-1} G (+ G_b per row).
-            mm(b, i, o, &mut ws.h_bar[l], false, &ws.delta[l], rm(o), &ws.gw[l], tr(o));
             let (lower, upper) = ws.d_bar.split_at_mut(l);
             let db = &mut upper[0];
-            for row in db.chunks_exact_mut(o) {
-                row.copy_from_slice(&ws.gb[l]);
+            for k in 0..g {
+                // From gW_l = h_{l-1}ᵀ δ_l: dL/dh_{l-1} = δ_l Gᵀ and dL/dδ_l = h_{l-1} G (+ G_b per row).
+                let (gw, gb) = (&ws.gw[l][k * i * o..(k + 1) * i * o], &ws.gb[l][k * o..(k + 1) * o]);
+                let del = &ws.delta[l][k * b * o..(k + 1) * b * o];
+                mm(
+                    b,
+                    i,
+                    o,
+                    &mut ws.h_bar[l][k * b * i..(k + 1) * b * i],
+                    false,
+                    del,
+                    rm(o),
+                    gw,
+                    tr(o),
+                );
+                let dbk = &mut db[k * b * o..(k + 1) * b * o];
+                for row in dbk.chunks_exact_mut(o) {
+                    row.copy_from_slice(gb);
+                }
+                mm(b, o, i, dbk, true, &input[k * b * i..(k + 1) * b * i], rm(i), gw, rm(o));
             }
-            mm(b, o, i, db, true, input, rm(i), &ws.gw[l], rm(o));
             if l > 0 {
                 // δ_{l-1} = (δ_l W_lᵀ) ⊙ mask: dL/dδ_l += (dL/dδ_{l-1} ⊙ mask) W_l.
                 let prev = &mut lower[l - 1];
                 relu_mask(prev, &ws.h[l - 1]);
-                mm(b, o, i, db, true, prev, rm(i), &self.w[l], rm(o));
+                mm(rows, o, i, db, true, prev, rm(i), &self.w[l], rm(o));
             }
         }
         // δ = (s − y)/B → dL/da = s ⊙ (s̄ − Σ s̄ s), with s̄ = dL/dδ / B.
@@ -381,7 +437,7 @@ impl HostProblem {
         for l in (0..layers).rev() {
             let (i, o) = (sizes[l], sizes[l + 1]);
             let (lower, upper) = ws.d_bar.split_at_mut(l);
-            mm(b, i, o, &mut ws.h_bar[l], true, &upper[0], rm(o), &self.w[l], tr(o));
+            mm(rows, i, o, &mut ws.h_bar[l], true, &upper[0], rm(o), &self.w[l], tr(o));
             if l > 0 {
                 let a_prev = &mut lower[l - 1];
                 a_prev.copy_from_slice(&ws.h_bar[l]);
@@ -390,65 +446,106 @@ impl HostProblem {
         }
     }
 
-    /// Loss and dL/dz of one member at z ([B, d]); the gradient lands in ws.z_bar.
-    fn loss_and_grad(&self, z: &[f32], ws: &mut Workspace) -> f32 {
+    /// Losses (into ws.loss) and dL/dz (into ws.z_bar) of a group at z ([g·B, d]).
+    #[inline(always)]
+    fn loss_and_grad(&self, z: &[f32], ws: &mut Workspace) {
         match &self.relax {
             Some(r) => r.forward(z, self.d(), ws),
             None => ws.x.copy_from_slice(z),
         }
-        let loss = self.loss(ws, true);
+        self.loss(ws, true);
         match &self.relax {
             Some(r) => r.backward(self.d(), ws),
             None => ws.z_bar.copy_from_slice(&ws.h_bar[0]),
         }
-        loss
     }
 }
 
 /// Per-member loss of rows already in encoded space ([N, B, d] row-major).
 pub fn member_losses(p: &HostProblem, x: &[f32]) -> Vec<f32> {
-    let mut ws = Workspace::new(p);
-    x.chunks_exact(p.batch * p.d())
-        .map(|rows| {
-            ws.x.copy_from_slice(rows);
-            p.loss(&mut ws, false)
-        })
-        .collect()
+    let mut ws = Workspace::new(p, x.len() / (p.batch * p.d()));
+    ws.x.copy_from_slice(x);
+    p.loss(&mut ws, false);
+    ws.loss
 }
 
-/// Losses and d(Σ loss)/dz for all members at z ([N, B, d]); for tests against the burn path.
+/// Losses and d(Σ loss)/dz for all members at z ([N, B, d]), as one group; for tests.
 pub fn loss_and_grad(p: &HostProblem, z: &[f32]) -> (Vec<f32>, Vec<f32>) {
-    let mut ws = Workspace::new(p);
-    let mut grad = Vec::with_capacity(z.len());
-    let losses = z
-        .chunks_exact(p.batch * p.d())
-        .map(|zm| {
-            let l = p.loss_and_grad(zm, &mut ws);
-            grad.extend_from_slice(&ws.z_bar);
-            l
-        })
-        .collect();
-    (losses, grad)
+    let mut ws = Workspace::new(p, z.len() / (p.batch * p.d()));
+    p.loss_and_grad(z, &mut ws);
+    (ws.loss, ws.z_bar)
 }
 
-/// One member's optimisation state.
-struct Member<'a> {
+/// The per-step constants of sign-Adam.
+struct AdamStep {
+    sign: bool,
+    b1: f32,
+    b2: f32,
+    step_size: f32,
+    inv_bc2: f32,
+    eps: f32,
+}
+
+/// A group of members optimised by one task: their rows, Adam moments and buffers.
+struct Group<'a> {
     z: &'a mut [f32],
     m: &'a mut [f32],
     v: &'a mut [f32],
     ws: &'a mut Workspace,
-    loss: &'a mut f32,
+}
+
+/// Loss, gradient and Adam update of one group.
+#[inline(always)]
+fn group_step_body(p: &HostProblem, gr: Group<'_>, a: &AdamStep) {
+    p.loss_and_grad(gr.z, gr.ws);
+    for (((z, m), v), g) in
+        gr.z.iter_mut()
+            .zip(gr.m.iter_mut())
+            .zip(gr.v.iter_mut())
+            .zip(&gr.ws.z_bar)
+    {
+        let g = if a.sign { sign(*g) } else { *g };
+        *m = a.b1 * *m + (1.0 - a.b1) * g;
+        *v = a.b2 * *v + (1.0 - a.b2) * g * g;
+        *z -= a.step_size * *m / ((*v * a.inv_bc2).sqrt() + a.eps);
+    }
+}
+
+/// The same, compiled for AVX2 + FMA: the elementwise loops run 8 lanes wide instead of SSE2's 4.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn group_step_avx2(p: &HostProblem, gr: Group<'_>, a: &AdamStep) {
+    group_step_body(p, gr, a)
+}
+
+fn group_step(p: &HostProblem, gr: Group<'_>, a: &AdamStep) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU has the features the function was compiled for (checked just above).
+        return unsafe { group_step_avx2(p, gr, a) };
+    }
+    group_step_body(p, gr, a)
 }
 
 #[cfg(feature = "rayon")]
-fn for_each_member(members: Vec<Member<'_>>, f: impl Fn(Member<'_>) + Sync + Send) {
+fn for_each_group(groups: Vec<Group<'_>>, f: impl Fn(Group<'_>) + Sync + Send) {
     use rayon::prelude::*;
-    members.into_par_iter().for_each(f);
+    groups.into_par_iter().for_each(f);
 }
 
 #[cfg(not(feature = "rayon"))]
-fn for_each_member(members: Vec<Member<'_>>, f: impl Fn(Member<'_>)) {
-    members.into_iter().for_each(f);
+fn for_each_group(groups: Vec<Group<'_>>, f: impl Fn(Group<'_>)) {
+    groups.into_iter().for_each(f);
+}
+
+/// Members per group: one group per thread, so each thread folds its members' shared-weight
+/// products into a few large matmuls (one group in a single-threaded build).
+fn group_size(members: usize) -> usize {
+    #[cfg(feature = "rayon")]
+    let threads = rayon::current_num_threads().max(1);
+    #[cfg(not(feature = "rayon"))]
+    let threads = 1;
+    members.div_ceil(threads).max(1)
 }
 
 /// The whole optimisation on the CPU; same contract as `inversion::invert`.
@@ -461,58 +558,51 @@ pub fn invert(
     let len = p.batch * d;
     let opt = config.optimiser;
     let start = web_time::Instant::now();
+    let per_group = group_size(n);
     let mut z = super::inversion::initial_rows(n * len, config.seed);
     let mut m = vec![0f32; n * len];
     let mut v = vec![0f32; n * len];
-    let mut workspaces: Vec<Workspace> = (0..n).map(|_| Workspace::new(p)).collect();
-    let mut losses = vec![0f32; n];
+    let mut workspaces: Vec<Workspace> = z
+        .chunks(per_group * len)
+        .map(|chunk| Workspace::new(p, chunk.len() / len))
+        .collect();
+    let mut losses = Vec::with_capacity(n);
     let mut loss_curve = Vec::new();
     let (b1, b2) = (opt.beta1 as f32, opt.beta2 as f32);
     for step in 1..=config.iterations {
         let bc1 = 1.0 - opt.beta1.powi(step as i32);
         let bc2 = 1.0 - opt.beta2.powi(step as i32);
-        let (step_size, inv_bc2) = ((opt.lr / bc1) as f32, (1.0 / bc2) as f32);
-        let eps = opt.eps as f32;
-        let members: Vec<Member<'_>> = z
-            .chunks_exact_mut(len)
-            .zip(m.chunks_exact_mut(len))
-            .zip(v.chunks_exact_mut(len))
+        let adam = AdamStep {
+            sign: opt.sign,
+            b1,
+            b2,
+            step_size: (opt.lr / bc1) as f32,
+            inv_bc2: (1.0 / bc2) as f32,
+            eps: opt.eps as f32,
+        };
+        let groups: Vec<Group<'_>> = z
+            .chunks_mut(per_group * len)
+            .zip(m.chunks_mut(per_group * len))
+            .zip(v.chunks_mut(per_group * len))
             .zip(workspaces.iter_mut())
-            .zip(losses.iter_mut())
-            .map(|((((z, m), v), ws), loss)| Member { z, m, v, ws, loss })
+            .map(|(((z, m), v), ws)| Group { z, m, v, ws })
             .collect();
-        for_each_member(members, |mb| {
-            *mb.loss = p.loss_and_grad(mb.z, mb.ws);
-            for (((z, m), v), g) in
-                mb.z.iter_mut()
-                    .zip(mb.m.iter_mut())
-                    .zip(mb.v.iter_mut())
-                    .zip(&mb.ws.z_bar)
-            {
-                let g = if opt.sign { sign(*g) } else { *g };
-                *m = b1 * *m + (1.0 - b1) * g;
-                *v = b2 * *v + (1.0 - b2) * g * g;
-                *z -= step_size * *m / ((*v * inv_bc2).sqrt() + eps);
-            }
-        });
+        for_each_group(groups, |gr| group_step(p, gr, &adam));
         if config.reports_at(step) {
+            losses.clear();
+            losses.extend(workspaces.iter().flat_map(|ws| ws.loss.iter().copied()));
             record_step(step, config.iterations, &losses, start, &mut loss_curve, progress)?;
         }
     }
     // Final relaxation of every member.
-    let mut x = Vec::with_capacity(n * len);
-    let mut probs = Vec::with_capacity(n * len);
-    let ws = &mut workspaces[0];
-    for zm in z.chunks_exact(len) {
-        match &p.relax {
-            Some(r) => {
-                r.forward(zm, d, ws);
-                x.extend_from_slice(&ws.x);
-                probs.extend_from_slice(&ws.probs);
-            }
-            None => x.extend_from_slice(zm),
+    let (x, probs) = match &p.relax {
+        Some(r) => {
+            let mut ws = Workspace::new(p, n);
+            r.forward(&z, d, &mut ws);
+            (ws.x, ws.probs)
         }
-    }
+        None => (z, Vec::new()),
+    };
     if x.iter().any(|v| !v.is_finite()) {
         return Err(Error::NonFinite("reconstructed rows hold NaN or infinity".into()));
     }
@@ -520,6 +610,13 @@ pub fn invert(
 }
 
 /// Zero the entries of `v` where the ReLU output `h` is not positive (branch-free, so it vectorises).
+/// G = α·t + β·g, in place over one member's gradient tensor.
+#[inline(always)]
+fn mix(g: &mut [f32], t: &[f32], alpha: f32, beta: f32) {
+    g.iter_mut().zip(t).for_each(|(a, c)| *a = alpha * c + beta * *a);
+}
+
+#[inline(always)]
 fn relu_mask(v: &mut [f32], h: &[f32]) {
     v.iter_mut()
         .zip(h)
@@ -528,6 +625,7 @@ fn relu_mask(v: &mut [f32], h: &[f32]) {
 
 /// Dot product with 16 independent f32 partial sums (vectorises; each lane sums a few thousand
 /// terms at most, so f32 is ample), combined in f64.
+#[inline(always)]
 fn dot_f32(a: &[f32], b: &[f32]) -> f64 {
     let mut lanes = [0f32; 16];
     let (ca, cb) = (a.chunks_exact(16), b.chunks_exact(16));
@@ -538,6 +636,8 @@ fn dot_f32(a: &[f32], b: &[f32]) -> f64 {
         .map(|(x, y)| (*x as f64) * (*y as f64))
         .sum();
     for (x, y) in ca.zip(cb) {
+        // Fixed-size arrays let the compiler see 16 independent lanes and vectorise them.
+        let (x, y): (&[f32; 16], &[f32; 16]) = (x.try_into().unwrap(), y.try_into().unwrap());
         for k in 0..16 {
             lanes[k] += x[k] * y[k];
         }
@@ -546,6 +646,7 @@ fn dot_f32(a: &[f32], b: &[f32]) -> f64 {
 }
 
 /// torch.sign: 0 at 0.
+#[inline(always)]
 fn sign(g: f32) -> f32 {
     if g > 0.0 {
         1.0

@@ -102,8 +102,9 @@ struct Common {
     /// Defence: Gaussian noise multiplier σ (noise std σ·C, or σ without clipping).
     #[arg(long, default_value_t = 0.0)]
     noise: f64,
-    #[arg(long, default_value_t = 0.06)]
-    lr: f64,
+    /// Adam learning rate (default: 0.1 for TabLeak, the reference's 0.06 for the baselines).
+    #[arg(long)]
+    lr: Option<f64>,
     /// Write the full report(s) as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -193,10 +194,10 @@ impl Common {
                 clip: self.clip,
                 noise: self.noise,
             }),
-            optimiser: Optimiser {
-                lr: self.lr,
-                ..Optimiser::default()
-            },
+            optimiser: self.lr.map(|lr| Optimiser {
+                lr,
+                ..attack.default_optimiser()
+            }),
             report_every: 25,
         }
     }
