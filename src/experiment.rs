@@ -71,6 +71,17 @@ impl Default for AttackConfig {
     }
 }
 
+impl std::fmt::Display for AttackKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            AttackKind::Tableak => "TabLeak",
+            AttackKind::Cosine => "Cosine",
+            AttackKind::Dlg => "DLG",
+            AttackKind::Random => "Random",
+        })
+    }
+}
+
 impl AttackKind {
     /// TabLeak runs sign-Adam at lr 0.1: on 10 Adult batches each this recovered 98.9 % (B = 8) and
     /// 86.0 % (B = 32) against 94.4 % and 83.5 % at the reference's 0.06, whose runs at B = 8 sometimes

@@ -189,7 +189,7 @@ pub fn render_text(r: &Report, max_rows: usize) -> String {
     let steps = if r.attack == AttackKind::Random {
         String::new()
     } else {
-        format!(", {} steps", c.iterations)
+        format!(", {} steps at lr {}", c.iterations, c.optimiser().lr)
     };
     let _ = writeln!(
         s,

@@ -39,6 +39,7 @@ fn assert_close(name: &str, ours: &[f32], reference: &[f64]) {
         .sqrt();
     let norm: f64 = reference.iter().map(|b| b * b).sum::<f64>().sqrt();
     let rel = err / norm.max(1e-300);
+    eprintln!("{name}: relative error {rel:.1e}");
     assert!(rel <= REL_TOL, "{name}: relative error {rel:.2e} > {REL_TOL:.0e}");
 }
 

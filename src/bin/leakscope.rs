@@ -306,7 +306,7 @@ fn run(cli: Cli) -> CliResult<()> {
                         let pb = bar(
                             quiet,
                             config.iterations as u64,
-                            format!("{kind:?} B={b} batch {}/{batches}", k + 1),
+                            format!("{kind} B={b} batch {}/{batches}", k + 1),
                         );
                         let r = attack_once(&rt, &dataset, &config, &pb)?;
                         pb.finish_and_clear();
@@ -410,7 +410,7 @@ fn summary_line(b: usize, kind: AttackKind, reports: &[Report]) -> String {
     format!(
         "| {:>5} | {:<8} | {:>7} | {:<15} | {:<15} | {:<15} |",
         b,
-        format!("{kind:?}"),
+        kind.to_string(),
         reports.len(),
         stat(reports.iter().map(|r| r.accuracy.total).collect()),
         stat(reports.iter().filter_map(|r| r.accuracy.categorical).collect()),
