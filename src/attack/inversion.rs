@@ -151,6 +151,19 @@ impl<'a> Engine<'a> {
         self.problem.relaxation.map(|r| r.forward(z))
     }
 
+    /// Per-member loss [N, 1] at z and the gradient of their sum w.r.t. z [N·B, d].
+    fn loss_and_grad(&self, z: &Tensor<2>) -> (Tensor<2>, Tensor<2>) {
+        let relaxed = self.relax(z);
+        let x = relaxed.as_ref().map_or(z.clone(), |r| r.x.clone());
+        let (loss, x_bar) = self.loss(x, true);
+        let x_bar = x_bar.expect("asked for the gradient");
+        let z_bar = match (&relaxed, self.problem.relaxation) {
+            (Some(r), Some(rel)) => rel.backward(r, x_bar),
+            _ => x_bar,
+        };
+        (loss, z_bar)
+    }
+
     /// Per-member loss [N, 1] and, when asked, its gradient w.r.t. the rows x [N·B, d].
     fn loss(&self, x: Tensor<2>, with_grad: bool) -> (Tensor<2>, Option<Tensor<2>>) {
         let (n, b, d) = (self.n, self.b, self.d);
@@ -170,7 +183,7 @@ impl<'a> Engine<'a> {
             }
             Objective::SquaredError => {
                 let loss = g.dist_sq(t);
-                let two = Tensor::<3>::ones([1, 1, 1], &x_device(&loss)).mul_scalar(2.0);
+                let two = Tensor::<3>::ones([1, 1, 1], &loss.device()).mul_scalar(2.0);
                 (loss, with_grad.then(|| g.combine(&two, t, &two.clone().neg())))
             }
         };
@@ -180,10 +193,6 @@ impl<'a> Engine<'a> {
         });
         (loss, x_bar)
     }
-}
-
-fn x_device(t: &Tensor<2>) -> Device {
-    t.device()
 }
 
 /// Uniform U(−1, 1) start, seeded.
@@ -204,14 +213,7 @@ pub async fn loss_and_grad(
     let d = z.len() / (n * b);
     let engine = Engine::new(problem, n, b, d, device);
     let z = Tensor::<2>::from_data(TensorData::new(z, [n * b, d]), device);
-    let relaxed = engine.relax(&z);
-    let x = relaxed.as_ref().map_or(z.clone(), |r| r.x.clone());
-    let (loss, x_bar) = engine.loss(x, true);
-    let x_bar = x_bar.unwrap();
-    let z_bar = match (&relaxed, problem.relaxation) {
-        (Some(r), Some(rel)) => rel.backward(r, x_bar),
-        _ => x_bar,
-    };
+    let (loss, z_bar) = engine.loss_and_grad(&z);
     Ok((read_f32(loss).await?, read_f32(z_bar).await?))
 }
 
@@ -243,14 +245,7 @@ pub async fn invert(
     let mut v = z.zeros_like();
     let mut loss_curve = Vec::new();
     for step in 1..=config.iterations {
-        let relaxed = engine.relax(&z);
-        let x = relaxed.as_ref().map_or(z.clone(), |r| r.x.clone());
-        let (loss, x_bar) = engine.loss(x, true);
-        let x_bar = x_bar.unwrap();
-        let grad = match (&relaxed, problem.relaxation) {
-            (Some(r), Some(rel)) => rel.backward(r, x_bar),
-            _ => x_bar,
-        };
+        let (loss, grad) = engine.loss_and_grad(&z);
         let grad = if opt.sign { grad.sign() } else { grad };
         m = m.mul_scalar(opt.beta1) + grad.clone().mul_scalar(1.0 - opt.beta1);
         v = v.mul_scalar(opt.beta2) + (grad.clone() * grad).mul_scalar(1.0 - opt.beta2);
