@@ -265,9 +265,11 @@ pub async fn run_attack(
         objective,
     };
 
+    // The random baseline: what an attacker knows without the update, scored on the same batch.
+    let random_guess = random_rows(dataset, b, seed_for(config.seed, 5));
     let recon = if config.attack == AttackKind::Random {
         Reconstruction {
-            rows: random_rows(dataset, b, seed_for(config.seed, 5)),
+            rows: random_guess.clone(),
             entropy: None,
             loss_curve: Vec::new(),
         }
@@ -331,7 +333,7 @@ pub async fn run_attack(
     };
 
     let scored = score(&rules, &truth, &recon.rows);
-    let random = score(&rules, &truth, &random_rows(dataset, b, seed_for(config.seed, 5)));
+    let random = score(&rules, &truth, &random_guess);
     Ok(build_report(
         dataset,
         config,

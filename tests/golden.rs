@@ -71,6 +71,26 @@ fn onehot(y: &Json, classes: usize) -> Vec<f32> {
     out
 }
 
+/// An inversion problem on the fixtures' two-class network.
+fn two_class_problem<'a>(
+    net: &'a Net,
+    target: &'a ParamGrads,
+    target_norm: f64,
+    labels: &Json,
+    relaxation: Option<&'a Relaxation>,
+    objective: Objective,
+) -> Problem<'a> {
+    Problem {
+        net,
+        target,
+        target_norm,
+        onehot: onehot(labels, 2),
+        classes: 2,
+        relaxation,
+        objective,
+    }
+}
+
 /// The observed gradient of a fixture, as a one-member ParamGrads, and its norm.
 fn target(grad: &Json, p: &Params, rt: &Runtime) -> (ParamGrads, f64) {
     let mut weights = Vec::new();
@@ -131,15 +151,7 @@ fn check_cosine_matching_gradient(rt: &Runtime) {
     let p = params(&base);
     let net = Net::new(&p, &rt.device);
     let (t, tn) = target(&base["grad"], &p, rt);
-    let problem = Problem {
-        net: &net,
-        target: &t,
-        target_norm: tn,
-        onehot: onehot(&f["y"], 2),
-        classes: 2,
-        relaxation: None,
-        objective: Objective::Cosine,
-    };
+    let problem = two_class_problem(&net, &t, tn, &f["y"], None, Objective::Cosine);
     let (loss, grad) = pollster::block_on(loss_and_grad(&problem, f32s(&f["z"]), 1, &rt.device)).unwrap();
     assert_close("loss", &loss, &[f["loss"].as_f64().unwrap()]);
     assert_close("dloss_dz", &grad, &flat(&f["dloss_dz"]));
@@ -208,15 +220,7 @@ fn check_relaxed_ensemble_gradient(rt: &Runtime) {
     assert_close("relaxed", &relaxed, &flat(&f["relaxed"]));
 
     let (t, tn) = target(&f["g_true"], &p, rt);
-    let problem = Problem {
-        net: &net,
-        target: &t,
-        target_norm: tn,
-        onehot: onehot(&f["y"], 2),
-        classes: 2,
-        relaxation: Some(&relaxation),
-        objective: Objective::Cosine,
-    };
+    let problem = two_class_problem(&net, &t, tn, &f["y"], Some(&relaxation), Objective::Cosine);
     let (losses, grad) = pollster::block_on(loss_and_grad(&problem, z, n, &rt.device)).unwrap();
     assert_close("losses", &losses, &flat(&f["losses"]));
     assert_close("dsum_dz", &grad, &flat(&f["dsum_dz"]));
@@ -343,15 +347,7 @@ fn squared_error_objective_agrees_across_paths() {
     let rt = Runtime::cpu();
     let net = Net::new(&p, &rt.device);
     let (t, tn) = target(&base["grad"], &p, &rt);
-    let problem = Problem {
-        net: &net,
-        target: &t,
-        target_norm: tn,
-        onehot: onehot(&f["y"], 2),
-        classes: 2,
-        relaxation: None,
-        objective: Objective::SquaredError,
-    };
+    let problem = two_class_problem(&net, &t, tn, &f["y"], None, Objective::SquaredError);
     let (loss, grad) = pollster::block_on(loss_and_grad(&problem, f32s(&f["z"]), 1, &rt.device)).unwrap();
     let host = HostProblem::new(
         &p,
