@@ -66,7 +66,14 @@ fn bad_input_gets_a_specific_error_and_no_output_file() {
     std::fs::write(&binary, b"a,y\n1,\xff\xfe\n").unwrap();
     let one_class = tmp("one-class.csv");
     std::fs::write(&one_class, "a,y\n1,x\n2,x\n").unwrap();
+    // A sparse file: 300 MiB on paper, nothing on disk; refused before it is read.
+    let huge = tmp("huge.csv");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(300 * 1024 * 1024)
+        .unwrap();
     let cases = [
+        (huge, "y", "more than the limit of 268435456 bytes"),
         (ragged, "y", "line 3 has 2 fields but the header has 3"),
         (binary, "y", "not valid UTF-8"),
         (one_class, "y", "has a single class"),

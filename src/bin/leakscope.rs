@@ -166,9 +166,25 @@ fn backend(b: BackendArg) -> BackendChoice {
 
 type CliResult<T> = Result<T, String>;
 
-fn load(csv: &Path, label: &str, kinds: &[(String, ColumnKind)], ignore: &[String]) -> CliResult<Dataset> {
+/// Read a CSV, refusing one over the size limit before loading it into memory.
+fn read_csv(csv: &Path) -> CliResult<leakscope::table::RawTable> {
+    let limit = leakscope::table::DEFAULT_MAX_BYTES;
+    let size = std::fs::metadata(csv)
+        .map_err(|e| format!("cannot read {}: {e}", csv.display()))?
+        .len();
+    if size > limit as u64 {
+        let e = leakscope::Error::TooLarge {
+            size: size as usize,
+            limit,
+        };
+        return Err(format!("{}: {e}", csv.display()));
+    }
     let bytes = std::fs::read(csv).map_err(|e| format!("cannot read {}: {e}", csv.display()))?;
-    let raw = parse_csv(&bytes, leakscope::table::DEFAULT_MAX_BYTES).map_err(|e| format!("{}: {e}", csv.display()))?;
+    parse_csv(&bytes, limit).map_err(|e| format!("{}: {e}", csv.display()))
+}
+
+fn load(csv: &Path, label: &str, kinds: &[(String, ColumnKind)], ignore: &[String]) -> CliResult<Dataset> {
+    let raw = read_csv(csv)?;
     let options = DatasetOptions {
         label: label.to_string(),
         kinds: kinds.to_vec(),
@@ -242,8 +258,7 @@ fn runtime(b: BackendArg) -> CliResult<Runtime> {
 fn run(cli: Cli) -> CliResult<()> {
     match cli.command {
         Command::Inspect { csv } => {
-            let bytes = std::fs::read(&csv).map_err(|e| format!("cannot read {}: {e}", csv.display()))?;
-            let raw = parse_csv(&bytes, leakscope::table::DEFAULT_MAX_BYTES).map_err(|e| e.to_string())?;
+            let raw = read_csv(&csv)?;
             let s = summarize(&raw);
             println!("{} rows, {} with a missing value", s.rows, s.rows_with_missing);
             println!(
