@@ -26,12 +26,24 @@ apt_install() {
   retry $SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq "${missing[@]}"
 }
 
-# gcc/pkg-config for -sys crates; Mesa's lavapipe (software Vulkan) for the wgpu correctness test.
-apt_install ca-certificates curl gcc pkg-config libvulkan1 mesa-vulkan-drivers
+# gcc/pkg-config for -sys crates; Mesa's lavapipe (software Vulkan) for the wgpu correctness test;
+# binaryen's wasm-opt for the WebAssembly package.
+apt_install ca-certificates curl gcc pkg-config libvulkan1 mesa-vulkan-drivers binaryen
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  apt_install nodejs npm
+fi
 
 if ! command -v cargo >/dev/null 2>&1; then
   retry sh -c 'curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal'
   # shellcheck disable=SC1091
   . "$HOME/.cargo/env"
+fi
+retry rustup target add wasm32-unknown-unknown
+
+# wasm-bindgen's CLI must be the exact version of the wasm-bindgen crate in Cargo.lock.
+want=$(grep -A1 '^name = "wasm-bindgen"$' Cargo.lock | sed -n 's/^version = "\(.*\)"$/\1/p')
+have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
+if [ "$have" != "$want" ]; then
+  retry cargo install wasm-bindgen-cli --version "=$want"
 fi
 echo "install: done"

@@ -10,3 +10,6 @@ chmod 700 "$XDG_RUNTIME_DIR" 2>/dev/null || true
 cargo build --tests --bins -j 2
 export LEAKSCOPE_WGPU=1
 cargo test --no-fail-fast -- --test-threads 1
+# The WebAssembly build and the npm package, installed from `npm pack` and run in Node.
+bash scripts/build-wasm.sh
+node --test tests/node/

@@ -8,6 +8,8 @@ pub mod experiment;
 pub mod report;
 pub mod runtime;
 pub mod table;
+#[cfg(target_arch = "wasm32")]
+pub mod wasm;
 
 pub use error::{Error, Result};
 pub use experiment::{AttackConfig, AttackKind, LabelMode, run_attack};

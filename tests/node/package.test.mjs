@@ -1,0 +1,86 @@
+// The npm package as a developer gets it: `npm pack`, `npm install` of the tarball into a throwaway
+// project, then import 'leakscope' there and run a small seeded attack in Node (CPU backend).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, mkdirSync, writeFileSync, copyFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+function installPackedPackage() {
+  const dir = mkdtempSync(join(tmpdir(), 'leakscope-pack-'));
+  const tarball = execFileSync('npm', ['pack', '--silent', '--pack-destination', dir], { cwd: root })
+    .toString()
+    .trim()
+    .split('\n')
+    .pop();
+  const project = join(dir, 'project');
+  mkdirSync(project);
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'throwaway', private: true, type: 'module' }));
+  execFileSync('npm', ['install', '--silent', '--no-audit', '--no-fund', join(dir, tarball)], { cwd: project });
+  copyFileSync(join(root, 'data', 'german-credit.csv'), join(project, 'german.csv'));
+  return project;
+}
+
+function runIn(project, source) {
+  writeFileSync(join(project, 'script.mjs'), source);
+  return JSON.parse(execFileSync('node', ['script.mjs'], { cwd: project, maxBuffer: 64 << 20 }).toString());
+}
+
+const project = installPackedPackage();
+
+test('the installed package inspects a CSV and runs a seeded attack well above the random baseline', () => {
+  const out = runIn(
+    project,
+    `
+    import { readFileSync } from 'node:fs';
+    import { Leakscope } from 'leakscope';
+    const csv = readFileSync('german.csv');
+    const engine = await Leakscope.create({ backend: 'cpu' });
+    const schema = await engine.inspect(csv);
+    const steps = [];
+    const report = await engine.run(csv, { label: 'credit_risk', batchSize: 8, ensemble: 8, iterations: 300, seed: 1 },
+      { onProgress: (p) => steps.push(p.step) });
+    console.log(JSON.stringify({ backend: engine.backend, schema, steps, report }));
+    `,
+  );
+  assert.match(out.backend, /^cpu/);
+  assert.equal(out.schema.rows, 1000);
+  assert.equal(out.schema.columns.length, 21);
+  assert.equal(out.schema.label_candidates[0], 'credit_risk');
+  assert.deepEqual(out.steps.slice(0, 2), [1, 25]);
+  assert.equal(out.steps.at(-1), 300);
+  const r = out.report;
+  assert.equal(r.rows.length, 8);
+  assert.match(r.backend, /^cpu/);
+  assert.ok(r.accuracy.total >= r.random_baseline + 0.15, `accuracy ${r.accuracy.total} vs random ${r.random_baseline}`);
+  assert.ok(r.accuracy.total >= 0.7, `accuracy ${r.accuracy.total}`);
+});
+
+test('an AbortSignal cancels a run, and bad input is a readable error', () => {
+  const out = runIn(
+    project,
+    `
+    import { readFileSync } from 'node:fs';
+    import { Leakscope } from 'leakscope';
+    const csv = readFileSync('german.csv');
+    const engine = await Leakscope.create({ backend: 'cpu' });
+    const controller = new AbortController();
+    let cancelled = null, ragged = null, label = null, seen = 0;
+    try {
+      await engine.run(csv, { label: 'credit_risk', batchSize: 4, ensemble: 2, iterations: 1000, reportEvery: 10 },
+        { onProgress: (p) => { seen = p.step; if (p.step >= 20) controller.abort(); }, signal: controller.signal });
+    } catch (e) { cancelled = e.name; }
+    try { await engine.inspect('a,b\\n1,2\\n3\\n'); } catch (e) { ragged = e.message; }
+    try { await engine.run(csv, { label: 'nope' }); } catch (e) { label = e.message; }
+    console.log(JSON.stringify({ cancelled, seen, ragged, label }));
+    `,
+  );
+  assert.equal(out.cancelled, 'AbortError');
+  assert.equal(out.seen, 20);
+  assert.equal(out.ragged, 'line 3 has 1 fields but the header has 2');
+  assert.match(out.label, /no column is named "nope"/);
+});
