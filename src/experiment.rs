@@ -294,7 +294,7 @@ pub async fn run_attack(
             )
         });
         let inversion = match &host {
-            Some(h) => cpu_kernel::invert(h, &inv_config, progress)?,
+            Some(h) => cpu_kernel::invert(h, &inv_config, progress).await?,
             None => invert(&problem, &inv_config, device, progress).await?,
         };
         let decoded: Vec<Vec<Vec<Value>>> = (0..members)

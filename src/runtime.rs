@@ -67,3 +67,23 @@ pub async fn read_f32<const D: usize>(t: Tensor<D>) -> Result<Vec<f32>> {
     data.try_to_vec::<f32>()
         .map_err(|e| Error::Device(format!("readback gave unexpected data: {e:?}")))
 }
+
+/// Let the host's event loop run (wasm: one macrotask via setTimeout(0)), so that a cancel request
+/// or a UI update posted meanwhile is seen. Natively there is nothing to yield to.
+pub async fn yield_to_host() {
+    #[cfg(target_arch = "wasm32")]
+    {
+        use wasm_bindgen::JsCast;
+        let promise = js_sys::Promise::new(&mut |resolve, _reject| {
+            let global = js_sys::global();
+            if let Ok(set_timeout) = js_sys::Reflect::get(&global, &"setTimeout".into())
+                && let Some(set_timeout) = set_timeout.dyn_ref::<js_sys::Function>()
+            {
+                let _ = set_timeout.call2(&global, &resolve, &0.into());
+            } else {
+                let _ = resolve.call0(&wasm_bindgen::JsValue::NULL);
+            }
+        });
+        let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+    }
+}

@@ -95,7 +95,8 @@ impl Engine {
     }
 
     /// Run one attack. `on_progress` receives {phase, step, of, loss, elapsed}; an aborted `signal`
-    /// cancels at the next progress report.
+    /// cancels at the next progress report (the run yields to the event loop at each, so an abort
+    /// from a timer or a message is seen).
     pub async fn run(
         &self,
         csv: &[u8],

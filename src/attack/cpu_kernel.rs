@@ -548,8 +548,9 @@ fn group_size(members: usize) -> usize {
     members.div_ceil(threads).max(1)
 }
 
-/// The whole optimisation on the CPU; same contract as `inversion::invert`.
-pub fn invert(
+/// The whole optimisation on the CPU; same contract as `inversion::invert`. It yields to the host
+/// at every progress report, so a browser or Node can deliver a cancellation meanwhile.
+pub async fn invert(
     p: &HostProblem,
     config: &InversionConfig,
     progress: &mut dyn FnMut(&Progress) -> bool,
@@ -592,6 +593,7 @@ pub fn invert(
             losses.clear();
             losses.extend(workspaces.iter().flat_map(|ws| ws.loss.iter().copied()));
             record_step(step, config.iterations, &losses, start, &mut loss_curve, progress)?;
+            crate::runtime::yield_to_host().await;
         }
     }
     // Final relaxation of every member.

@@ -60,7 +60,7 @@ test('the installed package inspects a CSV and runs a seeded attack well above t
   assert.ok(r.accuracy.total >= 0.7, `accuracy ${r.accuracy.total}`);
 });
 
-test('an AbortSignal cancels a run, and bad input is a readable error', () => {
+test('an AbortSignal cancels a run, from the callback or from a timer, and bad input is a readable error', () => {
   const out = runIn(
     project,
     `
@@ -74,13 +74,23 @@ test('an AbortSignal cancels a run, and bad input is a readable error', () => {
       await engine.run(csv, { label: 'credit_risk', batchSize: 4, ensemble: 2, iterations: 1000, reportEvery: 10 },
         { onProgress: (p) => { seen = p.step; if (p.step >= 20) controller.abort(); }, signal: controller.signal });
     } catch (e) { cancelled = e.name; }
+    // Aborted from a timer, not from inside the callback: the run must yield for it to be seen.
+    const timed = new AbortController();
+    setTimeout(() => timed.abort(), 200);
+    let timedOut = null, lastStep = 0;
+    try {
+      await engine.run(csv, { label: 'credit_risk', batchSize: 8, ensemble: 8, iterations: 100000, reportEvery: 10 },
+        { onProgress: (p) => { lastStep = p.step; }, signal: timed.signal });
+    } catch (e) { timedOut = e.name; }
     try { await engine.inspect('a,b\\n1,2\\n3\\n'); } catch (e) { ragged = e.message; }
     try { await engine.run(csv, { label: 'nope' }); } catch (e) { label = e.message; }
-    console.log(JSON.stringify({ cancelled, seen, ragged, label }));
+    console.log(JSON.stringify({ cancelled, seen, timedOut, lastStep, ragged, label }));
     `,
   );
   assert.equal(out.cancelled, 'AbortError');
   assert.equal(out.seen, 20);
+  assert.equal(out.timedOut, 'AbortError');
+  assert.ok(out.lastStep > 0 && out.lastStep < 100000, `stopped at step ${out.lastStep}`);
   assert.equal(out.ragged, 'line 3 has 1 fields but the header has 2');
   assert.match(out.label, /no column is named "nope"/);
 });
