@@ -218,12 +218,7 @@ pub async fn run_attack(
     if observed.iter().flatten().any(|v| !v.is_finite()) {
         return Err(Error::NonFinite("the client's gradient holds NaN or infinity".into()));
     }
-    let target_norm = observed
-        .iter()
-        .flatten()
-        .map(|&v| (v as f64).powi(2))
-        .sum::<f64>()
-        .sqrt();
+    let target_norm = defence::l2_norm(&observed);
     let target = upload_grads(&observed, &g_true, runtime);
 
     // The server's view of the labels.

@@ -49,12 +49,7 @@ impl HostProblem {
         objective: Objective,
     ) -> HostProblem {
         let layers = params.layers();
-        let tnorm = observed
-            .iter()
-            .flatten()
-            .map(|&v| (v as f64).powi(2))
-            .sum::<f64>()
-            .sqrt() as f32;
+        let tnorm = crate::client::defence::l2_norm(observed) as f32;
         let classes = *params.sizes.last().unwrap();
         let relax = layout.map(|l| {
             let d = l.d();

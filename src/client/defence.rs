@@ -18,14 +18,19 @@ pub fn normal(rng: &mut impl Rng) -> f64 {
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
-/// Apply the defence in place to the flattened update (all parameter tensors, in any order).
-pub fn apply(update: &mut [Vec<f32>], defence: &Defence, seed: u64) {
-    let norm: f64 = update
+/// L2 norm of a whole update (all parameter tensors as one vector), accumulated in f64.
+pub fn l2_norm(update: &[Vec<f32>]) -> f64 {
+    update
         .iter()
         .flatten()
         .map(|&v| (v as f64) * (v as f64))
         .sum::<f64>()
-        .sqrt();
+        .sqrt()
+}
+
+/// Apply the defence in place to the flattened update (all parameter tensors, in any order).
+pub fn apply(update: &mut [Vec<f32>], defence: &Defence, seed: u64) {
+    let norm = l2_norm(update);
     let mut scale = 1.0;
     if let Some(c) = defence.clip
         && norm > c
