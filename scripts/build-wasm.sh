@@ -19,3 +19,12 @@ else
   echo "build-wasm: wasm-opt ${opt_version:-missing} is older than 116; leaving the module unoptimised" >&2
 fi
 ls -l pkg/leakscope_bg.wasm
+
+# The static page (www/) gets its own copy of the package and of the demo sample, so the folder
+# alone is the site: any static host serves it with relative paths.
+rm -rf www/leakscope www/sample
+mkdir -p www/leakscope/js www/leakscope/pkg www/sample
+cp js/index.js js/remote.js js/worker.js www/leakscope/js/
+cp pkg/leakscope.js pkg/leakscope_bg.wasm www/leakscope/pkg/
+cp data/adult-sample.csv data/README.md www/sample/
+echo "build-wasm: page assembled in www/ (serve it with: node scripts/serve.mjs)"

@@ -27,8 +27,8 @@ apt_install() {
 }
 
 # gcc/pkg-config for -sys crates; Mesa's lavapipe (software Vulkan) for the wgpu correctness test;
-# binaryen's wasm-opt for the WebAssembly package.
-apt_install ca-certificates curl gcc pkg-config libvulkan1 mesa-vulkan-drivers binaryen
+# binaryen's wasm-opt for the WebAssembly package; Chromium (with SwiftShader for WebGPU) for the page's tests.
+apt_install ca-certificates curl gcc pkg-config libvulkan1 mesa-vulkan-drivers binaryen chromium
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   apt_install nodejs npm
 fi
@@ -46,4 +46,6 @@ have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
 if [ "$have" != "$want" ]; then
   retry cargo install wasm-bindgen-cli --version "=$want"
 fi
+# playwright-core drives the system Chromium in the browser tests (it downloads no browser of its own).
+retry npm ci --no-audit --no-fund --loglevel=error
 echo "install: done"

@@ -10,6 +10,9 @@ chmod 700 "$XDG_RUNTIME_DIR" 2>/dev/null || true
 cargo build --tests --bins -j 2
 export LEAKSCOPE_WGPU=1
 cargo test --no-fail-fast -- --test-threads 1
-# The WebAssembly build and the npm package, installed from `npm pack` and run in Node.
+# The WebAssembly build, then the npm package (installed from `npm pack`, run in Node) and the page
+# in headless Chromium (CPU fallback and WebGPU on SwiftShader).
 bash scripts/build-wasm.sh
-node --test tests/node/
+[ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund --loglevel=error
+export LEAKSCOPE_SCREENSHOTS="${LEAKSCOPE_SCREENSHOTS:-$CARGO_TARGET_DIR/screenshots}"
+node --test tests/node/ tests/browser/

@@ -37,6 +37,10 @@ impl Runtime {
             .init_async()
             .await
             .map_err(|e| Error::Device(format!("no WebGPU/wgpu adapter could be initialised: {e}")))?;
+        // Browsers hide the adapter from wgpu's info; ask WebGPU itself what it granted.
+        #[cfg(target_arch = "wasm32")]
+        let name = web_gpu::adapter().await.map_or_else(|| "unknown adapter".into(), |a| a.describe());
+        #[cfg(not(target_arch = "wasm32"))]
         let name = device
             .identity()
             .map_or_else(|| "unknown adapter".to_string(), |i| i.name);
@@ -47,6 +51,12 @@ impl Runtime {
         })
     }
 
+    /// Add why this backend was chosen to its name, e.g. "cpu (…); no WebGPU adapter".
+    pub fn noting(mut self, why: &str) -> Runtime {
+        self.backend = format!("{}; {why}", self.backend);
+        self
+    }
+
     pub async fn select(choice: BackendChoice) -> Result<Runtime> {
         match choice {
             BackendChoice::Cpu => Ok(Runtime::cpu()),
@@ -55,6 +65,62 @@ impl Runtime {
             #[cfg(not(feature = "wgpu"))]
             BackendChoice::Wgpu => Err(Error::Device("this build has no wgpu backend".into())),
         }
+    }
+}
+
+/// What the page's WebGPU grants, read through plain JS reflection (web-sys's WebGPU types are unstable).
+#[cfg(target_arch = "wasm32")]
+pub mod web_gpu {
+    use js_sys::{Function, Promise, Reflect};
+    use wasm_bindgen::{JsCast, JsValue};
+    use wasm_bindgen_futures::JsFuture;
+
+    pub struct WebAdapter {
+        pub vendor: String,
+        pub architecture: String,
+        pub description: String,
+        /// A software adapter (SwiftShader and the like): correct, but far slower than the CPU backend.
+        pub fallback: bool,
+    }
+
+    impl WebAdapter {
+        pub fn describe(&self) -> String {
+            let parts: Vec<&str> = [&self.vendor, &self.architecture, &self.description]
+                .into_iter()
+                .map(String::as_str)
+                .filter(|s| !s.is_empty())
+                .collect();
+            let name = if parts.is_empty() { "WebGPU adapter".to_string() } else { format!("WebGPU: {}", parts.join(" ")) };
+            if self.fallback { format!("{name}, software fallback") } else { name }
+        }
+    }
+
+    fn get(target: &JsValue, key: &str) -> Option<JsValue> {
+        Reflect::get(target, &key.into()).ok().filter(|v| !v.is_undefined() && !v.is_null())
+    }
+
+    /// `navigator.gpu.requestAdapter()` in a window or a worker; None where WebGPU gives nothing.
+    pub async fn adapter() -> Option<WebAdapter> {
+        let gpu = get(&get(&js_sys::global(), "navigator")?, "gpu")?;
+        let request: Function = get(&gpu, "requestAdapter")?.dyn_into().ok()?;
+        let promise: Promise = request.call0(&gpu).ok()?.dyn_into().ok()?;
+        let adapter = JsFuture::from(promise).await.ok().filter(|a| !a.is_null() && !a.is_undefined())?;
+        let info = get(&adapter, "info");
+        let text = |key: &str| {
+            info.as_ref()
+                .and_then(|i| get(i, key))
+                .and_then(|v| v.as_string())
+                .unwrap_or_default()
+        };
+        let flag = |target: Option<&JsValue>| target.and_then(|t| get(t, "isFallbackAdapter")).and_then(|v| v.as_bool());
+        let fallback = flag(info.as_ref()).or_else(|| flag(Some(&adapter))).unwrap_or(false)
+            || text("architecture").eq_ignore_ascii_case("swiftshader");
+        Some(WebAdapter {
+            vendor: text("vendor"),
+            architecture: text("architecture"),
+            description: text("description"),
+            fallback,
+        })
     }
 }
 

@@ -69,9 +69,11 @@ impl Engine {
         let runtime = match backend.as_str() {
             "cpu" => Runtime::cpu(),
             "webgpu" => Runtime::select(BackendChoice::Wgpu).await.map_err(js_error)?,
-            "auto" => match Runtime::select(BackendChoice::Wgpu).await {
-                Ok(rt) => rt,
-                Err(_) => Runtime::cpu(),
+            // A software WebGPU adapter is hundreds of times slower than the CPU kernel: auto skips it.
+            "auto" => match crate::runtime::web_gpu::adapter().await {
+                Some(a) if !a.fallback => Runtime::select(BackendChoice::Wgpu).await.unwrap_or_else(|_| Runtime::cpu()),
+                Some(a) => Runtime::cpu().noting(&format!("skipped {}", a.describe())),
+                None => Runtime::cpu().noting("no WebGPU adapter"),
             },
             other => {
                 return Err(JsError::new(&format!(

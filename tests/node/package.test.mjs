@@ -94,3 +94,22 @@ test('an AbortSignal cancels a run, from the callback or from a timer, and bad i
   assert.equal(out.ragged, 'line 3 has 1 fields but the header has 2');
   assert.match(out.label, /no column is named "nope"/);
 });
+
+test('the package exports the worker entry and its client, with type declarations', () => {
+  const out = runIn(
+    project,
+    `
+    import { readFileSync, existsSync } from 'node:fs';
+    import { fileURLToPath } from 'node:url';
+    const worker = fileURLToPath(import.meta.resolve('leakscope/worker'));
+    const { LeakscopeWorker } = await import('leakscope/remote');
+    const pkg = JSON.parse(readFileSync('node_modules/leakscope/package.json', 'utf8'));
+    console.log(JSON.stringify({
+      worker: readFileSync(worker, 'utf8').includes("addEventListener('message'"),
+      remote: typeof LeakscopeWorker.create,
+      types: [pkg.exports['.'].types, pkg.exports['./remote'].types].map((t) => existsSync('node_modules/leakscope/' + t)),
+    }));
+    `,
+  );
+  assert.deepEqual(out, { worker: true, remote: 'function', types: [true, true] });
+});

@@ -1,0 +1,100 @@
+#!/usr/bin/env node
+// One seeded attack timed three ways, printed as one table: in the page on the CPU backend, in the page on
+// WebGPU (SwiftShader in headless Chromium), and natively (the CLI, 1 and all threads).
+//   node scripts/bench-browser.mjs [--batch-size 32] [--ensemble 30] [--iterations 1500] [--seed 0]
+//                                  [--webgpu-steps 3,6] [--csv data/adult-sample.csv] [--label salary]
+// A software GPU is too slow to run 1500 steps here: WebGPU runs two short attacks and the difference of
+// their times gives the rate per step without the one-off shader compilation, extrapolated to --iterations.
+// Needs scripts/build-wasm.sh (the page) and a native build (scripts/leakscope).
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { chromium } from 'playwright-core';
+import { startServer } from './serve.mjs';
+import { CHROMIUM, chromiumArgs } from '../tests/browser/chromium.mjs';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const { values: a } = parseArgs({
+  options: {
+    csv: { type: 'string', default: join(root, 'data', 'adult-sample.csv') },
+    label: { type: 'string', default: 'salary' },
+    'batch-size': { type: 'string', default: '32' },
+    ensemble: { type: 'string', default: '30' },
+    iterations: { type: 'string', default: '1500' },
+    seed: { type: 'string', default: '0' },
+    'webgpu-steps': { type: 'string', default: '3,6' },
+    skip: { type: 'string', default: '' },
+  },
+});
+const base = { batchSize: +a['batch-size'], ensemble: +a.ensemble, iterations: +a.iterations, seed: +a.seed };
+const skip = new Set(a.skip.split(',').filter(Boolean));
+const rows = [];
+
+async function inPage({ webgpu, backend, iterations }) {
+  const server = await startServer({ root: join(root, 'www'), port: 0 });
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: chromiumArgs({ webgpu }) });
+  try {
+    const context = await browser.newContext({ acceptDownloads: true });
+    const page = await context.newPage();
+    await page.goto(`http://127.0.0.1:${server.address().port}/?backend=${backend}`);
+    await page.waitForFunction(() => document.body.dataset.engine === 'ready', null, { timeout: 120_000 });
+    await page.setInputFiles('#file', a.csv);
+    await page.waitForFunction(() => !document.querySelector('#settings-section').hidden);
+    await page.locator(`#schema input[name=label][value="${a.label}"]`).check();
+    const settings = { ...base, iterations };
+    for (const [name, value] of Object.entries(settings)) await page.fill(`#settings [name=${name}]`, String(value));
+    const started = Date.now();
+    await page.click('#run');
+    await page.waitForFunction(() => document.body.dataset.state === 'idle', null, { timeout: 0 });
+    const wall = (Date.now() - started) / 1000;
+    const error = await page.locator('#error').isVisible();
+    if (error) throw new Error(await page.textContent('#error'));
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#download-json')]);
+    const report = JSON.parse(readFileSync(await download.path(), 'utf8'));
+    return { report, wall };
+  } finally {
+    await browser.close();
+    server.close();
+  }
+}
+
+function native(threads) {
+  const out = join(mkdtempSync(join(tmpdir(), 'leakscope-bench-')), 'report.json');
+  const args = ['attack', '--csv', a.csv, '--label', a.label, '--batch-size', a['batch-size'], '--ensemble', a.ensemble,
+    '--iterations', a.iterations, '--seed', a.seed, '--json', out, '--quiet'];
+  const started = Date.now();
+  execFileSync(join(root, 'scripts', 'leakscope'), args, { env: { ...process.env, RAYON_NUM_THREADS: String(threads) }, stdio: ['ignore', 'ignore', 'inherit'] });
+  return { report: JSON.parse(readFileSync(out, 'utf8')), wall: (Date.now() - started) / 1000 };
+}
+
+const fmt = (s) => (s >= 100 ? s.toFixed(0) : s.toFixed(1));
+const perStep = (seconds, steps) => `${((1000 * seconds) / steps).toFixed(1)}`;
+
+if (!skip.has('native')) {
+  for (const threads of [...new Set([1, cpus().length])]) {
+    const { report, wall } = native(threads);
+    rows.push([`native CLI, CPU kernel, ${threads} thread${threads > 1 ? 's' : ''}`, report.backend, fmt(report.seconds), perStep(report.seconds, base.iterations), (100 * report.accuracy.total).toFixed(1), `${fmt(wall)} wall`]);
+  }
+}
+if (!skip.has('cpu')) {
+  const { report, wall } = await inPage({ webgpu: false, backend: 'cpu', iterations: base.iterations });
+  rows.push(['page, CPU backend (wasm, 1 thread)', report.backend, fmt(report.seconds), perStep(report.seconds, base.iterations), (100 * report.accuracy.total).toFixed(1), `${fmt(wall)} wall`]);
+}
+if (!skip.has('webgpu')) {
+  const [short, long] = a['webgpu-steps'].split(',').map(Number);
+  const s = await inPage({ webgpu: true, backend: 'webgpu', iterations: short });
+  const l = await inPage({ webgpu: true, backend: 'webgpu', iterations: long });
+  const rate = (l.report.seconds - s.report.seconds) / (long - short);
+  const setup = Math.max(0, s.report.seconds - rate * short);
+  const full = setup + rate * base.iterations;
+  rows.push([`page, WebGPU (${short} and ${long} steps run, extrapolated)`, l.report.backend, `≈ ${fmt(full)}`, perStep(rate, 1), '—', `${fmt(setup)} s one-off setup`]);
+}
+
+const header = ['where', 'backend that ran', `s per attack (${base.iterations} steps)`, 'ms/step', 'accuracy %', 'note'];
+console.log(`\nB=${base.batchSize}, N=${base.ensemble}, ${base.iterations} steps, seed ${base.seed}, ${a.csv.split('/').pop()} (label ${a.label}); ${cpus().length} cores\n`);
+console.log(`| ${header.join(' | ')} |`);
+console.log(`|${header.map(() => '---').join('|')}|`);
+for (const r of rows) console.log(`| ${r.join(' | ')} |`);

@@ -1,0 +1,235 @@
+// The page in real headless Chromium (Debian's `chromium`, driven by playwright-core): upload, schema
+// edits, seeded attacks on the CPU fallback and on WebGPU (SwiftShader), cancel, bad files, downloads, and
+// the network log. Needs `bash scripts/build-wasm.sh` first (it assembles www/). Screenshots go to
+// $LEAKSCOPE_SCREENSHOTS (default: target/screenshots).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { startServer } from '../../scripts/serve.mjs';
+import { CHROMIUM, chromiumArgs } from './chromium.mjs';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const www = join(root, 'www');
+const german = join(root, 'data', 'german-credit.csv');
+const shots = process.env.LEAKSCOPE_SCREENSHOTS ?? join(root, 'target', 'screenshots');
+mkdirSync(shots, { recursive: true });
+
+let server;
+let origin;
+const served = [];
+const requested = [];
+
+before(async () => {
+  server = await startServer({ root: www, port: 0 });
+  server.on('request', (req) => served.push(req.url));
+  origin = `http://127.0.0.1:${server.address().port}`;
+});
+
+after(() => {
+  server?.close();
+});
+
+async function openPage({ webgpu, query = '' }) {
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: chromiumArgs({ webgpu }) });
+  const context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1280, height: 900 } });
+  context.on('request', (r) => requested.push(r.url()));
+  const page = await context.newPage();
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(e.message));
+  page.on('console', (m) => m.type() === 'error' && problems.push(m.text()));
+  await page.goto(`${origin}/${query}`);
+  await page.waitForFunction(() => document.body.dataset.engine !== 'starting', null, { timeout: 120_000 });
+  return { browser, page, problems };
+}
+
+async function upload(page, file) {
+  const before = Number((await page.evaluate(() => document.body.dataset.loads)) ?? 0);
+  await page.setInputFiles('#file', file);
+  await page.waitForFunction((n) => Number(document.body.dataset.loads ?? 0) > n, before);
+}
+
+async function settings(page, values) {
+  for (const [name, value] of Object.entries(values)) {
+    const control = page.locator(`#settings [name=${name}]`);
+    if ((await control.evaluate((e) => e.tagName)) === 'SELECT') await control.selectOption(String(value));
+    else await control.fill(String(value));
+  }
+}
+
+async function runToEnd(page, timeout = 300_000) {
+  await page.click('#run');
+  await page.waitForFunction(() => document.body.dataset.state === 'running');
+  await page.waitForFunction(() => document.body.dataset.state === 'idle', null, { timeout });
+}
+
+const percent = (text) => Number.parseFloat(text) / 100;
+
+async function metric(page, name) {
+  return percent(await page.locator(`.card[data-metric="${name}"] .value`).textContent());
+}
+
+test('CPU fallback: upload, switch a kind, seeded attack, results coloured by confidence, downloads', async () => {
+  const { browser, page, problems } = await openPage({ webgpu: false });
+  try {
+    assert.match(await page.textContent('#backend'), /^cpu .*no WebGPU adapter/);
+    await upload(page, german);
+    assert.equal(await page.locator('#schema tbody tr').count(), 21);
+    assert.equal(await page.locator('#schema input[name=label]:checked').getAttribute('value'), 'credit_risk');
+    // installment_rate holds the numbers 1..4: inferred continuous, switched to categorical here.
+    const kind = page.locator('tr[data-column="installment_rate"] select.kind');
+    assert.equal(await kind.inputValue(), 'continuous');
+    await kind.selectOption('categorical');
+
+    await settings(page, { batchSize: 8, ensemble: 8, iterations: 300, seed: 1 });
+    await runToEnd(page);
+    assert.equal(await page.locator('#error').isHidden(), true, await page.textContent('#error'));
+    assert.equal(await page.locator('#results').isVisible(), true);
+    const overall = await metric(page, 'overall accuracy');
+    const random = percent((await page.textContent('.card[data-metric="overall accuracy"] .detail')).split(':')[1]);
+    assert.ok(overall >= 0.7 && overall >= random + 0.15, `accuracy ${overall} vs random ${random}`);
+    assert.match(await page.textContent('#results-info'), /on cpu /);
+    assert.equal(await page.locator('#cells tr.truth').count(), 8);
+    assert.equal(await page.locator('#cells tr.reconstructed').count(), 8);
+    assert.equal(await page.locator('#cells th[title="categorical"]', { hasText: 'installment_rate' }).count(), 1);
+    const coloured = await page.locator('#cells tr.reconstructed').locator('td.conf-high, td.conf-medium, td.conf-low').count();
+    assert.equal(coloured, 8 * 20, 'every reconstructed cell carries a confidence colour');
+    // The "rows fully recovered" card agrees with the rows that have no wrong cell.
+    const exact = await page.locator('#cells tr.reconstructed:not(:has(td.wrong))').count();
+    assert.equal(await page.textContent('.card[data-metric="rows fully recovered"] .value'), `${exact} / 8`);
+    const wrongCells = await page.locator('#cells td.wrong').count();
+    assert.equal(wrongCells, Math.round(160 * (1 - overall)));
+    assert.ok((await page.locator('#buckets tbody tr').count()) > 0);
+    await page.screenshot({ path: join(shots, 'cpu-results.png'), fullPage: true });
+    await page.selectOption('#layout', 'side');
+    assert.equal(await page.locator('#cells table.truth-table tbody tr').count(), 8);
+    assert.equal(await page.locator('#cells table.reconstruction-table td.wrong').count(), wrongCells);
+    await page.screenshot({ path: join(shots, 'cpu-results-side-by-side.png'), fullPage: true });
+
+    const [json] = await Promise.all([page.waitForEvent('download'), page.click('#download-json')]);
+    const report = JSON.parse(readFileSync(await json.path(), 'utf8'));
+    assert.equal(report.accuracy.total.toFixed(3), overall.toFixed(3));
+    assert.equal(report.config.batch_size, 8);
+    assert.equal(report.features.find((f) => f.name === 'installment_rate').kind, 'categorical');
+    const [csv] = await Promise.all([page.waitForEvent('download'), page.click('#download-csv')]);
+    const lines = readFileSync(await csv.path(), 'utf8').trim().split(/\r\n/);
+    assert.equal(lines[0], 'row,column,kind,true,reconstructed,correct,entropy,confidence');
+    assert.equal(lines.length, 1 + 8 * 20);
+    assert.deepEqual(problems, []);
+  } finally {
+    await browser.close();
+  }
+});
+
+test('a run can be cancelled, the page recovers and runs again; bad files get readable errors', async () => {
+  const { browser, page, problems } = await openPage({ webgpu: false });
+  try {
+    await upload(page, german);
+    await settings(page, { batchSize: 8, ensemble: 30, iterations: 100000 });
+    await page.click('#run');
+    await page.waitForFunction(() => /step (\d+)/.exec(document.querySelector('#progress-text').textContent)?.[1] >= 50);
+    assert.equal(await page.textContent('#run'), 'Cancel');
+    await page.click('#run');
+    await page.waitForFunction(() => document.body.dataset.state === 'idle', null, { timeout: 30_000 });
+    assert.match(await page.textContent('#run-status'), /^Cancelled at step \d+ of 100000/);
+    assert.equal(await page.textContent('#run'), 'Run attack');
+    assert.equal(await page.locator('#results').isHidden(), true);
+    await page.screenshot({ path: join(shots, 'cancelled.png'), fullPage: true });
+
+    await settings(page, { ensemble: 4, iterations: 100 });
+    await runToEnd(page);
+    assert.equal(await page.locator('#results').isVisible(), true);
+    assert.match(await page.textContent('#run-status'), /^Done in/);
+
+    const cases = [
+      ['ragged.csv', 'a,b,label\n1,2,x\n3,y\n', /ragged.csv could not be read: .*line 3/],
+      ['empty.csv', '', /empty.csv could not be read: .*empty/i],
+      ['latin1.csv', Buffer.from([0x61, 0x2c, 0x62, 0x0a, 0xe9, 0x2c, 0x31, 0x0a]), /latin1.csv could not be read: .*UTF-8/],
+    ];
+    for (const [name, content] of cases) {
+      await upload(page, { name, mimeType: 'text/csv', buffer: Buffer.from(content) });
+      assert.match(await page.textContent('#error'), cases.find((c) => c[0] === name)[2]);
+      assert.equal(await page.locator('#schema-section').isHidden(), true);
+    }
+    await page.screenshot({ path: join(shots, 'malformed.png'), fullPage: true });
+    // A file too large for the tab is refused from its size, before a byte is read (a sparse file).
+    const big = join(mkdtempSync(join(tmpdir(), 'leakscope-big-')), 'huge.csv');
+    writeFileSync(big, 'a,b\n');
+    truncateSync(big, 101 * 1024 * 1024);
+    await upload(page, big);
+    assert.match(await page.textContent('#error'), /huge.csv is 101.0 MB; this page handles files up to 100.0 MB/);
+
+    // A file dropped on the drop zone is read like a chosen one.
+    const before = Number(await page.evaluate(() => document.body.dataset.loads));
+    const dropped = await page.evaluateHandle(() => {
+      const data = new DataTransfer();
+      data.items.add(new File(['colour,size,label\nred,1,a\nblue,2,b\nred,3,a\n'], 'dropped.csv', { type: 'text/csv' }));
+      return data;
+    });
+    await page.dispatchEvent('#dropzone', 'drop', { dataTransfer: dropped });
+    await page.waitForFunction((n) => Number(document.body.dataset.loads) > n, before);
+    assert.match(await page.textContent('#file-info'), /^dropped.csv: .*3 rows, 3 columns/);
+    assert.equal(await page.locator('#schema tbody tr').count(), 3);
+
+    // One label class only: the engine's message reaches the page.
+    await upload(page, { name: 'one-class.csv', mimeType: 'text/csv', buffer: Buffer.from('x,label\n1,a\n2,a\n3,a\n4,a\n') });
+    await page.locator('#schema input[name=label][value=label]').check();
+    await settings(page, { batchSize: 2, ensemble: 2, iterations: 10 });
+    await runToEnd(page);
+    assert.match(await page.textContent('#error'), /The attack could not run: .*one class|single/i);
+    assert.deepEqual(problems, []);
+  } finally {
+    await browser.close();
+  }
+});
+
+test('WebGPU on SwiftShader: auto keeps to the CPU, a forced WebGPU run reports its adapter', async () => {
+  const auto = await openPage({ webgpu: true });
+  try {
+    assert.match(await auto.page.textContent('#backend'), /^cpu .*skipped WebGPU: .*software fallback/i);
+  } finally {
+    await auto.browser.close();
+  }
+  const { browser, page, problems } = await openPage({ webgpu: true, query: '?backend=webgpu' });
+  try {
+    assert.match(await page.textContent('#backend'), /^wgpu \(WebGPU: .*swiftshader/i);
+    await upload(page, german);
+    await settings(page, { batchSize: 4, ensemble: 2, iterations: 20, seed: 1 });
+    await runToEnd(page, 600_000);
+    assert.equal(await page.locator('#error').isHidden(), true, await page.textContent('#error'));
+    assert.match(await page.textContent('#results-info'), /on wgpu \(WebGPU: .*swiftshader/i);
+    assert.equal(await page.locator('#cells tr.reconstructed').count(), 4);
+    await page.screenshot({ path: join(shots, 'webgpu-results.png'), fullPage: true });
+    assert.deepEqual(problems, []);
+  } finally {
+    await browser.close();
+  }
+  // Without the flag, forcing WebGPU is a readable error and the engine choice can be changed.
+  const none = await openPage({ webgpu: false, query: '?backend=webgpu' });
+  try {
+    assert.match(await none.page.textContent('#error'), /The webgpu engine could not start: .*adapter/i);
+    assert.equal(await none.page.textContent('#backend'), 'unavailable');
+    await none.page.selectOption('#backend-choice', 'cpu');
+    await none.page.waitForFunction(() => document.body.dataset.engine === 'ready');
+    assert.match(await none.page.textContent('#backend'), /^cpu/);
+  } finally {
+    await none.browser.close();
+  }
+});
+
+test('the whole session requested nothing beyond the page’s own static files', () => {
+  assert.ok(requested.length > 0);
+  const foreign = requested.filter((u) => !u.startsWith(`${origin}/`) && !u.startsWith('blob:') && !u.startsWith('data:'));
+  assert.deepEqual(foreign, []);
+  const files = new Set(
+    readdirSync(www, { recursive: true })
+      .filter((f) => statSync(join(www, f)).isFile())
+      .map((f) => `/${relative(www, join(www, f)).split('\\').join('/')}`),
+  );
+  files.add('/');
+  const unknown = served.map((u) => new URL(u, origin).pathname).filter((p) => !files.has(p));
+  assert.deepEqual([...new Set(unknown)], []);
+});

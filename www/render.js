@@ -1,0 +1,195 @@
+// DOM building for the page. Cell values come from the user's file: they only ever go into textContent.
+
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === 'class') node.className = value;
+    else if (key === 'text') node.textContent = value;
+    else if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
+    else if (value === true) node.setAttribute(key, '');
+    else node.setAttribute(key, String(value));
+  }
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : String(child));
+  }
+  return node;
+}
+
+export const pct = (v) => (v === null || v === undefined ? '—' : `${(100 * v).toFixed(1)}%`);
+
+export function bytes(n) {
+  if (n < 1024) return `${n} B`;
+  if (n < 1 << 20) return `${(n / 1024).toFixed(0)} KB`;
+  return `${(n / (1 << 20)).toFixed(1)} MB`;
+}
+
+/** The schema table: a label choice, a use toggle and a kind switch per column. */
+export function renderSchema(tbody, schema, state, onChange) {
+  tbody.replaceChildren(
+    ...schema.columns.map((c) => {
+      const isLabel = state.label === c.name;
+      const kind = state.kinds[c.name] ?? c.kind;
+      return el(
+        'tr',
+        { class: isLabel ? 'is-label' : state.ignore.has(c.name) ? 'is-ignored' : '', 'data-column': c.name },
+        el(
+          'td',
+          {},
+          el('input', {
+            type: 'radio',
+            name: 'label',
+            value: c.name,
+            'aria-label': `use ${c.name} as the label`,
+            checked: isLabel,
+            onchange: () => onChange({ label: c.name }),
+          }),
+        ),
+        el(
+          'td',
+          {},
+          el('input', {
+            type: 'checkbox',
+            class: 'use',
+            'aria-label': `attack column ${c.name}`,
+            checked: !state.ignore.has(c.name),
+            disabled: isLabel,
+            onchange: (e) => onChange({ use: [c.name, e.target.checked] }),
+          }),
+        ),
+        el('td', { class: 'name', text: c.name }),
+        el(
+          'td',
+          {},
+          el(
+            'select',
+            { class: 'kind', 'aria-label': `kind of ${c.name}`, onchange: (e) => onChange({ kind: [c.name, e.target.value] }) },
+            el('option', { value: 'categorical', selected: kind === 'categorical', text: 'categorical' }),
+            el('option', { value: 'continuous', selected: kind === 'continuous', text: 'continuous' }),
+          ),
+        ),
+        el('td', { class: 'num', text: c.distinct }),
+        el('td', { class: 'num', text: c.missing }),
+        el('td', { class: 'examples', text: c.examples.join(', ') }),
+      );
+    }),
+  );
+}
+
+// The CLI's thresholds (src/report.rs): entropy below `high` is a cell the attacker can trust.
+const LEVELS = { categorical: [0.1, 0.3], continuous: [-1, 0] };
+
+export function confidence(kind, entropy) {
+  if (entropy === null || entropy === undefined) return 'none';
+  const [high, medium] = LEVELS[kind];
+  return entropy < high ? 'high' : entropy < medium ? 'medium' : 'low';
+}
+
+function reconstructedCell(report, row, f) {
+  const kind = report.features[f].kind;
+  const entropy = row.entropy[f];
+  const level = confidence(kind, entropy);
+  const right = row.correct[f];
+  const title = [
+    right ? 'recovered' : `wrong: the true value is ${row.truth[f]}`,
+    entropy === null ? 'no ensemble, no confidence' : `${level} confidence (entropy ${entropy.toFixed(3)})`,
+  ].join('; ');
+  return el('td', { class: `conf-${level} ${right ? 'right' : 'wrong'}`, title, text: row.reconstructed[f] });
+}
+
+function featureHead(report, ...lead) {
+  return el('thead', {}, el('tr', {}, ...lead.map((t) => el('th', { text: t })), ...report.features.map((f) => el('th', { text: f.name, title: f.kind }))));
+}
+
+// Row by row: each true row directly above the reconstructed row matched to it, one scroll for both.
+function pairedTable(report) {
+  const body = el(
+    'tbody',
+    {},
+    report.rows.map((row, i) => [
+      el('tr', { class: 'truth' }, el('td', { class: 'num', rowspan: 2, text: i + 1 }), el('th', { scope: 'row', text: 'yours' }), row.truth.map((v) => el('td', { text: v }))),
+      el('tr', { class: 'reconstructed' }, el('th', { scope: 'row', text: 'server' }), row.truth.map((_, f) => reconstructedCell(report, row, f))),
+    ]),
+  );
+  return el('div', { class: 'scroll' }, el('table', { class: 'cells paired' }, featureHead(report, '#', ''), body));
+}
+
+// The two tables next to each other; scrolling one sideways scrolls the other.
+function sideBySide(report) {
+  const table = (cls, cells) =>
+    el('table', { class: `cells ${cls}` }, featureHead(report, '#'), el('tbody', {}, report.rows.map((row, i) => el('tr', { class: cls === 'truth-table' ? 'truth' : 'reconstructed' }, el('td', { class: 'num', text: i + 1 }), cells(row)))));
+  const left = el('div', { class: 'scroll' }, table('truth-table', (row) => row.truth.map((v) => el('td', { text: v }))));
+  const right = el('div', { class: 'scroll' }, table('reconstruction-table', (row) => row.truth.map((_, f) => reconstructedCell(report, row, f))));
+  const sync = (from, to) => from.addEventListener('scroll', () => { to.scrollLeft = from.scrollLeft; });
+  sync(left, right);
+  sync(right, left);
+  return el('div', { class: 'side-by-side' }, el('div', { class: 'pane' }, el('h3', { text: 'Your batch' }), left), el('div', { class: 'pane' }, el('h3', { text: 'The server’s reconstruction' }), right));
+}
+
+/** The true batch beside the reconstruction, row by matched row; reconstructed cells coloured by confidence. */
+export function renderCells(box, report, layout) {
+  box.replaceChildren(layout === 'side' ? sideBySide(report) : pairedTable(report));
+}
+
+export function renderLegend(legend, report) {
+  const hasEnsemble = report.rows.some((r) => r.entropy.some((e) => e !== null));
+  legend.replaceChildren(
+    el('span', { class: 'swatch conf-high', text: 'high confidence' }),
+    el('span', { class: 'swatch conf-medium', text: 'medium' }),
+    el('span', { class: 'swatch conf-low', text: 'low' }),
+    el('span', { class: 'swatch wrong', text: 'struck out: wrong' }),
+    ...(hasEnsemble ? [] : [el('span', { class: 'info', text: '(this attack has no ensemble, so no confidence)' })]),
+  );
+}
+
+/** Accuracy of the cells in each confidence band: what makes the attacker's confidence trustworthy. */
+export function renderBuckets(box, report) {
+  const bands = report.entropy_buckets.filter((b) => b.cells > 0);
+  if (bands.length === 0) {
+    box.replaceChildren();
+    return;
+  }
+  const rows = bands.map((b) =>
+    el(
+      'tr',
+      {},
+      el('td', { text: b.kind }),
+      el('td', { text: `${Number.isFinite(b.from) ? b.from : '−∞'} … ${Number.isFinite(b.to) ? Math.min(b.to, 1) : '∞'}` }),
+      el('td', { class: 'num', text: b.cells }),
+      el('td', { class: 'num', text: pct(b.accuracy) }),
+    ),
+  );
+  box.replaceChildren(
+    el(
+      'table',
+      { class: 'buckets' },
+      el('caption', { text: 'Accuracy by the attacker’s confidence (entropy band)' }),
+      el('thead', {}, el('tr', {}, el('th', { text: 'kind' }), el('th', { text: 'entropy' }), el('th', { text: 'cells' }), el('th', { text: 'right' }))),
+      el('tbody', {}, rows),
+    ),
+  );
+}
+
+const ATTACKS = { tableak: 'TabLeak', cosine: 'Cosine', dlg: 'DLG', random: 'Random baseline' };
+
+export function renderSummary(box, info, report) {
+  const a = report.accuracy;
+  const r = report.random_accuracy;
+  const card = (name, value, detail, cls = '') =>
+    el('div', { class: `card ${cls}`, 'data-metric': name }, el('div', { class: 'value', text: value }), el('div', { class: 'name', text: name }), el('div', { class: 'detail', text: detail }));
+  const c = report.config;
+  box.replaceChildren(
+    card('overall accuracy', pct(a.total), `random guessing: ${pct(report.random_baseline)}`, a.total > report.random_baseline ? 'leak' : ''),
+    card('categorical', pct(a.categorical), `random: ${pct(r.categorical)}`),
+    card('continuous', pct(a.continuous), `random: ${pct(r.continuous)} (within tolerance)`),
+    card('rows fully recovered', `${Math.round(a.exact_rows * report.rows.length)} / ${report.rows.length}`, 'every cell right'),
+    card('labels', c.labels === 'known' ? 'known' : pct(report.label_accuracy), c.labels === 'known' ? 'given to the server' : 'restored from the update'),
+  );
+  const steps = report.attack === 'random' ? '' : `, ${c.iterations} steps`;
+  info.textContent =
+    `${ATTACKS[report.attack]} on a batch of ${c.batch_size} rows (ensemble ${c.ensemble}${steps}, seed ${c.seed}) ` +
+    `drawn from ${report.table_rows} rows${report.dropped_rows ? ` (${report.dropped_rows} with missing values dropped)` : ''}; ` +
+    `${report.seconds.toFixed(1)} s on ${report.backend}.` +
+    (report.warnings.length ? ` Warnings: ${report.warnings.join('; ')}` : '');
+}
