@@ -50,6 +50,7 @@ export interface Accuracy {
   categorical: number | null;
   continuous: number | null;
   per_feature: number[];
+  /** Share of rows with every cell right. */
   exact_rows: number;
 }
 
@@ -91,4 +92,25 @@ export declare class Leakscope {
     options: RunOptions,
     control?: { onProgress?: (p: Progress) => void; signal?: AbortSignal },
   ): Promise<Report>;
+  /** Invert members first .. first + count of the ensemble only (one share of a split ensemble). */
+  invertMembers(
+    csv: CsvInput,
+    options: RunOptions,
+    range: MemberRange,
+    control?: { onProgress?: (p: Progress) => void; signal?: AbortSignal },
+  ): Promise<Members>;
+  /** Join shares covering the ensemble once into the report one run would give; `seconds`: wall time measured. */
+  assess(csv: CsvInput, options: RunOptions, parts: Members[], seconds: number): Promise<Report>;
+}
+
+export interface MemberRange {
+  first: number;
+  count: number;
+}
+
+export interface Members {
+  range: MemberRange;
+  x: Float32Array;
+  probs: Float32Array;
+  loss_curve: [number, number][];
 }

@@ -2,7 +2,8 @@
 // or let `LeakscopeWorker` (./remote.js) start it. The engine runs here, off the page's thread; the file is
 // read here too, so a large CSV never freezes the tab.
 //
-// Messages in:  { id, type: 'create', backend } | { id, type: 'inspect', csv } | { id, type: 'run', csv, options }
+// Messages in:  { id, type: 'create', backend, module?, shareModule? } | { id, type: 'inspect', csv } | { id, type: 'run', csv, options }
+//               | { id, type: 'invert', csv, options, range } | { id, type: 'assess', csv, options, parts, seconds }
 //               | { type: 'cancel', target: id }
 // Messages out: { id, type: 'progress', value } | { id, type: 'result', value } | { id, type: 'error', error }
 import { Leakscope } from './index.js';
@@ -22,23 +23,32 @@ function started() {
 
 async function handle({ id, type, ...message }) {
   switch (type) {
-    case 'create':
-      engine = Leakscope.create({ backend: message.backend });
-      return { backend: (await engine).backend };
+    case 'create': {
+      engine = Leakscope.create({ backend: message.backend, module: message.module });
+      const { backend } = await engine;
+      return message.shareModule ? { backend, module: Leakscope.wasmModule } : { backend };
+    }
     case 'inspect':
       return (await started()).inspect(message.csv);
-    case 'run': {
+    case 'run':
+    case 'invert': {
       const controller = new AbortController();
       running.set(id, controller);
       try {
-        return await (await started()).run(message.csv, message.options, {
+        const ready = await started();
+        const control = {
           onProgress: (value) => self.postMessage({ id, type: 'progress', value }),
           signal: controller.signal,
-        });
+        };
+        return await (type === 'run'
+          ? ready.run(message.csv, message.options, control)
+          : ready.invertMembers(message.csv, message.options, message.range, control));
       } finally {
         running.delete(id);
       }
     }
+    case 'assess':
+      return (await started()).assess(message.csv, message.options, message.parts, message.seconds);
     default:
       throw new Error(`unknown message type ${JSON.stringify(type)}`);
   }

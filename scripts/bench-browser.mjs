@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// One seeded attack timed three ways, printed as one table: in the page on the CPU backend, in the page on
-// WebGPU (SwiftShader in headless Chromium), and natively (the CLI, 1 and all threads).
+// One seeded attack timed three ways, printed as one table: in the page on the CPU backend (one worker, and
+// the ensemble split over one worker per core), in the page on WebGPU (SwiftShader in headless Chromium),
+// and natively (the CLI, 1 and all threads).
 //   node scripts/bench-browser.mjs [--batch-size 32] [--ensemble 30] [--iterations 1500] [--seed 0]
 //                                  [--webgpu-steps 3,6] [--csv data/adult-sample.csv] [--label salary]
 // A software GPU is too slow to run 1500 steps here: WebGPU runs two short attacks and the difference of
@@ -33,13 +34,13 @@ const base = { batchSize: +a['batch-size'], ensemble: +a.ensemble, iterations: +
 const skip = new Set(a.skip.split(',').filter(Boolean));
 const rows = [];
 
-async function inPage({ webgpu, backend, iterations }) {
+async function inPage({ webgpu, backend, iterations, workers = '' }) {
   const server = await startServer({ root: join(root, 'www'), port: 0 });
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: chromiumArgs({ webgpu }) });
   try {
     const context = await browser.newContext({ acceptDownloads: true });
     const page = await context.newPage();
-    await page.goto(`http://127.0.0.1:${server.address().port}/?backend=${backend}`);
+    await page.goto(`http://127.0.0.1:${server.address().port}/?backend=${backend}&workers=${workers}`);
     await page.waitForFunction(() => document.body.dataset.engine === 'ready', null, { timeout: 120_000 });
     await page.setInputFiles('#file', a.csv);
     await page.waitForFunction(() => !document.querySelector('#settings-section').hidden);
@@ -80,8 +81,11 @@ if (!skip.has('native')) {
   }
 }
 if (!skip.has('cpu')) {
-  const { report, wall } = await inPage({ webgpu: false, backend: 'cpu', iterations: base.iterations });
-  rows.push(['page, CPU backend (wasm, 1 thread)', report.backend, fmt(report.seconds), perStep(report.seconds, base.iterations), (100 * report.accuracy.total).toFixed(1), `${fmt(wall)} wall`]);
+  for (const workers of [...new Set([1, Math.min(cpus().length, 8)])]) {
+    const { report, wall } = await inPage({ webgpu: false, backend: 'cpu', iterations: base.iterations, workers });
+    const where = `page, CPU backend (wasm), ${workers} worker${workers > 1 ? 's' : ''}`;
+    rows.push([where, report.backend, fmt(report.seconds), perStep(report.seconds, base.iterations), (100 * report.accuracy.total).toFixed(1), `${fmt(wall)} wall`]);
+  }
 }
 if (!skip.has('webgpu')) {
   const [short, long] = a['webgpu-steps'].split(',').map(Number);

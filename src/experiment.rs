@@ -187,6 +187,292 @@ struct Reconstruction {
     loss_curve: Vec<(usize, f64)>,
 }
 
+/// Which members of the ensemble one call inverts. A page splits the ensemble over several workers
+/// (wasm has one thread each); every member starts from the same draw however it is split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberRange {
+    pub first: usize,
+    pub count: usize,
+}
+
+/// The inverted members of one range: relaxed rows, softmax probabilities and the mean loss curve.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Members {
+    pub range: MemberRange,
+    pub x: Vec<f32>,
+    pub probs: Vec<f32>,
+    pub loss_curve: Vec<(usize, f64)>,
+}
+
+/// Everything the server has before it inverts: the simulated client's update, the labels it uses,
+/// and the batch it is scored against. Deterministic in the seed, so every worker derives the same.
+struct Setup<'a> {
+    runtime: &'a Runtime,
+    dataset: &'a Dataset,
+    config: &'a AttackConfig,
+    truth: Vec<Vec<Value>>,
+    params: Params,
+    observed: Vec<Vec<f32>>,
+    target_norm: f64,
+    labels: Vec<usize>,
+    label_accuracy: f64,
+    layout: Layout,
+    rules: Vec<Rule>,
+    /// Ensemble size of this attack (1 for the single-run baselines, 0 for random).
+    members: usize,
+    relaxed: bool,
+    objective: Objective,
+    net: Net,
+    target: ParamGrads,
+    relaxation: Relaxation,
+}
+
+impl<'a> Setup<'a> {
+    async fn new(runtime: &'a Runtime, dataset: &'a Dataset, config: &'a AttackConfig) -> Result<Setup<'a>> {
+        config.validate(dataset)?;
+        let device = &runtime.device;
+        let (b, d, classes) = (config.batch_size, dataset.d(), dataset.classes.len());
+        let batch = draw_batch(dataset, b, config.seed);
+        let truth: Vec<Vec<Value>> = batch.iter().map(|&i| dataset.rows[i].clone()).collect();
+        let true_labels: Vec<usize> = batch.iter().map(|&i| dataset.labels[i]).collect();
+
+        // The client: an untrained network and the gradient of its loss on the private batch.
+        let mut sizes = vec![d];
+        sizes.extend(&config.hidden);
+        sizes.push(classes);
+        let params = Params::init(&sizes, seed_for(config.seed, 2));
+        let net = Net::new(&params, device);
+        let x_true = Tensor::<3>::from_data(TensorData::new(encode_rows(dataset, &truth), [1, b, d]), device);
+        let y_true = Tensor::<2>::from_data(TensorData::new(onehot(&true_labels, classes), [b, classes]), device);
+        let (g_true, _) = param_grads(&net, &x_true, &y_true);
+        let mut observed = read_grads(&g_true).await?;
+        if let Some(defence) = &config.defence {
+            defence::apply(&mut observed, defence, seed_for(config.seed, 3));
+        }
+        if observed.iter().flatten().any(|v| !v.is_finite()) {
+            return Err(Error::NonFinite("the client's gradient holds NaN or infinity".into()));
+        }
+        let target_norm = defence::l2_norm(&observed);
+        let target = upload_grads(&observed, &g_true, runtime);
+
+        // The server's view of the labels.
+        let labels = match config.labels {
+            LabelMode::Known => {
+                let mut l = true_labels.clone();
+                l.sort_unstable();
+                l
+            }
+            LabelMode::Restored => {
+                let last = observed[params.layers() - 1].clone();
+                labels_from_counts(&restore_counts(&params, &last, b, seed_for(config.seed, 4)))
+            }
+        };
+        let label_accuracy = {
+            let count = |ls: &[usize], c: usize| ls.iter().filter(|&&l| l == c).count();
+            (0..classes)
+                .map(|c| count(&labels, c).min(count(&true_labels, c)))
+                .sum::<usize>() as f64
+                / b as f64
+        };
+        let layout = Layout::of(dataset);
+        let (members, relaxed, objective) = match config.attack {
+            AttackKind::Tableak => (config.ensemble, true, Objective::Cosine),
+            AttackKind::Cosine => (1, false, Objective::Cosine),
+            AttackKind::Dlg => (1, false, Objective::SquaredError),
+            AttackKind::Random => (0, false, Objective::Cosine),
+        };
+        Ok(Setup {
+            runtime,
+            dataset,
+            config,
+            truth,
+            target_norm,
+            labels,
+            label_accuracy,
+            rules: Rule::of(&dataset.features),
+            relaxation: Relaxation::new(&layout, device),
+            layout,
+            members,
+            relaxed,
+            objective,
+            net,
+            target,
+            params,
+            observed,
+        })
+    }
+
+    fn problem(&self) -> Problem<'_> {
+        Problem {
+            net: &self.net,
+            target: &self.target,
+            target_norm: self.target_norm,
+            onehot: onehot(&self.labels, self.dataset.classes.len()),
+            classes: self.dataset.classes.len(),
+            relaxation: self.relaxed.then_some(&self.relaxation),
+            objective: self.objective,
+        }
+    }
+
+    /// On the CPU the fused kernel runs the same math without per-op allocation (see cpu_kernel).
+    fn host(&self) -> Option<HostProblem> {
+        (self.runtime.kind == BackendChoice::Cpu).then(|| {
+            HostProblem::new(
+                &self.params,
+                &self.observed,
+                onehot(&self.labels, self.dataset.classes.len()),
+                self.relaxed.then_some(&self.layout),
+                self.objective,
+            )
+        })
+    }
+
+    fn check_range(&self, range: MemberRange) -> Result<()> {
+        if range.count == 0 || range.first + range.count > self.members {
+            return Err(Error::Config(format!(
+                "members {}..{} are not within the {} of this attack",
+                range.first,
+                range.first + range.count,
+                self.members
+            )));
+        }
+        Ok(())
+    }
+
+    async fn invert(&self, range: MemberRange, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<Members> {
+        self.check_range(range)?;
+        let inv_config = InversionConfig {
+            members: range.count,
+            first_member: range.first,
+            batch: self.config.batch_size,
+            d: self.dataset.d(),
+            iterations: self.config.iterations,
+            optimiser: self.config.optimiser(),
+            seed: seed_for(self.config.seed, 6),
+            report_every: self.config.report_every,
+        };
+        let inversion = match self.host() {
+            Some(h) => cpu_kernel::invert(&h, &inv_config, progress).await?,
+            None => invert(&self.problem(), &inv_config, &self.runtime.device, progress).await?,
+        };
+        Ok(Members {
+            range,
+            x: inversion.x,
+            probs: inversion.probs,
+            loss_curve: inversion.loss_curve,
+        })
+    }
+
+    /// Join the inverted ranges into the whole ensemble, in member order.
+    fn join(&self, mut parts: Vec<Members>) -> Result<Members> {
+        parts.sort_by_key(|p| p.range.first);
+        let len = self.config.batch_size * self.dataset.d();
+        let mut next = 0;
+        for p in &parts {
+            self.check_range(p.range)?;
+            if p.range.first != next || p.x.len() != p.range.count * len {
+                return Err(Error::Config(format!(
+                    "the inverted members do not cover the ensemble of {} once, in order",
+                    self.members
+                )));
+            }
+            next += p.range.count;
+        }
+        if next != self.members {
+            return Err(Error::Config(format!(
+                "{next} of {} members were inverted",
+                self.members
+            )));
+        }
+        // The mean loss over the whole ensemble: each range's mean weighted by its size.
+        let loss_curve = parts[0]
+            .loss_curve
+            .iter()
+            .enumerate()
+            .map(|(k, &(step, _))| {
+                let total: f64 = parts
+                    .iter()
+                    .map(|p| p.loss_curve.get(k).map_or(f64::NAN, |&(_, l)| l) * p.range.count as f64)
+                    .sum();
+                (step, total / self.members as f64)
+            })
+            .collect();
+        Ok(Members {
+            range: MemberRange {
+                first: 0,
+                count: self.members,
+            },
+            x: parts.iter().flat_map(|p| p.x.iter().copied()).collect(),
+            probs: parts.iter().flat_map(|p| p.probs.iter().copied()).collect(),
+            loss_curve,
+        })
+    }
+
+    /// Match, pool and score the ensemble (None: the random baseline) into the report.
+    async fn assess(&self, inverted: Option<Members>, seconds: f64) -> Result<Report> {
+        let (dataset, config) = (self.dataset, self.config);
+        let (b, d, members) = (config.batch_size, dataset.d(), self.members);
+        // The random baseline: what an attacker knows without the update, scored on the same batch.
+        let random_guess = random_rows(dataset, b, seed_for(config.seed, 5));
+        let recon = match inverted {
+            None => Reconstruction {
+                rows: random_guess.clone(),
+                entropy: None,
+                loss_curve: Vec::new(),
+            },
+            Some(inversion) => {
+                let decoded: Vec<Vec<Vec<Value>>> = (0..members)
+                    .map(|m| {
+                        (0..b)
+                            .map(|i| dataset.decode(&inversion.x[(m * b + i) * d..(m * b + i + 1) * d]))
+                            .collect()
+                    })
+                    .collect();
+                if members == 1 {
+                    Reconstruction {
+                        rows: decoded.into_iter().next().unwrap(),
+                        entropy: None,
+                        loss_curve: inversion.loss_curve,
+                    }
+                } else {
+                    // Anchor: the member whose projected (decoded and re-encoded) rows fit the update best.
+                    let projected: Vec<f32> = decoded.iter().flat_map(|rows| encode_rows(dataset, rows)).collect();
+                    let scores = match self.host() {
+                        Some(h) => cpu_kernel::member_losses(&h, &projected),
+                        None => member_losses(&self.problem(), projected, members, &self.runtime.device).await?,
+                    };
+                    let anchor = (0..members).min_by(|&a, &b| scores[a].total_cmp(&scores[b])).unwrap();
+                    let perm: Vec<Vec<usize>> = decoded
+                        .iter()
+                        .map(|rows| match_rows(&self.rules, &decoded[anchor], rows))
+                        .collect();
+                    let pooled = pool(&self.layout, &inversion.x, &inversion.probs, members, b, &perm);
+                    Reconstruction {
+                        rows: pooled.rows.iter().map(|r| dataset.decode(r)).collect(),
+                        entropy: Some(pooled.entropy),
+                        loss_curve: inversion.loss_curve,
+                    }
+                }
+            }
+        };
+        let scored = score(&self.rules, &self.truth, &recon.rows);
+        let random = score(&self.rules, &self.truth, &random_guess);
+        Ok(build_report(
+            dataset,
+            config,
+            &self.runtime.backend,
+            &self.truth,
+            &recon.rows,
+            recon.entropy.as_deref(),
+            &scored,
+            random.accuracy,
+            self.label_accuracy,
+            recon.loss_curve,
+            seconds,
+        ))
+    }
+}
+
 /// Run one attack on one batch. `progress` is called now and then; returning false cancels.
 pub async fn run_attack(
     runtime: &Runtime,
@@ -194,152 +480,40 @@ pub async fn run_attack(
     config: &AttackConfig,
     progress: &mut dyn FnMut(&Progress) -> bool,
 ) -> Result<Report> {
-    config.validate(dataset)?;
     let start = web_time::Instant::now();
-    let device = &runtime.device;
-    let (b, d, classes) = (config.batch_size, dataset.d(), dataset.classes.len());
-    let batch = draw_batch(dataset, b, config.seed);
-    let truth: Vec<Vec<Value>> = batch.iter().map(|&i| dataset.rows[i].clone()).collect();
-    let true_labels: Vec<usize> = batch.iter().map(|&i| dataset.labels[i]).collect();
-
-    // The client: an untrained network and the gradient of its loss on the private batch.
-    let mut sizes = vec![d];
-    sizes.extend(&config.hidden);
-    sizes.push(classes);
-    let params = Params::init(&sizes, seed_for(config.seed, 2));
-    let net = Net::new(&params, device);
-    let x_true = Tensor::<3>::from_data(TensorData::new(encode_rows(dataset, &truth), [1, b, d]), device);
-    let y_true = Tensor::<2>::from_data(TensorData::new(onehot(&true_labels, classes), [b, classes]), device);
-    let (g_true, _) = param_grads(&net, &x_true, &y_true);
-    let mut observed = read_grads(&g_true).await?;
-    if let Some(defence) = &config.defence {
-        defence::apply(&mut observed, defence, seed_for(config.seed, 3));
-    }
-    if observed.iter().flatten().any(|v| !v.is_finite()) {
-        return Err(Error::NonFinite("the client's gradient holds NaN or infinity".into()));
-    }
-    let target_norm = defence::l2_norm(&observed);
-    let target = upload_grads(&observed, &g_true, runtime);
-
-    // The server's view of the labels.
-    let labels = match config.labels {
-        LabelMode::Known => {
-            let mut l = true_labels.clone();
-            l.sort_unstable();
-            l
-        }
-        LabelMode::Restored => {
-            let last = observed[params.layers() - 1].clone();
-            labels_from_counts(&restore_counts(&params, &last, b, seed_for(config.seed, 4)))
-        }
+    let setup = Setup::new(runtime, dataset, config).await?;
+    let inverted = match setup.members {
+        0 => None,
+        count => Some(setup.invert(MemberRange { first: 0, count }, progress).await?),
     };
-    let label_accuracy = {
-        let count = |ls: &[usize], c: usize| ls.iter().filter(|&&l| l == c).count();
-        (0..classes)
-            .map(|c| count(&labels, c).min(count(&true_labels, c)))
-            .sum::<usize>() as f64
-            / b as f64
-    };
+    setup.assess(inverted, start.elapsed().as_secs_f64()).await
+}
 
-    let layout = Layout::of(dataset);
-    let rules = Rule::of(&dataset.features);
-    let relaxation = Relaxation::new(&layout, device);
-    let (members, relaxed, objective) = match config.attack {
-        AttackKind::Tableak => (config.ensemble, true, Objective::Cosine),
-        AttackKind::Cosine => (1, false, Objective::Cosine),
-        AttackKind::Dlg => (1, false, Objective::SquaredError),
-        AttackKind::Random => (0, false, Objective::Cosine),
-    };
-    let problem = Problem {
-        net: &net,
-        target: &target,
-        target_norm,
-        onehot: onehot(&labels, classes),
-        classes,
-        relaxation: relaxed.then_some(&relaxation),
-        objective,
-    };
+/// Invert a share of the ensemble only (see `MemberRange`); `assess_members` joins the shares.
+pub async fn invert_members(
+    runtime: &Runtime,
+    dataset: &Dataset,
+    config: &AttackConfig,
+    range: MemberRange,
+    progress: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<Members> {
+    let setup = Setup::new(runtime, dataset, config).await?;
+    setup.invert(range, progress).await
+}
 
-    // The random baseline: what an attacker knows without the update, scored on the same batch.
-    let random_guess = random_rows(dataset, b, seed_for(config.seed, 5));
-    let recon = if config.attack == AttackKind::Random {
-        Reconstruction {
-            rows: random_guess.clone(),
-            entropy: None,
-            loss_curve: Vec::new(),
-        }
-    } else {
-        let inv_config = InversionConfig {
-            members,
-            batch: b,
-            d,
-            iterations: config.iterations,
-            optimiser: config.optimiser(),
-            seed: seed_for(config.seed, 6),
-            report_every: config.report_every,
-        };
-        // On the CPU the fused kernel runs the same math without per-op allocation (see cpu_kernel).
-        let host = (runtime.kind == BackendChoice::Cpu).then(|| {
-            HostProblem::new(
-                &params,
-                &observed,
-                problem.onehot.clone(),
-                relaxed.then_some(&layout),
-                objective,
-            )
-        });
-        let inversion = match &host {
-            Some(h) => cpu_kernel::invert(h, &inv_config, progress).await?,
-            None => invert(&problem, &inv_config, device, progress).await?,
-        };
-        let decoded: Vec<Vec<Vec<Value>>> = (0..members)
-            .map(|m| {
-                (0..b)
-                    .map(|i| dataset.decode(&inversion.x[(m * b + i) * d..(m * b + i + 1) * d]))
-                    .collect()
-            })
-            .collect();
-        if members == 1 {
-            Reconstruction {
-                rows: decoded.into_iter().next().unwrap(),
-                entropy: None,
-                loss_curve: inversion.loss_curve,
-            }
-        } else {
-            // Anchor: the member whose projected (decoded and re-encoded) rows fit the update best.
-            let projected: Vec<f32> = decoded.iter().flat_map(|rows| encode_rows(dataset, rows)).collect();
-            let scores = match &host {
-                Some(h) => cpu_kernel::member_losses(h, &projected),
-                None => member_losses(&problem, projected, members, device).await?,
-            };
-            let anchor = (0..members).min_by(|&a, &b| scores[a].total_cmp(&scores[b])).unwrap();
-            let perm: Vec<Vec<usize>> = decoded
-                .iter()
-                .map(|rows| match_rows(&rules, &decoded[anchor], rows))
-                .collect();
-            let pooled = pool(&layout, &inversion.x, &inversion.probs, members, b, &perm);
-            let rows = pooled.rows.iter().map(|r| dataset.decode(r)).collect();
-            Reconstruction {
-                rows,
-                entropy: Some(pooled.entropy),
-                loss_curve: inversion.loss_curve,
-            }
-        }
-    };
-
-    let scored = score(&rules, &truth, &recon.rows);
-    let random = score(&rules, &truth, &random_guess);
-    Ok(build_report(
-        dataset,
-        config,
-        &runtime.backend,
-        &truth,
-        &recon.rows,
-        recon.entropy.as_deref(),
-        &scored,
-        random.accuracy,
-        label_accuracy,
-        recon.loss_curve,
-        start.elapsed().as_secs_f64(),
-    ))
+/// The report of an ensemble inverted in shares: the same as `run_attack` on one worker would give.
+/// `seconds` is the wall time the caller measured across its workers.
+pub async fn assess_members(
+    runtime: &Runtime,
+    dataset: &Dataset,
+    config: &AttackConfig,
+    parts: Vec<Members>,
+    seconds: f64,
+) -> Result<Report> {
+    let setup = Setup::new(runtime, dataset, config).await?;
+    let shares = parts.len();
+    let joined = setup.join(parts)?;
+    let mut report = setup.assess(Some(joined), seconds).await?;
+    report.backend = format!("{}; ensemble split over {shares} workers", report.backend);
+    Ok(report)
 }

@@ -12,6 +12,8 @@ pub mod table;
 pub mod wasm;
 
 pub use error::{Error, Result};
-pub use experiment::{AttackConfig, AttackKind, LabelMode, run_attack};
+pub use experiment::{
+    AttackConfig, AttackKind, LabelMode, MemberRange, Members, assess_members, invert_members, run_attack,
+};
 pub use report::Report;
 pub use runtime::{BackendChoice, Runtime};

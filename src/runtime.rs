@@ -39,7 +39,9 @@ impl Runtime {
             .map_err(|e| Error::Device(format!("no WebGPU/wgpu adapter could be initialised: {e}")))?;
         // Browsers hide the adapter from wgpu's info; ask WebGPU itself what it granted.
         #[cfg(target_arch = "wasm32")]
-        let name = web_gpu::adapter().await.map_or_else(|| "unknown adapter".into(), |a| a.describe());
+        let name = web_gpu::adapter()
+            .await
+            .map_or_else(|| "unknown adapter".into(), |a| a.describe());
         #[cfg(not(target_arch = "wasm32"))]
         let name = device
             .identity()
@@ -90,13 +92,23 @@ pub mod web_gpu {
                 .map(String::as_str)
                 .filter(|s| !s.is_empty())
                 .collect();
-            let name = if parts.is_empty() { "WebGPU adapter".to_string() } else { format!("WebGPU: {}", parts.join(" ")) };
-            if self.fallback { format!("{name}, software fallback") } else { name }
+            let name = if parts.is_empty() {
+                "WebGPU adapter".to_string()
+            } else {
+                format!("WebGPU: {}", parts.join(" "))
+            };
+            if self.fallback {
+                format!("{name}, software fallback")
+            } else {
+                name
+            }
         }
     }
 
     fn get(target: &JsValue, key: &str) -> Option<JsValue> {
-        Reflect::get(target, &key.into()).ok().filter(|v| !v.is_undefined() && !v.is_null())
+        Reflect::get(target, &key.into())
+            .ok()
+            .filter(|v| !v.is_undefined() && !v.is_null())
     }
 
     /// `navigator.gpu.requestAdapter()` in a window or a worker; None where WebGPU gives nothing.
@@ -104,7 +116,10 @@ pub mod web_gpu {
         let gpu = get(&get(&js_sys::global(), "navigator")?, "gpu")?;
         let request: Function = get(&gpu, "requestAdapter")?.dyn_into().ok()?;
         let promise: Promise = request.call0(&gpu).ok()?.dyn_into().ok()?;
-        let adapter = JsFuture::from(promise).await.ok().filter(|a| !a.is_null() && !a.is_undefined())?;
+        let adapter = JsFuture::from(promise)
+            .await
+            .ok()
+            .filter(|a| !a.is_null() && !a.is_undefined())?;
         let info = get(&adapter, "info");
         let text = |key: &str| {
             info.as_ref()
@@ -112,7 +127,11 @@ pub mod web_gpu {
                 .and_then(|v| v.as_string())
                 .unwrap_or_default()
         };
-        let flag = |target: Option<&JsValue>| target.and_then(|t| get(t, "isFallbackAdapter")).and_then(|v| v.as_bool());
+        let flag = |target: Option<&JsValue>| {
+            target
+                .and_then(|t| get(t, "isFallbackAdapter"))
+                .and_then(|v| v.as_bool())
+        };
         let fallback = flag(info.as_ref()).or_else(|| flag(Some(&adapter))).unwrap_or(false)
             || text("architecture").eq_ignore_ascii_case("swiftshader");
         Some(WebAdapter {

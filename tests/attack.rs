@@ -2,7 +2,10 @@
 //! accuracy floors far above the random baseline, and bad settings fail with specific errors.
 use leakscope::attack::Progress;
 use leakscope::table::{Dataset, DatasetOptions, parse_csv};
-use leakscope::{AttackConfig, AttackKind, Error, LabelMode, Report, Runtime, run_attack};
+use leakscope::{
+    AttackConfig, AttackKind, Error, LabelMode, MemberRange, Report, Runtime, assess_members, invert_members,
+    run_attack,
+};
 
 fn dataset(file: &str, label: &str) -> Dataset {
     let path = format!("{}/data/{file}", env!("CARGO_MANIFEST_DIR"));
@@ -136,6 +139,69 @@ fn a_fixed_seed_gives_the_same_report() {
     let b = attack(&data, config);
     assert_eq!(a.rows, b.rows);
     assert_eq!(a.accuracy, b.accuracy);
+}
+
+/// The page splits the ensemble over workers: inverting members in shares and joining them must give
+/// the report of one run over all members (every member starts from the same draw, runs alone).
+#[test]
+fn an_ensemble_inverted_in_shares_gives_the_same_report() {
+    let data = dataset("adult-sample.csv", "salary");
+    let config = AttackConfig {
+        batch_size: 8,
+        ensemble: 7,
+        iterations: 120,
+        seed: 3,
+        ..Default::default()
+    };
+    let whole = attack(&data, config.clone());
+    let rt = Runtime::cpu();
+    let shares = [(4, 3), (0, 2), (2, 2)]; // out of order on purpose
+    let parts = shares
+        .iter()
+        .map(|&(first, count)| {
+            pollster::block_on(invert_members(
+                &rt,
+                &data,
+                &config,
+                MemberRange { first, count },
+                &mut |_| true,
+            ))
+            .unwrap()
+        })
+        .collect();
+    let joined = pollster::block_on(assess_members(&rt, &data, &config, parts, 1.0)).unwrap();
+    assert_eq!(joined.rows, whole.rows);
+    assert_eq!(joined.accuracy, whole.accuracy);
+    assert_eq!(joined.loss_curve.len(), whole.loss_curve.len());
+    for ((s1, l1), (s2, l2)) in joined.loss_curve.iter().zip(&whole.loss_curve) {
+        assert_eq!(s1, s2);
+        assert!(
+            (l1 - l2).abs() <= 1e-6 * l2.abs().max(1e-3),
+            "mean loss at step {s1}: {l1} vs {l2}"
+        );
+    }
+
+    // Shares that overlap or leave a gap are refused.
+    for shares in [vec![(0, 4), (3, 4)], vec![(0, 3), (4, 3)], vec![(0, 6)]] {
+        let parts = shares
+            .iter()
+            .map(|&(first, count)| {
+                pollster::block_on(invert_members(
+                    &rt,
+                    &data,
+                    &config,
+                    MemberRange { first, count },
+                    &mut |_| true,
+                ))
+                .unwrap()
+            })
+            .collect();
+        let err = pollster::block_on(assess_members(&rt, &data, &config, parts, 1.0)).unwrap_err();
+        assert!(matches!(err, Error::Config(_)), "{err}");
+    }
+    let out_of_range = MemberRange { first: 6, count: 2 };
+    let err = pollster::block_on(invert_members(&rt, &data, &config, out_of_range, &mut |_| true)).unwrap_err();
+    assert!(matches!(err, Error::Config(_)), "{err}");
 }
 
 #[test]

@@ -44,6 +44,12 @@ const ui = {
 };
 
 const chart = new LossChart($('loss-curve'));
+// ?backend=auto|webgpu|cpu picks the engine; ?workers=N caps the workers a CPU run splits over.
+const params = new URLSearchParams(location.search);
+const query = {
+  backend: params.get('backend'),
+  workers: params.has('workers') ? Math.max(1, Number.parseInt(params.get('workers'), 10) || 1) : undefined,
+};
 const state = {
   engine: null,
   engineReady: null,
@@ -79,7 +85,7 @@ function startEngine(choice) {
   ui.backend.textContent = 'starting…';
   ui.backend.className = 'badge';
   document.body.dataset.engine = 'starting';
-  state.engineReady = LeakscopeWorker.create({ backend: choice }).then(
+  state.engineReady = LeakscopeWorker.create({ backend: choice, workers: query.workers }).then(
     (engine) => {
       // A newer choice was made while this one started: it is not wanted any more.
       if (mine !== generation) {
@@ -325,6 +331,5 @@ ui.demo.addEventListener('click', async () => {
 $('download-json').addEventListener('click', () => state.report && downloadJson(state.report, state.fileName));
 $('download-csv').addEventListener('click', () => state.report && downloadCsv(state.report, state.fileName));
 
-const wanted = new URLSearchParams(location.search).get('backend');
-if (wanted && [...ui.backendChoice.options].some((o) => o.value === wanted)) ui.backendChoice.value = wanted;
+if (query.backend && [...ui.backendChoice.options].some((o) => o.value === query.backend)) ui.backendChoice.value = query.backend;
 startEngine(ui.backendChoice.value);

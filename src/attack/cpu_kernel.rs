@@ -555,7 +555,7 @@ pub async fn invert(
     let opt = config.optimiser;
     let start = web_time::Instant::now();
     let per_group = group_size(n);
-    let mut z = super::inversion::initial_rows(n * len, config.seed);
+    let mut z = super::inversion::member_starts(config);
     let mut m = vec![0f32; n * len];
     let mut v = vec![0f32; n * len];
     let mut workspaces: Vec<Workspace> = z

@@ -67,7 +67,10 @@ pub struct Problem<'a> {
 }
 
 pub struct InversionConfig {
+    /// How many members this call inverts, starting at member `first_member` of the ensemble: several
+    /// workers can split one ensemble and still start every member from the same draw.
     pub members: usize,
+    pub first_member: usize,
     pub batch: usize,
     pub d: usize,
     pub iterations: usize,
@@ -201,6 +204,14 @@ pub fn initial_rows(len: usize, seed: u64) -> Vec<f32> {
     (0..len).map(|_| rng.random_range(-1.0f32..1.0)).collect()
 }
 
+/// The starts of the members this call inverts: a slice of the whole ensemble's one seeded draw.
+pub fn member_starts(config: &InversionConfig) -> Vec<f32> {
+    let len = config.batch * config.d;
+    let mut z = initial_rows((config.first_member + config.members) * len, config.seed);
+    z.drain(..config.first_member * len);
+    z
+}
+
 /// Value and d/dz of the summed per-member loss at z ([N, B, d] row-major). Used by the golden
 /// tests and by anyone checking the engine against another implementation.
 pub async fn loss_and_grad(
@@ -237,10 +248,7 @@ pub async fn invert(
     let engine = Engine::new(problem, n, b, d, device);
     let opt = config.optimiser;
     let start = web_time::Instant::now();
-    let mut z = Tensor::<2>::from_data(
-        TensorData::new(initial_rows(n * b * d, config.seed), [n * b, d]),
-        device,
-    );
+    let mut z = Tensor::<2>::from_data(TensorData::new(member_starts(config), [n * b, d]), device);
     let mut m = z.zeros_like();
     let mut v = z.zeros_like();
     let mut loss_curve = Vec::new();

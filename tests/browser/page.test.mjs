@@ -22,6 +22,7 @@ let server;
 let origin;
 const served = [];
 const requested = [];
+let splitReport = null;
 
 before(async () => {
   server = await startServer({ root: www, port: 0 });
@@ -64,6 +65,11 @@ async function runToEnd(page, timeout = 300_000) {
   await page.click('#run');
   await page.waitForFunction(() => document.body.dataset.state === 'running');
   await page.waitForFunction(() => document.body.dataset.state === 'idle', null, { timeout });
+}
+
+async function downloadReport(page) {
+  const [json] = await Promise.all([page.waitForEvent('download'), page.click('#download-json')]);
+  return JSON.parse(readFileSync(await json.path(), 'utf8'));
 }
 
 const percent = (text) => Number.parseFloat(text) / 100;
@@ -109,8 +115,11 @@ test('CPU fallback: upload, switch a kind, seeded attack, results coloured by co
     assert.equal(await page.locator('#cells table.reconstruction-table td.wrong').count(), wrongCells);
     await page.screenshot({ path: join(shots, 'cpu-results-side-by-side.png'), fullPage: true });
 
-    const [json] = await Promise.all([page.waitForEvent('download'), page.click('#download-json')]);
-    const report = JSON.parse(readFileSync(await json.path(), 'utf8'));
+    const report = await downloadReport(page);
+    splitReport = report;
+    // The ensemble is split over the workers the machine's cores allow (one per core, at most 8).
+    const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+    if (cores > 1) assert.match(report.backend, new RegExp(`ensemble split over ${Math.min(cores, 8)} workers`));
     assert.equal(report.accuracy.total.toFixed(3), overall.toFixed(3));
     assert.equal(report.config.batch_size, 8);
     assert.equal(report.features.find((f) => f.name === 'installment_rate').kind, 'categorical');
@@ -118,6 +127,24 @@ test('CPU fallback: upload, switch a kind, seeded attack, results coloured by co
     const lines = readFileSync(await csv.path(), 'utf8').trim().split(/\r\n/);
     assert.equal(lines[0], 'row,column,kind,true,reconstructed,correct,entropy,confidence');
     assert.equal(lines.length, 1 + 8 * 20);
+    assert.deepEqual(problems, []);
+  } finally {
+    await browser.close();
+  }
+});
+
+test('one worker gives the report of the ensemble split over several', async () => {
+  const { browser, page, problems } = await openPage({ webgpu: false, query: '?workers=1' });
+  try {
+    await upload(page, german);
+    await page.locator('tr[data-column="installment_rate"] select.kind').selectOption('categorical');
+    await settings(page, { batchSize: 8, ensemble: 8, iterations: 300, seed: 1 });
+    await runToEnd(page);
+    const report = await downloadReport(page);
+    assert.doesNotMatch(report.backend, /split/);
+    assert.ok(splitReport, 'the CPU test ran first');
+    assert.deepEqual(report.rows, splitReport.rows);
+    assert.deepEqual(report.accuracy, splitReport.accuracy);
     assert.deepEqual(problems, []);
   } finally {
     await browser.close();
