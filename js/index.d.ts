@@ -83,22 +83,19 @@ export interface Report {
 
 export type CsvInput = string | Uint8Array | ArrayBuffer | Blob;
 
+/** Progress events, and cancellation: an aborted signal stops the run at its next progress report. */
+export interface RunControl {
+  onProgress?: (p: Progress) => void;
+  signal?: AbortSignal;
+}
+
 export declare class Leakscope {
   static create(options?: { backend?: Backend }): Promise<Leakscope>;
   readonly backend: string;
   inspect(csv: CsvInput): Promise<SchemaSummary>;
-  run(
-    csv: CsvInput,
-    options: RunOptions,
-    control?: { onProgress?: (p: Progress) => void; signal?: AbortSignal },
-  ): Promise<Report>;
+  run(csv: CsvInput, options: RunOptions, control?: RunControl): Promise<Report>;
   /** Invert members first .. first + count of the ensemble only (one share of a split ensemble). */
-  invertMembers(
-    csv: CsvInput,
-    options: RunOptions,
-    range: MemberRange,
-    control?: { onProgress?: (p: Progress) => void; signal?: AbortSignal },
-  ): Promise<Members>;
+  invertMembers(csv: CsvInput, options: RunOptions, range: MemberRange, control?: RunControl): Promise<Members>;
   /** Join shares covering the ensemble once into the report one run would give; `seconds`: wall time measured. */
   assess(csv: CsvInput, options: RunOptions, parts: Members[], seconds: number): Promise<Report>;
 }

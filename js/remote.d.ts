@@ -1,4 +1,4 @@
-import type { Backend, CsvInput, Progress, Report, RunOptions, SchemaSummary } from './index.js';
+import type { Backend, CsvInput, Report, RunControl, RunOptions, SchemaSummary } from './index.js';
 
 /** `Leakscope`'s API with the engine in a module Web Worker (the package's `leakscope/worker` entry). */
 export declare class LeakscopeWorker {
@@ -10,10 +10,6 @@ export declare class LeakscopeWorker {
   readonly workers: number;
   inspect(csv: CsvInput): Promise<SchemaSummary>;
   /** Aborting `signal` cancels at the next progress report; a worker that does not answer within 3 s is replaced. */
-  run(
-    csv: CsvInput,
-    options: RunOptions,
-    control?: { onProgress?: (p: Progress) => void; signal?: AbortSignal },
-  ): Promise<Report>;
+  run(csv: CsvInput, options: RunOptions, control?: RunControl): Promise<Report>;
   terminate(): void;
 }

@@ -3,7 +3,7 @@
 use leakscope::attack::Progress;
 use leakscope::table::{Dataset, DatasetOptions, parse_csv};
 use leakscope::{
-    AttackConfig, AttackKind, Error, LabelMode, MemberRange, Report, Runtime, assess_members, invert_members,
+    AttackConfig, AttackKind, Error, LabelMode, MemberRange, Members, Report, Runtime, assess_members, invert_members,
     run_attack,
 };
 
@@ -155,20 +155,16 @@ fn an_ensemble_inverted_in_shares_gives_the_same_report() {
     };
     let whole = attack(&data, config.clone());
     let rt = Runtime::cpu();
-    let shares = [(4, 3), (0, 2), (2, 2)]; // out of order on purpose
-    let parts = shares
-        .iter()
-        .map(|&(first, count)| {
-            pollster::block_on(invert_members(
-                &rt,
-                &data,
-                &config,
-                MemberRange { first, count },
-                &mut |_| true,
-            ))
-            .unwrap()
-        })
-        .collect();
+    let invert_shares = |shares: &[(usize, usize)]| -> Vec<Members> {
+        shares
+            .iter()
+            .map(|&(first, count)| {
+                let range = MemberRange { first, count };
+                pollster::block_on(invert_members(&rt, &data, &config, range, &mut |_| true)).unwrap()
+            })
+            .collect()
+    };
+    let parts = invert_shares(&[(4, 3), (0, 2), (2, 2)]); // out of order on purpose
     let joined = pollster::block_on(assess_members(&rt, &data, &config, parts, 1.0)).unwrap();
     assert_eq!(joined.rows, whole.rows);
     assert_eq!(joined.accuracy, whole.accuracy);
@@ -183,19 +179,7 @@ fn an_ensemble_inverted_in_shares_gives_the_same_report() {
 
     // Shares that overlap or leave a gap are refused.
     for shares in [vec![(0, 4), (3, 4)], vec![(0, 3), (4, 3)], vec![(0, 6)]] {
-        let parts = shares
-            .iter()
-            .map(|&(first, count)| {
-                pollster::block_on(invert_members(
-                    &rt,
-                    &data,
-                    &config,
-                    MemberRange { first, count },
-                    &mut |_| true,
-                ))
-                .unwrap()
-            })
-            .collect();
+        let parts = invert_shares(&shares);
         let err = pollster::block_on(assess_members(&rt, &data, &config, parts, 1.0)).unwrap_err();
         assert!(matches!(err, Error::Config(_)), "{err}");
     }

@@ -201,6 +201,27 @@ test('a run can be cancelled, the page recovers and runs again; bad files get re
     assert.match(await page.textContent('#file-info'), /^dropped.csv: .*3 rows, 3 columns/);
     assert.equal(await page.locator('#schema tbody tr').count(), 3);
 
+    // A large file is read in the worker: the page's thread keeps ticking while it is parsed.
+    const adult = readFileSync(join(root, 'data', 'adult-sample.csv'), 'utf8');
+    const [header, ...body] = adult.trimEnd().split('\n');
+    const largeFile = join(mkdtempSync(join(tmpdir(), 'leakscope-large-')), 'large.csv');
+    const copies = Math.ceil((24 << 20) / adult.length);
+    writeFileSync(largeFile, `${header}\n${Array(copies).fill(body.join('\n')).join('\n')}\n`);
+    await page.evaluate(() => {
+      window.longestGap = 0;
+      let last = performance.now();
+      window.ticker = setInterval(() => {
+        const now = performance.now();
+        window.longestGap = Math.max(window.longestGap, now - last);
+        last = now;
+      }, 10);
+    });
+    await upload(page, largeFile);
+    const longestGap = await page.evaluate(() => (clearInterval(window.ticker), window.longestGap));
+    assert.match(await page.textContent('#file-info'), new RegExp(`^large.csv: 2[45].\\d MB, ${copies * body.length} rows`));
+    console.log(`longest gap ${longestGap} ms`);
+    assert.ok(longestGap < 250, `the page's thread stalled for ${longestGap} ms while a 24 MB file was read`);
+
     // One label class only: the engine's message reaches the page.
     await upload(page, { name: 'one-class.csv', mimeType: 'text/csv', buffer: Buffer.from('x,label\n1,a\n2,a\n3,a\n4,a\n') });
     await page.locator('#schema input[name=label][value=label]').check();
