@@ -185,6 +185,7 @@ export class LeakscopeWorker {
    * answer within 3 s is replaced, so the caller always recovers. Progress reports the slowest share.
    */
   async run(csv, options, { onProgress, signal } = {}) {
+    signal?.throwIfAborted();
     checkCsv(csv);
     const members = options.ensemble ?? 30;
     const split = (options.attack ?? 'tableak') === 'tableak' && members > 1 && sizeOf(csv) <= SPLIT_MAX_BYTES;
