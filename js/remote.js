@@ -75,8 +75,14 @@ class EngineWorker {
       return;
     }
     this.#pending.delete(id);
-    if (type === 'result') pending.resolve(value);
-    else pending.reject(workerError(error));
+    if (type === 'result') {
+      pending.resolve(value);
+      return;
+    }
+    pending.reject(workerError(error));
+    // A trap inside WebAssembly (a Rust panic, an allocation failure, a lost GPU device) leaves that
+    // instance unusable: replace the worker so the next call starts clean.
+    if (error.name === 'RuntimeError') this.#restart(workerError(error));
   }
 
   #failAll(error) {

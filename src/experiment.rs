@@ -122,6 +122,17 @@ impl AttackConfig {
         if self.hidden.contains(&0) {
             return fail("hidden layer sizes must be positive".into());
         }
+        let need = self.working_set_bytes(dataset);
+        if need > MAX_WORKING_SET_BYTES {
+            return fail(format!(
+                "an ensemble of {} × a batch of {} rows needs about {:.1} GiB of memory for the attack; \
+                 this engine allows {:.0} GiB: use fewer members or a smaller batch",
+                self.ensemble,
+                self.batch_size,
+                need as f64 / GIB,
+                MAX_WORKING_SET_BYTES as f64 / GIB
+            ));
+        }
         let lr = self.optimiser().lr;
         if !(lr > 0.0 && lr.is_finite()) {
             return fail(format!("learning rate {lr} must be a positive number"));
@@ -132,6 +143,38 @@ impl AttackConfig {
             return fail("defence: noise must be ≥ 0 and the clipping norm > 0".into());
         }
         Ok(())
+    }
+}
+
+const GIB: f64 = (1u64 << 30) as f64;
+/// What the attack may hold at once: a wasm32 tab has a 4 GiB address space; natively, stay well
+/// inside a workstation's memory rather than swap.
+#[cfg(target_arch = "wasm32")]
+const MAX_WORKING_SET_BYTES: u64 = 2 << 30;
+#[cfg(not(target_arch = "wasm32"))]
+const MAX_WORKING_SET_BYTES: u64 = 16 << 30;
+
+impl AttackConfig {
+    /// Bytes the CPU kernel allocates for the inversion (cpu_kernel::Workspace, Adam's state, the
+    /// final relaxation): per row, the relaxed input and its companions and every layer's activations
+    /// and their derivatives; per member, a copy of the parameter gradient.
+    pub fn working_set_bytes(&self, dataset: &Dataset) -> u64 {
+        let d = dataset.d() as u64;
+        let mut sizes = vec![d];
+        sizes.extend(self.hidden.iter().map(|&h| h as u64));
+        sizes.push(dataset.classes.len() as u64);
+        let (ins, outs): (u64, u64) = sizes
+            .windows(2)
+            .map(|w| (w[0], w[1]))
+            .fold((0, 0), |a, w| (a.0 + w.0, a.1 + w.1));
+        let params: u64 = sizes.windows(2).map(|w| w[0] * w[1] + w[1]).sum();
+        let members = match self.attack {
+            AttackKind::Tableak => self.ensemble,
+            AttackKind::Cosine | AttackKind::Dlg => 1,
+            AttackKind::Random => 0,
+        } as u64;
+        let per_row = 10 * d + 3 * outs + ins;
+        4 * members * (self.batch_size as u64 * per_row + params)
     }
 }
 

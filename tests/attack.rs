@@ -232,4 +232,23 @@ fn bad_settings_are_refused() {
         let err = pollster::block_on(run_attack(&Runtime::cpu(), &data, &config, &mut |_| true)).unwrap_err();
         assert!(matches!(err, Error::Config(_)), "{err}");
     }
+    // Settings that would need more memory than the engine allows are refused before allocating.
+    let huge = AttackConfig {
+        batch_size: 1000,
+        ensemble: 1000,
+        hidden: vec![1000, 1000],
+        ..Default::default()
+    };
+    let err = pollster::block_on(run_attack(&Runtime::cpu(), &data, &huge, &mut |_| true)).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("an ensemble of 1000 × a batch of 1000 rows needs about"),
+        "{err}"
+    );
+    assert!(huge.working_set_bytes(&data) > 16 << 30);
+    let default = AttackConfig::default();
+    assert!(
+        default.working_set_bytes(&data) < 64 << 20,
+        "the default attack fits easily"
+    );
 }

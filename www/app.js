@@ -285,6 +285,8 @@ async function run() {
   } catch (error) {
     if (error?.name === 'AbortError') {
       ui.runStatus.textContent = `Cancelled${last ? ` at step ${last.step} of ${last.of}` : ''}; nothing was kept.`;
+    } else if (error?.name === 'RuntimeError') {
+      showError(`The engine crashed (${describe(error)}); it has been restarted. Try again, or choose another engine above.`);
     } else {
       showError(`The attack could not run: ${describe(error)}`);
     }

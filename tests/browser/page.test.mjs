@@ -228,6 +228,12 @@ test('a run can be cancelled, the page recovers and runs again; bad files get re
     await settings(page, { batchSize: 2, ensemble: 2, iterations: 10 });
     await runToEnd(page);
     assert.match(await page.textContent('#error'), /The attack could not run: .*one class|single/i);
+
+    // Settings beyond the tab's memory are refused with the estimate, before anything is allocated.
+    await upload(page, german);
+    await settings(page, { batchSize: 1000, ensemble: 1000, iterations: 10 });
+    await runToEnd(page);
+    assert.match(await page.textContent('#error'), /an ensemble of 1000 × a batch of 1000 rows needs about 5\.\d GiB .* allows 2 GiB/);
     assert.deepEqual(problems, []);
   } finally {
     await browser.close();
