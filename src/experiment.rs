@@ -155,6 +155,16 @@ const MAX_WORKING_SET_BYTES: u64 = 2 << 30;
 const MAX_WORKING_SET_BYTES: u64 = 16 << 30;
 
 impl AttackConfig {
+    /// How many members this attack inverts: the ensemble for TabLeak, one run for the single-run
+    /// baselines, none for random guessing.
+    pub fn members(&self) -> usize {
+        match self.attack {
+            AttackKind::Tableak => self.ensemble,
+            AttackKind::Cosine | AttackKind::Dlg => 1,
+            AttackKind::Random => 0,
+        }
+    }
+
     /// Bytes the CPU kernel allocates for the inversion (cpu_kernel::Workspace, Adam's state, the
     /// final relaxation): per row, the relaxed input and its companions and every layer's activations
     /// and their derivatives; per member, a copy of the parameter gradient.
@@ -168,11 +178,7 @@ impl AttackConfig {
             .map(|w| (w[0], w[1]))
             .fold((0, 0), |a, w| (a.0 + w.0, a.1 + w.1));
         let params: u64 = sizes.windows(2).map(|w| w[0] * w[1] + w[1]).sum();
-        let members = match self.attack {
-            AttackKind::Tableak => self.ensemble,
-            AttackKind::Cosine | AttackKind::Dlg => 1,
-            AttackKind::Random => 0,
-        } as u64;
+        let members = self.members() as u64;
         let per_row = 10 * d + 3 * outs + ins;
         4 * members * (self.batch_size as u64 * per_row + params)
     }
@@ -318,11 +324,10 @@ impl<'a> Setup<'a> {
                 / b as f64
         };
         let layout = Layout::of(dataset);
-        let (members, relaxed, objective) = match config.attack {
-            AttackKind::Tableak => (config.ensemble, true, Objective::Cosine),
-            AttackKind::Cosine => (1, false, Objective::Cosine),
-            AttackKind::Dlg => (1, false, Objective::SquaredError),
-            AttackKind::Random => (0, false, Objective::Cosine),
+        let (relaxed, objective) = match config.attack {
+            AttackKind::Tableak => (true, Objective::Cosine),
+            AttackKind::Cosine | AttackKind::Random => (false, Objective::Cosine),
+            AttackKind::Dlg => (false, Objective::SquaredError),
         };
         Ok(Setup {
             runtime,
@@ -335,7 +340,7 @@ impl<'a> Setup<'a> {
             rules: Rule::of(&dataset.features),
             relaxation: Relaxation::new(&layout, device),
             layout,
-            members,
+            members: config.members(),
             relaxed,
             objective,
             net,
