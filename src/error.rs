@@ -31,6 +31,12 @@ pub enum Error {
     TooFewRows { dropped: usize, left: usize, needed: usize },
     #[error("the table has no feature columns besides the label")]
     NoFeatures,
+    #[error(
+        "one-hot encoding makes each row {width} values wide, more than the {limit} the engine takes; \
+         the widest columns are {widest}: leave it out (an identifier or free text leaks nothing a \
+         reconstruction could score) or mark it continuous if it holds numbers"
+    )]
+    TooWide { width: usize, limit: usize, widest: String },
     #[error("invalid setting: {0}")]
     Config(String),
     #[error("the compute device failed: {0}")]

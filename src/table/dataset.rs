@@ -9,6 +9,11 @@ use crate::error::{Error, Result};
 /// Share of a continuous column's std within which a reconstructed value counts as right (SPEC §6).
 pub const TOLERANCE_FACTOR: f64 = 0.319;
 
+/// Widest encoded row the engine takes. One-hot encoding gives a column one value per category, so
+/// a free-text or identifier column can make rows as wide as the table is long; an attack on such
+/// rows would need gigabytes and recovers nothing meaningful of that column.
+pub const MAX_ENCODED_WIDTH: usize = 10_000;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum FeatureKind {
@@ -190,6 +195,35 @@ impl Dataset {
             });
         }
 
+        // The encoded width, checked before anything of that width is built.
+        let mut widths: Vec<(usize, &str)> = used
+            .iter()
+            .zip(&columns)
+            .map(|(&j, column)| {
+                let width = match column {
+                    Column::Cat(cells) => cells.iter().collect::<std::collections::HashSet<_>>().len(),
+                    Column::Num(..) => 1,
+                };
+                (width, raw.headers[j].as_str())
+            })
+            .collect();
+        let width: usize = widths.iter().map(|w| w.0).sum();
+        if width > MAX_ENCODED_WIDTH {
+            widths.sort_by_key(|w| std::cmp::Reverse(w.0));
+            let widest = widths
+                .iter()
+                .take(3)
+                .filter(|w| w.0 > 1)
+                .map(|(w, name)| format!("{name:?} ({w} distinct values)"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(Error::TooWide {
+                width,
+                limit: MAX_ENCODED_WIDTH,
+                widest,
+            });
+        }
+
         let n = keep.len();
         let mut features = Vec::with_capacity(used.len());
         let mut rows = vec![Vec::with_capacity(used.len()); n];
@@ -258,13 +292,28 @@ impl Dataset {
         self.rows.len()
     }
 
+    /// Mean and unbiased std of every encoded column, feature by feature: a one-hot column's
+    /// statistics follow from its category's count, so no n × d matrix is ever built.
     fn fit_standardisation(&mut self) {
-        let d = self.d();
-        let encoded: Vec<Vec<f64>> = self.rows.iter().map(|r| self.one_hot(r)).collect();
-        for c in 0..d {
-            let (mean, std) = mean_std(encoded.iter().map(|r| r[c]));
-            self.mean[c] = mean;
-            self.std[c] = if std > 0.0 { std } else { 1.0 };
+        let n = self.n();
+        for (f, feature) in self.features.iter().enumerate() {
+            let stats: Vec<(f64, f64)> = match &feature.kind {
+                FeatureKind::Categorical { categories } => {
+                    let mut counts = vec![0usize; categories.len()];
+                    for row in &self.rows {
+                        if let Value::Cat(c) = row[f] {
+                            counts[c as usize] += 1;
+                        }
+                    }
+                    counts.into_iter().map(|count| one_hot_mean_std(count, n)).collect()
+                }
+                FeatureKind::Continuous { .. } => vec![mean_std(self.rows.iter().map(|r| r[f].num()))],
+            };
+            for (k, (mean, std)) in stats.into_iter().enumerate() {
+                let c = feature.offset + k;
+                self.mean[c] = mean;
+                self.std[c] = if std > 0.0 { std } else { 1.0 };
+            }
         }
     }
 
@@ -344,6 +393,14 @@ impl Dataset {
     }
 }
 
+/// Mean and unbiased std of a 0/1 column with `count` ones among `n` values.
+fn one_hot_mean_std(count: usize, n: usize) -> (f64, f64) {
+    let mean = count as f64 / n as f64;
+    let ss = count as f64 * (1.0 - mean).powi(2) + (n - count) as f64 * mean * mean;
+    let std = if n > 1 { (ss / (n - 1) as f64).sqrt() } else { 0.0 };
+    (mean, std)
+}
+
 /// Mean and unbiased standard deviation.
 pub fn mean_std(values: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
     let (n, sum) = values.clone().fold((0usize, 0.0), |(n, s), v| (n + 1, s + v));
@@ -363,10 +420,10 @@ fn decimals_of(cell: &str) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::csv_input::{DEFAULT_MAX_BYTES, parse_csv};
+    use crate::table::csv_input::{MAX_CSV_BYTES, parse_csv};
 
     fn build(text: &str, label: &str) -> Result<Dataset> {
-        let raw = parse_csv(text.as_bytes(), DEFAULT_MAX_BYTES)?;
+        let raw = parse_csv(text.as_bytes(), MAX_CSV_BYTES)?;
         Dataset::from_raw(
             &raw,
             &DatasetOptions {
@@ -426,7 +483,7 @@ mod tests {
             Err(Error::TooFewRows { dropped: 1, .. })
         ));
         assert!(matches!(build("y\nx\nz\n", "y"), Err(Error::NoFeatures)));
-        let raw = parse_csv(b"a,y\n1,x\nfoo,z\n", DEFAULT_MAX_BYTES).unwrap();
+        let raw = parse_csv(b"a,y\n1,x\nfoo,z\n", MAX_CSV_BYTES).unwrap();
         let opts = DatasetOptions {
             label: "y".into(),
             kinds: vec![("a".into(), ColumnKind::Continuous)],
@@ -440,6 +497,37 @@ mod tests {
                 value: "foo".into()
             })
         );
+    }
+
+    #[test]
+    fn one_hot_statistics_match_the_encoded_columns() {
+        let d = build("c,y\na,x\nb,z\na,x\na,z\nc,x\n", "y").unwrap();
+        for c in 0..d.d() {
+            let col: Vec<f64> = d.rows.iter().map(|r| d.one_hot(r)[c]).collect();
+            let (m, s) = mean_std(col.into_iter());
+            assert!(
+                (d.mean[c] - m).abs() < 1e-15 && (d.std[c] - s).abs() < 1e-15,
+                "column {c}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_identifier_column_too_wide_to_encode_is_refused_by_name() {
+        let mut text = String::from("id,age,y\n");
+        for i in 0..(MAX_ENCODED_WIDTH + 5) {
+            text += &format!("user{i},{},{}\n", i % 90, i % 2);
+        }
+        let err = build(&text, "y").unwrap_err();
+        assert_eq!(
+            err,
+            Error::TooWide {
+                width: MAX_ENCODED_WIDTH + 6,
+                limit: MAX_ENCODED_WIDTH,
+                widest: format!("\"id\" ({} distinct values)", MAX_ENCODED_WIDTH + 5)
+            }
+        );
+        assert!(err.to_string().contains("leave it out"), "{err}");
     }
 
     #[test]
