@@ -1,188 +1,24 @@
 //! One attack end to end: draw a batch, simulate the client, invert its update, pool and score.
-use burn::tensor::{Tensor, TensorData};
+use burn::tensor::{Device, Tensor, TensorData};
 use rand::{SeedableRng, rngs::StdRng, seq::index::sample};
 use serde::{Deserialize, Serialize};
 
 use crate::assess::{matching::Rule, matching::match_rows, pooling::pool, scoring::score};
+use crate::attack::accel::cpu::{self, HostProblem};
 use crate::attack::baselines::random_rows;
-use crate::attack::cpu_kernel::{self, HostProblem};
-use crate::attack::inversion::{InversionConfig, Objective, Optimiser, Problem, Progress, invert, member_losses};
+use crate::attack::driver::{Cadence, InversionConfig, Progress};
+use crate::attack::inversion::{self, Problem, member_losses};
 use crate::attack::labels::{labels_from_counts, restore_counts};
+use crate::attack::objective::Objective;
 use crate::attack::relax::{Layout, Relaxation};
-use crate::client::defence::{self, Defence};
+use crate::client::defence;
 use crate::client::gradient::{ParamGrads, param_grads};
 use crate::client::network::{Net, Params};
+use crate::config::{AttackConfig, AttackKind, LabelMode, MemberRange};
 use crate::error::{Error, Result};
 use crate::report::{Report, build_report};
-use crate::runtime::{BackendChoice, Runtime, read_f32};
+use crate::runtime::{BackendInfo, MeasuredRate, Runtime, StepEngine, read_f32};
 use crate::table::{Dataset, Value};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AttackKind {
-    /// Softmax-relaxed ensemble, matched, median-pooled, with entropies (Vero et al.).
-    Tableak,
-    /// Cosine loss, no relaxation, one member (Geiping et al.).
-    Cosine,
-    /// Squared-error loss, no relaxation, one member (Zhu et al.).
-    Dlg,
-    /// Rows drawn from the table's marginals: what an attacker knows without the update.
-    Random,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LabelMode {
-    Known,
-    Restored,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct AttackConfig {
-    pub attack: AttackKind,
-    pub batch_size: usize,
-    pub ensemble: usize,
-    pub iterations: usize,
-    pub seed: u64,
-    pub labels: LabelMode,
-    pub hidden: Vec<usize>,
-    pub defence: Option<Defence>,
-    /// None: the attack's own default (`AttackKind::default_optimiser`).
-    pub optimiser: Option<Optimiser>,
-    /// Read the loss back (and report progress) every this many steps.
-    pub report_every: usize,
-}
-
-impl Default for AttackConfig {
-    fn default() -> Self {
-        AttackConfig {
-            attack: AttackKind::Tableak,
-            batch_size: 32,
-            ensemble: 30,
-            iterations: 1500,
-            seed: 0,
-            labels: LabelMode::Known,
-            hidden: vec![100, 100],
-            defence: None,
-            optimiser: None,
-            report_every: 25,
-        }
-    }
-}
-
-impl std::fmt::Display for AttackKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            AttackKind::Tableak => "TabLeak",
-            AttackKind::Cosine => "Cosine",
-            AttackKind::Dlg => "DLG",
-            AttackKind::Random => "Random",
-        })
-    }
-}
-
-impl AttackKind {
-    /// TabLeak runs sign-Adam at lr 0.1: on 10 Adult batches each this recovered 98.9 % (B = 8) and
-    /// 86.0 % (B = 32) against 94.4 % and 83.5 % at the reference's 0.06, whose runs at B = 8 sometimes
-    /// had not converged by step 1500 (docs/fidelity.md). The baselines keep the reference's 0.06 so
-    /// that they stay comparable with the published numbers.
-    pub fn default_optimiser(self) -> Optimiser {
-        match self {
-            AttackKind::Tableak => Optimiser {
-                lr: 0.1,
-                ..Optimiser::default()
-            },
-            _ => Optimiser::default(),
-        }
-    }
-}
-
-impl AttackConfig {
-    /// The optimiser this run uses.
-    pub fn optimiser(&self) -> Optimiser {
-        self.optimiser.unwrap_or_else(|| self.attack.default_optimiser())
-    }
-
-    pub fn validate(&self, dataset: &Dataset) -> Result<()> {
-        let fail = |m: String| Err(Error::Config(m));
-        if self.batch_size == 0 || self.batch_size > dataset.n() {
-            return fail(format!(
-                "batch size {} must be between 1 and the {} rows of the table",
-                self.batch_size,
-                dataset.n()
-            ));
-        }
-        if self.ensemble == 0 || self.ensemble > 1000 {
-            return fail(format!("ensemble size {} must be between 1 and 1000", self.ensemble));
-        }
-        if self.iterations == 0 && self.attack != AttackKind::Random {
-            return fail("iterations must be at least 1".into());
-        }
-        if self.hidden.contains(&0) {
-            return fail("hidden layer sizes must be positive".into());
-        }
-        let need = self.working_set_bytes(dataset);
-        if need > MAX_WORKING_SET_BYTES {
-            return fail(format!(
-                "an ensemble of {} × a batch of {} rows needs about {:.1} GiB of memory for the attack; \
-                 this engine allows {:.0} GiB: use fewer members or a smaller batch",
-                self.ensemble,
-                self.batch_size,
-                need as f64 / GIB,
-                MAX_WORKING_SET_BYTES as f64 / GIB
-            ));
-        }
-        let lr = self.optimiser().lr;
-        if !(lr > 0.0 && lr.is_finite()) {
-            return fail(format!("learning rate {lr} must be a positive number"));
-        }
-        if let Some(d) = &self.defence
-            && (d.noise < 0.0 || !d.noise.is_finite() || d.clip.is_some_and(|c| c <= 0.0 || !c.is_finite()))
-        {
-            return fail("defence: noise must be ≥ 0 and the clipping norm > 0".into());
-        }
-        Ok(())
-    }
-}
-
-const GIB: f64 = (1u64 << 30) as f64;
-/// What the attack may hold at once: a wasm32 tab has a 4 GiB address space; natively, stay well
-/// inside a workstation's memory rather than swap.
-#[cfg(target_arch = "wasm32")]
-const MAX_WORKING_SET_BYTES: u64 = 2 << 30;
-#[cfg(not(target_arch = "wasm32"))]
-const MAX_WORKING_SET_BYTES: u64 = 16 << 30;
-
-impl AttackConfig {
-    /// How many members this attack inverts: the ensemble for TabLeak, one run for the single-run
-    /// baselines, none for random guessing.
-    pub fn members(&self) -> usize {
-        match self.attack {
-            AttackKind::Tableak => self.ensemble,
-            AttackKind::Cosine | AttackKind::Dlg => 1,
-            AttackKind::Random => 0,
-        }
-    }
-
-    /// Bytes the CPU kernel allocates for the inversion (cpu_kernel::Workspace, Adam's state, the
-    /// final relaxation): per row, the relaxed input and its companions and every layer's activations
-    /// and their derivatives; per member, a copy of the parameter gradient.
-    pub fn working_set_bytes(&self, dataset: &Dataset) -> u64 {
-        let d = dataset.d() as u64;
-        let mut sizes = vec![d];
-        sizes.extend(self.hidden.iter().map(|&h| h as u64));
-        sizes.push(dataset.classes.len() as u64);
-        let (ins, outs): (u64, u64) = sizes
-            .windows(2)
-            .map(|w| (w[0], w[1]))
-            .fold((0, 0), |a, w| (a.0 + w.0, a.1 + w.1));
-        let params: u64 = sizes.windows(2).map(|w| w[0] * w[1] + w[1]).sum();
-        let members = self.members() as u64;
-        let per_row = 10 * d + 3 * outs + ins;
-        4 * members * (self.batch_size as u64 * per_row + params)
-    }
-}
 
 /// Independent streams derived from one seed, so that changing one part keeps the others.
 fn seed_for(seed: u64, stream: u64) -> u64 {
@@ -215,13 +51,16 @@ async fn read_grads(g: &ParamGrads) -> Result<Vec<Vec<f32>>> {
     Ok(out)
 }
 
-fn upload_grads(host: &[Vec<f32>], like: &ParamGrads, runtime: &Runtime) -> ParamGrads {
-    let up =
-        |v: &Vec<f32>, t: &Tensor<3>| Tensor::<3>::from_data(TensorData::new(v.clone(), t.dims()), &runtime.device);
-    let layers = like.weights.len();
+/// The observed update as a one-member ParamGrads on a device: every layer's W as [1, in, out],
+/// then every b as [1, 1, out].
+fn upload_grads(host: &[Vec<f32>], sizes: &[usize], device: &Device) -> ParamGrads {
+    let layers = sizes.len() - 1;
+    let up = |v: &Vec<f32>, dims: [usize; 3]| Tensor::<3>::from_data(TensorData::new(v.clone(), dims), device);
     ParamGrads {
-        weights: like.weights.iter().zip(host).map(|(t, v)| up(v, t)).collect(),
-        biases: like.biases.iter().zip(&host[layers..]).map(|(t, v)| up(v, t)).collect(),
+        weights: (0..layers).map(|l| up(&host[l], [1, sizes[l], sizes[l + 1]])).collect(),
+        biases: (0..layers)
+            .map(|l| up(&host[layers + l], [1, 1, sizes[l + 1]]))
+            .collect(),
     }
 }
 
@@ -234,14 +73,6 @@ struct Reconstruction {
     rows: Vec<Vec<Value>>,
     entropy: Option<Vec<Vec<Option<f64>>>>,
     loss_curve: Vec<(usize, f64)>,
-}
-
-/// Which members of the ensemble one call inverts. A page splits the ensemble over several workers
-/// (wasm has one thread each); every member starts from the same draw however it is split.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MemberRange {
-    pub first: usize,
-    pub count: usize,
 }
 
 /// The inverted members of one range: relaxed rows, softmax probabilities and the mean loss curve.
@@ -257,6 +88,8 @@ pub struct Members {
 /// and the batch it is scored against. Deterministic in the seed, so every worker derives the same.
 struct Setup<'a> {
     runtime: &'a Runtime,
+    /// What the report says ran: the runtime's, plus how a caller split the work.
+    backend: BackendInfo,
     dataset: &'a Dataset,
     config: &'a AttackConfig,
     truth: Vec<Vec<Value>>,
@@ -271,6 +104,10 @@ struct Setup<'a> {
     members: usize,
     relaxed: bool,
     objective: Objective,
+}
+
+/// What the definition needs on the runtime's device.
+struct OnDevice {
     net: Net,
     target: ParamGrads,
     relaxation: Relaxation,
@@ -279,17 +116,16 @@ struct Setup<'a> {
 impl<'a> Setup<'a> {
     async fn new(runtime: &'a Runtime, dataset: &'a Dataset, config: &'a AttackConfig) -> Result<Setup<'a>> {
         config.validate(dataset)?;
-        let device = &runtime.device;
         let (b, d, classes) = (config.batch_size, dataset.d(), dataset.classes.len());
         let batch = draw_batch(dataset, b, config.seed);
         let truth: Vec<Vec<Value>> = batch.iter().map(|&i| dataset.rows[i].clone()).collect();
         let true_labels: Vec<usize> = batch.iter().map(|&i| dataset.labels[i]).collect();
 
-        // The client: an untrained network and the gradient of its loss on the private batch.
-        let mut sizes = vec![d];
-        sizes.extend(&config.hidden);
-        sizes.push(classes);
-        let params = Params::init(&sizes, seed_for(config.seed, 2));
+        // The client: an untrained network and the gradient of its loss on the private batch,
+        // simulated on the CPU whatever runs the attack (one small gradient; a GPU would compile
+        // kernels for it first).
+        let params = Params::init(&config.layer_sizes(dataset), seed_for(config.seed, 2));
+        let device = &Device::flex();
         let net = Net::new(&params, device);
         let x_true = Tensor::<3>::from_data(TensorData::new(encode_rows(dataset, &truth), [1, b, d]), device);
         let y_true = Tensor::<2>::from_data(TensorData::new(onehot(&true_labels, classes), [b, classes]), device);
@@ -302,7 +138,6 @@ impl<'a> Setup<'a> {
             return Err(Error::NonFinite("the client's gradient holds NaN or infinity".into()));
         }
         let target_norm = defence::l2_norm(&observed);
-        let target = upload_grads(&observed, &g_true, runtime);
 
         // The server's view of the labels.
         let labels = match config.labels {
@@ -331,6 +166,7 @@ impl<'a> Setup<'a> {
         };
         Ok(Setup {
             runtime,
+            backend: runtime.info.clone(),
             dataset,
             config,
             truth,
@@ -338,41 +174,47 @@ impl<'a> Setup<'a> {
             labels,
             label_accuracy,
             rules: Rule::of(&dataset.features),
-            relaxation: Relaxation::new(&layout, device),
             layout,
             members: config.members(),
             relaxed,
             objective,
-            net,
-            target,
             params,
             observed,
         })
     }
 
-    fn problem(&self) -> Problem<'_> {
+    /// The problem's tensors on the runtime's device, for the definition.
+    fn on_device(&self) -> OnDevice {
+        let device = &self.runtime.device;
+        OnDevice {
+            net: Net::new(&self.params, device),
+            target: upload_grads(&self.observed, &self.params.sizes, device),
+            relaxation: Relaxation::new(&self.layout, device),
+        }
+    }
+
+    fn problem<'b>(&'b self, on: &'b OnDevice) -> Problem<'b> {
         Problem {
-            net: &self.net,
-            target: &self.target,
+            net: &on.net,
+            target: &on.target,
             target_norm: self.target_norm,
             onehot: onehot(&self.labels, self.dataset.classes.len()),
             classes: self.dataset.classes.len(),
-            relaxation: self.relaxed.then_some(&self.relaxation),
+            relaxation: self.relaxed.then_some(&on.relaxation),
             objective: self.objective,
         }
     }
 
-    /// On the CPU the fused kernel runs the same math without per-op allocation (see cpu_kernel).
-    fn host(&self) -> Option<HostProblem> {
-        (self.runtime.kind == BackendChoice::Cpu).then(|| {
-            HostProblem::new(
-                &self.params,
-                &self.observed,
-                onehot(&self.labels, self.dataset.classes.len()),
-                self.relaxed.then_some(&self.layout),
-                self.objective,
-            )
-        })
+    /// The problem as host arrays: what the accelerators (the fused CPU kernel, the GPU kernels)
+    /// work from.
+    fn host(&self) -> HostProblem {
+        HostProblem::new(
+            &self.params,
+            &self.observed,
+            onehot(&self.labels, self.dataset.classes.len()),
+            self.relaxed.then_some(&self.layout),
+            self.objective,
+        )
     }
 
     fn check_range(&self, range: MemberRange) -> Result<()> {
@@ -388,20 +230,40 @@ impl<'a> Setup<'a> {
     }
 
     async fn invert(&self, range: MemberRange, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<Members> {
+        let cadence = self.runtime.cadence(self.config.report_every);
+        self.invert_with(range, self.config, cadence, progress).await
+    }
+
+    async fn invert_with(
+        &self,
+        range: MemberRange,
+        config: &AttackConfig,
+        cadence: Cadence,
+        progress: &mut dyn FnMut(&Progress) -> bool,
+    ) -> Result<Members> {
         self.check_range(range)?;
         let inv_config = InversionConfig {
             members: range.count,
             first_member: range.first,
-            batch: self.config.batch_size,
+            batch: config.batch_size,
             d: self.dataset.d(),
-            iterations: self.config.iterations,
-            optimiser: self.config.optimiser(),
-            seed: seed_for(self.config.seed, 6),
-            report_every: self.config.report_every,
+            iterations: config.iterations,
+            optimiser: config.optimiser(),
+            seed: seed_for(config.seed, 6),
+            report_every: config.report_every,
         };
-        let inversion = match self.host() {
-            Some(h) => cpu_kernel::invert(&h, &inv_config, progress).await?,
-            None => invert(&self.problem(), &inv_config, &self.runtime.device, progress).await?,
+        let inversion = match self.runtime.engine() {
+            StepEngine::CpuKernel => cpu::invert(&self.host(), &inv_config, cadence, progress).await?,
+            #[cfg(any(feature = "wgpu", feature = "cuda"))]
+            StepEngine::CubeKernels => {
+                crate::attack::accel::cube::invert(self.runtime, &self.host(), &inv_config, cadence, progress).await?
+            }
+            #[cfg(not(any(feature = "wgpu", feature = "cuda")))]
+            StepEngine::CubeKernels => return Err(Error::Device("this build has no GPU kernels".into())),
+            StepEngine::Definition => {
+                let on = self.on_device();
+                inversion::invert(&self.problem(&on), &inv_config, cadence, &self.runtime.device, progress).await?
+            }
         };
         Ok(Members {
             range,
@@ -411,17 +273,31 @@ impl<'a> Setup<'a> {
         })
     }
 
-    /// Join the inverted ranges into the whole ensemble, in member order.
+    /// Join the inverted ranges into the whole ensemble, in member order. Shares from elsewhere (a
+    /// page's workers) are checked whole: every member once, and rows of the right length.
     fn join(&self, mut parts: Vec<Members>) -> Result<Members> {
         parts.sort_by_key(|p| p.range.first);
         let len = self.config.batch_size * self.dataset.d();
         let mut next = 0;
         for p in &parts {
             self.check_range(p.range)?;
-            if p.range.first != next || p.x.len() != p.range.count * len {
+            if p.range.first != next {
                 return Err(Error::Config(format!(
                     "the inverted members do not cover the ensemble of {} once, in order",
                     self.members
+                )));
+            }
+            let want = p.range.count * len;
+            let want_probs = if self.relaxed { want } else { 0 };
+            if p.x.len() != want || p.probs.len() != want_probs {
+                return Err(Error::Config(format!(
+                    "members {}..{} hold {} values and {} probabilities; {} rows of {} columns need {want} and {want_probs}",
+                    p.range.first,
+                    p.range.first + p.range.count,
+                    p.x.len(),
+                    p.probs.len(),
+                    p.range.count * self.config.batch_size,
+                    self.dataset.d()
                 )));
             }
             next += p.range.count;
@@ -432,19 +308,6 @@ impl<'a> Setup<'a> {
                 self.members
             )));
         }
-        // The mean loss over the whole ensemble: each range's mean weighted by its size.
-        let loss_curve = parts[0]
-            .loss_curve
-            .iter()
-            .enumerate()
-            .map(|(k, &(step, _))| {
-                let total: f64 = parts
-                    .iter()
-                    .map(|p| p.loss_curve.get(k).map_or(f64::NAN, |&(_, l)| l) * p.range.count as f64)
-                    .sum();
-                (step, total / self.members as f64)
-            })
-            .collect();
         Ok(Members {
             range: MemberRange {
                 first: 0,
@@ -452,7 +315,7 @@ impl<'a> Setup<'a> {
             },
             x: parts.iter().flat_map(|p| p.x.iter().copied()).collect(),
             probs: parts.iter().flat_map(|p| p.probs.iter().copied()).collect(),
-            loss_curve,
+            loss_curve: join_loss_curves(&parts, self.members),
         })
     }
 
@@ -485,9 +348,14 @@ impl<'a> Setup<'a> {
                 } else {
                     // Anchor: the member whose projected (decoded and re-encoded) rows fit the update best.
                     let projected: Vec<f32> = decoded.iter().flat_map(|rows| encode_rows(dataset, rows)).collect();
-                    let scores = match self.host() {
-                        Some(h) => cpu_kernel::member_losses(&h, &projected),
-                        None => member_losses(&self.problem(), projected, members, &self.runtime.device).await?,
+                    // Scored on the host by the CPU kernel (a one-off: N losses), or by the definition
+                    // where the definition runs.
+                    let scores = match self.runtime.engine() {
+                        StepEngine::Definition => {
+                            let on = self.on_device();
+                            member_losses(&self.problem(&on), projected, members, &self.runtime.device).await?
+                        }
+                        _ => cpu::member_losses(&self.host(), &projected),
                     };
                     let anchor = (0..members).min_by(|&a, &b| scores[a].total_cmp(&scores[b])).unwrap();
                     let perm: Vec<Vec<usize>> = decoded
@@ -508,7 +376,7 @@ impl<'a> Setup<'a> {
         Ok(build_report(
             dataset,
             config,
-            &self.runtime.backend,
+            &self.backend,
             &self.truth,
             &recon.rows,
             recon.entropy.as_deref(),
@@ -519,6 +387,24 @@ impl<'a> Setup<'a> {
             seconds,
         ))
     }
+}
+
+/// The mean loss over the whole ensemble at the steps every share reported: each share's mean
+/// weighted by its member count.
+pub fn join_loss_curves(parts: &[Members], members: usize) -> Vec<(usize, f64)> {
+    let Some(first) = parts.first() else { return Vec::new() };
+    first
+        .loss_curve
+        .iter()
+        .filter_map(|&(step, _)| {
+            let mut total = 0.0;
+            for p in parts {
+                let (_, loss) = p.loss_curve.iter().find(|&&(s, _)| s == step)?;
+                total += loss * p.range.count as f64;
+            }
+            Some((step, total / members.max(1) as f64))
+        })
+        .collect()
 }
 
 /// Run one attack on one batch. `progress` is called now and then; returning false cancels.
@@ -558,10 +444,48 @@ pub async fn assess_members(
     parts: Vec<Members>,
     seconds: f64,
 ) -> Result<Report> {
-    let setup = Setup::new(runtime, dataset, config).await?;
-    let shares = parts.len();
+    let mut setup = Setup::new(runtime, dataset, config).await?;
+    setup.backend = setup.backend.clone().with_workers(parts.len());
     let joined = setup.join(parts)?;
-    let mut report = setup.assess(Some(joined), seconds).await?;
-    report.backend = format!("{}; ensemble split over {shares} workers", report.backend);
-    Ok(report)
+    setup.assess(Some(joined), seconds).await
+}
+
+/// Time `warmup + steps` steps of members `range` of this attack on `runtime`: the rate of the
+/// timed steps (the warm-up pays compilation and allocation), for `plan::decide`.
+pub async fn time_steps(
+    runtime: &Runtime,
+    dataset: &Dataset,
+    config: &AttackConfig,
+    range: MemberRange,
+    warmup: usize,
+    steps: usize,
+    progress: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<MeasuredRate> {
+    let setup = Setup::new(runtime, dataset, config).await?;
+    setup.check_range(range)?;
+    let warmup = warmup.max(1);
+    let probe = AttackConfig {
+        iterations: warmup + steps.max(1),
+        ..config.clone()
+    };
+    let mut marks = Vec::new();
+    let phase = format!("time {}", runtime.kind().name());
+    let mut record = |p: &Progress| {
+        marks.push((p.step, p.elapsed));
+        progress(&Progress {
+            phase: phase.clone(),
+            ..p.clone()
+        })
+    };
+    setup
+        .invert_with(range, &probe, Cadence::Ends(warmup), &mut record)
+        .await?;
+    let (&(s0, t0), &(s1, t1)) = (marks.first().unwrap(), marks.last().unwrap());
+    Ok(MeasuredRate {
+        kind: runtime.kind(),
+        adapter: runtime.info.adapter.clone(),
+        steps_per_second: (s1 - s0) as f64 / (t1 - t0).max(1e-9),
+        steps: s1 - s0,
+        workers: 1,
+    })
 }

@@ -1,43 +1,94 @@
 //! What one attack leaked, as a plain serialisable object and as text for a terminal.
 use serde::{Deserialize, Serialize};
+use ts_rs::TS;
 
 use crate::assess::scoring::{Accuracy, Scored};
-use crate::experiment::{AttackConfig, AttackKind, LabelMode};
+use crate::config::{AttackConfig, AttackKind, LabelMode};
+use crate::runtime::BackendInfo;
 use crate::table::{ColumnKind, Dataset, Value};
 
 /// Continuous entropies below this are reported as this (members agreeing exactly give −∞).
 pub const ENTROPY_FLOOR: f64 = -20.0;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct FeatureHeader {
     pub name: String,
     pub kind: ColumnKind,
 }
 
+/// How far the attacker can trust a reconstructed cell, from the ensemble's entropy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "lowercase")]
+pub enum Confidence {
+    High,
+    Medium,
+    Low,
+    /// No ensemble, so no confidence.
+    None,
+}
+
+/// The entropy below which a cell is of high, and of medium, confidence, per feature kind. The same
+/// scale as `entropy_buckets`' first two edges.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, TS)]
+pub struct ConfidenceLevels {
+    pub categorical: [f64; 2],
+    pub continuous: [f64; 2],
+}
+
+pub const CONFIDENCE_LEVELS: ConfidenceLevels = ConfidenceLevels {
+    categorical: [0.1, 0.3],
+    continuous: [-1.0, 0.0],
+};
+
+impl Confidence {
+    pub fn of(kind: ColumnKind, entropy: Option<f64>) -> Confidence {
+        let Some(e) = entropy else { return Confidence::None };
+        let [high, medium] = match kind {
+            ColumnKind::Categorical => CONFIDENCE_LEVELS.categorical,
+            ColumnKind::Continuous => CONFIDENCE_LEVELS.continuous,
+        };
+        if e < high {
+            Confidence::High
+        } else if e < medium {
+            Confidence::Medium
+        } else {
+            Confidence::Low
+        }
+    }
+}
+
 /// One true row beside the reconstructed row matched to it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct RowReport {
     pub truth: Vec<String>,
     pub reconstructed: Vec<String>,
     pub correct: Vec<bool>,
-    /// Per cell; null for attacks without an ensemble.
+    /// Per cell, lower = more confident; null for attacks without an ensemble.
     pub entropy: Vec<Option<f64>>,
+    /// Per cell, the entropy read on `confidence_levels`.
+    pub confidence: Vec<Confidence>,
 }
 
-/// Accuracy of the cells whose entropy falls in [from, to).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Accuracy of the cells whose entropy falls in [from, to); a null edge is unbounded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct EntropyBucket {
     pub kind: ColumnKind,
-    pub from: f64,
-    pub to: f64,
+    pub from: Option<f64>,
+    pub to: Option<f64>,
     pub cells: usize,
     pub accuracy: Option<f64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+impl EntropyBucket {
+    pub fn holds(&self, entropy: f64) -> bool {
+        self.from.is_none_or(|f| entropy >= f) && self.to.is_none_or(|t| entropy < t)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct Report {
     pub attack: AttackKind,
-    pub backend: String,
+    pub backend: BackendInfo,
     pub seconds: f64,
     pub config: AttackConfig,
     pub accuracy: Accuracy,
@@ -50,20 +101,23 @@ pub struct Report {
     pub features: Vec<FeatureHeader>,
     pub rows: Vec<RowReport>,
     pub entropy_buckets: Vec<EntropyBucket>,
+    pub confidence_levels: ConfidenceLevels,
     pub loss_curve: Vec<(usize, f64)>,
     pub table_rows: usize,
     pub dropped_rows: usize,
     pub warnings: Vec<String>,
 }
 
-const CAT_EDGES: [f64; 5] = [0.0, 0.1, 0.3, 0.6, 1.000001];
-const CONT_EDGES: [f64; 5] = [f64::NEG_INFINITY, -1.0, 0.0, 1.0, f64::INFINITY];
+/// Entropy bands of the report, per kind (None: unbounded). The first two inner edges are the
+/// confidence levels.
+const CAT_EDGES: [Option<f64>; 5] = [Some(0.0), Some(0.1), Some(0.3), Some(0.6), None];
+const CONT_EDGES: [Option<f64>; 5] = [None, Some(-1.0), Some(0.0), Some(1.0), None];
 
 #[allow(clippy::too_many_arguments)]
 pub fn build_report(
     dataset: &Dataset,
     config: &AttackConfig,
-    backend: &str,
+    backend: &BackendInfo,
     truth: &[Vec<Value>],
     reconstructed: &[Vec<Value>],
     entropy: Option<&[Vec<Option<f64>>]>,
@@ -103,6 +157,15 @@ pub fn build_report(
                 Some(e) => e[j].iter().map(|v| v.map(|x| x.max(ENTROPY_FLOOR))).collect(),
                 None => vec![None; features.len()],
             },
+            confidence: Vec::new(),
+        })
+        .map(|mut row: RowReport| {
+            row.confidence = features
+                .iter()
+                .zip(&row.entropy)
+                .map(|(f, &e)| Confidence::of(f.kind, e))
+                .collect();
+            row
         })
         .collect();
     let mut entropy_buckets = Vec::new();
@@ -112,28 +175,31 @@ pub fn build_report(
             (ColumnKind::Continuous, CONT_EDGES),
         ] {
             for w in edges.windows(2) {
+                let mut bucket = EntropyBucket {
+                    kind,
+                    from: w[0],
+                    to: w[1],
+                    cells: 0,
+                    accuracy: None,
+                };
                 let cells: Vec<bool> = rows
                     .iter()
                     .flat_map(|r| r.entropy.iter().zip(&r.correct).zip(&features))
-                    .filter(|((e, _), f)| f.kind == kind && e.is_some_and(|e| e >= w[0] && e < w[1]))
+                    .filter(|((e, _), f)| f.kind == kind && e.is_some_and(|e| bucket.holds(e)))
                     .map(|((_, &c), _)| c)
                     .collect();
                 if features.iter().any(|f| f.kind == kind) {
-                    entropy_buckets.push(EntropyBucket {
-                        kind,
-                        from: w[0],
-                        to: w[1],
-                        cells: cells.len(),
-                        accuracy: (!cells.is_empty())
-                            .then(|| cells.iter().filter(|&&c| c).count() as f64 / cells.len() as f64),
-                    });
+                    bucket.cells = cells.len();
+                    bucket.accuracy =
+                        (!cells.is_empty()).then(|| cells.iter().filter(|&&c| c).count() as f64 / cells.len() as f64);
+                    entropy_buckets.push(bucket);
                 }
             }
         }
     }
     Report {
         attack: config.attack,
-        backend: backend.to_string(),
+        backend: backend.clone(),
         seconds,
         config: config.clone(),
         gain_over_random: scored.accuracy.total - random.total,
@@ -144,6 +210,7 @@ pub fn build_report(
         features,
         rows,
         entropy_buckets,
+        confidence_levels: CONFIDENCE_LEVELS,
         loss_curve,
         table_rows: dataset.n(),
         dropped_rows: dataset.dropped,
@@ -152,18 +219,12 @@ pub fn build_report(
 }
 
 /// Confidence mark of a cell: ● high, ◐ medium, ○ low, blank without an ensemble.
-pub fn confidence_mark(kind: ColumnKind, entropy: Option<f64>) -> &'static str {
-    let Some(e) = entropy else { return " " };
-    let (high, medium) = match kind {
-        ColumnKind::Categorical => (0.1, 0.3),
-        ColumnKind::Continuous => (-1.0, 0.0),
-    };
-    if e < high {
-        "●"
-    } else if e < medium {
-        "◐"
-    } else {
-        "○"
+pub fn confidence_mark(confidence: Confidence) -> &'static str {
+    match confidence {
+        Confidence::High => "●",
+        Confidence::Medium => "◐",
+        Confidence::Low => "○",
+        Confidence::None => " ",
     }
 }
 
@@ -196,7 +257,7 @@ pub fn render_text(r: &Report, max_rows: usize) -> String {
         "{name} on a batch of {} rows{steps}, {labels}, seed {}",
         c.batch_size, c.seed
     );
-    let _ = writeln!(s, "backend {}, {:.2} s", r.backend, r.seconds);
+    let _ = writeln!(s, "backend {}, {:.2} s", r.backend.label, r.seconds);
     if let Some(d) = &c.defence {
         let _ = writeln!(s, "defence: clip {:?}, noise σ = {}", d.clip, d.noise);
     }
@@ -229,11 +290,12 @@ pub fn render_text(r: &Report, max_rows: usize) -> String {
                 ColumnKind::Categorical => "categorical",
                 ColumnKind::Continuous => "continuous ",
             };
+            let edge = |e: Option<f64>, unbounded: &str| e.map_or(unbounded.to_string(), |v| format!("{v:.2}"));
             let _ = writeln!(
                 s,
-                "  {kind} [{:>5.2}, {:>5.2}): {:>5} cells, {} right",
-                bkt.from,
-                bkt.to,
+                "  {kind} [{:>5}, {:>5}): {:>5} cells, {} right",
+                edge(bkt.from, "-inf"),
+                edge(bkt.to, "inf"),
                 bkt.cells,
                 pct(bkt.accuracy)
             );
@@ -275,7 +337,7 @@ pub fn render_text(r: &Report, max_rows: usize) -> String {
             for (f, &w) in widths.iter().enumerate() {
                 t += &cell(&row.truth[f], w);
                 let mark = if row.correct[f] { "✓" } else { "✗" };
-                let conf = confidence_mark(r.features[f].kind, row.entropy[f]);
+                let conf = confidence_mark(row.confidence[f]);
                 let text: String = row.reconstructed[f].chars().take(w.saturating_sub(2)).collect();
                 rec += &cell(&format!("{text}{mark}{conf}"), w);
             }

@@ -242,7 +242,7 @@ fn bad_settings_are_refused() {
     let err = pollster::block_on(run_attack(&Runtime::cpu(), &data, &huge, &mut |_| true)).unwrap_err();
     assert!(
         err.to_string()
-            .contains("an ensemble of 1000 × a batch of 1000 rows needs about"),
+            .contains("an ensemble of 1000 × a batch of 1000 rows on a 61-1000-1000-2 network needs about"),
         "{err}"
     );
     assert!(huge.working_set_bytes(&data) > 16 << 30);
@@ -251,4 +251,95 @@ fn bad_settings_are_refused() {
         default.working_set_bytes(&data) < 64 << 20,
         "the default attack fits easily"
     );
+    // The random baseline inverts nothing but still simulates the client: its network is checked
+    // too, before it is allocated (this one would need 4 TB).
+    let random = AttackConfig {
+        attack: AttackKind::Random,
+        hidden: vec![1_000_000, 1_000_000],
+        ..Default::default()
+    };
+    let err = pollster::block_on(run_attack(&Runtime::cpu(), &data, &random, &mut |_| true)).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("simulating a batch of 32 rows on a 61-1000000-1000000-2 network needs about"),
+        "{err}"
+    );
+}
+
+/// Shares handed in from outside (a page's workers, through JS) are checked whole before pooling:
+/// rows or probabilities of the wrong length are an error, not a panic.
+#[test]
+fn malformed_shares_are_refused() {
+    let data = dataset("german-credit.csv", "credit_risk");
+    let config = AttackConfig {
+        batch_size: 4,
+        ensemble: 2,
+        iterations: 5,
+        ..Default::default()
+    };
+    let rt = Runtime::cpu();
+    let range = MemberRange { first: 0, count: 2 };
+    let whole = pollster::block_on(invert_members(&rt, &data, &config, range, &mut |_| true)).unwrap();
+    let mut short_probs = whole.clone();
+    short_probs.probs.truncate(10);
+    let mut short_x = whole.clone();
+    short_x.x.pop();
+    for parts in [vec![short_probs], vec![short_x]] {
+        let err = pollster::block_on(assess_members(&rt, &data, &config, parts, 1.0)).unwrap_err();
+        assert!(matches!(err, Error::Config(_)), "{err}");
+        assert!(err.to_string().contains("members 0..2 hold"), "{err}");
+    }
+    assert!(pollster::block_on(assess_members(&rt, &data, &config, vec![whole], 1.0)).is_ok());
+}
+
+/// The JSON report reads back into the same report (unbounded entropy bands included).
+#[test]
+fn a_report_survives_a_json_round_trip() {
+    let data = dataset("german-credit.csv", "credit_risk");
+    let report = attack(
+        &data,
+        AttackConfig {
+            batch_size: 4,
+            ensemble: 3,
+            iterations: 20,
+            ..Default::default()
+        },
+    );
+    assert!(
+        report
+            .entropy_buckets
+            .iter()
+            .any(|b| b.from.is_none() || b.to.is_none())
+    );
+    let json = serde_json::to_string(&report).unwrap();
+    let back: Report = serde_json::from_str(&json).unwrap();
+    // serde_json's default float parser may land one ulp off the shortest representation it wrote.
+    assert_close(
+        &serde_json::to_value(&back).unwrap(),
+        &serde_json::to_value(&report).unwrap(),
+        "report",
+    );
+}
+
+fn assert_close(a: &serde_json::Value, b: &serde_json::Value, at: &str) {
+    use serde_json::Value::*;
+    match (a, b) {
+        (Number(x), Number(y)) => {
+            let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+            assert!((x - y).abs() <= 1e-12 * x.abs().max(1.0), "{at}: {x} vs {y}");
+        }
+        (Array(x), Array(y)) => {
+            assert_eq!(x.len(), y.len(), "{at}");
+            for (i, (u, v)) in x.iter().zip(y).enumerate() {
+                assert_close(u, v, &format!("{at}[{i}]"));
+            }
+        }
+        (Object(x), Object(y)) => {
+            assert_eq!(x.keys().collect::<Vec<_>>(), y.keys().collect::<Vec<_>>(), "{at}");
+            for (k, u) in x {
+                assert_close(u, &y[k], &format!("{at}.{k}"));
+            }
+        }
+        _ => assert_eq!(a, b, "{at}"),
+    }
 }

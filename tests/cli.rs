@@ -54,7 +54,13 @@ fn attack_prints_a_report_and_writes_json() {
     }
     assert!(report["random_baseline"].as_f64().is_some());
     assert!(report["seconds"].as_f64().unwrap() > 0.0);
-    assert!(report["backend"].as_str().unwrap().starts_with("cpu"));
+    assert_eq!(report["backend"]["kind"], "cpu");
+    assert!(
+        report["backend"]["label"]
+            .as_str()
+            .unwrap()
+            .starts_with("cpu (fused kernel")
+    );
     assert_eq!(report["rows"].as_array().unwrap().len(), 4);
 }
 
@@ -103,6 +109,35 @@ fn bad_input_gets_a_specific_error_and_no_output_file() {
         );
         assert!(!json.exists(), "no report is written on failure");
     }
+}
+
+/// Batch k of a sweep is drawn with seed + k: seeds that would run past u64 are refused up front,
+/// before any batch runs, instead of overflowing.
+#[test]
+fn a_sweep_whose_seeds_overflow_is_refused() {
+    let out = bin()
+        .args(["sweep", "--csv", &data("german-credit.csv"), "--label", "credit_risk"])
+        .args([
+            "--seed",
+            "18446744073709551615",
+            "--batches",
+            "2",
+            "--batch-sizes",
+            "4",
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("--seed 18446744073709551615 with --batches 2 runs past the largest seed"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("use a seed of at most 18446744073709551614"),
+        "{stderr}"
+    );
 }
 
 #[test]

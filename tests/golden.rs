@@ -2,7 +2,8 @@
 //! Tolerance: relative error ‖ours − ref‖ / ‖ref‖ ≤ 1e-3 for every tensor, as issue 2 asks.
 use burn::tensor::{Tensor, TensorData};
 use leakscope::assess::{entropy, matching::Rule, scoring::score};
-use leakscope::attack::inversion::{Objective, Problem, loss_and_grad};
+use leakscope::attack::Objective;
+use leakscope::attack::inversion::{Problem, loss_and_grad};
 use leakscope::attack::relax::{Layout, Relaxation};
 use leakscope::client::gradient::{ParamGrads, param_grads};
 use leakscope::client::network::{Net, Params};
@@ -196,7 +197,7 @@ fn golden_vectors_on_wgpu() {
         return;
     }
     let rt = pollster::block_on(Runtime::wgpu()).expect("a wgpu adapter");
-    eprintln!("wgpu backend: {}", rt.backend);
+    eprintln!("wgpu backend: {}", rt.info.label);
     check_mlp_parameter_gradient(&rt);
     check_cosine_matching_gradient(&rt);
     check_relaxed_ensemble_gradient(&rt);
@@ -302,7 +303,7 @@ fn host_target(grad: &Json) -> Vec<Vec<f32>> {
 /// The fused CPU kernel against the same vectors as the tensor path.
 #[test]
 fn cpu_kernel_matches_golden_vectors() {
-    use leakscope::attack::cpu_kernel::{HostProblem, loss_and_grad, member_losses};
+    use leakscope::attack::accel::cpu::{HostProblem, loss_and_grad, member_losses};
     let base = fixture("mlp_param_grad.json");
     let p = params(&base);
 
@@ -340,7 +341,7 @@ fn cpu_kernel_matches_golden_vectors() {
 /// DLG's squared-error objective: kernel and tensor path agree (no fixture exists for it).
 #[test]
 fn squared_error_objective_agrees_across_paths() {
-    use leakscope::attack::cpu_kernel::{HostProblem, loss_and_grad as kernel};
+    use leakscope::attack::accel::cpu::{HostProblem, loss_and_grad as kernel};
     let base = fixture("mlp_param_grad.json");
     let f = fixture("cosine_matching_grad.json");
     let p = params(&base);

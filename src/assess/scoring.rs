@@ -1,11 +1,12 @@
 //! How much leaked (SPEC §6): rows matched to the truth by the Hungarian algorithm, a categorical
 //! cell right iff equal, a continuous one iff within 0.319·std of the true value.
 use serde::{Deserialize, Serialize};
+use ts_rs::TS;
 
 use super::matching::{Rule, match_rows};
 use crate::table::Value;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct Accuracy {
     pub total: f64,
     pub categorical: Option<f64>,

@@ -1,8 +1,14 @@
-//! Attack: relaxation, gradient inversion, label restoration and the baselines.
+//! Attack: the relaxation, the objective, the attacker's second derivative, the inversion (defined
+//! once on tensors, driven by one loop, accelerated per device), label restoration and baselines.
+pub mod accel;
 pub mod baselines;
-pub mod cpu_kernel;
+pub mod driver;
 pub mod inversion;
 pub mod labels;
+pub mod objective;
+pub mod pointwise;
 pub mod relax;
+pub mod second_order;
 
-pub use inversion::{Objective, Optimiser, Progress};
+pub use driver::Progress;
+pub use objective::Objective;

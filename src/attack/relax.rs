@@ -4,25 +4,30 @@
 //! Continuous columns: x = (hi − lo)·σ(z) + lo with standardised bounds.
 //! All blocks are handled at once: a 0/1 block-indicator matrix M [d, K] turns per-block sums
 //! into two small matmuls, so the cost does not grow with the number of features.
-use burn::tensor::{Device, Tensor, TensorData, activation};
+use burn::tensor::{Device, Tensor, TensorData};
+
+use super::pointwise::{
+    sigmoid_relax, sigmoid_relax_reverse, softmax_logit, softmax_numerator, softmax_reverse, softmax_reverse_t,
+    softmax_value,
+};
 
 use crate::table::Dataset;
 
-/// Column-wise constants of the relaxation, on the device. Each is [1, d] unless said.
+/// Column-wise constants of the relaxation, on the device, each [1, d]. Every constant is 0 on
+/// the columns of the other kind, so each column's formula contributes exactly 0 where it does not
+/// apply and the two halves add up to the value of the one that does.
 #[derive(Debug, Clone)]
 pub struct Relaxation {
-    /// std on categorical columns, 0 elsewhere: u = z·cat_scale + cat_mean.
-    cat_scale: Tensor<2>,
+    /// std, mean and 1/std on categorical columns.
+    cat_std: Tensor<2>,
     cat_mean: Tensor<2>,
-    /// 1/std on categorical columns, 0 elsewhere.
     cat_inv_std: Tensor<2>,
-    /// mean/std on categorical columns: x = p·cat_inv_std − cat_offset.
-    cat_offset: Tensor<2>,
-    is_cont: Tensor<2>,
-    is_cat: Tensor<2>,
+    /// hi − lo and lo (standardised) on continuous columns.
     cont_range: Tensor<2>,
     cont_lo: Tensor<2>,
-    /// Block indicator [d, K], its transpose, and M / block size (for block means).
+    is_cat: Tensor<2>,
+    is_cont: Tensor<2>,
+    /// Block indicator M [d, K], its transpose, and M / block size (for block means).
     blocks: Option<(Tensor<2>, Tensor<2>, Tensor<2>)>,
 }
 
@@ -74,30 +79,17 @@ fn row(values: Vec<f32>, device: &Device) -> Tensor<2> {
 impl Relaxation {
     pub fn new(layout: &Layout, device: &Device) -> Relaxation {
         let d = layout.d();
-        let mut v = vec![vec![0f32; d]; 7];
-        let cat_blocks: Vec<_> = layout.blocks.iter().filter(|b| b.2).collect();
+        let c = HostRelax::new(layout);
+        let is_cat: Vec<f32> = (0..d).map(|j| c.is_cat(j) as u8 as f32).collect();
+        let is_cont: Vec<f32> = is_cat.iter().map(|v| 1.0 - v).collect();
+        let cat_blocks = &c.cat_blocks;
         let k = cat_blocks.len();
         let mut m = vec![0f32; d * k.max(1)];
         let mut m_avg = m.clone();
-        for &(offset, width, cat) in &layout.blocks {
-            for c in offset..offset + width {
-                let (mean, std) = (layout.mean[c] as f32, layout.std[c] as f32);
-                if cat {
-                    v[0][c] = std;
-                    v[1][c] = mean;
-                    v[2][c] = 1.0 / std;
-                    v[3][c] = mean / std;
-                } else {
-                    v[4][c] = 1.0;
-                    v[5][c] = (layout.hi[c] - layout.lo[c]) as f32;
-                    v[6][c] = layout.lo[c] as f32;
-                }
-            }
-        }
-        for (j, &&(offset, width, _)) in cat_blocks.iter().enumerate() {
-            for c in offset..offset + width {
-                m[c * k + j] = 1.0;
-                m_avg[c * k + j] = 1.0 / width as f32;
+        for (j, &(offset, width)) in cat_blocks.iter().enumerate() {
+            for col in offset..offset + width {
+                m[col * k + j] = 1.0;
+                m_avg[col * k + j] = 1.0 / width as f32;
             }
         }
         let blocks = (k > 0).then(|| {
@@ -105,22 +97,14 @@ impl Relaxation {
             let m_avg = Tensor::<2>::from_data(TensorData::new(m_avg, [d, k]), device);
             (m.clone(), m.transpose(), m_avg)
         });
-        let mut it = v.into_iter().map(|r| row(r, device));
-        let mut next = || it.next().unwrap();
-        let cat_scale = next();
-        let cat_mean = next();
-        let cat_inv_std = next();
-        let cat_offset = next();
-        let is_cont = next();
         Relaxation {
-            is_cat: is_cont.clone().neg() + 1.0,
-            cat_scale,
-            cat_mean,
-            cat_inv_std,
-            cat_offset,
-            is_cont,
-            cont_range: next(),
-            cont_lo: next(),
+            cat_std: row(c.std.clone(), device),
+            cat_mean: row(c.mean.clone(), device),
+            cat_inv_std: row(c.inv_std.clone(), device),
+            cont_range: row(c.range.clone(), device),
+            cont_lo: row(c.lo.clone(), device),
+            is_cat: row(is_cat, device),
+            is_cont: row(is_cont, device),
             blocks,
         }
     }
@@ -133,32 +117,83 @@ impl Relaxation {
 
     /// z [N·B, d] → relaxed rows.
     pub fn forward(&self, z: &Tensor<2>) -> Relaxed {
-        let sig = activation::sigmoid(z.clone());
-        let mut x = sig.clone() * self.cont_range.clone() + self.cont_lo.clone();
+        let (mut x, sig) = sigmoid_relax(z.clone(), self.cont_range.clone(), self.cont_lo.clone());
         let mut probs = z.zeros_like();
         if let Some((_, mt, m_avg)) = &self.blocks {
-            let u = z.clone() * self.cat_scale.clone() + self.cat_mean.clone();
-            // Softmax is shift-invariant per block; subtracting the block mean (and capping what is
-            // left) keeps exp in range without changing the value or its derivative.
+            let u = softmax_logit(z.clone(), self.cat_std.clone(), self.cat_mean.clone());
             let centre = u.clone().matmul(m_avg.clone()).matmul(mt.clone());
-            let e = (u - centre).clamp_max(80.0).exp() * self.is_cat.clone();
+            let e = softmax_numerator(u, centre) * self.is_cat.clone();
             let sums = self.block_sum(e.clone()) + self.is_cont.clone();
             probs = e / sums;
-            x = x + probs.clone() * self.cat_inv_std.clone() - self.cat_offset.clone();
+            x = x + softmax_value(probs.clone(), self.cat_mean.clone(), self.cat_inv_std.clone());
         }
         Relaxed { x, probs, sig }
     }
 
     /// dL/dx → dL/dz.
     pub fn backward(&self, relaxed: &Relaxed, x_bar: Tensor<2>) -> Tensor<2> {
-        let s = relaxed.sig.clone();
-        let mut z_bar = x_bar.clone() * self.cont_range.clone() * s.clone() * (s.neg() + 1.0);
+        let mut z_bar = sigmoid_relax_reverse(x_bar.clone(), self.cont_range.clone(), relaxed.sig.clone());
         if self.blocks.is_some() {
             let p = relaxed.probs.clone();
-            let t = p.clone() * x_bar * self.cat_inv_std.clone();
-            let u_bar = t.clone() - p * self.block_sum(t);
-            z_bar = z_bar + u_bar * self.cat_scale.clone();
+            let t = softmax_reverse_t(p.clone(), x_bar, self.cat_inv_std.clone());
+            let sum = self.block_sum(t.clone());
+            z_bar = z_bar + softmax_reverse(t, p, sum, self.cat_std.clone());
         }
         z_bar
+    }
+}
+
+/// The relaxation's constants per encoded column on the host: what the definition uploads and the
+/// CPU kernel reads. 0 on the columns of the other kind (see `Relaxation`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostRelax {
+    /// (offset, width) of each categorical block, and the continuous columns.
+    pub cat_blocks: Vec<(usize, usize)>,
+    pub cont_cols: Vec<usize>,
+    pub std: Vec<f32>,
+    pub mean: Vec<f32>,
+    pub inv_std: Vec<f32>,
+    pub range: Vec<f32>,
+    pub lo: Vec<f32>,
+}
+
+impl HostRelax {
+    pub fn new(layout: &Layout) -> HostRelax {
+        let d = layout.d();
+        let mut r = HostRelax {
+            cat_blocks: Vec::new(),
+            cont_cols: Vec::new(),
+            std: vec![0.0; d],
+            mean: vec![0.0; d],
+            inv_std: vec![0.0; d],
+            range: vec![0.0; d],
+            lo: vec![0.0; d],
+        };
+        for &(offset, width, cat) in &layout.blocks {
+            if cat {
+                r.cat_blocks.push((offset, width));
+                for c in offset..offset + width {
+                    let std = layout.std[c] as f32;
+                    r.std[c] = std;
+                    r.mean[c] = layout.mean[c] as f32;
+                    r.inv_std[c] = 1.0 / std;
+                }
+            } else {
+                for c in offset..offset + width {
+                    r.cont_cols.push(c);
+                    r.range[c] = (layout.hi[c] - layout.lo[c]) as f32;
+                    r.lo[c] = layout.lo[c] as f32;
+                }
+            }
+        }
+        r
+    }
+
+    pub fn is_cat(&self, column: usize) -> bool {
+        self.cat_blocks.iter().any(|&(o, w)| (o..o + w).contains(&column))
+    }
+
+    pub fn d(&self) -> usize {
+        self.std.len()
     }
 }

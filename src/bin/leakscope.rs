@@ -4,11 +4,10 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use leakscope::attack::Optimiser;
 use leakscope::client::defence::Defence;
 use leakscope::report::render_text;
 use leakscope::table::{ColumnKind, Dataset, DatasetOptions, parse_csv, summarize};
-use leakscope::{AttackConfig, AttackKind, BackendChoice, LabelMode, Report, Runtime, run_attack};
+use leakscope::{AttackConfig, AttackKind, BackendKind, LabelMode, Optimiser, Report, Runtime, run_attack};
 
 #[derive(Parser)]
 #[command(
@@ -68,6 +67,8 @@ enum Command {
         batch_sizes: Vec<usize>,
         #[arg(long, value_enum, default_value = "cpu")]
         backend: BackendArg,
+        #[arg(long, value_enum, default_value = "accelerated")]
+        engine: EngineArg,
     },
 }
 
@@ -87,6 +88,10 @@ struct Common {
     labels: LabelArg,
     #[arg(long, value_enum, default_value = "cpu")]
     backend: BackendArg,
+    /// What computes the steps: the backend's accelerator (the fused CPU kernel, the GPU kernels) or
+    /// the definition itself as burn tensor ops (slower; what the accelerators are tested against).
+    #[arg(long, value_enum, default_value = "accelerated")]
+    engine: EngineArg,
     /// Hidden layer sizes of the client's network.
     #[arg(long, value_delimiter = ',', default_value = "100,100")]
     hidden: Vec<usize>,
@@ -129,11 +134,21 @@ enum LabelArg {
 
 #[derive(Clone, Copy, ValueEnum)]
 enum BackendArg {
-    /// burn's flex CPU backend (what the issue calls the ndarray backend).
+    /// The CPU: the fused kernel (burn's flex backend for the definition).
     Cpu,
+    /// Another name for the CPU backend.
     #[value(alias = "flex")]
     Ndarray,
+    /// burn's wgpu backend: Vulkan, Metal or DX12.
     Wgpu,
+    /// burn's CUDA backend (a build with `--features cuda`).
+    Cuda,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum EngineArg {
+    Accelerated,
+    Definition,
 }
 
 fn parse_kind(s: &str) -> Result<(String, ColumnKind), String> {
@@ -157,10 +172,11 @@ impl From<AttackArg> for AttackKind {
     }
 }
 
-fn backend(b: BackendArg) -> BackendChoice {
+fn backend(b: BackendArg) -> BackendKind {
     match b {
-        BackendArg::Cpu | BackendArg::Ndarray => BackendChoice::Cpu,
-        BackendArg::Wgpu => BackendChoice::Wgpu,
+        BackendArg::Cpu | BackendArg::Ndarray => BackendKind::Cpu,
+        BackendArg::Wgpu => BackendKind::Wgpu,
+        BackendArg::Cuda => BackendKind::Cuda,
     }
 }
 
@@ -168,7 +184,7 @@ type CliResult<T> = Result<T, String>;
 
 /// Read a CSV, refusing one over the size limit before loading it into memory.
 fn read_csv(csv: &Path) -> CliResult<leakscope::table::RawTable> {
-    let limit = leakscope::table::DEFAULT_MAX_BYTES;
+    let limit = leakscope::table::MAX_CSV_BYTES;
     let size = std::fs::metadata(csv)
         .map_err(|e| format!("cannot read {}: {e}", csv.display()))?
         .len();
@@ -251,8 +267,12 @@ fn attack_once(runtime: &Runtime, dataset: &Dataset, config: &AttackConfig, pb: 
     pollster::block_on(run_attack(runtime, dataset, config, &mut on_progress)).map_err(|e| e.to_string())
 }
 
-fn runtime(b: BackendArg) -> CliResult<Runtime> {
-    pollster::block_on(Runtime::select(backend(b))).map_err(|e| e.to_string())
+fn runtime(b: BackendArg, engine: EngineArg) -> CliResult<Runtime> {
+    let rt = pollster::block_on(Runtime::select(backend(b))).map_err(|e| e.to_string())?;
+    Ok(match engine {
+        EngineArg::Accelerated => rt,
+        EngineArg::Definition => rt.definition(),
+    })
 }
 
 fn run(cli: Cli) -> CliResult<()> {
@@ -285,7 +305,7 @@ fn run(cli: Cli) -> CliResult<()> {
             rows,
         } => {
             let dataset = load(&common.csv, &common.label, &common.kinds, &common.ignore)?;
-            let rt = runtime(common.backend)?;
+            let rt = runtime(common.backend, common.engine)?;
             let config = common.config(attack.into(), batch_size, common.seed);
             let pb = bar(
                 common.quiet || matches!(attack, AttackArg::Random),
@@ -306,8 +326,17 @@ fn run(cli: Cli) -> CliResult<()> {
             batches,
             attacks,
         } => {
+            // Batch k is drawn with seed + k: all of them must be seeds, checked before any runs.
+            if common.seed.checked_add(batches.saturating_sub(1) as u64).is_none() {
+                return Err(format!(
+                    "--seed {} with --batches {batches} runs past the largest seed ({}): use a seed of at most {}",
+                    common.seed,
+                    u64::MAX,
+                    u64::MAX - batches.saturating_sub(1) as u64
+                ));
+            }
             let dataset = load(&common.csv, &common.label, &common.kinds, &common.ignore)?;
-            let rt = runtime(common.backend)?;
+            let rt = runtime(common.backend, common.engine)?;
             let mut all: Vec<Report> = Vec::new();
             let mut lines = Vec::new();
             for &b in &batch_sizes {
@@ -336,7 +365,7 @@ fn run(cli: Cli) -> CliResult<()> {
             for l in &lines {
                 println!("{l}");
             }
-            println!("backend: {}", rt.backend);
+            println!("backend: {}", rt.info.label);
             if let Some(path) = &common.json {
                 write_atomically(path, &serde_json::to_string_pretty(&all).unwrap())?;
                 println!("reports written to {}", path.display());
@@ -350,22 +379,21 @@ fn run(cli: Cli) -> CliResult<()> {
             full_steps,
             batch_sizes,
             backend: b,
+            engine,
         } => {
             let dataset = load(&csv, &label, &[], &[])?;
-            let rt = runtime(b)?;
+            let rt = runtime(b, engine)?;
             println!(
                 "TabLeak, ensemble {ensemble}, d = {} ({} rows of {}), {iterations} steps run per size, rate extrapolated to {full_steps}",
                 dataset.d(),
                 dataset.n(),
                 csv.display()
             );
+            println!("backend: {}", rt.info.label);
             println!(
-                "backend: {}, threads: {}",
-                rt.backend,
-                std::thread::available_parallelism().map_or(1, |n| n.get())
+                "| B | ms/step | steps/s | launches/step | setup+matching s | s per {full_steps}-step attack | peak RSS MiB |"
             );
-            println!("| B | ms/step | steps/s | setup+matching s | s per {full_steps}-step attack | peak RSS MiB |");
-            println!("|---|---|---|---|---|---|");
+            println!("|---|---|---|---|---|---|---|");
             for &bs in &batch_sizes {
                 let config = AttackConfig {
                     batch_size: bs,
@@ -382,15 +410,16 @@ fn run(cli: Cli) -> CliResult<()> {
                 };
                 pollster::block_on(run_attack(&rt, &dataset, &config, &mut on_progress)).map_err(|e| e.to_string())?;
                 let total = t0.elapsed().as_secs_f64();
-                // Steady-state rate between the first and the last step (step 1 pays warm-up).
+                // Steady-state rate between the first and the last report (step 1 pays warm-up).
                 let (s0, t_first) = marks[0];
                 let (s1, t_last) = *marks.last().unwrap();
                 let per_step = (t_last - t_first) / (s1 - s0) as f64;
                 let fixed = (total - t_last).max(0.0) + t_first;
                 println!(
-                    "| {bs} | {:.2} | {:.1} | {:.2} | {:.1} | {:.0} |",
+                    "| {bs} | {:.2} | {:.1} | {} | {:.2} | {:.1} | {:.0} |",
                     per_step * 1e3,
                     1.0 / per_step,
+                    launches_per_step(&rt, &dataset, &config)?,
                     fixed,
                     fixed + per_step * full_steps as f64,
                     peak_rss_mib()
@@ -431,6 +460,32 @@ fn summary_line(b: usize, kind: AttackKind, reports: &[Report]) -> String {
         stat(reports.iter().filter_map(|r| r.accuracy.categorical).collect()),
         stat(reports.iter().filter_map(|r| r.accuracy.continuous).collect()),
     )
+}
+
+/// GPU kernel launches per attack step (cubecl's launch observer): the difference between a
+/// 12-step and a 2-step run, so setup and the final relaxation cancel out. "—" on the CPU.
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+fn launches_per_step(rt: &Runtime, dataset: &Dataset, config: &AttackConfig) -> CliResult<String> {
+    if rt.kind() == BackendKind::Cpu {
+        return Ok("—".into());
+    }
+    let count = |steps: usize| -> CliResult<usize> {
+        let c = AttackConfig {
+            iterations: steps,
+            report_every: 1000,
+            ..config.clone()
+        };
+        let (n, out) =
+            leakscope::runtime::count_launches(|| pollster::block_on(run_attack(rt, dataset, &c, &mut |_| true)));
+        out.map_err(|e| e.to_string())?;
+        Ok(n)
+    };
+    Ok(format!("{:.1}", (count(12)? as f64 - count(2)? as f64) / 10.0))
+}
+
+#[cfg(not(any(feature = "wgpu", feature = "cuda")))]
+fn launches_per_step(_: &Runtime, _: &Dataset, _: &AttackConfig) -> CliResult<String> {
+    Ok("—".into())
 }
 
 /// Peak resident memory of this process so far (Linux), in MiB.

@@ -2,8 +2,9 @@
 //! L2 norm C, then add Gaussian noise σ·C·N(0, I).
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use serde::{Deserialize, Serialize};
+use ts_rs::TS;
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, TS)]
 pub struct Defence {
     /// Clipping norm C; without it no clipping happens and noise is σ·N(0, I).
     pub clip: Option<f64>,

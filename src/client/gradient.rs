@@ -1,10 +1,6 @@
-//! The client's parameter gradient written out as tensor ops, batched over a leading ensemble
-//! dimension N, and its reverse (vector–Jacobian product back to the input rows).
-//!
-//! burn's autodiff is first-order, and inversion needs d/dx of a parameter gradient. Rather than
-//! differentiate a tape of the explicit backward, the reverse of that backward is derived by hand
-//! below (it is a handful of matmuls per layer), which keeps one attack step free of autodiff
-//! bookkeeping on every backend. Golden vectors pin it down (tests/golden.rs).
+//! The client's parameter gradient written out as tensor ops (forward pass and explicit backward
+//! pass), batched over a leading ensemble dimension N. It keeps a `Tape` of what it computed, from
+//! which the attacker differentiates it once more (`attack::second_order`).
 //!
 //! Shapes: N members, B rows, layer l maps in_l → out_l. Matmuls with the shared weights fold the
 //! members into one [N·B, in] × [in, out] product; per-member products are batched [N, ·, ·].
@@ -56,9 +52,9 @@ impl ParamGrads {
         })
     }
 
-    /// α ⊙ self + β ⊙ other, with α, β of shape [N, 1, 1].
-    pub fn combine(&self, alpha: &Tensor<3>, other: &ParamGrads, beta: &Tensor<3>) -> ParamGrads {
-        let mix = |a: &Tensor<3>, b: &Tensor<3>| a.clone() * alpha.clone() + b.clone() * beta.clone();
+    /// f(self_k, other_k) tensor by tensor.
+    pub fn zip_with(&self, other: &ParamGrads, mix: impl Fn(Tensor<3>, Tensor<3>) -> Tensor<3>) -> ParamGrads {
+        let mix = |a: &Tensor<3>, b: &Tensor<3>| mix(a.clone(), b.clone());
         ParamGrads {
             weights: self
                 .weights
@@ -71,26 +67,28 @@ impl ParamGrads {
     }
 }
 
-/// What the reverse pass needs from the forward and backward passes.
+/// What differentiating the gradient again needs from the forward and backward passes.
 pub struct Tape {
-    n: usize,
-    b: usize,
+    pub n: usize,
+    pub b: usize,
     /// Layer inputs h_{l-1} as [N, B, in_l] (h_{-1} = x).
-    inputs: Vec<Tensor<3>>,
+    pub inputs: Vec<Tensor<3>>,
     /// ReLU masks of hidden layers as 0/1 floats [N, B, out_l].
-    masks: Vec<Tensor<3>>,
+    pub masks: Vec<Tensor<3>>,
     /// Backward signals δ_l = dL/da_l, [N, B, out_l].
-    deltas: Vec<Tensor<3>>,
+    pub deltas: Vec<Tensor<3>>,
     /// Softmax of the logits, [N, B, C].
-    probs: Tensor<3>,
+    pub probs: Tensor<3>,
 }
 
-fn fold(t: &Tensor<3>) -> Tensor<2> {
+/// [N, B, k] → [N·B, k]: the members' rows stacked, for products with shared weights.
+pub fn fold(t: &Tensor<3>) -> Tensor<2> {
     let [n, b, k] = t.dims();
     t.clone().reshape([n * b, k])
 }
 
-fn unfold(t: Tensor<2>, n: usize) -> Tensor<3> {
+/// [N·B, k] → [N, B, k].
+pub fn unfold(t: Tensor<2>, n: usize) -> Tensor<3> {
     let [nb, k] = t.dims();
     t.reshape([n, nb / n, k])
 }
@@ -142,38 +140,4 @@ pub fn param_grads(net: &Net, x: &Tensor<3>, onehot: &Tensor<2>) -> (ParamGrads,
         probs: unfold(probs, n),
     };
     (grads, tape)
-}
-
-/// Reverse of `param_grads`: given G = dL/d(parameter gradient) per member, returns dL/dx as
-/// [N, B, d]. The ReLU masks are piecewise constant and carry no derivative.
-pub fn input_vjp(net: &Net, tape: &Tape, g: &ParamGrads) -> Tensor<3> {
-    let layers = net.layers();
-    let n = tape.n;
-    // dL/dh_{l-1} collected per layer input; dL/dδ_l built from layer 0 upwards, because δ_{l-1}
-    // was computed from δ_l.
-    let mut h_bar: Vec<Tensor<3>> = Vec::with_capacity(layers);
-    let mut delta_bar: Option<Tensor<3>> = None;
-    for l in 0..layers {
-        let gw = &g.weights[l];
-        h_bar.push(tape.deltas[l].clone().matmul(gw.clone().swap_dims(1, 2)));
-        let mut db = tape.inputs[l].clone().matmul(gw.clone()) + g.biases[l].clone();
-        if let Some(prev) = delta_bar.take() {
-            let e_bar = prev * tape.masks[l - 1].clone();
-            db = db + unfold(fold(&e_bar).matmul(net.weights[l].clone()), n);
-        }
-        delta_bar = Some(db);
-    }
-    // δ_{L-1} = (softmax(a) − y) / B  →  dL/da = s ⊙ (s̄ − Σ s̄ ⊙ s).
-    let s_bar = delta_bar.unwrap().div_scalar(tape.b as f64);
-    let s = tape.probs.clone();
-    let inner = (s_bar.clone() * s.clone()).sum_dim(2);
-    let mut a_bar = s * (s_bar - inner);
-    for l in (0..layers).rev() {
-        let total = h_bar.pop().unwrap() + unfold(fold(&a_bar).matmul(net.weights[l].clone().transpose()), n);
-        if l == 0 {
-            return total;
-        }
-        a_bar = total * tape.masks[l - 1].clone();
-    }
-    unreachable!("a network has layers")
 }

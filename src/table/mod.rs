@@ -3,6 +3,6 @@ pub mod csv_input;
 pub mod dataset;
 pub mod schema;
 
-pub use csv_input::{DEFAULT_MAX_BYTES, RawTable, parse_csv};
+pub use csv_input::{MAX_CSV_BYTES, RawTable, parse_csv};
 pub use dataset::{Dataset, DatasetOptions, Feature, FeatureKind, Value};
 pub use schema::{ColumnInfo, ColumnKind, SchemaSummary, summarize};

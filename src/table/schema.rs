@@ -1,11 +1,12 @@
 //! Column kinds: inferred from the cells (numbers → continuous, anything else → categorical),
 //! overridable per column, and the label column chosen by name.
 use serde::{Deserialize, Serialize};
+use ts_rs::TS;
 
 use super::csv_input::RawTable;
 use crate::error::{Error, Result};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "lowercase")]
 pub enum ColumnKind {
     Categorical,
@@ -22,7 +23,7 @@ pub fn is_missing(cell: &str) -> bool {
 }
 
 /// What a person sees before running: one entry per CSV column.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct ColumnInfo {
     pub name: String,
     pub kind: ColumnKind,
@@ -32,7 +33,7 @@ pub struct ColumnInfo {
     pub examples: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct SchemaSummary {
     pub columns: Vec<ColumnInfo>,
     pub rows: usize,

@@ -1,27 +1,23 @@
-//! The inversion step fused for the CPU: the same math as `client::gradient` + `attack::relax`
-//! (forward, explicit backward, hand-derived reverse, relaxation, sign-Adam), but member by member
-//! on preallocated buffers with `gemm` calls whose transposes are strides.
+//! The inversion step fused for the CPU: an accelerator of the definition (`attack::inversion`),
+//! computing the same math (relaxation, forward pass, explicit backward, objective, the hand-derived
+//! reverse, sign-Adam) member group by member group on buffers allocated once, with `gemm` calls
+//! whose transposes are strides. Every element-wise formula is the definition's own
+//! (`attack::pointwise`); tests/step_equality.rs holds whole runs of the two together.
 //!
 //! Why it exists: on burn's CPU backend one step is ~100 tensor ops, each allocating its output
 //! and sweeping memory; measured at N=30, B=32 that spent three quarters of the time outside the
-//! matmuls (33 ms/step). Here a step allocates nothing, members run in parallel (rayon natively,
-//! sequentially in wasm), and the matmuls dominate. The burn path remains for GPUs/WebGPU, and
-//! tests hold the two to the same golden vectors and to each other.
+//! matmuls (33 ms/step). Here a step allocates nothing, member groups run in parallel (rayon
+//! natively, one group in wasm), and the matmuls dominate.
 use gemm::{Parallelism, gemm};
 
-use super::inversion::{Inversion, InversionConfig, Objective, Progress, record_step};
-use super::relax::Layout;
-use crate::error::{Error, Result};
-
-/// Relaxation constants per encoded column.
-struct HostRelax {
-    cat_blocks: Vec<(usize, usize)>,
-    cont_cols: Vec<usize>,
-    scale: Vec<f32>,
-    mean: Vec<f32>,
-    range: Vec<f32>,
-    lo: Vec<f32>,
-}
+use crate::attack::driver::{Cadence, Inversion, InversionConfig, Progress, Stepper, drive, member_starts};
+use crate::attack::objective::Objective;
+use crate::attack::pointwise::{
+    AdamStep, SQUARED_ERROR_ALPHA, SQUARED_ERROR_BETA, adam, cosine_terms, objective_gradient, sigmoid_relax,
+    sigmoid_relax_reverse, softmax_logit, softmax_numerator, softmax_reverse, softmax_reverse_t, softmax_value,
+};
+use crate::attack::relax::{HostRelax, Layout};
+use crate::error::Result;
 
 /// Everything constant during one inversion, on the host.
 pub struct HostProblem {
@@ -51,31 +47,6 @@ impl HostProblem {
         let layers = params.layers();
         let tnorm = crate::client::defence::l2_norm(observed) as f32;
         let classes = *params.sizes.last().unwrap();
-        let relax = layout.map(|l| {
-            let d = l.d();
-            let mut r = HostRelax {
-                cat_blocks: Vec::new(),
-                cont_cols: Vec::new(),
-                scale: vec![0.0; d],
-                mean: vec![0.0; d],
-                range: vec![0.0; d],
-                lo: vec![0.0; d],
-            };
-            for &(offset, width, cat) in &l.blocks {
-                if cat {
-                    r.cat_blocks.push((offset, width));
-                    for c in offset..offset + width {
-                        r.scale[c] = l.std[c] as f32;
-                        r.mean[c] = l.mean[c] as f32;
-                    }
-                } else {
-                    r.cont_cols.push(offset);
-                    r.range[offset] = (l.hi[offset] - l.lo[offset]) as f32;
-                    r.lo[offset] = l.lo[offset] as f32;
-                }
-            }
-            r
-        });
         HostProblem {
             sizes: params.sizes.clone(),
             w: params.weights.clone(),
@@ -85,7 +56,7 @@ impl HostProblem {
             tnorm: tnorm.max(1e-30),
             batch: onehot.len() / classes,
             onehot,
-            relax,
+            relax: layout.map(HostRelax::new),
             objective,
         }
     }
@@ -94,8 +65,64 @@ impl HostProblem {
         self.w.len()
     }
 
-    fn d(&self) -> usize {
+    /// Width of an encoded row.
+    pub fn d(&self) -> usize {
         self.sizes[0]
+    }
+
+    /// Layer widths [d, hidden..., classes].
+    pub fn sizes(&self) -> &[usize] {
+        &self.sizes
+    }
+
+    pub fn batch(&self) -> usize {
+        self.batch
+    }
+
+    /// Layer l's weights [in, out] and biases [out].
+    pub fn layer(&self, l: usize) -> (&[f32], &[f32]) {
+        (&self.w[l], &self.b[l])
+    }
+
+    /// The observed update's part for layer l, laid out as the layer: W then b.
+    pub fn observed(&self, l: usize) -> (&[f32], &[f32]) {
+        (&self.tw[l], &self.tb[l])
+    }
+
+    pub fn target_norm(&self) -> f32 {
+        self.tnorm
+    }
+
+    pub fn onehot(&self) -> &[f32] {
+        &self.onehot
+    }
+
+    pub fn objective(&self) -> Objective {
+        self.objective
+    }
+
+    /// The features as (offset, width, categorical) in column order; without a relaxation every
+    /// column is its own continuous-like segment.
+    pub fn segments(&self) -> Vec<(usize, usize, bool)> {
+        match &self.relax {
+            Some(r) => {
+                let mut s: Vec<(usize, usize, bool)> = r.cat_blocks.iter().map(|&(o, w)| (o, w, true)).collect();
+                s.extend(r.cont_cols.iter().map(|&c| (c, 1, false)));
+                s.sort_unstable();
+                s
+            }
+            None => (0..self.d()).map(|c| (c, 1, false)).collect(),
+        }
+    }
+
+    /// The relaxation's constants as rows [std | mean | 1/std | hi − lo | lo], each d long.
+    pub fn relax_constants(&self) -> Option<Vec<f32>> {
+        self.relax.as_ref().map(|r| {
+            [&r.std, &r.mean, &r.inv_std, &r.range, &r.lo]
+                .into_iter()
+                .flat_map(|v| v.iter().copied())
+                .collect()
+        })
     }
 }
 
@@ -196,60 +223,60 @@ impl Workspace {
     }
 }
 
-impl HostRelax {
+/// The relaxation's forward and reverse on a group's rows, with the definition's formulas.
+trait Relax {
+    fn forward_rows(&self, z: &[f32], x: &mut [f32], probs: &mut [f32], sig: &mut [f32]);
+    fn reverse_rows(&self, x_bar: &[f32], probs: &[f32], sig: &[f32], z_bar: &mut [f32]);
+}
+
+impl Relax for HostRelax {
     #[inline(always)]
-    fn forward(&self, z: &[f32], d: usize, ws: &mut Workspace) {
+    fn forward_rows(&self, z: &[f32], x: &mut [f32], probs: &mut [f32], sig: &mut [f32]) {
+        let d = self.d();
         for (row, zr) in z.chunks_exact(d).enumerate() {
-            let x = &mut ws.x[row * d..(row + 1) * d];
-            let p = &mut ws.probs[row * d..(row + 1) * d];
-            let s = &mut ws.sig[row * d..(row + 1) * d];
+            let r = row * d..(row + 1) * d;
+            let (x, p, s) = (&mut x[r.clone()], &mut probs[r.clone()], &mut sig[r]);
             for &c in &self.cont_cols {
-                let sg = 1.0 / (1.0 + (-zr[c]).exp());
-                s[c] = sg;
-                x[c] = self.range[c] * sg + self.lo[c];
+                (x[c], s[c]) = sigmoid_relax(zr[c], self.range[c], self.lo[c]);
             }
             for &(off, w) in &self.cat_blocks {
-                let mut max = f32::NEG_INFINITY;
-                for c in off..off + w {
-                    p[c] = zr[c] * self.scale[c] + self.mean[c];
-                    max = max.max(p[c]);
+                let cols = off..off + w;
+                let mut mean = 0.0;
+                for c in cols.clone() {
+                    p[c] = softmax_logit(zr[c], self.std[c], self.mean[c]);
+                    mean += p[c];
                 }
+                mean /= w as f32;
                 let mut sum = 0.0;
-                for c in off..off + w {
-                    p[c] = (p[c] - max).exp();
+                for c in cols.clone() {
+                    p[c] = softmax_numerator(p[c], mean);
                     sum += p[c];
                 }
-                for c in off..off + w {
+                for c in cols {
                     p[c] /= sum;
-                    x[c] = (p[c] - self.mean[c]) / self.scale[c];
+                    x[c] = softmax_value(p[c], self.mean[c], self.inv_std[c]);
                 }
             }
         }
     }
 
-    /// ws.h_bar[0] (dL/dx) → ws.z_bar.
     #[inline(always)]
-    fn backward(&self, d: usize, ws: &mut Workspace) {
-        let x_bar = &ws.h_bar[0];
+    fn reverse_rows(&self, x_bar: &[f32], probs: &[f32], sig: &[f32], z_bar: &mut [f32]) {
+        let d = self.d();
         for row in 0..x_bar.len() / d {
             let r = row * d..(row + 1) * d;
-            let (xb, p, s, zb) = (
-                &x_bar[r.clone()],
-                &ws.probs[r.clone()],
-                &ws.sig[r.clone()],
-                &mut ws.z_bar[r],
-            );
+            let (xb, p, s, zb) = (&x_bar[r.clone()], &probs[r.clone()], &sig[r.clone()], &mut z_bar[r]);
             for &c in &self.cont_cols {
-                zb[c] = xb[c] * self.range[c] * s[c] * (1.0 - s[c]);
+                zb[c] = sigmoid_relax_reverse(xb[c], self.range[c], s[c]);
             }
             for &(off, w) in &self.cat_blocks {
                 let mut total = 0.0;
                 for c in off..off + w {
-                    zb[c] = p[c] * xb[c] / self.scale[c];
+                    zb[c] = softmax_reverse_t(p[c], xb[c], self.inv_std[c]);
                     total += zb[c];
                 }
                 for c in off..off + w {
-                    zb[c] = (zb[c] - p[c] * total) * self.scale[c];
+                    zb[c] = softmax_reverse(zb[c], p[c], total, self.std[c]);
                 }
             }
         }
@@ -356,15 +383,10 @@ impl HostProblem {
             }
             let (loss, alpha, beta) = match self.objective {
                 Objective::Cosine => {
-                    let nn = nn + 1e-30;
-                    let norm = nn.sqrt();
-                    let tn = self.tnorm as f64;
-                    let cos = dot / (norm * tn);
-                    // d(1 − cos)/dg = −t/(|g||t|) + cos·g/|g|².
-                    ((1.0 - cos) as f32, (-1.0 / (norm * tn)) as f32, (cos / nn) as f32)
+                    let (loss, alpha, beta) = cosine_terms(dot, nn, self.tnorm);
+                    (loss as f32, alpha as f32, beta as f32)
                 }
-                // d‖g − t‖²/dg = 2g − 2t.
-                Objective::SquaredError => (sq as f32, -2.0, 2.0),
+                Objective::SquaredError => (sq as f32, SQUARED_ERROR_ALPHA, SQUARED_ERROR_BETA),
             };
             ws.loss[k] = loss;
             if grad {
@@ -445,23 +467,29 @@ impl HostProblem {
     #[inline(always)]
     fn loss_and_grad(&self, z: &[f32], ws: &mut Workspace) {
         match &self.relax {
-            Some(r) => r.forward(z, self.d(), ws),
+            Some(r) => r.forward_rows(z, &mut ws.x, &mut ws.probs, &mut ws.sig),
             None => ws.x.copy_from_slice(z),
         }
         self.loss(ws, true);
         match &self.relax {
-            Some(r) => r.backward(self.d(), ws),
+            Some(r) => r.reverse_rows(&ws.h_bar[0], &ws.probs, &ws.sig, &mut ws.z_bar),
             None => ws.z_bar.copy_from_slice(&ws.h_bar[0]),
         }
     }
 }
 
-/// Per-member loss of rows already in encoded space ([N, B, d] row-major).
+/// Per-member loss of rows already in encoded space ([N, B, d] row-major), one member at a time
+/// on one small workspace (the anchor's scoring must not hold a whole ensemble's buffers).
 pub fn member_losses(p: &HostProblem, x: &[f32]) -> Vec<f32> {
-    let mut ws = Workspace::new(p, x.len() / (p.batch * p.d()));
-    ws.x.copy_from_slice(x);
-    p.loss(&mut ws, false);
-    ws.loss
+    let len = p.batch * p.d();
+    let mut ws = Workspace::new(p, 1);
+    x.chunks_exact(len)
+        .map(|member| {
+            ws.x.copy_from_slice(member);
+            p.loss(&mut ws, false);
+            ws.loss[0]
+        })
+        .collect()
 }
 
 /// Losses and d(Σ loss)/dz for all members at z ([N, B, d]), as one group; for tests.
@@ -469,16 +497,6 @@ pub fn loss_and_grad(p: &HostProblem, z: &[f32]) -> (Vec<f32>, Vec<f32>) {
     let mut ws = Workspace::new(p, z.len() / (p.batch * p.d()));
     p.loss_and_grad(z, &mut ws);
     (ws.loss, ws.z_bar)
-}
-
-/// The per-step constants of sign-Adam.
-struct AdamStep {
-    sign: bool,
-    b1: f32,
-    b2: f32,
-    step_size: f32,
-    inv_bc2: f32,
-    eps: f32,
 }
 
 /// A group of members optimised by one task: their rows, Adam moments and buffers.
@@ -493,16 +511,13 @@ struct Group<'a> {
 #[inline(always)]
 fn group_step_body(p: &HostProblem, gr: Group<'_>, a: &AdamStep) {
     p.loss_and_grad(gr.z, gr.ws);
-    for (((z, m), v), g) in
+    for (((z, m), v), &g) in
         gr.z.iter_mut()
             .zip(gr.m.iter_mut())
             .zip(gr.v.iter_mut())
             .zip(&gr.ws.z_bar)
     {
-        let g = if a.sign { sign(*g) } else { *g };
-        *m = a.b1 * *m + (1.0 - a.b1) * g;
-        *v = a.b2 * *v + (1.0 - a.b2) * g * g;
-        *z -= a.step_size * *m / ((*v * a.inv_bc2).sqrt() + a.eps);
+        (*z, *m, *v) = adam(*z, *m, *v, g, a);
     }
 }
 
@@ -543,76 +558,96 @@ fn group_size(members: usize) -> usize {
     members.div_ceil(threads).max(1)
 }
 
-/// The whole optimisation on the CPU; same contract as `inversion::invert`. It yields to the host
-/// at every progress report, so a browser or Node can deliver a cancellation meanwhile.
+/// The kernel's state: every member's z and Adam moments, and one workspace per group.
+struct CpuStepper<'a> {
+    p: &'a HostProblem,
+    members: usize,
+    per_group: usize,
+    z: Vec<f32>,
+    m: Vec<f32>,
+    v: Vec<f32>,
+    workspaces: Vec<Workspace>,
+    requested: std::collections::VecDeque<(usize, Vec<f32>)>,
+}
+
+impl Stepper for CpuStepper<'_> {
+    fn step(&mut self, adam: &AdamStep) -> Result<()> {
+        let chunk = self.per_group * self.p.batch * self.p.d();
+        let groups: Vec<Group<'_>> = self
+            .z
+            .chunks_mut(chunk)
+            .zip(self.m.chunks_mut(chunk))
+            .zip(self.v.chunks_mut(chunk))
+            .zip(self.workspaces.iter_mut())
+            .map(|(((z, m), v), ws)| Group { z, m, v, ws })
+            .collect();
+        let p = self.p;
+        for_each_group(groups, |gr| group_step(p, gr, adam));
+        Ok(())
+    }
+
+    fn request_losses(&mut self, step: usize) -> Result<()> {
+        let losses: Vec<f32> = self.workspaces.iter().flat_map(|ws| ws.loss.iter().copied()).collect();
+        debug_assert_eq!(losses.len(), self.members);
+        self.requested.push_back((step, losses));
+        Ok(())
+    }
+
+    async fn take_losses(&mut self) -> Result<Option<(usize, Vec<f32>)>> {
+        Ok(self.requested.pop_front())
+    }
+
+    /// The final relaxation of every member: only the rows and probabilities are kept.
+    async fn finish(self) -> Result<(Vec<f32>, Vec<f32>)> {
+        let Some(r) = &self.p.relax else {
+            return Ok((self.z, Vec::new()));
+        };
+        drop(self.workspaces);
+        let len = self.z.len();
+        let (mut x, mut probs, mut sig) = (vec![0f32; len], vec![0f32; len], vec![0f32; len]);
+        drop((self.m, self.v));
+        r.forward_rows(&self.z, &mut x, &mut probs, &mut sig);
+        Ok((x, probs))
+    }
+}
+
+/// The whole optimisation on the CPU; same contract as `inversion::invert`.
 pub async fn invert(
     p: &HostProblem,
     config: &InversionConfig,
+    cadence: Cadence,
     progress: &mut dyn FnMut(&Progress) -> bool,
 ) -> Result<Inversion> {
-    let (n, d) = (config.members, p.d());
-    let len = p.batch * d;
-    let opt = config.optimiser;
-    let start = web_time::Instant::now();
+    let n = config.members;
+    let len = p.batch * p.d();
     let per_group = group_size(n);
-    let mut z = super::inversion::member_starts(config);
-    let mut m = vec![0f32; n * len];
-    let mut v = vec![0f32; n * len];
-    let mut workspaces: Vec<Workspace> = z
+    let z = member_starts(config);
+    let workspaces = z
         .chunks(per_group * len)
         .map(|chunk| Workspace::new(p, chunk.len() / len))
         .collect();
-    let mut losses = Vec::with_capacity(n);
-    let mut loss_curve = Vec::new();
-    let (b1, b2) = (opt.beta1 as f32, opt.beta2 as f32);
-    for step in 1..=config.iterations {
-        let bc1 = 1.0 - opt.beta1.powi(step as i32);
-        let bc2 = 1.0 - opt.beta2.powi(step as i32);
-        let adam = AdamStep {
-            sign: opt.sign,
-            b1,
-            b2,
-            step_size: (opt.lr / bc1) as f32,
-            inv_bc2: (1.0 / bc2) as f32,
-            eps: opt.eps as f32,
-        };
-        let groups: Vec<Group<'_>> = z
-            .chunks_mut(per_group * len)
-            .zip(m.chunks_mut(per_group * len))
-            .zip(v.chunks_mut(per_group * len))
-            .zip(workspaces.iter_mut())
-            .map(|(((z, m), v), ws)| Group { z, m, v, ws })
-            .collect();
-        for_each_group(groups, |gr| group_step(p, gr, &adam));
-        if config.reports_at(step) {
-            losses.clear();
-            losses.extend(workspaces.iter().flat_map(|ws| ws.loss.iter().copied()));
-            record_step(step, config.iterations, &losses, start, &mut loss_curve, progress)?;
-            crate::runtime::yield_to_host().await;
-        }
-    }
-    // Final relaxation of every member.
-    let (x, probs) = match &p.relax {
-        Some(r) => {
-            let mut ws = Workspace::new(p, n);
-            r.forward(&z, d, &mut ws);
-            (ws.x, ws.probs)
-        }
-        None => (z, Vec::new()),
+    let stepper = CpuStepper {
+        p,
+        members: n,
+        per_group,
+        m: vec![0f32; n * len],
+        v: vec![0f32; n * len],
+        z,
+        workspaces,
+        requested: Default::default(),
     };
-    if x.iter().any(|v| !v.is_finite()) {
-        return Err(Error::NonFinite("reconstructed rows hold NaN or infinity".into()));
-    }
-    Ok(Inversion { x, probs, loss_curve })
+    drive(stepper, config, cadence, progress).await
 }
 
-/// Zero the entries of `v` where the ReLU output `h` is not positive (branch-free, so it vectorises).
 /// G = α·t + β·g, in place over one member's gradient tensor.
 #[inline(always)]
 fn mix(g: &mut [f32], t: &[f32], alpha: f32, beta: f32) {
-    g.iter_mut().zip(t).for_each(|(a, c)| *a = alpha * c + beta * *a);
+    g.iter_mut()
+        .zip(t)
+        .for_each(|(a, &c)| *a = objective_gradient(c, alpha, *a, beta));
 }
 
+/// Zero the entries of `v` where the ReLU output `h` is not positive (branch-free, so it vectorises).
 #[inline(always)]
 fn relu_mask(v: &mut [f32], h: &[f32]) {
     v.iter_mut()
@@ -640,16 +675,4 @@ fn dot_f32(a: &[f32], b: &[f32]) -> f64 {
         }
     }
     lanes.iter().map(|&v| v as f64).sum::<f64>() + tail
-}
-
-/// torch.sign: 0 at 0.
-#[inline(always)]
-fn sign(g: f32) -> f32 {
-    if g > 0.0 {
-        1.0
-    } else if g < 0.0 {
-        -1.0
-    } else {
-        0.0
-    }
 }

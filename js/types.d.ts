@@ -1,0 +1,274 @@
+// Generated from the engine's Rust types by tests/typescript.rs (ts-rs): do not edit.
+// Regenerate with `LEAKSCOPE_UPDATE_TYPES=1 cargo test --test typescript`.
+
+/**
+ * An attack as a caller describes it in one object: the table's reading (label, kinds, columns
+ * left out) and the attack's settings. The npm package's `run` takes this (camelCase); every
+ * field but `label` has the engine's default.
+ */
+export type RunOptions = { 
+/**
+ * Name of the label column.
+ */
+label: string, 
+/**
+ * Column name → kind, replacing the inferred kind.
+ */
+kinds?: { [key in string]?: ColumnKind }, 
+/**
+ * Columns to leave out.
+ */
+ignore?: Array<string>, attack?: AttackKind, batchSize?: number, ensemble?: number, iterations?: number, seed?: number, labels?: LabelMode, hidden?: Array<number>, 
+/**
+ * Adam's step; default 0.1 for TabLeak, 0.06 for the baselines.
+ */
+lr?: number, 
+/**
+ * Report progress (and check for cancellation) at least every this many steps.
+ */
+reportEvery?: number, };
+
+export type AttackKind = "tableak" | "cosine" | "dlg" | "random";
+
+export type LabelMode = "known" | "restored";
+
+export type ColumnKind = "categorical" | "continuous";
+
+export type SchemaSummary = { columns: Array<ColumnInfo>, rows: number, 
+/**
+ * Rows with a missing value in any column (dropped by default).
+ */
+rows_with_missing: number, 
+/**
+ * Columns with 2..=20 distinct values, the likely labels, most plausible first.
+ */
+label_candidates: Array<string>, };
+
+/**
+ * What a person sees before running: one entry per CSV column.
+ */
+export type ColumnInfo = { name: string, kind: ColumnKind, distinct: number, missing: number, 
+/**
+ * A handful of example values, for display.
+ */
+examples: Array<string>, };
+
+/**
+ * Progress of a long computation, as reported to the caller.
+ */
+export type Progress = { phase: string, step: number, of: number, 
+/**
+ * Mean loss over the ensemble at this step, when one was read back.
+ */
+loss: number | null, elapsed: number, };
+
+export type Report = { attack: AttackKind, backend: BackendInfo, seconds: number, config: AttackConfig, accuracy: Accuracy, 
+/**
+ * Total accuracy of rows drawn from the marginals, on the same batch.
+ */
+random_baseline: number, random_accuracy: Accuracy, gain_over_random: number, 
+/**
+ * Share of the batch's labels the server had right (1 with known labels).
+ */
+label_accuracy: number, features: Array<FeatureHeader>, rows: Array<RowReport>, entropy_buckets: Array<EntropyBucket>, confidence_levels: ConfidenceLevels, loss_curve: Array<[number, number]>, table_rows: number, dropped_rows: number, warnings: Array<string>, };
+
+export type Accuracy = { total: number, categorical: number | null, continuous: number | null, 
+/**
+ * Per feature, in table order.
+ */
+per_feature: Array<number>, 
+/**
+ * Share of rows recovered on every feature.
+ */
+exact_rows: number, };
+
+export type FeatureHeader = { name: string, kind: ColumnKind, };
+
+/**
+ * One true row beside the reconstructed row matched to it.
+ */
+export type RowReport = { truth: Array<string>, reconstructed: Array<string>, correct: Array<boolean>, 
+/**
+ * Per cell, lower = more confident; null for attacks without an ensemble.
+ */
+entropy: Array<number | null>, 
+/**
+ * Per cell, the entropy read on `confidence_levels`.
+ */
+confidence: Array<Confidence>, };
+
+/**
+ * How far the attacker can trust a reconstructed cell, from the ensemble's entropy.
+ */
+export type Confidence = "high" | "medium" | "low" | "none";
+
+/**
+ * The entropy below which a cell is of high, and of medium, confidence, per feature kind. The same
+ * scale as `entropy_buckets`' first two edges.
+ */
+export type ConfidenceLevels = { categorical: [number, number], continuous: [number, number], };
+
+/**
+ * Accuracy of the cells whose entropy falls in [from, to); a null edge is unbounded.
+ */
+export type EntropyBucket = { kind: ColumnKind, from: number | null, to: number | null, cells: number, accuracy: number | null, };
+
+export type AttackConfig = { attack: AttackKind, batch_size: number, ensemble: number, iterations: number, seed: number, labels: LabelMode, hidden: Array<number>, defence: Defence | null, 
+/**
+ * None: the attack's own default (`AttackKind::default_optimiser`).
+ */
+optimiser: Optimiser | null, 
+/**
+ * Read the loss back (and report progress) every this many steps. On a GPU the engine may
+ * report less often, so that a slow readback never stalls the device (see `attack::cadence`).
+ */
+report_every: number, };
+
+/**
+ * Adam fed the sign of the gradient, as the reference runs it.
+ */
+export type Optimiser = { lr: number, beta1: number, beta2: number, eps: number, sign: boolean, };
+
+export type Defence = { 
+/**
+ * Clipping norm C; without it no clipping happens and noise is σ·N(0, I).
+ */
+clip: number | null, 
+/**
+ * Noise multiplier σ (the reference's "DP" knob: 0.001, 0.01, 0.1).
+ */
+noise: number, };
+
+/**
+ * The backend that really ran, and why: what the page's badge, the report and the CLI show.
+ */
+export type BackendInfo = { kind: BackendKind, engine: StepEngine, 
+/**
+ * The device or adapter, as the driver or the browser names it.
+ */
+adapter: string | null, 
+/**
+ * A software adapter (SwiftShader, lavapipe, …): correct, far slower than a GPU.
+ */
+software: boolean, 
+/**
+ * Why this backend runs rather than another, when there was a choice (auto) or a fallback.
+ */
+fallback_reason: string | null, 
+/**
+ * Workers the ensemble was split over (browsers; 1 natively, where threads share one process).
+ */
+workers: number, 
+/**
+ * CPU threads per worker.
+ */
+threads: number, 
+/**
+ * What `auto` measured before choosing (empty when nothing was timed).
+ */
+rates: Array<MeasuredRate>, 
+/**
+ * One line for people, e.g. "wgpu (CubeCL kernels; WebGPU: nvidia ampere)".
+ */
+label: string, };
+
+/**
+ * Where an attack runs.
+ */
+export type BackendKind = "cpu" | "wgpu" | "cuda";
+
+/**
+ * What computes the inversion's steps on that backend.
+ */
+export type StepEngine = "definition" | "cpu-kernel" | "cube-kernels";
+
+/**
+ * A measured rate of the attack's steps on one backend, for the problem at hand.
+ */
+export type MeasuredRate = { kind: BackendKind, adapter: string | null, 
+/**
+ * Steps of the whole ensemble per second (on the CPU: with the ensemble split over `workers`).
+ */
+steps_per_second: number, 
+/**
+ * Steps timed (after one warm-up step).
+ */
+steps: number, workers: number, };
+
+/**
+ * What an engine runs on: the backend(s) it holds, and for `auto` the candidates it times.
+ */
+export type EngineInfo = { 
+/**
+ * "cpu", "webgpu" or "auto".
+ */
+choice: string, 
+/**
+ * The backends this engine can run on, the CPU last.
+ */
+candidates: Array<BackendInfo>, 
+/**
+ * Why a candidate is missing (no WebGPU adapter, its device failed to start).
+ */
+fallback_reason: string | null, 
+/**
+ * One line for people.
+ */
+label: string, };
+
+/**
+ * The engine's limits, for a page to check input before handing it over.
+ */
+export type Limits = { 
+/**
+ * Largest CSV the engine reads, in bytes.
+ */
+maxCsvBytes: number, 
+/**
+ * Most workers one ensemble is split over.
+ */
+maxWorkers: number, };
+
+/**
+ * Which members of the ensemble one call inverts. A page splits the ensemble over several workers
+ * (wasm has one thread each); every member starts from the same draw however it is split.
+ */
+export type MemberRange = { first: number, count: number, };
+
+/**
+ * How a page runs one attack: which backend, the measurements still to take, and the shares of a
+ * split CPU run.
+ */
+export type RunPlan = { 
+/**
+ * None while `probe` has measurements to take.
+ */
+kind: BackendKind | null, 
+/**
+ * Time the GPU on the whole problem, and one CPU worker on `cpu_share`, then `decide`.
+ */
+probe: Probe | null, 
+/**
+ * The members each CPU worker inverts (one share: no split).
+ */
+shares: Array<MemberRange>, 
+/**
+ * Helper workers the run needs.
+ */
+helpers: number, };
+
+export type Probe = { warmup: number, steps: number, 
+/**
+ * What the GPU times: the whole ensemble.
+ */
+whole: MemberRange, 
+/**
+ * The share one CPU worker times: what each of the workers would run.
+ */
+cpu_share: MemberRange, };
+
+/**
+ * What `auto` chose and why.
+ */
+export type Decision = { kind: BackendKind, reason: string, rates: Array<MeasuredRate>, };
+

@@ -1,0 +1,523 @@
+//! The inversion on a GPU: the step as CubeCL kernels (`cube_kernels`), launched on the device
+//! burn's wgpu (or CUDA) backend opened, on buffers uploaded once. A step is 5·L + 2 launches
+//! for L layers (17 for the default 100-100 network) and nothing is read back but the losses the
+//! driver asks for, with the copy started at once and awaited a report later.
+use std::collections::VecDeque;
+
+use burn::backend::DispatchDevice;
+use burn::cubecl;
+use cubecl::prelude::*;
+use cubecl::server::Handle;
+
+use super::cpu::HostProblem;
+use super::cube_kernels as k;
+use crate::attack::driver::{Cadence, Inversion, InversionConfig, Progress, Stepper, drive, member_starts};
+use crate::attack::objective::Objective;
+use crate::attack::pointwise::AdamStep;
+use crate::error::{Error, Result};
+use crate::runtime::Runtime;
+
+/// Units per cube of the element-wise kernels and of `param_grad`'s reduction.
+const BLOCK: usize = 256;
+
+type ReadResult = std::result::Result<Vec<cubecl::bytes::Bytes>, cubecl::server::ServerError>;
+
+/// A read of one buffer, started now and finished later. In a browser it runs as a task of its own
+/// on the page's event loop, so the copy is enqueued at once (behind the kernels already launched)
+/// while the driver goes on launching steps; natively a read's round trip is short, and it is
+/// taken at once.
+enum LossRead {
+    Done(ReadResult),
+    #[cfg(target_arch = "wasm32")]
+    Pending(async_channel::Receiver<ReadResult>),
+}
+
+impl LossRead {
+    fn start(client: &Client, handle: Handle) -> LossRead {
+        #[cfg(target_arch = "wasm32")]
+        {
+            let (tx, rx) = async_channel::bounded(1);
+            let client = client.clone();
+            wasm_bindgen_futures::spawn_local(async move {
+                let _ = tx.send(client.read_async(vec![handle]).await).await;
+            });
+            LossRead::Pending(rx)
+        }
+        #[cfg(not(target_arch = "wasm32"))]
+        LossRead::Done(client.read(vec![handle]))
+    }
+
+    async fn finish(self) -> ReadResult {
+        match self {
+            LossRead::Done(r) => r,
+            #[cfg(target_arch = "wasm32")]
+            LossRead::Pending(rx) => rx
+                .recv()
+                .await
+                .unwrap_or_else(|_| Err(cubecl::server::ServerError::Generic("the read was dropped".into()))),
+        }
+    }
+}
+
+/// The cubecl client of the device a runtime opened.
+pub fn client(runtime: &Runtime) -> Result<Client> {
+    match runtime.device.as_dispatch() {
+        DispatchDevice::Cube(device) => Ok(device.client()),
+        #[allow(unreachable_patterns)]
+        _ => Err(Error::Device(format!(
+            "{} has no GPU device for the CubeCL kernels",
+            runtime.info.label
+        ))),
+    }
+}
+
+fn upload(client: &Client, values: &[f32]) -> Handle {
+    // An empty buffer cannot be bound: every binding holds at least one value.
+    if values.is_empty() {
+        return client.create_from_slice(f32::as_bytes(&[0.0]));
+    }
+    client.create_from_slice(f32::as_bytes(values))
+}
+
+fn zeros(client: &Client, len: usize) -> Handle {
+    upload(client, &vec![0.0; len.max(1)])
+}
+
+fn buf(h: &Handle, len: usize) -> BufferArg {
+    // SAFETY: every handle passed here was created by this module with at least `len.max(1)` f32s.
+    unsafe { BufferArg::from_raw_parts(h.clone(), len.max(1)) }
+}
+
+fn cubes(client: &Client, units: usize) -> (CubeCount, CubeDim) {
+    let dim = CubeDim::new_1d(BLOCK as u32);
+    (cubecl::calculate_cube_count_elemwise(client, units.max(1), dim), dim)
+}
+
+/// Shapes of one inversion.
+struct Dims {
+    /// [d, hidden..., classes]
+    sizes: Vec<usize>,
+    rows: usize,
+    batch: usize,
+    members: usize,
+    d: usize,
+    features: usize,
+    /// Slots of `partials` per member: the chunks of every layer's parameters.
+    slots: usize,
+}
+
+impl Dims {
+    fn layers(&self) -> usize {
+        self.sizes.len() - 1
+    }
+    fn params(&self, l: usize) -> usize {
+        self.sizes[l] * self.sizes[l + 1] + self.sizes[l + 1]
+    }
+    fn chunks(&self, l: usize) -> usize {
+        self.params(l).div_ceil(BLOCK)
+    }
+}
+
+struct CubeStepper {
+    client: Client,
+    dims: Dims,
+    relaxed: bool,
+    cosine: bool,
+    target_norm: f32,
+    // constants
+    lc: Vec<Handle>,
+    rc: Handle,
+    segments: Handle,
+    segments_host: Vec<u32>,
+    onehot: Handle,
+    // state
+    z: Handle,
+    moments: Handle,
+    // per step
+    x: Handle,
+    aux: Handle,
+    /// Hidden layers' outputs, then the softmax.
+    h: Vec<Handle>,
+    delta: Vec<Handle>,
+    g: Vec<Handle>,
+    partials: Handle,
+    coef: Handle,
+    bars: Vec<Handle>,
+    /// dL/da of hidden layers (masked), then dL/dx.
+    back: Vec<Handle>,
+    losses: Handle,
+    requested: VecDeque<(usize, LossRead)>,
+}
+
+impl CubeStepper {
+    fn new(client: Client, p: &HostProblem, config: &InversionConfig) -> CubeStepper {
+        let sizes = p.sizes().to_vec();
+        let layers = sizes.len() - 1;
+        let (n, b, d) = (config.members, p.batch(), p.d());
+        let rows = n * b;
+        let segments_host: Vec<u32> = p
+            .segments()
+            .iter()
+            .flat_map(|&(o, w, cat)| [o as u32, w as u32, cat as u32])
+            .collect();
+        let features = segments_host.len() / 3;
+        let mut dims = Dims {
+            sizes: sizes.clone(),
+            rows,
+            batch: b,
+            members: n,
+            d,
+            features,
+            slots: 0,
+        };
+        dims.slots = (0..layers).map(|l| dims.chunks(l)).sum();
+        let lc = (0..layers)
+            .map(|l| {
+                let (w, bias) = p.layer(l);
+                let (tw, tb) = p.observed(l);
+                let all: Vec<f32> = w.iter().chain(bias).chain(tw).chain(tb).copied().collect();
+                upload(&client, &all)
+            })
+            .collect();
+        let rc = p
+            .relax_constants()
+            .map_or_else(|| zeros(&client, k::RC_ROWS * d), |rc| upload(&client, &rc));
+        let segments = client.create_from_slice(u32::as_bytes(&segments_host));
+        let segments_host = segments_host.clone();
+        let onehot = upload(&client, p.onehot());
+        let z = upload(&client, &member_starts(config));
+        let moments = zeros(&client, 2 * rows * d);
+        let per_layer = |f: &dyn Fn(usize) -> usize| (0..layers).map(|l| zeros(&client, f(l))).collect::<Vec<_>>();
+        CubeStepper {
+            relaxed: p.relax_constants().is_some(),
+            cosine: p.objective() == Objective::Cosine,
+            target_norm: p.target_norm(),
+            lc,
+            rc,
+            segments,
+            segments_host,
+            onehot,
+            z,
+            moments,
+            x: zeros(&client, rows * d),
+            aux: zeros(&client, rows * d),
+            h: per_layer(&|l| rows * sizes[l + 1]),
+            delta: per_layer(&|l| rows * sizes[l + 1]),
+            g: per_layer(&|l| n * dims.params(l)),
+            partials: zeros(&client, n * dims.slots * 3),
+            coef: zeros(&client, 2 * n),
+            bars: per_layer(&|l| rows * (sizes[l] + sizes[l + 1])),
+            back: per_layer(&|l| rows * sizes[l]),
+            losses: zeros(&client, n),
+            requested: VecDeque::new(),
+            dims,
+            client,
+        }
+    }
+
+    /// The rows layer 0 sees: the relaxed x, or z itself for the baselines.
+    fn input0(&self) -> &Handle {
+        if self.relaxed { &self.x } else { &self.z }
+    }
+
+    /// Layer l's input: x for the first, the hidden output below otherwise.
+    fn input(&self, l: usize) -> &Handle {
+        if l == 0 { self.input0() } else { &self.h[l - 1] }
+    }
+
+    fn step_kernels(&mut self, a: &AdamStep) {
+        let c = &self.client;
+        let dm = &self.dims;
+        let (rows, d, feats, layers) = (dm.rows, dm.d, dm.features, dm.layers());
+        let s = &dm.sizes;
+        let inv_batch = 1.0 / dm.batch as f32;
+        if self.relaxed {
+            let (count, dim) = cubes(c, rows * feats);
+            k::relax_forward::launch(
+                c,
+                count,
+                dim,
+                buf(&self.z, rows * d),
+                buf(&self.rc, k::RC_ROWS * d),
+                // SAFETY: created with 3 u32 per feature.
+                unsafe { BufferArg::from_raw_parts(self.segments.clone(), 3 * feats) },
+                buf(&self.x, rows * d),
+                buf(&self.aux, rows * d),
+                rows,
+                d,
+                feats,
+            );
+        }
+        // Forward: hidden layers, then the output layer's softmax and δ.
+        for l in 0..layers - 1 {
+            let (count, dim) = cubes(c, rows * s[l + 1]);
+            k::dense_relu::launch(
+                c,
+                count,
+                dim,
+                buf(self.input(l), rows * s[l]),
+                buf(&self.lc[l], 2 * dm.params(l)),
+                buf(&self.h[l], rows * s[l + 1]),
+                rows,
+                s[l],
+                s[l + 1],
+            );
+        }
+        let top = layers - 1;
+        let classes = s[layers];
+        let (count, dim) = cubes(c, rows);
+        k::output_delta::launch(
+            c,
+            count,
+            dim,
+            buf(self.input(top), rows * s[top]),
+            buf(&self.lc[top], 2 * dm.params(top)),
+            buf(&self.onehot, dm.batch * classes),
+            buf(&self.h[top], rows * classes),
+            buf(&self.delta[top], rows * classes),
+            rows,
+            s[top],
+            classes,
+            dm.batch,
+            inv_batch,
+        );
+        // Backward: δ of each layer below.
+        for l in (1..layers).rev() {
+            let (count, dim) = cubes(c, rows * s[l]);
+            k::delta_back::launch(
+                c,
+                count,
+                dim,
+                buf(&self.delta[l], rows * s[l + 1]),
+                buf(&self.lc[l], 2 * dm.params(l)),
+                buf(&self.h[l - 1], rows * s[l]),
+                buf(&self.delta[l - 1], rows * s[l]),
+                rows,
+                s[l],
+                s[l + 1],
+            );
+        }
+        // Parameter gradients and their partial sums, then each member's objective.
+        let mut slot = 0;
+        for l in 0..layers {
+            let chunks = dm.chunks(l);
+            k::param_grad::launch(
+                c,
+                CubeCount::Static(chunks as u32, dm.members as u32, 1),
+                CubeDim::new_1d(BLOCK as u32),
+                buf(self.input(l), rows * s[l]),
+                buf(&self.delta[l], rows * s[l + 1]),
+                buf(&self.lc[l], 2 * dm.params(l)),
+                buf(&self.g[l], dm.members * dm.params(l)),
+                buf(&self.partials, dm.members * dm.slots * 3),
+                dm.batch,
+                s[l],
+                s[l + 1],
+                slot,
+                dm.slots,
+                BLOCK,
+            );
+            slot += chunks;
+        }
+        let (count, dim) = cubes(c, dm.members);
+        k::finalize::launch(
+            c,
+            count,
+            dim,
+            buf(&self.partials, dm.members * dm.slots * 3),
+            buf(&self.coef, 2 * dm.members),
+            buf(&self.losses, dm.members),
+            dm.members,
+            dm.slots,
+            self.target_norm,
+            self.cosine as u32,
+        );
+        // Reverse of each layer's gradient, bottom up (each adds the layer below's dL/dδ).
+        for l in 0..layers {
+            let width = s[l] + s[l + 1];
+            let below = if l > 0 { &self.bars[l - 1] } else { &self.coef };
+            let below_len = if l > 0 {
+                rows * (s[l - 1] + s[l])
+            } else {
+                2 * dm.members
+            };
+            let (count, dim) = cubes(c, rows * width);
+            k::reverse_layer::launch(
+                c,
+                count,
+                dim,
+                buf(&self.delta[l], rows * s[l + 1]),
+                buf(&self.g[l], dm.members * dm.params(l)),
+                buf(&self.lc[l], 2 * dm.params(l)),
+                buf(&self.coef, 2 * dm.members),
+                buf(self.input(l), rows * s[l]),
+                buf(below, below_len),
+                buf(&self.bars[l], rows * width),
+                rows,
+                dm.batch,
+                s[l],
+                s[l + 1],
+                if l > 0 { s[l - 1] } else { 0 },
+                l > 0,
+            );
+        }
+        // Back through the forward pass, top down, to dL/dx in back[0].
+        for l in (0..layers).rev() {
+            let (count, dim) = cubes(c, rows * s[l]);
+            let mask = if l > 0 { &self.h[l - 1] } else { &self.x };
+            if l == top {
+                k::back_top::launch(
+                    c,
+                    count,
+                    dim,
+                    buf(&self.bars[l], rows * (s[l] + classes)),
+                    buf(&self.h[top], rows * classes),
+                    buf(&self.lc[l], 2 * dm.params(l)),
+                    buf(mask, rows * s[l]),
+                    buf(&self.back[l], rows * s[l]),
+                    rows,
+                    s[l],
+                    classes,
+                    inv_batch,
+                    l > 0,
+                );
+            } else {
+                k::back_hidden::launch(
+                    c,
+                    count,
+                    dim,
+                    buf(&self.bars[l], rows * (s[l] + s[l + 1])),
+                    buf(&self.back[l + 1], rows * s[l + 1]),
+                    buf(&self.lc[l], 2 * dm.params(l)),
+                    buf(mask, rows * s[l]),
+                    buf(&self.back[l], rows * s[l]),
+                    rows,
+                    s[l],
+                    s[l + 1],
+                    l > 0,
+                );
+            }
+        }
+        let (count, dim) = cubes(c, rows * feats);
+        k::relax_back_adam::launch(
+            c,
+            count,
+            dim,
+            buf(&self.back[0], rows * d),
+            buf(&self.aux, rows * d),
+            buf(&self.rc, k::RC_ROWS * d),
+            // SAFETY: created with 3 u32 per feature.
+            unsafe { BufferArg::from_raw_parts(self.segments.clone(), 3 * feats) },
+            buf(&self.z, rows * d),
+            buf(&self.moments, 2 * rows * d),
+            rows,
+            d,
+            feats,
+            a.beta1,
+            a.beta2,
+            a.step_size,
+            a.inv_bias2,
+            a.eps,
+            a.sign as u32,
+            self.relaxed as u32,
+        );
+    }
+
+    async fn read(&self, handle: &Handle) -> Result<Vec<f32>> {
+        let bytes = self
+            .client
+            .read_async(vec![handle.clone()])
+            .await
+            .map_err(|e| Error::Device(format!("reading back from the GPU failed: {e:?}")))?;
+        Ok(f32::from_bytes(&bytes[0]).to_vec())
+    }
+}
+
+impl Stepper for CubeStepper {
+    fn step(&mut self, adam: &AdamStep) -> Result<()> {
+        // Each step writes its losses to a buffer of its own, so a read requested for one step is
+        // not overwritten by the next (the pool hands back the same few buffers).
+        self.losses = self.client.empty(4 * self.dims.members);
+        self.step_kernels(adam);
+        Ok(())
+    }
+
+    fn request_losses(&mut self, step: usize) -> Result<()> {
+        let read = LossRead::start(&self.client, self.losses.clone());
+        self.requested.push_back((step, read));
+        Ok(())
+    }
+
+    async fn take_losses(&mut self) -> Result<Option<(usize, Vec<f32>)>> {
+        let Some((step, read)) = self.requested.pop_front() else {
+            return Ok(None);
+        };
+        let bytes = read
+            .finish()
+            .await
+            .map_err(|e| Error::Device(format!("reading the losses back from the GPU failed: {e:?}")))?;
+        Ok(Some((step, f32::from_bytes(&bytes[0]).to_vec())))
+    }
+
+    async fn finish(mut self) -> Result<(Vec<f32>, Vec<f32>)> {
+        let dm = &self.dims;
+        let (rows, d, feats) = (dm.rows, dm.d, dm.features);
+        if !self.relaxed {
+            let z = self.read(&self.z).await?;
+            return Ok((z, Vec::new()));
+        }
+        let (count, dim) = cubes(&self.client, rows * feats);
+        k::relax_forward::launch(
+            &self.client,
+            count,
+            dim,
+            buf(&self.z, rows * d),
+            buf(&self.rc, k::RC_ROWS * d),
+            // SAFETY: created with 3 u32 per feature.
+            unsafe { BufferArg::from_raw_parts(self.segments.clone(), 3 * feats) },
+            buf(&self.x, rows * d),
+            buf(&self.aux, rows * d),
+            rows,
+            d,
+            feats,
+        );
+        let x = self.read(&self.x).await?;
+        let aux = self.read(&self.aux).await?;
+        self.requested.clear();
+        // aux holds σ(z) on continuous columns; the probabilities are only the categorical ones.
+        let cat = self.dims_categorical_mask();
+        let probs = aux
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| if cat[i % d] { v } else { 0.0 })
+            .collect();
+        Ok((x, probs))
+    }
+}
+
+impl CubeStepper {
+    fn dims_categorical_mask(&self) -> Vec<bool> {
+        let mut mask = vec![false; self.dims.d];
+        let segs = self.segments_host.as_slice();
+        for s in segs.chunks_exact(3) {
+            if s[2] == 1 {
+                for c in s[0]..s[0] + s[1] {
+                    mask[c as usize] = true;
+                }
+            }
+        }
+        mask
+    }
+}
+
+/// The whole optimisation on the runtime's GPU; same contract as `inversion::invert`.
+pub async fn invert(
+    runtime: &Runtime,
+    p: &HostProblem,
+    config: &InversionConfig,
+    cadence: Cadence,
+    progress: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<Inversion> {
+    let stepper = CubeStepper::new(client(runtime)?, p, config);
+    drive(stepper, config, cadence, progress).await
+}

@@ -1,0 +1,180 @@
+//! The accelerators against the definition they accelerate. The definition (`attack::inversion`,
+//! burn tensor ops) runs its whole optimisation loop on burn's CPU backend; the fused CPU kernel,
+//! and on wgpu the CubeCL kernels, must follow it step by step: the same loss at every step and
+//! the same relaxed batch after 50 steps, within f32 rounding, and the same report on a short
+//! seeded attack.
+use leakscope::table::{Dataset, DatasetOptions, parse_csv};
+use leakscope::{AttackConfig, AttackKind, MemberRange, Members, Report, Runtime, invert_members, run_attack};
+
+/// Largest difference allowed between two paths' relaxed values after 50 steps, in standardised
+/// units (a one-hot column spans about 3 of them, a continuous one 4 to 10).
+const X_TOL: f32 = 1e-4;
+/// Largest relative difference between two paths' mean loss at any step.
+const LOSS_TOL: f64 = 1e-4;
+
+fn adult() -> Dataset {
+    let path = format!("{}/data/adult-sample.csv", env!("CARGO_MANIFEST_DIR"));
+    let raw = parse_csv(&std::fs::read(path).unwrap(), usize::MAX).unwrap();
+    Dataset::from_raw(
+        &raw,
+        &DatasetOptions {
+            label: "salary".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+fn config(attack: AttackKind, iterations: usize, seed: u64) -> AttackConfig {
+    AttackConfig {
+        attack,
+        batch_size: 8,
+        ensemble: 4,
+        iterations,
+        seed,
+        report_every: 1,
+        ..Default::default()
+    }
+}
+
+fn invert(rt: &Runtime, data: &Dataset, config: &AttackConfig) -> Members {
+    let range = MemberRange {
+        first: 0,
+        count: config.members(),
+    };
+    pollster::block_on(invert_members(rt, data, config, range, &mut |_| true)).unwrap()
+}
+
+fn attack(rt: &Runtime, data: &Dataset, config: &AttackConfig) -> Report {
+    pollster::block_on(run_attack(rt, data, config, &mut |_| true)).unwrap()
+}
+
+/// `fast` follows `reference`: every step's mean loss, and the final relaxed rows and probabilities.
+fn assert_follows(what: &str, reference: &Members, fast: &Members) {
+    assert_eq!(
+        reference.loss_curve.len(),
+        fast.loss_curve.len(),
+        "{what}: steps reported"
+    );
+    let mut worst_loss = 0f64;
+    for (&(s1, l1), &(s2, l2)) in reference.loss_curve.iter().zip(&fast.loss_curve) {
+        assert_eq!(s1, s2);
+        let rel = (l1 - l2).abs() / l1.abs().max(1e-3);
+        worst_loss = worst_loss.max(rel);
+        assert!(
+            rel <= LOSS_TOL,
+            "{what}: step {s1}: loss {l2} against {l1} (relative {rel:.1e})"
+        );
+    }
+    let worst = |a: &[f32], b: &[f32]| {
+        assert_eq!(a.len(), b.len(), "{what}: lengths");
+        a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max)
+    };
+    let (dx, dp) = (worst(&reference.x, &fast.x), worst(&reference.probs, &fast.probs));
+    eprintln!(
+        "{what}: {} steps, worst loss difference {worst_loss:.1e} (relative), worst |Δx| {dx:.1e}, |Δp| {dp:.1e}",
+        reference.loss_curve.len()
+    );
+    assert!(
+        dx <= X_TOL,
+        "{what}: relaxed rows differ by {dx} after {} steps",
+        reference.loss_curve.len()
+    );
+    assert!(dp <= X_TOL, "{what}: probabilities differ by {dp}");
+}
+
+#[test]
+fn the_cpu_kernel_follows_the_definition_step_by_step() {
+    let data = adult();
+    let definition = Runtime::cpu().definition();
+    let kernel = Runtime::cpu();
+    for attack in [AttackKind::Tableak, AttackKind::Cosine, AttackKind::Dlg] {
+        let c = config(attack, 50, 5);
+        assert_follows(
+            &format!("{attack} kernel"),
+            &invert(&definition, &data, &c),
+            &invert(&kernel, &data, &c),
+        );
+    }
+}
+
+#[test]
+fn the_cpu_kernel_gives_the_definitions_report() {
+    let data = adult();
+    let c = AttackConfig {
+        report_every: 25,
+        ..config(AttackKind::Tableak, 150, 2)
+    };
+    let (a, b) = (
+        attack(&Runtime::cpu().definition(), &data, &c),
+        attack(&Runtime::cpu(), &data, &c),
+    );
+    assert_eq!(
+        a.rows.iter().map(|r| &r.reconstructed).collect::<Vec<_>>(),
+        b.rows.iter().map(|r| &r.reconstructed).collect::<Vec<_>>()
+    );
+    assert_eq!(a.accuracy, b.accuracy);
+    assert!(
+        a.accuracy.total > a.random_baseline,
+        "the short attack learned something"
+    );
+}
+
+/// The GPU kernels on burn's wgpu backend (Mesa's lavapipe in CI): where LEAKSCOPE_WGPU=1 says a
+/// Vulkan driver is installed (scripts/test.sh sets it); there a missing adapter is a failure.
+#[test]
+fn the_gpu_kernels_follow_the_definition_step_by_step() {
+    if std::env::var("LEAKSCOPE_WGPU").as_deref() != Ok("1") {
+        eprintln!("LEAKSCOPE_WGPU is not 1: GPU kernels not run");
+        return;
+    }
+    let gpu = pollster::block_on(Runtime::wgpu())
+        .expect("a wgpu adapter")
+        .fixed_cadence();
+    eprintln!("wgpu: {}", gpu.info.label);
+    let data = adult();
+    let definition = Runtime::cpu().definition();
+    for attack in [AttackKind::Tableak, AttackKind::Cosine, AttackKind::Dlg] {
+        let c = config(attack, 50, 5);
+        assert_follows(
+            &format!("{attack} GPU kernels"),
+            &invert(&definition, &data, &c),
+            &invert(&gpu, &data, &c),
+        );
+    }
+    let c = AttackConfig {
+        report_every: 25,
+        ..config(AttackKind::Tableak, 150, 2)
+    };
+    let (a, b) = (attack(&definition, &data, &c), attack(&gpu, &data, &c));
+    assert_eq!(
+        a.rows.iter().map(|r| &r.reconstructed).collect::<Vec<_>>(),
+        b.rows.iter().map(|r| &r.reconstructed).collect::<Vec<_>>()
+    );
+    assert_eq!(a.accuracy, b.accuracy);
+    assert_eq!(b.backend.kind, leakscope::BackendKind::Wgpu);
+}
+
+/// A step of the GPU kernels is at most 25 kernel launches (issue 7's target), counted by
+/// cubecl's launch observer on lavapipe.
+#[test]
+fn a_gpu_step_takes_few_kernel_launches() {
+    if std::env::var("LEAKSCOPE_WGPU").as_deref() != Ok("1") {
+        eprintln!("LEAKSCOPE_WGPU is not 1: launches not counted");
+        return;
+    }
+    let gpu = pollster::block_on(Runtime::wgpu()).expect("a wgpu adapter");
+    let data = adult();
+    let per_step = |steps: usize| {
+        let c = AttackConfig {
+            report_every: 1000,
+            ..config(AttackKind::Tableak, steps, 1)
+        };
+        leakscope::runtime::count_launches(|| invert(&gpu, &data, &c)).0
+    };
+    // The difference between two run lengths leaves out the setup and the final relaxation.
+    let launches = (per_step(12) - per_step(2)) as f64 / 10.0;
+    eprintln!("{launches} launches per step");
+    assert!(launches <= 25.0, "{launches} launches per step");
+    assert!(launches >= 5.0, "the observer saw the kernels ({launches} per step)");
+}

@@ -1,0 +1,74 @@
+//! The npm package's TypeScript declarations of everything that crosses the JS boundary are
+//! generated from the Rust types (ts-rs), into js/types.d.ts. This test regenerates them and fails
+//! when the committed file differs, so the declarations cannot drift from the engine;
+//! `LEAKSCOPE_UPDATE_TYPES=1 cargo test --test typescript` rewrites the file.
+use ts_rs::TS;
+
+use leakscope::assess::scoring::Accuracy;
+use leakscope::attack::Progress;
+use leakscope::client::defence::Defence;
+use leakscope::config::{AttackConfig, AttackKind, LabelMode, Limits, MemberRange, Optimiser, RunOptions};
+use leakscope::plan::{Decision, Probe, RunPlan};
+use leakscope::report::{Confidence, ConfidenceLevels, EntropyBucket, FeatureHeader, Report, RowReport};
+use leakscope::runtime::{BackendInfo, BackendKind, EngineInfo, MeasuredRate, StepEngine};
+use leakscope::table::{ColumnInfo, ColumnKind, SchemaSummary};
+
+fn declaration<T: TS>() -> String {
+    let docs = T::docs().unwrap_or_default();
+    format!("{docs}export {}\n", T::decl())
+}
+
+fn generated() -> String {
+    let mut out = String::from(
+        "// Generated from the engine's Rust types by tests/typescript.rs (ts-rs): do not edit.\n\
+         // Regenerate with `LEAKSCOPE_UPDATE_TYPES=1 cargo test --test typescript`.\n\n",
+    );
+    for decl in [
+        declaration::<RunOptions>(),
+        declaration::<AttackKind>(),
+        declaration::<LabelMode>(),
+        declaration::<ColumnKind>(),
+        declaration::<SchemaSummary>(),
+        declaration::<ColumnInfo>(),
+        declaration::<Progress>(),
+        declaration::<Report>(),
+        declaration::<Accuracy>(),
+        declaration::<FeatureHeader>(),
+        declaration::<RowReport>(),
+        declaration::<Confidence>(),
+        declaration::<ConfidenceLevels>(),
+        declaration::<EntropyBucket>(),
+        declaration::<AttackConfig>(),
+        declaration::<Optimiser>(),
+        declaration::<Defence>(),
+        declaration::<BackendInfo>(),
+        declaration::<BackendKind>(),
+        declaration::<StepEngine>(),
+        declaration::<MeasuredRate>(),
+        declaration::<EngineInfo>(),
+        declaration::<Limits>(),
+        declaration::<MemberRange>(),
+        declaration::<RunPlan>(),
+        declaration::<Probe>(),
+        declaration::<Decision>(),
+    ] {
+        out += &decl;
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn typescript_declarations_match_the_rust_types() {
+    let path = format!("{}/js/types.d.ts", env!("CARGO_MANIFEST_DIR"));
+    let want = generated();
+    if std::env::var("LEAKSCOPE_UPDATE_TYPES").as_deref() == Ok("1") {
+        std::fs::write(&path, &want).unwrap();
+        return;
+    }
+    let have = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        have == want,
+        "js/types.d.ts is stale: regenerate it with `LEAKSCOPE_UPDATE_TYPES=1 cargo test --test typescript`"
+    );
+}
