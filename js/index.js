@@ -1,13 +1,14 @@
-// leakscope: the WebAssembly engine behind a small async API (types in index.d.ts).
-// Works in browsers (module scripts and module workers) and in Node (CPU backend).
-import init, { Engine } from '../pkg/leakscope.js';
+// leakscope: the WebAssembly engine behind a small async API (types in index.d.ts, generated ones in
+// types.d.ts). Works in browsers (module scripts and module workers) and in Node (CPU backend).
+// Every default, threshold and decision comes from the engine; this file moves bytes and calls.
+import init, { Engine, combineProgress, limits, __panicForTests } from '../pkg/leakscope.js';
 
 const isNode = typeof process !== 'undefined' && process.versions != null && process.versions.node != null;
 let ready;
 let compiled;
 
 // Compile once; a WebAssembly.Module can be posted to other workers, which then share its machine code
-// (and its optimised tier) instead of each compiling the 28 MB module again.
+// (and its optimised tier) instead of each compiling the module again.
 async function compile() {
   const url = new URL('../pkg/leakscope_bg.wasm', import.meta.url);
   if (isNode) return WebAssembly.compile(await (await import('node:fs/promises')).readFile(url));
@@ -37,6 +38,73 @@ async function toBytes(csv) {
   throw new TypeError('csv must be a string, Uint8Array, ArrayBuffer, Blob or File');
 }
 
+/**
+ * A Rust panic traps WebAssembly with a bare "unreachable": give the error the panic's message (the
+ * engine's panic hook leaves it in `globalThis.__leakscopePanic`). The name stays RuntimeError: the
+ * instance is unusable afterwards, and callers that own a worker replace it.
+ */
+async function guarded(task) {
+  try {
+    return await task();
+  } catch (error) {
+    if (error instanceof WebAssembly.RuntimeError) {
+      const message = globalThis.__leakscopePanic;
+      globalThis.__leakscopePanic = undefined;
+      const wrapped = new Error(message ? `the engine panicked: ${message}` : `the engine crashed: ${error.message}`);
+      wrapped.name = 'RuntimeError';
+      wrapped.cause = error;
+      throw wrapped;
+    }
+    throw error;
+  }
+}
+
+async function cancellable(signal, task) {
+  signal?.throwIfAborted();
+  try {
+    return await guarded(task);
+  } catch (error) {
+    if (signal?.aborted) throw signal.reason;
+    throw error;
+  }
+}
+
+/**
+ * One attack as the engine plans it: time the candidates if `auto` has not yet measured this problem,
+ * then run on the chosen backend, the ensemble split over `runShare` (one call per share, each on its
+ * own worker) when the plan splits it. Used by `Leakscope.run` (no split) and by the package's worker.
+ */
+export async function runPlanned(engine, bytes, options, { onProgress, signal, workers = 1, runShare = null } = {}) {
+  const e = engine.raw;
+  const progress = onProgress ?? undefined;
+  let plan = e.plan(bytes, options, workers);
+  if (plan.probe) {
+    const { whole, cpu_share: share } = plan.probe;
+    const rates = [
+      await cancellable(signal, () => e.probe(bytes, options, 'webgpu', whole.first, whole.count, workers, progress, signal)),
+      await cancellable(signal, () => e.probe(bytes, options, 'cpu', share.first, share.count, workers, progress, signal)),
+    ];
+    e.decide(bytes, options, rates, workers);
+    plan = e.plan(bytes, options, workers);
+  }
+  if (plan.kind !== 'cpu' || plan.shares.length < 2 || !runShare) {
+    return cancellable(signal, () => e.run(bytes, options, workers, progress, signal));
+  }
+  const started = performance.now();
+  const latest = plan.shares.map(() => null);
+  const parts = await Promise.all(
+    plan.shares.map((range, i) =>
+      runShare(range, (p) => {
+        latest[i] = p;
+        const joined = combineProgress(latest, plan.shares);
+        if (joined) onProgress?.(joined);
+      }),
+    ),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  return guarded(() => e.assess(bytes, options, parts, seconds, plan.shares.length));
+}
+
 export class Leakscope {
   #engine;
 
@@ -45,12 +113,12 @@ export class Leakscope {
   }
 
   /**
-   * Start the engine: backend 'auto' (WebGPU when a hardware adapter is granted, else CPU), 'webgpu' or
-   * 'cpu'. `module`: an already compiled WebAssembly.Module of this package (see `wasmModule`).
+   * Start the engine: backend 'auto' (times WebGPU and the CPU on each new problem and runs on the
+   * faster), 'webgpu' or 'cpu'. `module`: an already compiled WebAssembly.Module of this package.
    */
   static async create({ backend = 'auto', module } = {}) {
     await load(module);
-    return new Leakscope(await Engine.create(backend));
+    return new Leakscope(await guarded(() => Engine.create(backend)));
   }
 
   /** The compiled WebAssembly module (after `create`), to hand to engines in other workers. */
@@ -58,21 +126,37 @@ export class Leakscope {
     return compiled;
   }
 
-  /** The backend and adapter that really run, e.g. "cpu (fused kernel, gemm + burn flex)". */
+  /** The underlying wasm-bindgen object, for `runPlanned` and the worker. */
+  get raw() {
+    return this.#engine;
+  }
+
+  /** What this engine runs on: {choice, candidates, fallback_reason, label}. */
   get backend() {
     return this.#engine.backend;
   }
 
+  /** The engine's limits: {maxCsvBytes, maxWorkers}. */
+  get limits() {
+    return limits();
+  }
+
   /** Columns, inferred kinds, label candidates and rows with missing values, before running. */
   async inspect(csv) {
-    return this.#engine.inspect(await toBytes(csv));
+    const bytes = await toBytes(csv);
+    return guarded(() => this.#engine.inspect(bytes));
   }
 
   /** Run one attack on a batch drawn from the table; resolves to a plain report object. */
   async run(csv, options, { onProgress, signal } = {}) {
-    return cancellable(signal, async () =>
-      this.#engine.run(await toBytes(csv), options, onProgress ?? undefined, signal ?? undefined),
-    );
+    signal?.throwIfAborted();
+    return runPlanned(this, await toBytes(csv), options, { onProgress, signal });
+  }
+
+  /** How a page with `workers` workers would run this attack (see RunPlan). */
+  async plan(csv, options, workers = 1) {
+    const bytes = await toBytes(csv);
+    return guarded(() => this.#engine.plan(bytes, options, workers));
   }
 
   /**
@@ -80,23 +164,26 @@ export class Leakscope {
    * workers): invert members `first .. first + count` only; `assess` joins the shares into the report.
    */
   async invertMembers(csv, options, { first, count }, { onProgress, signal } = {}) {
-    return cancellable(signal, async () =>
-      this.#engine.invertMembers(await toBytes(csv), options, first, count, onProgress ?? undefined, signal ?? undefined),
-    );
+    const bytes = await toBytes(csv);
+    return cancellable(signal, () => this.#engine.invertMembers(bytes, options, first, count, onProgress ?? undefined, signal ?? undefined));
   }
 
-  /** The report of an ensemble inverted in shares; `seconds` is the wall time the caller measured. */
-  async assess(csv, options, parts, seconds) {
-    return this.#engine.assess(await toBytes(csv), options, parts, seconds);
+  /** The report of an ensemble inverted in shares over `workers` workers; `seconds`: wall time measured. */
+  async assess(csv, options, parts, seconds, workers = parts.length) {
+    const bytes = await toBytes(csv);
+    return guarded(() => this.#engine.assess(bytes, options, parts, seconds, workers));
+  }
+
+  /** The joined progress of a split run from each share's latest report (null until all reported). */
+  static combineProgress(latest, shares) {
+    return combineProgress(latest, shares);
   }
 }
 
-async function cancellable(signal, task) {
-  signal?.throwIfAborted();
-  try {
-    return await task();
-  } catch (error) {
-    if (signal?.aborted) throw signal.reason;
-    throw error;
-  }
+export { toBytes };
+
+/** Test hook: make the engine panic with `message` (checks that a panic's message reaches callers). */
+export async function panicForTests(message) {
+  await load();
+  return guarded(() => __panicForTests(message));
 }

@@ -1,12 +1,14 @@
-import type { Backend, CsvInput, Report, RunControl, RunOptions, SchemaSummary } from './index.js';
+import type { Backend, CsvInput, RunControl } from './index.js';
+import type { EngineInfo, Limits, Report, RunOptions, SchemaSummary } from './types.js';
 
-/** `Leakscope`'s API with the engine in a module Web Worker (the package's `leakscope/worker` entry). */
+/** `Leakscope`'s API with the engine in module Web Workers (the package's `leakscope/worker` entry). */
 export declare class LeakscopeWorker {
-  /** `workers`: how many module workers may split a TabLeak ensemble on the CPU (default: logical cores, ≤ 8). */
+  /** `workers`: how many CPU workers may split a TabLeak ensemble (default: logical cores; the engine caps it). */
   static create(options?: { backend?: Backend; workers?: number; workerUrl?: string | URL }): Promise<LeakscopeWorker>;
-  /** The backend and adapter that really run, e.g. "wgpu (WebGPU: nvidia ampere)" or "cpu (…); no WebGPU adapter". */
-  readonly backend: string;
-  /** Workers a run uses at most: 1 on WebGPU. */
+  /** What the engine runs on; after a run, `report.backend` says what really ran and why. */
+  readonly backend: EngineInfo;
+  readonly limits: Limits;
+  /** CPU workers a run may split its ensemble over. */
   readonly workers: number;
   inspect(csv: CsvInput): Promise<SchemaSummary>;
   /** Aborting `signal` cancels at the next progress report; a worker that does not answer within 3 s is replaced. */

@@ -1,13 +1,10 @@
 // The same API as `Leakscope`, with the engine in module Web Workers so the calling thread never blocks.
 // Loads no WebAssembly itself: import it from a page's main thread.
 //
-// WebAssembly runs one thread per worker, so on the CPU backend a TabLeak ensemble is split over
-// several workers (its members are independent until they are matched and pooled): each inverts a
-// share, then one worker joins the shares into the report, the same report one worker would give.
+// One worker coordinates each run; when the engine's plan splits a TabLeak ensemble over the CPU
+// (WebAssembly runs one thread per worker), helper workers invert its shares, connected to the
+// coordinator by MessagePorts. This file only starts, connects and replaces workers.
 const CANCEL_GRACE_MS = 3000;
-const MAX_WORKERS = 8;
-// Every worker parses the whole table: past this size only one does.
-const SPLIT_MAX_BYTES = 16 * 1024 * 1024;
 
 function workerError({ name, message }) {
   if (name === 'AbortError') return new DOMException(message, 'AbortError');
@@ -27,10 +24,6 @@ function checkCsv(csv) {
   return csv;
 }
 
-function sizeOf(csv) {
-  return typeof csv === 'string' ? csv.length : (csv.size ?? csv.byteLength ?? 0);
-}
-
 /** One module worker running one engine, with request ids, progress and cancellation. */
 class EngineWorker {
   #worker = null;
@@ -38,15 +31,17 @@ class EngineWorker {
   #backendChoice;
   #nextId = 1;
   #pending = new Map();
-  backend = null;
+  #onRestart;
+  info = null;
 
   /** The compiled WebAssembly module, shared with the workers started after the first. */
   module = null;
 
-  constructor(url, backendChoice, module = null) {
+  constructor(url, backendChoice, module = null, onRestart = () => {}) {
     this.#url = url;
     this.#backendChoice = backendChoice;
     this.module = module;
+    this.#onRestart = onRestart;
   }
 
   async start() {
@@ -56,14 +51,13 @@ class EngineWorker {
       event.preventDefault?.();
       this.#failAll(new Error(`the engine's worker failed: ${event.message || 'it could not be loaded'}`));
     });
-    const created = await this.#send({
+    this.info = await this.#send({
       type: 'create',
       backend: this.#backendChoice,
       module: this.module ?? undefined,
       shareModule: !this.module,
     }).promise;
-    this.backend = created.backend;
-    this.module ??= created.module ?? null;
+    this.module ??= this.info.module ?? null;
     return this;
   }
 
@@ -80,7 +74,7 @@ class EngineWorker {
       return;
     }
     pending.reject(workerError(error));
-    // A trap inside WebAssembly (a Rust panic, an allocation failure, a lost GPU device) leaves that
+    // A trap inside WebAssembly (a panic, an allocation failure, a lost GPU device) leaves that
     // instance unusable: replace the worker so the next call starts clean.
     if (error.name === 'RuntimeError') this.#restart(workerError(error));
   }
@@ -90,11 +84,11 @@ class EngineWorker {
     this.#pending.clear();
   }
 
-  #send(message, onProgress) {
+  #send(message, onProgress, transfer = []) {
     const id = this.#nextId++;
     const promise = new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject, onProgress });
-      this.#worker.postMessage({ id, ...message });
+      this.#worker.postMessage({ id, ...message }, transfer);
     });
     return { id, promise };
   }
@@ -103,9 +97,13 @@ class EngineWorker {
     return this.#send(message).promise;
   }
 
+  post(message, transfer) {
+    this.#worker.postMessage(message, transfer);
+  }
+
   /**
-   * A long task ('run' or 'invert'). Aborting `signal` cancels at the engine's next progress report;
-   * a worker that does not answer within a few seconds is replaced by a fresh one.
+   * A long task. Aborting `signal` cancels at the engine's next progress report; a worker that does
+   * not answer within a few seconds is replaced by a fresh one.
    */
   async task(message, { onProgress, signal } = {}) {
     signal?.throwIfAborted();
@@ -131,6 +129,7 @@ class EngineWorker {
   #restart(reason) {
     this.#worker.terminate();
     this.#failAll(reason);
+    this.#onRestart();
     this.start().catch(() => {});
   }
 
@@ -140,46 +139,43 @@ class EngineWorker {
   }
 }
 
-function shares(members, workers) {
-  const k = Math.min(members, workers);
-  return Array.from({ length: k }, (_, i) => {
-    const first = Math.floor((i * members) / k);
-    return { first, count: Math.floor(((i + 1) * members) / k) - first };
-  });
-}
-
 export class LeakscopeWorker {
   #main;
   #url;
   #workers;
-  #helpers = null;
+  #helpers = [];
 
-  constructor(main, url, workers) {
-    this.#main = main;
+  constructor(url, workers) {
     this.#url = url;
     this.#workers = workers;
   }
 
   /**
    * Start the engine in a module worker. `backend`: 'auto' | 'webgpu' | 'cpu'. `workers`: how many
-   * workers may split a TabLeak ensemble on the CPU backend (default: the logical cores, at most 8).
+   * CPU workers may split a TabLeak ensemble (default: the logical cores; the engine caps it).
    * `workerUrl` defaults to the package's own worker entry.
    */
   static async create({ backend = 'auto', workers, workerUrl = new URL('./worker.js', import.meta.url) } = {}) {
     const cores = typeof navigator !== 'undefined' ? navigator.hardwareConcurrency || 1 : 1;
-    const count = Math.max(1, Math.min(MAX_WORKERS, Math.floor(workers ?? cores)));
-    const main = await new EngineWorker(workerUrl, backend).start();
-    return new LeakscopeWorker(main, workerUrl, count);
+    const engine = new LeakscopeWorker(workerUrl, Math.max(1, Math.floor(workers ?? cores)));
+    // When the coordinator is replaced (a crash, a cancel it did not answer), its helpers go too.
+    engine.#main = await new EngineWorker(workerUrl, backend, null, () => engine.#dropHelpers()).start();
+    return engine;
   }
 
-  /** The backend and adapter that really run, e.g. "cpu (…); no WebGPU adapter". */
+  /** What the engine runs on: {choice, candidates, fallback_reason, label}. */
   get backend() {
-    return this.#main.backend;
+    return this.#main.info.backend;
   }
 
-  /** How many workers a run on this engine uses at most. */
+  /** The engine's limits: {maxCsvBytes, maxWorkers}. */
+  get limits() {
+    return this.#main.info.limits;
+  }
+
+  /** CPU workers a run may split its ensemble over (the engine caps it at `limits.maxWorkers`). */
   get workers() {
-    return this.#main.backend.startsWith('cpu') ? this.#workers : 1;
+    return this.#workers;
   }
 
   async inspect(csv) {
@@ -188,72 +184,42 @@ export class LeakscopeWorker {
 
   /**
    * Run one attack. Aborting `signal` cancels at the next progress report; a worker that does not
-   * answer within 3 s is replaced, so the caller always recovers. Progress reports the slowest share.
+   * answer within 3 s is replaced, so the caller always recovers.
    */
   async run(csv, options, { onProgress, signal } = {}) {
     signal?.throwIfAborted();
     checkCsv(csv);
-    const members = options.ensemble ?? 30;
-    const split = (options.attack ?? 'tableak') === 'tableak' && members > 1 && sizeOf(csv) <= SPLIT_MAX_BYTES;
-    const plan = split ? shares(members, this.workers) : [];
-    if (plan.length < 2) return this.#main.task({ type: 'run', csv, options }, { onProgress, signal });
+    const workers = this.#workers;
+    const plan = await this.#main.call({ type: 'plan', csv, options, workers });
+    await this.#connectHelpers(plan.helpers);
+    return this.#main.task({ type: 'run', csv, options, workers }, { onProgress, signal });
+  }
 
-    const started = performance.now();
-    const engines = [this.#main, ...(await this.#startHelpers(plan.length - 1))];
-    // Cancelling one share (or one failing) stops them all.
-    const stop = new AbortController();
-    const onAbort = () => stop.abort(signal.reason);
-    signal?.addEventListener('abort', onAbort, { once: true });
-    const latest = plan.map(() => null);
-    let reported = 0;
-    const progress = (i, p) => {
-      latest[i] = p;
-      if (!onProgress || latest.some((q) => q === null)) return;
-      const step = Math.min(...latest.map((q) => q.step));
-      if (step <= reported) return;
-      reported = step;
-      const loss = latest.every((q) => q.loss !== null)
-        ? latest.reduce((sum, q, j) => sum + q.loss * plan[j].count, 0) / members
-        : null;
-      onProgress({ phase: p.phase, step, of: p.of, loss, elapsed: (performance.now() - started) / 1000 });
-    };
-    try {
-      const parts = await Promise.all(
-        plan.map((range, i) =>
-          engines[i]
-            .task({ type: 'invert', csv, options, range }, { onProgress: (p) => progress(i, p), signal: stop.signal })
-            .catch((error) => {
-              stop.abort(error);
-              throw error;
-            }),
-        ),
-      );
-      const seconds = (performance.now() - started) / 1000;
-      return await this.#main.call({ type: 'assess', csv, options, parts, seconds });
-    } catch (error) {
-      if (signal?.aborted) throw signal.reason;
-      throw stop.signal.reason instanceof Error ? stop.signal.reason : error;
-    } finally {
-      signal?.removeEventListener('abort', onAbort);
+  async #connectHelpers(count) {
+    while (this.#helpers.length < count) {
+      const index = this.#helpers.length;
+      const helper = new EngineWorker(this.#url, 'cpu', this.#main.module);
+      this.#helpers.push(helper);
+      try {
+        await helper.start();
+      } catch (error) {
+        this.#helpers.pop();
+        throw error;
+      }
+      const { port1, port2 } = new MessageChannel();
+      helper.post({ type: 'connect', port: port2 }, [port2]);
+      this.#main.post({ type: 'helper', index, port: port1 }, [port1]);
     }
   }
 
-  async #startHelpers(count) {
-    this.#helpers ??= [];
-    while (this.#helpers.length < count) {
-      const helper = new EngineWorker(this.#url, 'cpu', this.#main.module).start();
-      // One that fails to start is dropped, so the next run tries a fresh one.
-      helper.catch(() => {
-        this.#helpers = this.#helpers.filter((h) => h !== helper);
-      });
-      this.#helpers.push(helper);
-    }
-    return Promise.all(this.#helpers.slice(0, count));
+  #dropHelpers() {
+    for (const helper of this.#helpers) helper.terminate();
+    this.#helpers = [];
   }
 
   /** Stop the workers; the object is unusable afterwards. */
   terminate() {
     this.#main.terminate();
-    for (const helper of this.#helpers ?? []) helper.then((h) => h.terminate(), () => {});
+    this.#dropHelpers();
   }
 }

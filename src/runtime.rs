@@ -240,9 +240,18 @@ impl Runtime {
     #[cfg(feature = "cuda")]
     pub async fn cuda() -> Result<Runtime> {
         let device = Device::cuda(0);
-        // Opening the device loads the driver: a machine without one fails here, with its message.
-        let identity = std::panic::catch_unwind(|| device.identity())
-            .map_err(|_| Error::Device("no CUDA device could be opened (is an NVIDIA driver installed?)".into()))?;
+        // Opening the device loads the driver; cubecl panics where there is none or no GPU.
+        let identity =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| device.identity())).map_err(|panic| {
+                let why = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                Error::Device(format!(
+                    "no CUDA device could be opened (an NVIDIA GPU and its driver are needed): {why}"
+                ))
+            })?;
         let name = identity.map_or_else(|| "CUDA device".to_string(), |i| i.name);
         Ok(Runtime {
             device,
@@ -344,15 +353,11 @@ pub mod web_gpu {
                 .map(String::as_str)
                 .filter(|s| !s.is_empty())
                 .collect();
-            let name = if parts.is_empty() {
+            // Whether it is a software adapter is said by BackendInfo.software.
+            if parts.is_empty() {
                 "WebGPU adapter".to_string()
             } else {
                 format!("WebGPU: {}", parts.join(" "))
-            };
-            if self.fallback {
-                format!("{name}, software fallback")
-            } else {
-                name
             }
         }
     }

@@ -1,53 +1,71 @@
-//! The JavaScript boundary (wasm32 only): an engine object with schema inspection and the attack,
-//! plain serialisable results, progress callbacks and cancellation. `js/index.js` wraps it in the
-//! package's public API; nothing here holds logic of its own.
-use serde::Deserialize;
+//! The JavaScript boundary (wasm32 only): an engine object with schema inspection, the attack and
+//! the pieces a page needs to split an ensemble over workers and to let `auto` choose a backend by
+//! measurement. `js/` wraps it and carries its decisions out; every default, threshold and decision
+//! is made here or deeper in the crate.
+use std::cell::RefCell;
+
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 
-use crate::attack::Optimiser;
-use crate::table::{ColumnKind, DEFAULT_MAX_BYTES, Dataset, DatasetOptions, parse_csv, summarize};
-use crate::{
-    AttackConfig, AttackKind, BackendChoice, LabelMode, MemberRange, Members, Runtime, assess_members, run_attack,
-};
+use crate::config::{AttackConfig, Limits, MemberRange, RunOptions};
+use crate::experiment::{Members, time_steps};
+use crate::plan::{self, Decision, Decisions, Probe, ProblemKey, RunPlan};
+use crate::runtime::{BackendInfo, BackendKind, EngineInfo, MeasuredRate, Runtime};
+use crate::table::{Dataset, MAX_CSV_BYTES, parse_csv, summarize};
+use crate::{assess_members, run_attack};
 
-/// What `run` accepts from JavaScript (camelCase), with the CLI's defaults.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-struct RunOptions {
-    label: String,
-    /// Column name → "categorical" | "continuous".
-    kinds: std::collections::BTreeMap<String, ColumnKind>,
-    ignore: Vec<String>,
-    attack: AttackKind,
-    batch_size: usize,
-    ensemble: usize,
-    iterations: usize,
-    seed: u64,
-    labels: LabelMode,
-    hidden: Vec<usize>,
-    lr: Option<f64>,
-    report_every: usize,
+/// Rust panics reach JavaScript as a `RuntimeError: unreachable`: record the message where the
+/// package's JS finds it (`globalThis.__leakscopePanic`) and on the console, so the error a caller
+/// sees says what went wrong.
+#[wasm_bindgen(start)]
+pub fn start() {
+    std::panic::set_hook(Box::new(|info| {
+        let payload = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".into());
+        let message = match info.location() {
+            Some(at) => format!("{payload} (at {}:{})", at.file(), at.line()),
+            None => payload,
+        };
+        let _ = js_sys::Reflect::set(&js_sys::global(), &"__leakscopePanic".into(), &message.clone().into());
+        web_sys_console_error(&message);
+    }));
 }
 
-impl Default for RunOptions {
-    fn default() -> Self {
-        let c = AttackConfig::default();
-        RunOptions {
-            label: String::new(),
-            kinds: Default::default(),
-            ignore: Vec::new(),
-            attack: c.attack,
-            batch_size: c.batch_size,
-            ensemble: c.ensemble,
-            iterations: c.iterations,
-            seed: c.seed,
-            labels: c.labels,
-            hidden: c.hidden,
-            lr: None,
-            report_every: c.report_every,
-        }
+fn web_sys_console_error(message: &str) {
+    let console = js_sys::Reflect::get(&js_sys::global(), &"console".into()).ok();
+    if let Some(error) = console
+        .as_ref()
+        .and_then(|c| js_sys::Reflect::get(c, &"error".into()).ok())
+        .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
+    {
+        let _ = error.call1(
+            console.as_ref().unwrap(),
+            &format!("leakscope panicked: {message}").into(),
+        );
     }
+}
+
+/// Panics on purpose, so that the tests can check a panic's message reaches the caller.
+#[wasm_bindgen(js_name = __panicForTests)]
+pub fn panic_for_tests(message: String) {
+    panic!("{message}");
+}
+
+#[wasm_bindgen]
+pub fn limits() -> Result<JsValue, JsError> {
+    to_js(&Limits::of_this_engine())
+}
+
+/// The progress of a split run from its shares' latest reports (null until all have reported).
+#[wasm_bindgen(js_name = combineProgress)]
+pub fn combine_progress(latest: JsValue, shares: JsValue) -> Result<JsValue, JsError> {
+    let latest: Vec<Option<crate::attack::Progress>> = serde_wasm_bindgen::from_value(latest).map_err(js_error)?;
+    let shares: Vec<MemberRange> = serde_wasm_bindgen::from_value(shares).map_err(js_error)?;
+    to_js(&plan::combine_progress(&latest, &shares))
 }
 
 fn js_error(e: impl std::fmt::Display) -> JsError {
@@ -60,68 +78,158 @@ fn to_js<T: serde::Serialize>(value: &T) -> Result<JsValue, JsError> {
         .map_err(js_error)
 }
 
-#[wasm_bindgen]
-pub struct Engine {
-    runtime: Runtime,
+/// What an engine was asked to use.
+#[derive(Clone, Copy, PartialEq)]
+enum Choice {
+    Cpu,
+    WebGpu,
+    Auto,
 }
 
 #[wasm_bindgen]
+pub struct Engine {
+    cpu: Runtime,
+    gpu: Option<Runtime>,
+    choice: Choice,
+    /// Why `auto` has no GPU candidate.
+    no_gpu: Option<String>,
+    decisions: RefCell<Decisions>,
+    /// The last table read, keyed by its bytes and reading options: a page asks about one table
+    /// several times (plan, probes, run) and a large one takes a while to parse.
+    parsed: RefCell<Option<(u64, RunOptionsKey, Dataset)>>,
+}
+
+type RunOptionsKey = String;
+
+#[wasm_bindgen]
 impl Engine {
-    /// `backend`: "auto" (WebGPU when an adapter is granted, else CPU), "webgpu" or "cpu".
+    /// `backend`: "auto" (times WebGPU and the CPU on each new problem and runs on the faster),
+    /// "webgpu" or "cpu".
     pub async fn create(backend: String) -> Result<Engine, JsError> {
-        let runtime = match backend.as_str() {
-            "cpu" => Runtime::cpu(),
-            "webgpu" => Runtime::select(BackendChoice::Wgpu).await.map_err(js_error)?,
-            // A software WebGPU adapter is hundreds of times slower than the CPU kernel: auto skips it.
-            "auto" => match crate::runtime::web_gpu::adapter().await {
-                Some(a) if !a.fallback => Runtime::select(BackendChoice::Wgpu)
-                    .await
-                    .unwrap_or_else(|_| Runtime::cpu()),
-                Some(a) => Runtime::cpu().noting(&format!("skipped {}", a.describe())),
-                None => Runtime::cpu().noting("no WebGPU adapter"),
-            },
+        let choice = match backend.as_str() {
+            "cpu" => Choice::Cpu,
+            "webgpu" => Choice::WebGpu,
+            "auto" => Choice::Auto,
             other => {
                 return Err(JsError::new(&format!(
                     "unknown backend {other:?}: use auto, webgpu or cpu"
                 )));
             }
         };
-        Ok(Engine { runtime })
+        let (gpu, no_gpu) = match choice {
+            Choice::Cpu => (None, None),
+            Choice::WebGpu => (Some(Runtime::select(BackendKind::Wgpu).await.map_err(js_error)?), None),
+            Choice::Auto => match crate::runtime::web_gpu::adapter().await {
+                None => (None, Some("no WebGPU adapter".to_string())),
+                Some(_) => match Runtime::select(BackendKind::Wgpu).await {
+                    Ok(rt) => (Some(rt), None),
+                    Err(e) => (None, Some(format!("WebGPU did not start: {e}"))),
+                },
+            },
+        };
+        Ok(Engine {
+            cpu: Runtime::cpu(),
+            gpu,
+            choice,
+            no_gpu,
+            decisions: RefCell::new(Decisions::default()),
+            parsed: RefCell::new(None),
+        })
     }
 
-    /// The backend and adapter that really run.
+    /// What this engine runs on ({choice, candidates, fallback_reason, label}).
     #[wasm_bindgen(getter)]
-    pub fn backend(&self) -> String {
-        self.runtime.backend.clone()
+    pub fn backend(&self) -> Result<JsValue, JsError> {
+        to_js(&self.info())
     }
 
     /// Columns, inferred kinds, label candidates and rows with missing values of a CSV.
     pub fn inspect(&self, csv: &[u8]) -> Result<JsValue, JsError> {
-        let raw = parse_csv(csv, DEFAULT_MAX_BYTES).map_err(js_error)?;
+        let raw = parse_csv(csv, MAX_CSV_BYTES).map_err(js_error)?;
         to_js(&summarize(&raw))
     }
 
-    /// Run one attack. `on_progress` receives {phase, step, of, loss, elapsed}; an aborted `signal`
-    /// cancels at the next progress report (the run yields to the event loop at each, so an abort
-    /// from a timer or a message is seen).
+    /// How a page runs this attack with `workers` CPU workers available: the backend (or the
+    /// measurements `auto` still has to take), the shares of a split CPU run, helpers needed.
+    pub fn plan(&self, csv: &[u8], options: JsValue, workers: usize) -> Result<JsValue, JsError> {
+        let (dataset, config) = self.prepare(csv, options)?;
+        to_js(&self.plan_for(&dataset, &config, workers, csv.len()))
+    }
+
+    /// Time a few steps of this attack on "webgpu" (the whole ensemble) or "cpu" (members
+    /// `first .. first + count`, one worker's share): {kind, adapter, steps_per_second, …}.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn probe(
+        &self,
+        csv: &[u8],
+        options: JsValue,
+        backend: String,
+        first: usize,
+        count: usize,
+        workers: usize,
+        on_progress: Option<js_sys::Function>,
+        signal: Option<web_sys::AbortSignal>,
+    ) -> Result<JsValue, JsError> {
+        let (dataset, config) = self.prepare(csv, options)?;
+        let runtime = match backend.as_str() {
+            "cpu" => &self.cpu,
+            _ => self
+                .gpu
+                .as_ref()
+                .ok_or_else(|| JsError::new("this engine has no WebGPU backend to time"))?,
+        };
+        let mut progress = reporter(on_progress, signal);
+        let mut rate = time_steps(
+            runtime,
+            &dataset,
+            &config,
+            MemberRange { first, count },
+            plan::PROBE_WARMUP_STEPS,
+            plan::PROBE_STEPS,
+            &mut progress,
+        )
+        .await
+        .map_err(js_error)?;
+        if runtime.kind() == BackendKind::Cpu {
+            rate.workers = workers.max(1);
+        }
+        to_js(&rate)
+    }
+
+    /// Choose between the measured rates (`probe`'s results) and remember the choice for this
+    /// problem: {kind, reason, rates}.
+    pub fn decide(&self, csv: &[u8], options: JsValue, rates: JsValue, workers: usize) -> Result<JsValue, JsError> {
+        let (dataset, config) = self.prepare(csv, options)?;
+        let rates: Vec<MeasuredRate> = serde_wasm_bindgen::from_value(rates).map_err(js_error)?;
+        let decision = plan::decide(rates).ok_or_else(|| JsError::new("no backend gave a usable measurement"))?;
+        self.decisions
+            .borrow_mut()
+            .insert(self.key(&dataset, &config, workers), decision.clone());
+        to_js(&decision)
+    }
+
+    /// Run one attack on this engine's backend (for `auto`, the one its measurement chose).
+    /// `on_progress` receives {phase, step, of, loss, elapsed}; an aborted `signal` cancels at the
+    /// next progress report (the run yields to the event loop at each, so an abort is seen).
     pub async fn run(
         &self,
         csv: &[u8],
         options: JsValue,
+        workers: usize,
         on_progress: Option<js_sys::Function>,
         signal: Option<web_sys::AbortSignal>,
     ) -> Result<JsValue, JsError> {
-        let (dataset, config) = prepare(csv, options)?;
+        let (dataset, config) = self.prepare(csv, options)?;
+        let runtime = self.runtime_for(&dataset, &config, workers)?;
         let mut progress = reporter(on_progress, signal);
-        let report = run_attack(&self.runtime, &dataset, &config, &mut progress)
+        let report = run_attack(&runtime, &dataset, &config, &mut progress)
             .await
             .map_err(js_error)?;
         to_js(&report)
     }
 
-    /// Invert members `first .. first + count` of the ensemble only: one worker's share when a page
-    /// splits the ensemble over several (wasm runs one thread per worker). Resolves to
-    /// {range, x, probs, loss_curve} for `assess`.
+    /// Invert members `first .. first + count` of the ensemble on the CPU: one worker's share.
+    /// Resolves to {range, x, probs, loss_curve} for `assess`.
     #[wasm_bindgen(js_name = invertMembers)]
     pub async fn invert_members(
         &self,
@@ -132,55 +240,186 @@ impl Engine {
         on_progress: Option<js_sys::Function>,
         signal: Option<web_sys::AbortSignal>,
     ) -> Result<JsValue, JsError> {
-        let (dataset, config) = prepare(csv, options)?;
+        let (dataset, config) = self.prepare(csv, options)?;
         let mut progress = reporter(on_progress, signal);
         let range = MemberRange { first, count };
-        let members = crate::invert_members(&self.runtime, &dataset, &config, range, &mut progress)
+        let members = crate::invert_members(&self.cpu, &dataset, &config, range, &mut progress)
             .await
             .map_err(js_error)?;
         members_to_js(&members)
     }
 
-    /// The report of an ensemble inverted in shares (`invertMembers`), given the wall time measured.
-    pub async fn assess(&self, csv: &[u8], options: JsValue, parts: JsValue, seconds: f64) -> Result<JsValue, JsError> {
-        let (dataset, config) = prepare(csv, options)?;
+    /// The report of an ensemble inverted in shares (`invertMembers`) over `workers` workers,
+    /// given the wall time measured.
+    pub async fn assess(
+        &self,
+        csv: &[u8],
+        options: JsValue,
+        parts: JsValue,
+        seconds: f64,
+        workers: usize,
+    ) -> Result<JsValue, JsError> {
+        let (dataset, config) = self.prepare(csv, options)?;
         let parts = js_sys::Array::from(&parts)
             .iter()
             .map(|p| members_from_js(&p))
             .collect::<Result<Vec<_>, _>>()?;
-        let report = assess_members(&self.runtime, &dataset, &config, parts, seconds)
+        let runtime = self.annotated(self.cpu.clone(), &dataset, &config, workers);
+        let report = assess_members(&runtime, &dataset, &config, parts, seconds)
             .await
             .map_err(js_error)?;
         to_js(&report)
     }
 }
 
-/// The table and the attack's settings from a CSV and the caller's options.
-fn prepare(csv: &[u8], options: JsValue) -> Result<(Dataset, AttackConfig), JsError> {
-    let o: RunOptions = serde_wasm_bindgen::from_value(options).map_err(js_error)?;
-    let raw = parse_csv(csv, DEFAULT_MAX_BYTES).map_err(js_error)?;
-    let dataset_options = DatasetOptions {
-        label: o.label.clone(),
-        kinds: o.kinds.into_iter().collect(),
-        ignore: o.ignore,
-    };
-    let dataset = Dataset::from_raw(&raw, &dataset_options).map_err(js_error)?;
-    let config = AttackConfig {
-        attack: o.attack,
-        batch_size: o.batch_size,
-        ensemble: o.ensemble,
-        iterations: o.iterations,
-        seed: o.seed,
-        labels: o.labels,
-        hidden: o.hidden,
-        defence: None,
-        optimiser: o.lr.map(|lr| Optimiser {
-            lr,
-            ..o.attack.default_optimiser()
-        }),
-        report_every: o.report_every,
-    };
-    Ok((dataset, config))
+impl Engine {
+    fn info(&self) -> EngineInfo {
+        let mut candidates: Vec<BackendInfo> = self.gpu.iter().map(|g| g.info.clone()).collect();
+        if self.choice != Choice::WebGpu {
+            candidates.push(self.cpu.info.clone());
+        }
+        let (choice, label) = match self.choice {
+            Choice::Cpu => ("cpu", self.cpu.info.label.clone()),
+            Choice::WebGpu => ("webgpu", candidates[0].label.clone()),
+            Choice::Auto if candidates.len() > 1 => (
+                "auto",
+                format!(
+                    "auto: {} or {}, timed on each new problem",
+                    candidates[0].label, candidates[1].label
+                ),
+            ),
+            Choice::Auto => (
+                "auto",
+                format!(
+                    "{}; {}",
+                    self.cpu.info.label,
+                    self.no_gpu.as_deref().unwrap_or("no WebGPU")
+                ),
+            ),
+        };
+        EngineInfo {
+            choice: choice.into(),
+            candidates,
+            fallback_reason: self.no_gpu.clone(),
+            label,
+        }
+    }
+
+    fn key(&self, dataset: &Dataset, config: &AttackConfig, workers: usize) -> ProblemKey {
+        ProblemKey::of(
+            self.gpu.as_ref().and_then(|g| g.info.adapter.clone()),
+            dataset,
+            config,
+            workers,
+        )
+    }
+
+    fn plan_for(&self, dataset: &Dataset, config: &AttackConfig, workers: usize, csv_bytes: usize) -> RunPlan {
+        let cpu_plan = |kind| {
+            let shares = plan::shares(config, workers, csv_bytes);
+            let helpers = if shares.len() > 1 { shares.len() } else { 0 };
+            RunPlan {
+                kind,
+                probe: None,
+                shares,
+                helpers,
+            }
+        };
+        let gpu_plan = RunPlan {
+            kind: Some(BackendKind::Wgpu),
+            probe: None,
+            shares: Vec::new(),
+            helpers: 0,
+        };
+        match (self.choice, &self.gpu) {
+            (Choice::WebGpu, _) => gpu_plan,
+            (Choice::Cpu, _) | (Choice::Auto, None) => cpu_plan(Some(BackendKind::Cpu)),
+            (Choice::Auto, Some(_)) if config.members() == 0 => cpu_plan(Some(BackendKind::Cpu)),
+            (Choice::Auto, Some(_)) => match self.decisions.borrow().get(&self.key(dataset, config, workers)) {
+                Some(d) if d.kind == BackendKind::Cpu => cpu_plan(Some(BackendKind::Cpu)),
+                Some(_) => gpu_plan,
+                None => {
+                    let mut undecided = cpu_plan(None);
+                    undecided.probe = Some(Probe {
+                        warmup: plan::PROBE_WARMUP_STEPS,
+                        steps: plan::PROBE_STEPS,
+                        whole: MemberRange {
+                            first: 0,
+                            count: config.members(),
+                        },
+                        cpu_share: undecided.shares[0],
+                    });
+                    undecided
+                }
+            },
+        }
+    }
+
+    /// The runtime a whole (unsplit) run uses, its info saying why.
+    fn runtime_for(&self, dataset: &Dataset, config: &AttackConfig, workers: usize) -> Result<Runtime, JsError> {
+        let decided = self
+            .decisions
+            .borrow()
+            .get(&self.key(dataset, config, workers))
+            .cloned();
+        let runtime = match (self.choice, &self.gpu, &decided) {
+            (Choice::WebGpu, Some(gpu), _) => gpu.clone(),
+            (Choice::Auto, Some(gpu), Some(d)) if d.kind != BackendKind::Cpu => gpu.clone(),
+            (Choice::WebGpu, None, _) => return Err(JsError::new("this engine has no WebGPU backend")),
+            _ => self.cpu.clone(),
+        };
+        Ok(self.annotated(runtime, dataset, config, workers))
+    }
+
+    /// A runtime's info with the split and the reason it was chosen.
+    fn annotated(&self, mut runtime: Runtime, dataset: &Dataset, config: &AttackConfig, workers: usize) -> Runtime {
+        let decided: Option<Decision> = self
+            .decisions
+            .borrow()
+            .get(&self.key(dataset, config, workers))
+            .cloned();
+        let mut info = runtime.info.clone();
+        if runtime.kind() == BackendKind::Cpu && self.choice != Choice::Cpu {
+            if let Some(why) = &self.no_gpu {
+                info = info.with_reason(why.clone());
+            }
+        }
+        if let Some(d) = decided.filter(|_| self.choice == Choice::Auto) {
+            info = info.with_reason(d.reason).with_rates(d.rates);
+        }
+        runtime.info = info;
+        runtime
+    }
+
+    /// The table and the attack's settings from a CSV and the caller's options.
+    fn prepare(&self, csv: &[u8], options: JsValue) -> Result<(Dataset, AttackConfig), JsError> {
+        let o: RunOptions = serde_wasm_bindgen::from_value(options).map_err(js_error)?;
+        let config = o.attack_config();
+        let key = serde_json_key(&o);
+        let hash = content_hash(csv);
+        if let Some((h, k, d)) = self.parsed.borrow().as_ref()
+            && *h == hash
+            && *k == key
+        {
+            return Ok((d.clone(), config));
+        }
+        let raw = parse_csv(csv, MAX_CSV_BYTES).map_err(js_error)?;
+        let dataset = Dataset::from_raw(&raw, &o.dataset_options()).map_err(js_error)?;
+        *self.parsed.borrow_mut() = Some((hash, key, dataset.clone()));
+        Ok((dataset, config))
+    }
+}
+
+/// The options that decide how a table is read (not the attack's settings).
+fn serde_json_key(o: &RunOptions) -> RunOptionsKey {
+    format!("{:?}", o.dataset_options())
+}
+
+fn content_hash(bytes: &[u8]) -> u64 {
+    use std::hash::{DefaultHasher, Hasher};
+    let mut h = DefaultHasher::new();
+    h.write(bytes);
+    h.finish()
 }
 
 // The members' rows cross the boundary as Float32Arrays: serde-wasm-bindgen builds a JS array one

@@ -1,5 +1,4 @@
 // Downloads of a report, made in the page (a blob: URL), never sent anywhere.
-import { confidence } from './render.js';
 
 function save(text, type, name) {
   const url = URL.createObjectURL(new Blob([text], { type }));
@@ -33,7 +32,7 @@ export function cellsCsv(report) {
     report.features.forEach((f, j) => {
       const e = row.entropy[j];
       lines.push(
-        [i + 1, f.name, f.kind, row.truth[j], row.reconstructed[j], row.correct[j], e ?? '', confidence(f.kind, e)]
+        [i + 1, f.name, f.kind, row.truth[j], row.reconstructed[j], row.correct[j], e ?? '', row.confidence[j]]
           .map(field)
           .join(','),
       );

@@ -77,19 +77,10 @@ export function renderSchema(tbody, schema, state, onChange) {
   );
 }
 
-// The CLI's thresholds (src/report.rs): entropy below `high` is a cell the attacker can trust.
-const LEVELS = { categorical: [0.1, 0.3], continuous: [-1, 0] };
-
-export function confidence(kind, entropy) {
-  if (entropy === null || entropy === undefined) return 'none';
-  const [high, medium] = LEVELS[kind];
-  return entropy < high ? 'high' : entropy < medium ? 'medium' : 'low';
-}
-
 function reconstructedCell(report, row, f) {
-  const kind = report.features[f].kind;
   const entropy = row.entropy[f];
-  const level = confidence(kind, entropy);
+  // The engine reads each cell's entropy on its confidence levels (report.confidence_levels).
+  const level = row.confidence[f];
   const right = row.correct[f];
   const title = [
     right ? 'recovered' : `wrong: the true value is ${row.truth[f]}`,
@@ -134,10 +125,13 @@ export function renderCells(box, report, layout) {
 
 export function renderLegend(legend, report) {
   const hasEnsemble = report.rows.some((r) => r.entropy.some((e) => e !== null));
+  // The engine's levels: entropy below the first is high confidence, below the second medium.
+  const { categorical: cat, continuous: cont } = report.confidence_levels;
+  const band = (i) => `entropy below ${cat[i]} (categorical) or ${cont[i]} (continuous)`;
   legend.replaceChildren(
-    el('span', { class: 'swatch conf-high', text: 'high confidence' }),
-    el('span', { class: 'swatch conf-medium', text: 'medium' }),
-    el('span', { class: 'swatch conf-low', text: 'low' }),
+    el('span', { class: 'swatch conf-high', text: 'high confidence', title: band(0) }),
+    el('span', { class: 'swatch conf-medium', text: 'medium', title: band(1) }),
+    el('span', { class: 'swatch conf-low', text: 'low', title: 'the rest' }),
     el('span', { class: 'swatch wrong', text: 'struck out: wrong' }),
     ...(hasEnsemble ? [] : [el('span', { class: 'info', text: '(this attack has no ensemble, so no confidence)' })]),
   );
@@ -155,7 +149,8 @@ export function renderBuckets(box, report) {
       'tr',
       {},
       el('td', { text: b.kind }),
-      el('td', { text: `${Number.isFinite(b.from) ? b.from : '−∞'} … ${Number.isFinite(b.to) ? Math.min(b.to, 1) : '∞'}` }),
+      // A null edge is unbounded.
+      el('td', { text: `${b.from ?? '−∞'} … ${b.to ?? '∞'}` }),
       el('td', { class: 'num', text: b.cells }),
       el('td', { class: 'num', text: pct(b.accuracy) }),
     ),
@@ -190,6 +185,6 @@ export function renderSummary(box, info, report) {
   info.textContent =
     `${ATTACKS[report.attack]} on a batch of ${c.batch_size} rows (ensemble ${c.ensemble}${steps}, seed ${c.seed}) ` +
     `drawn from ${report.table_rows} rows${report.dropped_rows ? ` (${report.dropped_rows} with missing values dropped)` : ''}; ` +
-    `${report.seconds.toFixed(1)} s on ${report.backend}.` +
+    `${report.seconds.toFixed(1)} s on ${report.backend.label}.` +
     (report.warnings.length ? ` Warnings: ${report.warnings.join('; ')}` : '');
 }

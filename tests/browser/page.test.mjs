@@ -61,10 +61,12 @@ async function settings(page, values) {
   }
 }
 
+// Waits on the page's run counter, which every settled run bumps: a run that fails at once cannot
+// slip between two polls (a state that flips running → idle can).
 async function runToEnd(page, timeout = 300_000) {
+  const before = Number((await page.evaluate(() => document.body.dataset.runs)) ?? 0);
   await page.click('#run');
-  await page.waitForFunction(() => document.body.dataset.state === 'running');
-  await page.waitForFunction(() => document.body.dataset.state === 'idle', null, { timeout });
+  await page.waitForFunction((n) => Number(document.body.dataset.runs ?? 0) > n, before, { timeout });
 }
 
 async function downloadReport(page) {
@@ -119,7 +121,13 @@ test('CPU fallback: upload, switch a kind, seeded attack, results coloured by co
     splitReport = report;
     // The ensemble is split over the workers the machine's cores allow (one per core, at most 8).
     const cores = await page.evaluate(() => navigator.hardwareConcurrency);
-    if (cores > 1) assert.match(report.backend, new RegExp(`ensemble split over ${Math.min(cores, 8)} workers`));
+    assert.equal(report.backend.kind, 'cpu');
+    assert.equal(report.backend.workers, Math.min(cores, 8));
+    if (cores > 1) assert.match(report.backend.label, new RegExp(`ensemble split over ${Math.min(cores, 8)} workers`));
+    // Each cell's confidence is the engine's reading of its entropy on the report's levels.
+    const [high] = report.confidence_levels.categorical;
+    const catCell = report.features.findIndex((f) => f.kind === 'categorical');
+    for (const row of report.rows) assert.equal(row.confidence[catCell] === 'high', row.entropy[catCell] < high);
     assert.equal(report.accuracy.total.toFixed(3), overall.toFixed(3));
     assert.equal(report.config.batch_size, 8);
     assert.equal(report.features.find((f) => f.name === 'installment_rate').kind, 'categorical');
@@ -141,7 +149,8 @@ test('one worker gives the report of the ensemble split over several', async () 
     await settings(page, { batchSize: 8, ensemble: 8, iterations: 300, seed: 1 });
     await runToEnd(page);
     const report = await downloadReport(page);
-    assert.doesNotMatch(report.backend, /split/);
+    assert.equal(report.backend.workers, 1);
+    assert.doesNotMatch(report.backend.label, /split/);
     assert.ok(splitReport, 'the CPU test ran first');
     assert.deepEqual(report.rows, splitReport.rows);
     assert.deepEqual(report.accuracy, splitReport.accuracy);
@@ -233,29 +242,58 @@ test('a run can be cancelled, the page recovers and runs again; bad files get re
     await upload(page, german);
     await settings(page, { batchSize: 1000, ensemble: 1000, iterations: 10 });
     await runToEnd(page);
-    assert.match(await page.textContent('#error'), /an ensemble of 1000 × a batch of 1000 rows needs about 5\.\d GiB .* allows 2 GiB/);
+    assert.match(await page.textContent('#error'), /an ensemble of 1000 × a batch of 1000 rows on a 61-100-100-2 network needs about \d+\.\d GiB .* allows 2 GiB/);
     assert.deepEqual(problems, []);
   } finally {
     await browser.close();
   }
 });
 
-test('WebGPU on SwiftShader: auto keeps to the CPU, a forced WebGPU run reports its adapter', async () => {
+test('WebGPU on SwiftShader: auto times both backends and takes the CPU, a forced WebGPU run reports its adapter', async () => {
   const auto = await openPage({ webgpu: true });
   try {
-    assert.match(await auto.page.textContent('#backend'), /^cpu .*skipped WebGPU: .*software fallback/i);
+    const { page, problems } = auto;
+    // Both candidates are named until a run has measured them.
+    assert.match(await page.textContent('#backend'), /^auto: wgpu \(CubeCL kernels; .*swiftshader.*\) or cpu \(fused kernel/i);
+    await upload(page, german);
+    await settings(page, { batchSize: 4, ensemble: 4, iterations: 30, seed: 1 });
+    await runToEnd(page, 600_000);
+    assert.equal(await page.locator('#error').isHidden(), true, await page.textContent('#error'));
+    const report = await downloadReport(page);
+    const rates = report.backend.rates;
+    assert.deepEqual(rates.map((r) => r.kind).sort(), ['cpu', 'wgpu'], 'both backends were timed');
+    const [cpu, gpu] = ['cpu', 'wgpu'].map((k) => rates.find((r) => r.kind === k));
+    console.log(`auto on SwiftShader: cpu ${cpu.steps_per_second.toFixed(1)} steps/s (${cpu.workers} workers), wgpu ${gpu.steps_per_second.toFixed(2)} steps/s`);
+    assert.ok(cpu.steps_per_second > 0 && gpu.steps_per_second > 0);
+    assert.equal(report.backend.kind, cpu.steps_per_second >= gpu.steps_per_second ? 'cpu' : 'wgpu');
+    assert.equal(report.backend.kind, 'cpu', 'a software GPU loses to the CPU');
+    assert.match(report.backend.fallback_reason, /auto chose cpu by measurement: the CPU.* steps\/s, against wgpu \(.*swiftshader.*\) [\d.]+ steps\/s/i);
+    // The badge and the results name what ran and why, with both rates.
+    assert.match(await page.textContent('#backend'), /^cpu .*auto chose cpu by measurement/);
+    assert.match(await page.textContent('#results-info'), /steps\/s, against wgpu/);
+    await page.screenshot({ path: join(shots, 'auto-measured.png'), fullPage: true });
+    // A second run of the same problem uses the measurement taken: no timing phase again.
+    const phases = [];
+    await page.exposeFunction('notePhase', (p) => phases.push(p));
+    await page.evaluate(() => new MutationObserver(() => window.notePhase(document.querySelector('#progress-text').textContent)).observe(document.querySelector('#progress-text'), { childList: true, characterData: true, subtree: true }));
+    await runToEnd(page, 600_000);
+    assert.ok(phases.length > 0 && !phases.some((p) => p.startsWith('timing')), phases.slice(0, 3).join(' | '));
+    assert.deepEqual(problems, []);
   } finally {
     await auto.browser.close();
   }
   const { browser, page, problems } = await openPage({ webgpu: true, query: '?backend=webgpu' });
   try {
-    assert.match(await page.textContent('#backend'), /^wgpu \(WebGPU: .*swiftshader/i);
+    assert.match(await page.textContent('#backend'), /^wgpu \(CubeCL kernels; WebGPU: .*swiftshader/i);
     await upload(page, german);
     await settings(page, { batchSize: 4, ensemble: 2, iterations: 20, seed: 1 });
     await runToEnd(page, 600_000);
     assert.equal(await page.locator('#error').isHidden(), true, await page.textContent('#error'));
-    assert.match(await page.textContent('#results-info'), /on wgpu \(WebGPU: .*swiftshader/i);
+    assert.match(await page.textContent('#results-info'), /on wgpu \(CubeCL kernels; WebGPU: .*swiftshader/i);
     assert.equal(await page.locator('#cells tr.reconstructed').count(), 4);
+    const report = await downloadReport(page);
+    assert.equal(report.backend.kind, 'wgpu');
+    assert.equal(report.backend.software, true);
     await page.screenshot({ path: join(shots, 'webgpu-results.png'), fullPage: true });
     assert.deepEqual(problems, []);
   } finally {

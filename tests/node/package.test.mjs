@@ -47,7 +47,8 @@ test('the installed package inspects a CSV and runs a seeded attack well above t
     console.log(JSON.stringify({ backend: engine.backend, schema, steps, report }));
     `,
   );
-  assert.match(out.backend, /^cpu/);
+  assert.equal(out.backend.choice, 'cpu');
+  assert.match(out.backend.label, /^cpu \(fused kernel/);
   assert.equal(out.schema.rows, 1000);
   assert.equal(out.schema.columns.length, 21);
   assert.equal(out.schema.label_candidates[0], 'credit_risk');
@@ -55,7 +56,8 @@ test('the installed package inspects a CSV and runs a seeded attack well above t
   assert.equal(out.steps.at(-1), 300);
   const r = out.report;
   assert.equal(r.rows.length, 8);
-  assert.match(r.backend, /^cpu/);
+  assert.equal(r.backend.kind, 'cpu');
+  assert.equal(r.backend.engine, 'cpu-kernel');
   assert.ok(r.accuracy.total >= r.random_baseline + 0.15, `accuracy ${r.accuracy.total} vs random ${r.random_baseline}`);
   assert.ok(r.accuracy.total >= 0.7, `accuracy ${r.accuracy.total}`);
 });
@@ -93,6 +95,69 @@ test('an AbortSignal cancels a run, from the callback or from a timer, and bad i
   assert.ok(out.lastStep > 0 && out.lastStep < 100000, `stopped at step ${out.lastStep}`);
   assert.equal(out.ragged, 'line 3 has 1 fields but the header has 2');
   assert.match(out.label, /no column is named "nope"/);
+});
+
+test('a panic inside the engine reaches the caller with its message, not "unreachable"', () => {
+  const out = runIn(
+    project,
+    `
+    import { panicForTests } from 'leakscope';
+    let error = null;
+    try { await panicForTests('a test panic, on purpose'); } catch (e) { error = { name: e.name, message: e.message }; }
+    console.log(JSON.stringify({ error }));
+    `,
+  );
+  assert.equal(out.error.name, 'RuntimeError');
+  assert.match(out.error.message, /^the engine panicked: .*a test panic, on purpose/);
+});
+
+test('shares of the wrong shape handed to assess are a readable error', () => {
+  const out = runIn(
+    project,
+    `
+    import { readFileSync } from 'node:fs';
+    import { Leakscope } from 'leakscope';
+    const csv = readFileSync('german.csv');
+    const engine = await Leakscope.create({ backend: 'cpu' });
+    const options = { label: 'credit_risk', batchSize: 4, ensemble: 2, iterations: 5 };
+    const part = await engine.invertMembers(csv, options, { first: 0, count: 2 });
+    let error = null;
+    try { await engine.assess(csv, options, [{ ...part, probs: part.probs.slice(0, 10) }], 1); } catch (e) { error = e.message; }
+    const report = await engine.assess(csv, options, [part], 1);
+    console.log(JSON.stringify({ error, rows: report.rows.length }));
+    `,
+  );
+  assert.match(out.error, /invalid setting: members 0\.\.2 hold \d+ values and 10 probabilities/);
+  assert.equal(out.rows, 4);
+});
+
+test('the type declarations compile against a typed use of the package (tsc --strict)', () => {
+  writeFileSync(
+    join(project, 'use.ts'),
+    `
+    import { Leakscope, type Report, type RunOptions, type Progress } from 'leakscope';
+    import { LeakscopeWorker } from 'leakscope/remote';
+    async function main(csv: Uint8Array): Promise<number> {
+      const engine = await Leakscope.create({ backend: 'auto' });
+      const options: RunOptions = { label: 'credit_risk', batchSize: 8, attack: 'tableak', labels: 'restored' };
+      const seen: Progress[] = [];
+      const report: Report = await engine.run(csv, options, { onProgress: (p) => seen.push(p) });
+      const worker = await LeakscopeWorker.create({ backend: 'cpu', workers: 2 });
+      const limit: number = worker.limits.maxCsvBytes;
+      const kind: 'cpu' | 'wgpu' | 'cuda' = report.backend.kind;
+      const confident = report.rows.flatMap((r) => r.confidence).filter((c) => c === 'high').length;
+      const edge: number | null = report.entropy_buckets[0].from;
+      return report.accuracy.total + limit + confident + (edge ?? 0) + kind.length + seen.length;
+    }
+    void main;
+    `,
+  );
+  writeFileSync(
+    join(project, 'tsconfig.json'),
+    JSON.stringify({ compilerOptions: { strict: true, noEmit: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', lib: ['es2022', 'dom'], skipLibCheck: false }, files: ['use.ts'] }),
+  );
+  const tsc = join(root, 'node_modules', '.bin', 'tsc');
+  execFileSync(tsc, ['-p', project], { stdio: 'inherit' });
 });
 
 test('the package exports the worker entry and its client, with type declarations', () => {

@@ -27,6 +27,7 @@ type ReadResult = std::result::Result<Vec<cubecl::bytes::Bytes>, cubecl::server:
 /// while the driver goes on launching steps; natively a read's round trip is short, and it is
 /// taken at once.
 enum LossRead {
+    #[cfg(not(target_arch = "wasm32"))]
     Done(ReadResult),
     #[cfg(target_arch = "wasm32")]
     Pending(async_channel::Receiver<ReadResult>),
@@ -47,15 +48,17 @@ impl LossRead {
         LossRead::Done(client.read(vec![handle]))
     }
 
-    async fn finish(self) -> ReadResult {
-        match self {
+    async fn finish(self) -> Result<Vec<cubecl::bytes::Bytes>> {
+        let result = match self {
+            #[cfg(not(target_arch = "wasm32"))]
             LossRead::Done(r) => r,
             #[cfg(target_arch = "wasm32")]
             LossRead::Pending(rx) => rx
                 .recv()
                 .await
-                .unwrap_or_else(|_| Err(cubecl::server::ServerError::Generic("the read was dropped".into()))),
-        }
+                .map_err(|_| Error::Device("the GPU readback task ended without a result".into()))?,
+        };
+        result.map_err(|e| Error::Device(format!("reading the losses back from the GPU failed: {e:?}")))
     }
 }
 
@@ -452,10 +455,7 @@ impl Stepper for CubeStepper {
         let Some((step, read)) = self.requested.pop_front() else {
             return Ok(None);
         };
-        let bytes = read
-            .finish()
-            .await
-            .map_err(|e| Error::Device(format!("reading the losses back from the GPU failed: {e:?}")))?;
+        let bytes = read.finish().await?;
         Ok(Some((step, f32::from_bytes(&bytes[0]).to_vec())))
     }
 
