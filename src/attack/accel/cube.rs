@@ -33,6 +33,8 @@ enum LossRead {
     Pending(async_channel::Receiver<ReadResult>),
 }
 
+// One variant per target: the match below is exhaustive either way.
+#[allow(clippy::infallible_destructuring_match)]
 impl LossRead {
     fn start(client: &Client, handle: Handle) -> LossRead {
         #[cfg(target_arch = "wasm32")]
@@ -96,6 +98,11 @@ fn cubes(client: &Client, units: usize) -> (CubeCount, CubeDim) {
     (cubecl::calculate_cube_count_elemwise(client, units.max(1), dim), dim)
 }
 
+/// Blocks of `RB` rows (the row-blocked kernels' units).
+fn row_blocks(rows: usize) -> usize {
+    rows.div_ceil(k::RB)
+}
+
 /// Shapes of one inversion.
 struct Dims {
     /// [d, hidden..., classes]
@@ -105,19 +112,17 @@ struct Dims {
     members: usize,
     d: usize,
     features: usize,
-    /// Slots of `partials` per member: the chunks of every layer's parameters.
-    slots: usize,
+    /// Where each layer's W then b start in the network's (and a gradient's) layout, and the total.
+    offsets: Vec<usize>,
+    params: usize,
 }
 
 impl Dims {
     fn layers(&self) -> usize {
         self.sizes.len() - 1
     }
-    fn params(&self, l: usize) -> usize {
+    fn layer_params(&self, l: usize) -> usize {
         self.sizes[l] * self.sizes[l + 1] + self.sizes[l + 1]
-    }
-    fn chunks(&self, l: usize) -> usize {
-        self.params(l).div_ceil(BLOCK)
     }
 }
 
@@ -127,8 +132,9 @@ struct CubeStepper {
     relaxed: bool,
     cosine: bool,
     target_norm: f32,
-    // constants
-    lc: Vec<Handle>,
+    // constants: the network and the observed update, every layer W then b
+    net: Handle,
+    target: Handle,
     rc: Handle,
     segments: Handle,
     segments_host: Vec<u32>,
@@ -142,9 +148,8 @@ struct CubeStepper {
     /// Hidden layers' outputs, then the softmax.
     h: Vec<Handle>,
     delta: Vec<Handle>,
-    g: Vec<Handle>,
-    partials: Handle,
-    coef: Handle,
+    /// Every member's gradient [N, params], then G = dloss/dg in its place.
+    g: Handle,
     bars: Vec<Handle>,
     /// dL/da of hidden layers (masked), then dL/dx.
     back: Vec<Handle>,
@@ -171,17 +176,21 @@ impl CubeStepper {
             members: n,
             d,
             features,
-            slots: 0,
+            offsets: Vec::new(),
+            params: 0,
         };
-        dims.slots = (0..layers).map(|l| dims.chunks(l)).sum();
-        let lc = (0..layers)
-            .map(|l| {
-                let (w, bias) = p.layer(l);
-                let (tw, tb) = p.observed(l);
-                let all: Vec<f32> = w.iter().chain(bias).chain(tw).chain(tb).copied().collect();
-                upload(&client, &all)
-            })
-            .collect();
+        for l in 0..layers {
+            dims.offsets.push(dims.params);
+            dims.params += dims.layer_params(l);
+        }
+        let flat = |parts: Vec<(&[f32], &[f32])>| -> Vec<f32> {
+            parts
+                .into_iter()
+                .flat_map(|(w, bias)| w.iter().chain(bias).copied())
+                .collect()
+        };
+        let net = upload(&client, &flat((0..layers).map(|l| p.layer(l)).collect()));
+        let target = upload(&client, &flat((0..layers).map(|l| p.observed(l)).collect()));
         let rc = p
             .relax_constants()
             .map_or_else(|| zeros(&client, k::RC_ROWS * d), |rc| upload(&client, &rc));
@@ -195,7 +204,8 @@ impl CubeStepper {
             relaxed: p.relax_constants().is_some(),
             cosine: p.objective() == Objective::Cosine,
             target_norm: p.target_norm(),
-            lc,
+            net,
+            target,
             rc,
             segments,
             segments_host,
@@ -206,9 +216,7 @@ impl CubeStepper {
             aux: zeros(&client, rows * d),
             h: per_layer(&|l| rows * sizes[l + 1]),
             delta: per_layer(&|l| rows * sizes[l + 1]),
-            g: per_layer(&|l| n * dims.params(l)),
-            partials: zeros(&client, n * dims.slots * 3),
-            coef: zeros(&client, 2 * n),
+            g: zeros(&client, n * dims.params),
             bars: per_layer(&|l| rows * (sizes[l] + sizes[l + 1])),
             back: per_layer(&|l| rows * sizes[l]),
             losses: zeros(&client, n),
@@ -228,202 +236,214 @@ impl CubeStepper {
         if l == 0 { self.input0() } else { &self.h[l - 1] }
     }
 
-    fn step_kernels(&mut self, a: &AdamStep) {
-        let c = &self.client;
-        let dm = &self.dims;
-        let (rows, d, feats, layers) = (dm.rows, dm.d, dm.features, dm.layers());
-        let s = &dm.sizes;
-        let inv_batch = 1.0 / dm.batch as f32;
-        if self.relaxed {
-            let (count, dim) = cubes(c, rows * feats);
-            k::relax_forward::launch(
-                c,
-                count,
-                dim,
-                buf(&self.z, rows * d),
-                buf(&self.rc, k::RC_ROWS * d),
-                // SAFETY: created with 3 u32 per feature.
-                unsafe { BufferArg::from_raw_parts(self.segments.clone(), 3 * feats) },
-                buf(&self.x, rows * d),
-                buf(&self.aux, rows * d),
-                rows,
-                d,
-                feats,
-            );
-        }
-        // Forward: hidden layers, then the output layer's softmax and δ.
-        for l in 0..layers - 1 {
-            let (count, dim) = cubes(c, rows * s[l + 1]);
-            k::dense_relu::launch(
-                c,
-                count,
-                dim,
-                buf(self.input(l), rows * s[l]),
-                buf(&self.lc[l], 2 * dm.params(l)),
-                buf(&self.h[l], rows * s[l + 1]),
-                rows,
-                s[l],
-                s[l + 1],
-            );
-        }
-        let top = layers - 1;
-        let classes = s[layers];
-        let (count, dim) = cubes(c, rows);
-        k::output_delta::launch(
-            c,
-            count,
-            dim,
-            buf(self.input(top), rows * s[top]),
-            buf(&self.lc[top], 2 * dm.params(top)),
-            buf(&self.onehot, dm.batch * classes),
-            buf(&self.h[top], rows * classes),
-            buf(&self.delta[top], rows * classes),
-            rows,
-            s[top],
-            classes,
-            dm.batch,
-            inv_batch,
-        );
-        // Backward: δ of each layer below.
-        for l in (1..layers).rev() {
-            let (count, dim) = cubes(c, rows * s[l]);
-            k::delta_back::launch(
-                c,
-                count,
-                dim,
-                buf(&self.delta[l], rows * s[l + 1]),
-                buf(&self.lc[l], 2 * dm.params(l)),
-                buf(&self.h[l - 1], rows * s[l]),
-                buf(&self.delta[l - 1], rows * s[l]),
-                rows,
-                s[l],
-                s[l + 1],
-            );
-        }
-        // Parameter gradients and their partial sums, then each member's objective.
-        let mut slot = 0;
-        for l in 0..layers {
-            let chunks = dm.chunks(l);
-            k::param_grad::launch(
-                c,
-                CubeCount::Static(chunks as u32, dm.members as u32, 1),
-                CubeDim::new_1d(BLOCK as u32),
-                buf(self.input(l), rows * s[l]),
-                buf(&self.delta[l], rows * s[l + 1]),
-                buf(&self.lc[l], 2 * dm.params(l)),
-                buf(&self.g[l], dm.members * dm.params(l)),
-                buf(&self.partials, dm.members * dm.slots * 3),
-                dm.batch,
-                s[l],
-                s[l + 1],
-                slot,
-                dm.slots,
-                BLOCK,
-            );
-            slot += chunks;
-        }
-        let (count, dim) = cubes(c, dm.members);
-        k::finalize::launch(
-            c,
-            count,
-            dim,
-            buf(&self.partials, dm.members * dm.slots * 3),
-            buf(&self.coef, 2 * dm.members),
-            buf(&self.losses, dm.members),
-            dm.members,
-            dm.slots,
-            self.target_norm,
-            self.cosine as u32,
-        );
-        // Reverse of each layer's gradient, bottom up (each adds the layer below's dL/dδ).
-        for l in 0..layers {
-            let width = s[l] + s[l + 1];
-            let below = if l > 0 { &self.bars[l - 1] } else { &self.coef };
-            let below_len = if l > 0 {
-                rows * (s[l - 1] + s[l])
-            } else {
-                2 * dm.members
-            };
-            let (count, dim) = cubes(c, rows * width);
-            k::reverse_layer::launch(
-                c,
-                count,
-                dim,
-                buf(&self.delta[l], rows * s[l + 1]),
-                buf(&self.g[l], dm.members * dm.params(l)),
-                buf(&self.lc[l], 2 * dm.params(l)),
-                buf(&self.coef, 2 * dm.members),
-                buf(self.input(l), rows * s[l]),
-                buf(below, below_len),
-                buf(&self.bars[l], rows * width),
-                rows,
-                dm.batch,
-                s[l],
-                s[l + 1],
-                if l > 0 { s[l - 1] } else { 0 },
-                l > 0,
-            );
-        }
-        // Back through the forward pass, top down, to dL/dx in back[0].
-        for l in (0..layers).rev() {
-            let (count, dim) = cubes(c, rows * s[l]);
-            let mask = if l > 0 { &self.h[l - 1] } else { &self.x };
-            if l == top {
-                k::back_top::launch(
+    /// One step's kernels.
+    ///
+    /// # Safety
+    /// The kernels are launched unchecked (no bounds checks, which cost a third of a step on
+    /// lavapipe): every buffer is allocated in `new` with the length its kernels index up to, and
+    /// the row-blocked kernels clamp the rows of a last, partial block before loading them.
+    /// tests/step_equality.rs runs these kernels against the definition on every commit.
+    unsafe fn step_kernels(&mut self, a: &AdamStep) {
+        // SAFETY: see the function's contract above.
+        unsafe {
+            let c = &self.client;
+            let dm = &self.dims;
+            let (rows, d, feats, layers) = (dm.rows, dm.d, dm.features, dm.layers());
+            let s = &dm.sizes;
+            let inv_batch = 1.0 / dm.batch as f32;
+            if self.relaxed {
+                let (count, dim) = cubes(c, rows * feats);
+                k::relax_forward::launch_unchecked(
                     c,
                     count,
                     dim,
-                    buf(&self.bars[l], rows * (s[l] + classes)),
-                    buf(&self.h[top], rows * classes),
-                    buf(&self.lc[l], 2 * dm.params(l)),
-                    buf(mask, rows * s[l]),
-                    buf(&self.back[l], rows * s[l]),
+                    buf(&self.z, rows * d),
+                    buf(&self.rc, k::RC_ROWS * d),
+                    // SAFETY: created with 3 u32 per feature.
+                    BufferArg::from_raw_parts(self.segments.clone(), 3 * feats),
+                    buf(&self.x, rows * d),
+                    buf(&self.aux, rows * d),
                     rows,
-                    s[l],
-                    classes,
-                    inv_batch,
-                    l > 0,
+                    d,
+                    feats,
                 );
-            } else {
-                k::back_hidden::launch(
+            }
+            let (params, offsets) = (dm.params, &dm.offsets);
+            let net = || buf(&self.net, params);
+            // Forward: hidden layers, then the output layer's softmax and δ.
+            for l in 0..layers - 1 {
+                let (count, dim) = cubes(c, row_blocks(rows) * s[l + 1]);
+                k::dense_relu::launch_unchecked(
                     c,
                     count,
                     dim,
-                    buf(&self.bars[l], rows * (s[l] + s[l + 1])),
-                    buf(&self.back[l + 1], rows * s[l + 1]),
-                    buf(&self.lc[l], 2 * dm.params(l)),
-                    buf(mask, rows * s[l]),
-                    buf(&self.back[l], rows * s[l]),
+                    buf(self.input(l), rows * s[l]),
+                    net(),
+                    buf(&self.h[l], rows * s[l + 1]),
                     rows,
                     s[l],
                     s[l + 1],
+                    offsets[l],
+                );
+            }
+            let top = layers - 1;
+            let classes = s[layers];
+            let (count, dim) = cubes(c, rows);
+            k::output_delta::launch_unchecked(
+                c,
+                count,
+                dim,
+                buf(self.input(top), rows * s[top]),
+                net(),
+                buf(&self.onehot, dm.batch * classes),
+                buf(&self.h[top], rows * classes),
+                buf(&self.delta[top], rows * classes),
+                rows,
+                s[top],
+                classes,
+                dm.batch,
+                inv_batch,
+                offsets[top],
+            );
+            // Backward: δ of each layer below.
+            for l in (1..layers).rev() {
+                let (count, dim) = cubes(c, row_blocks(rows) * s[l]);
+                k::delta_back::launch_unchecked(
+                    c,
+                    count,
+                    dim,
+                    buf(&self.delta[l], rows * s[l + 1]),
+                    net(),
+                    buf(&self.h[l - 1], rows * s[l]),
+                    buf(&self.delta[l - 1], rows * s[l]),
+                    rows,
+                    s[l],
+                    s[l + 1],
+                    offsets[l],
+                );
+            }
+            // Every member's parameter gradient, then its objective and G in its place.
+            let g_len = dm.members * params;
+            for l in 0..layers {
+                let units = s[l] * row_blocks(s[l + 1]) + s[l + 1];
+                let (count, dim) = cubes(c, dm.members * units);
+                k::param_grad::launch_unchecked(
+                    c,
+                    count,
+                    dim,
+                    buf(self.input(l), rows * s[l]),
+                    buf(&self.delta[l], rows * s[l + 1]),
+                    buf(&self.g, g_len),
+                    dm.members,
+                    dm.batch,
+                    s[l],
+                    s[l + 1],
+                    offsets[l],
+                    params,
+                );
+            }
+            k::objective::launch_unchecked(
+                c,
+                CubeCount::Static(dm.members as u32, 1, 1),
+                CubeDim::new_1d(BLOCK as u32),
+                buf(&self.g, g_len),
+                buf(&self.target, params),
+                buf(&self.losses, dm.members),
+                params,
+                self.target_norm,
+                self.cosine as u32,
+                BLOCK,
+            );
+            // Reverse of each layer's gradient, bottom up (each adds the layer below's dL/dδ).
+            for l in 0..layers {
+                let width = s[l] + s[l + 1];
+                let below = if l > 0 { &self.bars[l - 1] } else { &self.target };
+                let below_len = if l > 0 { rows * (s[l - 1] + s[l]) } else { params };
+                let (count, dim) = cubes(c, dm.members * row_blocks(dm.batch) * width);
+                k::reverse_layer::launch_unchecked(
+                    c,
+                    count,
+                    dim,
+                    buf(&self.delta[l], rows * s[l + 1]),
+                    buf(&self.g, g_len),
+                    net(),
+                    buf(self.input(l), rows * s[l]),
+                    buf(below, below_len),
+                    buf(&self.bars[l], rows * width),
+                    dm.members,
+                    dm.batch,
+                    s[l],
+                    s[l + 1],
+                    if l > 0 { s[l - 1] } else { 0 },
+                    offsets[l],
+                    params,
                     l > 0,
                 );
             }
+            // Back through the forward pass, top down, to dL/dx in back[0].
+            for l in (0..layers).rev() {
+                let mask = if l > 0 { &self.h[l - 1] } else { &self.x };
+                if l == top {
+                    let (count, dim) = cubes(c, rows * s[l]);
+                    k::back_top::launch_unchecked(
+                        c,
+                        count,
+                        dim,
+                        buf(&self.bars[l], rows * (s[l] + classes)),
+                        buf(&self.h[top], rows * classes),
+                        net(),
+                        buf(mask, rows * s[l]),
+                        buf(&self.back[l], rows * s[l]),
+                        rows,
+                        s[l],
+                        classes,
+                        inv_batch,
+                        offsets[l],
+                        l > 0,
+                    );
+                } else {
+                    let (count, dim) = cubes(c, row_blocks(rows) * s[l]);
+                    k::back_hidden::launch_unchecked(
+                        c,
+                        count,
+                        dim,
+                        buf(&self.bars[l], rows * (s[l] + s[l + 1])),
+                        buf(&self.back[l + 1], rows * s[l + 1]),
+                        net(),
+                        buf(mask, rows * s[l]),
+                        buf(&self.back[l], rows * s[l]),
+                        rows,
+                        s[l],
+                        s[l + 1],
+                        offsets[l],
+                        l > 0,
+                    );
+                }
+            }
+            let (count, dim) = cubes(c, rows * feats);
+            k::relax_back_adam::launch_unchecked(
+                c,
+                count,
+                dim,
+                buf(&self.back[0], rows * d),
+                buf(&self.aux, rows * d),
+                buf(&self.rc, k::RC_ROWS * d),
+                // SAFETY: created with 3 u32 per feature.
+                BufferArg::from_raw_parts(self.segments.clone(), 3 * feats),
+                buf(&self.z, rows * d),
+                buf(&self.moments, 2 * rows * d),
+                rows,
+                d,
+                feats,
+                a.beta1,
+                a.beta2,
+                a.step_size,
+                a.inv_bias2,
+                a.eps,
+                a.sign as u32,
+                self.relaxed as u32,
+            );
         }
-        let (count, dim) = cubes(c, rows * feats);
-        k::relax_back_adam::launch(
-            c,
-            count,
-            dim,
-            buf(&self.back[0], rows * d),
-            buf(&self.aux, rows * d),
-            buf(&self.rc, k::RC_ROWS * d),
-            // SAFETY: created with 3 u32 per feature.
-            unsafe { BufferArg::from_raw_parts(self.segments.clone(), 3 * feats) },
-            buf(&self.z, rows * d),
-            buf(&self.moments, 2 * rows * d),
-            rows,
-            d,
-            feats,
-            a.beta1,
-            a.beta2,
-            a.step_size,
-            a.inv_bias2,
-            a.eps,
-            a.sign as u32,
-            self.relaxed as u32,
-        );
     }
 
     async fn read(&self, handle: &Handle) -> Result<Vec<f32>> {
@@ -441,7 +461,8 @@ impl Stepper for CubeStepper {
         // Each step writes its losses to a buffer of its own, so a read requested for one step is
         // not overwritten by the next (the pool hands back the same few buffers).
         self.losses = self.client.empty(4 * self.dims.members);
-        self.step_kernels(adam);
+        // SAFETY: the buffers are this stepper's own, sized in `new` for these kernels.
+        unsafe { self.step_kernels(adam) };
         Ok(())
     }
 
@@ -467,20 +488,22 @@ impl Stepper for CubeStepper {
             return Ok((z, Vec::new()));
         }
         let (count, dim) = cubes(&self.client, rows * feats);
-        k::relax_forward::launch(
-            &self.client,
-            count,
-            dim,
-            buf(&self.z, rows * d),
-            buf(&self.rc, k::RC_ROWS * d),
-            // SAFETY: created with 3 u32 per feature.
-            unsafe { BufferArg::from_raw_parts(self.segments.clone(), 3 * feats) },
-            buf(&self.x, rows * d),
-            buf(&self.aux, rows * d),
-            rows,
-            d,
-            feats,
-        );
+        // SAFETY: as in `step_kernels`: the buffers were sized in `new` for this kernel.
+        unsafe {
+            k::relax_forward::launch_unchecked(
+                &self.client,
+                count,
+                dim,
+                buf(&self.z, rows * d),
+                buf(&self.rc, k::RC_ROWS * d),
+                BufferArg::from_raw_parts(self.segments.clone(), 3 * feats),
+                buf(&self.x, rows * d),
+                buf(&self.aux, rows * d),
+                rows,
+                d,
+                feats,
+            )
+        };
         let x = self.read(&self.x).await?;
         let aux = self.read(&self.aux).await?;
         self.requested.clear();

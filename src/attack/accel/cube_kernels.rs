@@ -2,14 +2,17 @@
 //! the definition's math (`attack::inversion`), one kernel per stage and layer, every member and
 //! row at once. `accel::cube` launches them; tests/step_equality.rs holds them to the definition.
 //!
-//! Layouts (row-major, `rows` = N·B): a layer's constants `lc` = [W (in·out) | b (out) | the
-//! observed update's W (in·out) | its b (out)], so the observed part has the layout of one member's
-//! gradient `g` = [gW | gb]; the relaxation's constants `rc` = [std | mean | 1/std | hi − lo | lo],
-//! each d long; `segments` = (offset, width, categorical) per feature, as u32.
+//! Layouts (row-major, `rows` = N·B): the network `net` holds every layer at its offset `off`,
+//! W [in, out] then b [out]; the observed update `target` and each member's gradient in `g`
+//! ([N, params]) have the same layout; the relaxation's constants `rc` = [std | mean | 1/std |
+//! hi − lo | lo], each d long; `segments` = (offset, width, categorical) per feature, as u32.
 //!
 //! WebGPU gives a kernel at most 8 storage buffers (CubeCL adds one for its scalars), and only
-//! barriers in uniform control flow: the one kernel with barriers (`param_grad`) bounds its loops
-//! by comptime values alone.
+//! barriers in uniform control flow: the one kernel with barriers (`objective`) keeps them out of
+//! every loop whose bound is not uniform.
+// CubeCL's macro expands `div_ceil` on its own types only: the kernels round up by hand.
+#![allow(clippy::manual_div_ceil)]
+
 use burn::cubecl;
 use cubecl::prelude::*;
 
@@ -28,7 +31,7 @@ const NORM_FLOOR: f32 = 1e-30;
 /// The relaxation, one unit per (row, feature): sigmoid for a continuous column, the block softmax
 /// (centred on the block's mean logit, capped) for a categorical one. `aux` gets σ(z) on continuous
 /// columns and the probabilities on categorical ones.
-#[cube(launch)]
+#[cube(launch_unchecked)]
 pub fn relax_forward(
     z: &[f32],
     rc: &[f32],
@@ -73,26 +76,57 @@ pub fn relax_forward(
     }
 }
 
-/// A hidden layer: out = ReLU(input · W + b), one unit per output value.
-#[cube(launch)]
-pub fn dense_relu(input: &[f32], lc: &[f32], out: &mut [f32], rows: usize, n_in: usize, n_out: usize) {
+/// Rows a unit of the row-blocked kernels computes at once: the weights it loads serve four rows.
+pub const RB: usize = 4;
+
+/// The rows of a block starting at `r0`, clamped to the last row (so every load stays in bounds;
+/// what is computed for a clamped row is never stored).
+#[cube]
+fn clamp_row(r: usize, last: usize) -> usize {
+    select(r < last, r, last)
+}
+
+/// A hidden layer: out = ReLU(input · W + b), one unit per output value of four rows.
+#[cube(launch_unchecked)]
+pub fn dense_relu(input: &[f32], net: &[f32], out: &mut [f32], rows: usize, n_in: usize, n_out: usize, off: usize) {
     let t = ABSOLUTE_POS;
-    if t < rows * n_out {
-        let r = t / n_out;
+    if t < ((rows + RB - 1) / RB) * n_out {
         let o = t % n_out;
-        let mut acc = lc[n_in * n_out + o];
+        let r0 = (t / n_out) * RB;
+        let last = rows - 1;
+        let r1 = clamp_row(r0 + 1, last);
+        let r2 = clamp_row(r0 + 2, last);
+        let r3 = clamp_row(r0 + 3, last);
+        let bias = net[off + n_in * n_out + o];
+        let mut a0 = bias;
+        let mut a1 = bias;
+        let mut a2 = bias;
+        let mut a3 = bias;
         for i in 0..n_in {
-            acc += input[r * n_in + i] * lc[i * n_out + o];
+            let w = net[off + i * n_out + o];
+            a0 += input[r0 * n_in + i] * w;
+            a1 += input[r1 * n_in + i] * w;
+            a2 += input[r2 * n_in + i] * w;
+            a3 += input[r3 * n_in + i] * w;
         }
-        out[t] = acc.max(0.0);
+        out[r0 * n_out + o] = a0.max(0.0);
+        if r0 + 1 < rows {
+            out[r1 * n_out + o] = a1.max(0.0);
+        }
+        if r0 + 2 < rows {
+            out[r2 * n_out + o] = a2.max(0.0);
+        }
+        if r0 + 3 < rows {
+            out[r3 * n_out + o] = a3.max(0.0);
+        }
     }
 }
 
 /// The output layer, its softmax and δ = (softmax − y)/B, one unit per row.
-#[cube(launch)]
+#[cube(launch_unchecked)]
 pub fn output_delta(
     input: &[f32],
-    lc: &[f32],
+    net: &[f32],
     onehot: &[f32],
     probs: &mut [f32],
     delta: &mut [f32],
@@ -101,14 +135,16 @@ pub fn output_delta(
     classes: usize,
     batch: usize,
     inv_batch: f32,
+    off: usize,
 ) {
     let r = ABSOLUTE_POS;
     if r < rows {
-        let mut top = lc[n_in * classes] - 3.0e38;
+        let bias = off + n_in * classes;
+        let mut top = net[bias] - 3.0e38;
         for c in 0..classes {
-            let mut acc = lc[n_in * classes + c];
+            let mut acc = net[bias + c];
             for i in 0..n_in {
-                acc += input[r * n_in + i] * lc[i * classes + c];
+                acc += input[r * n_in + i] * net[off + i * classes + c];
             }
             probs[r * classes + c] = acc;
             if acc > top {
@@ -130,189 +166,280 @@ pub fn output_delta(
     }
 }
 
-/// δ of the layer below: (δ · Wᵀ) ⊙ [h > 0], one unit per (row, input of this layer).
-#[cube(launch)]
-pub fn delta_back(delta: &[f32], lc: &[f32], h: &[f32], out: &mut [f32], rows: usize, n_in: usize, n_out: usize) {
+/// δ of the layer below: (δ · Wᵀ) ⊙ [h > 0], one unit per input of this layer for four rows.
+#[cube(launch_unchecked)]
+pub fn delta_back(
+    delta: &[f32],
+    net: &[f32],
+    h: &[f32],
+    out: &mut [f32],
+    rows: usize,
+    n_in: usize,
+    n_out: usize,
+    off: usize,
+) {
     let t = ABSOLUTE_POS;
-    if t < rows * n_in {
-        let r = t / n_in;
+    if t < ((rows + RB - 1) / RB) * n_in {
         let i = t % n_in;
-        let mut acc = 0.0;
-        if h[t] > 0.0 {
-            for o in 0..n_out {
-                acc += delta[r * n_out + o] * lc[i * n_out + o];
-            }
+        let r0 = (t / n_in) * RB;
+        let last = rows - 1;
+        let r1 = clamp_row(r0 + 1, last);
+        let r2 = clamp_row(r0 + 2, last);
+        let r3 = clamp_row(r0 + 3, last);
+        let mut a0 = 0.0;
+        let mut a1 = 0.0;
+        let mut a2 = 0.0;
+        let mut a3 = 0.0;
+        for o in 0..n_out {
+            let w = net[off + i * n_out + o];
+            a0 += delta[r0 * n_out + o] * w;
+            a1 += delta[r1 * n_out + o] * w;
+            a2 += delta[r2 * n_out + o] * w;
+            a3 += delta[r3 * n_out + o] * w;
         }
-        out[t] = acc;
+        out[r0 * n_in + i] = select(h[r0 * n_in + i] > 0.0, a0, 0.0);
+        if r0 + 1 < rows {
+            out[r1 * n_in + i] = select(h[r1 * n_in + i] > 0.0, a1, 0.0);
+        }
+        if r0 + 2 < rows {
+            out[r2 * n_in + i] = select(h[r2 * n_in + i] > 0.0, a2, 0.0);
+        }
+        if r0 + 3 < rows {
+            out[r3 * n_in + i] = select(h[r3 * n_in + i] > 0.0, a3, 0.0);
+        }
     }
 }
 
-/// One layer's parameter gradient per member, gW = inputᵀ δ and gb = Σ_rows δ, one unit per
-/// (member, parameter); each cube also sums its parameters' ⟨g, t⟩, ‖g‖² and ‖g − t‖² into one
-/// slot of `partials` ([N, slots, 3]), which `finalize` adds up. Cube count: (chunks, N).
-#[cube(launch)]
+/// One layer's parameter gradient per member, gW = inputᵀ δ and gb = Σ_rows δ, written to `g` at
+/// the layer's offset. One unit per (member, input, four outputs) of gW, then one per (member,
+/// output) of gb.
+#[cube(launch_unchecked)]
 pub fn param_grad(
     input: &[f32],
     delta: &[f32],
-    lc: &[f32],
     g: &mut [f32],
-    partials: &mut [f32],
+    members: usize,
     batch: usize,
     n_in: usize,
     n_out: usize,
-    slot_offset: usize,
-    slots: usize,
-    #[comptime] block: usize,
+    off: usize,
+    params: usize,
 ) {
-    let k = CUBE_POS_Y as usize;
-    let chunk = CUBE_POS_X as usize;
-    let unit = UNIT_POS as usize;
-    let e = chunk * block + unit;
-    let weights = n_in * n_out;
-    let size = weights + n_out;
-    let mut gv = 0.0;
-    let mut tv = 0.0;
-    if e < size {
+    let blocks = (n_out + RB - 1) / RB;
+    let weight_units = n_in * blocks;
+    let per_member = weight_units + n_out;
+    let t = ABSOLUTE_POS;
+    if t < members * per_member {
+        let k = t / per_member;
+        let e = t % per_member;
         let first = k * batch;
-        if e < weights {
-            let i = e / n_out;
-            let o = e % n_out;
+        let base = k * params + off;
+        if e < weight_units {
+            let i = e / blocks;
+            let o0 = (e % blocks) * RB;
+            let last = n_out - 1;
+            let o1 = clamp_row(o0 + 1, last);
+            let o2 = clamp_row(o0 + 2, last);
+            let o3 = clamp_row(o0 + 3, last);
+            let mut a0 = 0.0;
+            let mut a1 = 0.0;
+            let mut a2 = 0.0;
+            let mut a3 = 0.0;
             for b in 0..batch {
-                gv += input[(first + b) * n_in + i] * delta[(first + b) * n_out + o];
+                let x = input[(first + b) * n_in + i];
+                let row = (first + b) * n_out;
+                a0 += x * delta[row + o0];
+                a1 += x * delta[row + o1];
+                a2 += x * delta[row + o2];
+                a3 += x * delta[row + o3];
+            }
+            g[base + i * n_out + o0] = a0;
+            if o0 + 1 < n_out {
+                g[base + i * n_out + o1] = a1;
+            }
+            if o0 + 2 < n_out {
+                g[base + i * n_out + o2] = a2;
+            }
+            if o0 + 3 < n_out {
+                g[base + i * n_out + o3] = a3;
             }
         } else {
-            let o = e - weights;
+            let o = e - weight_units;
+            let mut acc = 0.0;
             for b in 0..batch {
-                gv += delta[(first + b) * n_out + o];
+                acc += delta[(first + b) * n_out + o];
             }
+            g[base + n_in * n_out + o] = acc;
         }
-        tv = lc[size + e];
-        g[k * size + e] = gv;
     }
+}
+
+/// Each member's objective, one cube per member: ⟨g, t⟩, ‖g‖² and ‖g − t‖² over all its
+/// parameters, the loss, then g replaced in place by G = dloss/dg = α·t + β·g
+/// (`pointwise::cosine_terms`; DLG's squared error when `cosine` is 0).
+#[cube(launch_unchecked)]
+pub fn objective(
+    g: &mut [f32],
+    target: &[f32],
+    losses: &mut [f32],
+    params: usize,
+    target_norm: f32,
+    cosine: u32,
+    #[comptime] block: usize,
+) {
+    let k = CUBE_POS;
+    let unit = UNIT_POS as usize;
+    let base = k * params;
     let mut dot = Shared::<[f32]>::new_slice(block);
     let mut nn = Shared::<[f32]>::new_slice(block);
     let mut sq = Shared::<[f32]>::new_slice(block);
-    dot[unit] = gv * tv;
-    nn[unit] = gv * gv;
-    sq[unit] = (gv - tv) * (gv - tv);
+    let mut coef = Shared::<[f32]>::new_slice(2usize);
+    let mut d = 0.0;
+    let mut n = 0.0;
+    let mut q = 0.0;
+    let mut e = unit;
+    while e < params {
+        let gv = g[base + e];
+        let tv = target[e];
+        d += gv * tv;
+        n += gv * gv;
+        q += (gv - tv) * (gv - tv);
+        e += block;
+    }
+    dot[unit] = d;
+    nn[unit] = n;
+    sq[unit] = q;
     sync_cube();
-    // A tree over the cube, halving the active units each round (bounded by CUBE_DIM, a constant:
-    // uniform control flow, as WGSL requires around barriers).
+    // A tree over the cube, halving the active units each round: bounded by CUBE_DIM, a constant,
+    // so the barriers stay in uniform control flow.
     let mut active = CUBE_DIM;
     while active > 1 {
         active /= 2;
         if UNIT_POS < active {
             let from = unit + active as usize;
-            let d = dot[from];
-            let n = nn[from];
-            let q = sq[from];
-            dot[unit] += d;
-            nn[unit] += n;
-            sq[unit] += q;
+            let d2 = dot[from];
+            let n2 = nn[from];
+            let q2 = sq[from];
+            dot[unit] += d2;
+            nn[unit] += n2;
+            sq[unit] += q2;
         }
         sync_cube();
     }
     if unit == 0 {
-        let at = (k * slots + slot_offset + chunk) * 3;
-        partials[at] = dot[0];
-        partials[at + 1] = nn[0];
-        partials[at + 2] = sq[0];
-    }
-}
-
-/// Each member's objective from its partial sums: the loss, and α, β of dloss/dg = α·t + β·g
-/// (`pointwise::cosine_terms`; DLG's squared error when `cosine` is 0), one unit per member.
-#[cube(launch)]
-pub fn finalize(
-    partials: &[f32],
-    coef: &mut [f32],
-    losses: &mut [f32],
-    members: usize,
-    slots: usize,
-    target_norm: f32,
-    cosine: u32,
-) {
-    let k = ABSOLUTE_POS;
-    if k < members {
-        let mut dot = 0.0;
-        let mut nn = 0.0;
-        let mut sq = 0.0;
-        for s in 0..slots {
-            let at = (k * slots + s) * 3;
-            dot += partials[at];
-            nn += partials[at + 1];
-            sq += partials[at + 2];
-        }
         if cosine == 1 {
-            let floored = nn + NORM_FLOOR;
+            let floored = nn[0] + NORM_FLOOR;
             let denom = floored.sqrt() * target_norm;
-            let cos = dot / denom;
+            let cos = dot[0] / denom;
             losses[k] = 1.0 - cos;
-            coef[2 * k] = -(1.0 / denom);
-            coef[2 * k + 1] = cos / floored;
+            coef[0] = -(1.0 / denom);
+            coef[1] = cos / floored;
         } else {
-            losses[k] = sq;
-            coef[2 * k] = f32::new(-2.0);
-            coef[2 * k + 1] = f32::new(2.0);
+            losses[k] = sq[0];
+            coef[0] = f32::new(-2.0);
+            coef[1] = f32::new(2.0);
         }
+    }
+    sync_cube();
+    let alpha = coef[0];
+    let beta = coef[1];
+    let mut e = unit;
+    while e < params {
+        g[base + e] = target[e] * alpha + g[base + e] * beta;
+        e += block;
     }
 }
 
-/// The reverse of one layer's gradient, with G = α·t + β·g per member computed on the fly; one
-/// unit per (row, input or output of the layer), written to `bars` = [rows, in + out]:
+/// The reverse of one layer's gradient, from G (in `g`), written to `bars` = [rows, in + out]:
 /// dL/dinput = δ Gᵀ in the first `in` columns and dL/dδ = input G + Gb (+ the layer below's
-/// dL/dδ, masked, through W when `below` is set) in the last `out`.
-#[cube(launch)]
+/// dL/dδ, masked, through W when `below` is set) in the last `out`. One unit per column for four
+/// rows of one member, which share its G.
+#[cube(launch_unchecked)]
 pub fn reverse_layer(
     delta: &[f32],
     g: &[f32],
-    lc: &[f32],
-    coef: &[f32],
+    net: &[f32],
     input: &[f32],
     bars_below: &[f32],
     bars: &mut [f32],
-    rows: usize,
+    members: usize,
     batch: usize,
     n_in: usize,
     n_out: usize,
     n_below: usize,
+    off: usize,
+    params: usize,
     #[comptime] below: bool,
 ) {
     let width = n_in + n_out;
+    let blocks = (batch + RB - 1) / RB;
     let t = ABSOLUTE_POS;
-    if t < rows * width {
-        let r = t / width;
+    if t < members * blocks * width {
         let j = t % width;
-        let k = r / batch;
-        let alpha = coef[2 * k];
-        let beta = coef[2 * k + 1];
+        let kb = t / width;
+        let k = kb / blocks;
+        let first = k * batch;
+        let q0 = (kb % blocks) * RB;
+        let last = batch - 1;
+        let r0 = first + q0;
+        let r1 = first + clamp_row(q0 + 1, last);
+        let r2 = first + clamp_row(q0 + 2, last);
+        let r3 = first + clamp_row(q0 + 3, last);
+        let gk = k * params + off;
         let weights = n_in * n_out;
-        let size = weights + n_out;
-        let gk = k * size;
-        let mut acc = 0.0;
+        let mut a0 = 0.0;
+        let mut a1 = 0.0;
+        let mut a2 = 0.0;
+        let mut a3 = 0.0;
         if j < n_in {
             for o in 0..n_out {
-                let big_g = alpha * lc[size + j * n_out + o] + beta * g[gk + j * n_out + o];
-                acc += delta[r * n_out + o] * big_g;
+                let big_g = g[gk + j * n_out + o];
+                a0 += delta[r0 * n_out + o] * big_g;
+                a1 += delta[r1 * n_out + o] * big_g;
+                a2 += delta[r2 * n_out + o] * big_g;
+                a3 += delta[r3 * n_out + o] * big_g;
             }
         } else {
             let o = j - n_in;
-            acc = alpha * lc[size + weights + o] + beta * g[gk + weights + o];
+            let gb = g[gk + weights + o];
+            a0 = gb;
+            a1 = gb;
+            a2 = gb;
+            a3 = gb;
             for i in 0..n_in {
-                let big_g = alpha * lc[size + i * n_out + o] + beta * g[gk + i * n_out + o];
-                acc += input[r * n_in + i] * big_g;
+                let big_g = g[gk + i * n_out + o];
+                a0 += input[r0 * n_in + i] * big_g;
+                a1 += input[r1 * n_in + i] * big_g;
+                a2 += input[r2 * n_in + i] * big_g;
+                a3 += input[r3 * n_in + i] * big_g;
             }
             if below {
-                // The layer below's dL/dδ sits after its n_below input columns.
+                // The layer below's dL/dδ sits after its n_below input columns; ReLU's mask is
+                // where this layer's input is positive.
                 let stride = n_below + n_in;
                 for i in 0..n_in {
-                    if input[r * n_in + i] > 0.0 {
-                        acc += bars_below[r * stride + n_below + i] * lc[i * n_out + o];
-                    }
+                    let w = net[off + i * n_out + o];
+                    let x0 = input[r0 * n_in + i];
+                    let x1 = input[r1 * n_in + i];
+                    let x2 = input[r2 * n_in + i];
+                    let x3 = input[r3 * n_in + i];
+                    a0 += select(x0 > 0.0, bars_below[r0 * stride + n_below + i], 0.0) * w;
+                    a1 += select(x1 > 0.0, bars_below[r1 * stride + n_below + i], 0.0) * w;
+                    a2 += select(x2 > 0.0, bars_below[r2 * stride + n_below + i], 0.0) * w;
+                    a3 += select(x3 > 0.0, bars_below[r3 * stride + n_below + i], 0.0) * w;
                 }
             }
         }
-        bars[t] = acc;
+        bars[r0 * width + j] = a0;
+        if q0 + 1 < batch {
+            bars[r1 * width + j] = a1;
+        }
+        if q0 + 2 < batch {
+            bars[r2 * width + j] = a2;
+        }
+        if q0 + 3 < batch {
+            bars[r3 * width + j] = a3;
+        }
     }
 }
 
@@ -320,17 +447,18 @@ pub fn reverse_layer(
 /// total = dL/dinput + dL/da · Wᵀ, masked by the ReLU below; one unit per (row, input).
 // `masked` is comptime: the bottom layer's kernel has no mask to test at all.
 #[allow(clippy::collapsible_if)]
-#[cube(launch)]
+#[cube(launch_unchecked)]
 pub fn back_top(
     bars: &[f32],
     probs: &[f32],
-    lc: &[f32],
+    net: &[f32],
     h: &[f32],
     out: &mut [f32],
     rows: usize,
     n_in: usize,
     classes: usize,
     inv_batch: f32,
+    off: usize,
     #[comptime] masked: bool,
 ) {
     let t = ABSOLUTE_POS;
@@ -346,7 +474,7 @@ pub fn back_top(
         for c in 0..classes {
             let s = probs[r * classes + c];
             let a_bar = s * (bars[r * width + n_in + c] * inv_batch - inner);
-            acc += a_bar * lc[i * classes + c];
+            acc += a_bar * net[off + i * classes + c];
         }
         if masked {
             if h[t] <= 0.0 {
@@ -357,40 +485,63 @@ pub fn back_top(
     }
 }
 
-/// Back through a hidden layer: total = dL/dinput + dL/da · Wᵀ, masked by the ReLU below.
-#[allow(clippy::collapsible_if)]
-#[cube(launch)]
+/// Back through a hidden layer: total = dL/dinput + dL/da · Wᵀ, masked by the ReLU below; one
+/// unit per input for four rows.
+#[cube(launch_unchecked)]
 pub fn back_hidden(
     bars: &[f32],
     a_bar: &[f32],
-    lc: &[f32],
+    net: &[f32],
     h: &[f32],
     out: &mut [f32],
     rows: usize,
     n_in: usize,
     n_out: usize,
+    off: usize,
     #[comptime] masked: bool,
 ) {
     let t = ABSOLUTE_POS;
-    if t < rows * n_in {
-        let r = t / n_in;
+    if t < ((rows + RB - 1) / RB) * n_in {
         let i = t % n_in;
-        let mut acc = bars[r * (n_in + n_out) + i];
+        let r0 = (t / n_in) * RB;
+        let last = rows - 1;
+        let r1 = clamp_row(r0 + 1, last);
+        let r2 = clamp_row(r0 + 2, last);
+        let r3 = clamp_row(r0 + 3, last);
+        let width = n_in + n_out;
+        let mut a0 = bars[r0 * width + i];
+        let mut a1 = bars[r1 * width + i];
+        let mut a2 = bars[r2 * width + i];
+        let mut a3 = bars[r3 * width + i];
         for o in 0..n_out {
-            acc += a_bar[r * n_out + o] * lc[i * n_out + o];
+            let w = net[off + i * n_out + o];
+            a0 += a_bar[r0 * n_out + o] * w;
+            a1 += a_bar[r1 * n_out + o] * w;
+            a2 += a_bar[r2 * n_out + o] * w;
+            a3 += a_bar[r3 * n_out + o] * w;
         }
         if masked {
-            if h[t] <= 0.0 {
-                acc = 0.0;
-            }
+            a0 = select(h[r0 * n_in + i] > 0.0, a0, 0.0);
+            a1 = select(h[r1 * n_in + i] > 0.0, a1, 0.0);
+            a2 = select(h[r2 * n_in + i] > 0.0, a2, 0.0);
+            a3 = select(h[r3 * n_in + i] > 0.0, a3, 0.0);
         }
-        out[t] = acc;
+        out[r0 * n_in + i] = a0;
+        if r0 + 1 < rows {
+            out[r1 * n_in + i] = a1;
+        }
+        if r0 + 2 < rows {
+            out[r2 * n_in + i] = a2;
+        }
+        if r0 + 3 < rows {
+            out[r3 * n_in + i] = a3;
+        }
     }
 }
 
 /// The relaxation's reverse and sign-Adam (`pointwise::adam`), one unit per (row, feature).
 /// `moments` = [m | v]; `adam` = [β1, β2, lr/(1 − β1^t), 1/(1 − β2^t), ε, sign?].
-#[cube(launch)]
+#[cube(launch_unchecked)]
 pub fn relax_back_adam(
     x_bar: &[f32],
     aux: &[f32],
