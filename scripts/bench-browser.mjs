@@ -3,9 +3,10 @@
 // the ensemble split over one worker per core), in the page on WebGPU (SwiftShader in headless Chromium),
 // and natively (the CLI, 1 and all threads).
 //   node scripts/bench-browser.mjs [--batch-size 32] [--ensemble 30] [--iterations 1500] [--seed 0]
-//                                  [--webgpu-steps 3,6] [--csv data/adult-sample.csv] [--label salary]
+//                                  [--webgpu-steps 20,60] [--csv data/adult-sample.csv] [--label salary]
 // A software GPU is too slow to run 1500 steps here: WebGPU runs two short attacks and the difference of
 // their times gives the rate per step without the one-off shader compilation, extrapolated to --iterations.
+// A last row runs `auto` (WebGPU on SwiftShader present): what it measured and chose.
 // Needs scripts/build-wasm.sh (the page) and a native build (scripts/leakscope).
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -26,7 +27,7 @@ const { values: a } = parseArgs({
     ensemble: { type: 'string', default: '30' },
     iterations: { type: 'string', default: '1500' },
     seed: { type: 'string', default: '0' },
-    'webgpu-steps': { type: 'string', default: '3,6' },
+    'webgpu-steps': { type: 'string', default: '20,60' },
     skip: { type: 'string', default: '' },
   },
 });
@@ -49,7 +50,7 @@ async function inPage({ webgpu, backend, iterations, workers = '' }) {
     for (const [name, value] of Object.entries(settings)) await page.fill(`#settings [name=${name}]`, String(value));
     const started = Date.now();
     await page.click('#run');
-    await page.waitForFunction(() => document.body.dataset.state === 'idle', null, { timeout: 0 });
+    await page.waitForFunction(() => Number(document.body.dataset.runs ?? 0) > 0, null, { timeout: 0 });
     const wall = (Date.now() - started) / 1000;
     const error = await page.locator('#error').isVisible();
     if (error) throw new Error(await page.textContent('#error'));
@@ -77,14 +78,14 @@ const perStep = (seconds, steps) => `${((1000 * seconds) / steps).toFixed(1)}`;
 if (!skip.has('native')) {
   for (const threads of [...new Set([1, cpus().length])]) {
     const { report, wall } = native(threads);
-    rows.push([`native CLI, CPU kernel, ${threads} thread${threads > 1 ? 's' : ''}`, report.backend, fmt(report.seconds), perStep(report.seconds, base.iterations), (100 * report.accuracy.total).toFixed(1), `${fmt(wall)} wall`]);
+    rows.push([`native CLI, CPU kernel, ${threads} thread${threads > 1 ? 's' : ''}`, report.backend.label, fmt(report.seconds), perStep(report.seconds, base.iterations), (100 * report.accuracy.total).toFixed(1), `${fmt(wall)} wall`]);
   }
 }
 if (!skip.has('cpu')) {
   for (const workers of [...new Set([1, Math.min(cpus().length, 8)])]) {
     const { report, wall } = await inPage({ webgpu: false, backend: 'cpu', iterations: base.iterations, workers });
     const where = `page, CPU backend (wasm), ${workers} worker${workers > 1 ? 's' : ''}`;
-    rows.push([where, report.backend, fmt(report.seconds), perStep(report.seconds, base.iterations), (100 * report.accuracy.total).toFixed(1), `${fmt(wall)} wall`]);
+    rows.push([where, report.backend.label, fmt(report.seconds), perStep(report.seconds, base.iterations), (100 * report.accuracy.total).toFixed(1), `${fmt(wall)} wall`]);
   }
 }
 if (!skip.has('webgpu')) {
@@ -94,7 +95,13 @@ if (!skip.has('webgpu')) {
   const rate = (l.report.seconds - s.report.seconds) / (long - short);
   const setup = Math.max(0, s.report.seconds - rate * short);
   const full = setup + rate * base.iterations;
-  rows.push([`page, WebGPU (${short} and ${long} steps run, extrapolated)`, l.report.backend, `≈ ${fmt(full)}`, perStep(rate, 1), '—', `${fmt(setup)} s one-off setup`]);
+  rows.push([`page, WebGPU (${short} and ${long} steps run, extrapolated)`, l.report.backend.label, `≈ ${fmt(full)}`, perStep(rate, 1), '—', `${fmt(setup)} s one-off setup`]);
+}
+
+if (!skip.has('auto')) {
+  const { report, wall } = await inPage({ webgpu: true, backend: 'auto', iterations: base.iterations, workers: Math.min(cpus().length, 8) });
+  const rates = report.backend.rates.map((r) => `${r.kind} ${r.steps_per_second.toFixed(1)} steps/s`).join(', ');
+  rows.push(['page, auto (SwiftShader and CPU timed)', report.backend.label, fmt(report.seconds), perStep(report.seconds, base.iterations), (100 * report.accuracy.total).toFixed(1), `${fmt(wall)} wall; measured ${rates}`]);
 }
 
 const header = ['where', 'backend that ran', `s per attack (${base.iterations} steps)`, 'ms/step', 'accuracy %', 'note'];

@@ -26,9 +26,9 @@ apt_install() {
   retry $SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq "${missing[@]}"
 }
 
-# gcc/pkg-config for -sys crates; Mesa's lavapipe (software Vulkan) for the wgpu correctness test;
-# binaryen's wasm-opt for the WebAssembly package; Chromium (with SwiftShader for WebGPU) for the page's tests.
-apt_install ca-certificates curl gcc pkg-config libvulkan1 mesa-vulkan-drivers binaryen chromium
+# gcc/pkg-config for -sys crates; Mesa's lavapipe (software Vulkan) for the GPU kernels' tests;
+# Chromium (with SwiftShader for WebGPU) for the page's tests.
+apt_install ca-certificates curl gcc pkg-config libvulkan1 mesa-vulkan-drivers chromium
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   apt_install nodejs npm
 fi
@@ -46,6 +46,8 @@ have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
 if [ "$have" != "$want" ]; then
   retry cargo install wasm-bindgen-cli --version "=$want"
 fi
-# playwright-core drives the system Chromium in the browser tests (it downloads no browser of its own).
+# From npm, pinned in package-lock.json: playwright-core drives the system Chromium in the browser
+# tests (it downloads no browser of its own), binaryen's wasm-opt optimises the WebAssembly module
+# (Debian's is too old), typescript type-checks the package's declarations.
 retry npm ci --no-audit --no-fund --loglevel=error
 echo "install: done"

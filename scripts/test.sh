@@ -8,8 +8,12 @@ export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 chmod 700 "$XDG_RUNTIME_DIR" 2>/dev/null || true
 # Two cores: keep the build and the test threads from starving each other.
 cargo build --tests --bins -j 2
+# The GPU kernels run on lavapipe; launch counting is process-wide, so tests run one at a time.
 export LEAKSCOPE_WGPU=1
 cargo test --no-fail-fast -- --test-threads 1
+# The CUDA backend (`--features cuda`) type-checks here; linking it needs LLVM 23, which
+# cubecl-cuda's build script downloads from GitHub (DOCS_RS=1 skips that download for a check).
+DOCS_RS=1 cargo check --lib --bins --features cuda -j 2
 # The WebAssembly build, then the npm package (installed from `npm pack`, run in Node) and the page
 # in headless Chromium (CPU fallback and WebGPU on SwiftShader).
 bash scripts/build-wasm.sh
