@@ -451,7 +451,9 @@ pub async fn assess_members(
 }
 
 /// Time `warmup + steps` steps of members `range` of this attack on `runtime`: the rate of the
-/// timed steps (the warm-up pays compilation and allocation), for `plan::decide`.
+/// timed steps (the warm-up pays compilation and allocation), for `plan::decide`. A backend whose
+/// first two timed steps show the rest would take more than `plan::PROBE_SECONDS` is cut short
+/// there and rated on those two.
 pub async fn time_steps(
     runtime: &Runtime,
     dataset: &Dataset,
@@ -465,21 +467,37 @@ pub async fn time_steps(
     setup.check_range(range)?;
     let warmup = warmup.max(1);
     let probe = AttackConfig {
-        iterations: warmup + steps.max(1),
+        iterations: warmup + steps.max(2),
         ..config.clone()
     };
-    let mut marks = Vec::new();
+    let mut marks: Vec<(usize, f64)> = Vec::new();
+    let mut cut_short = false;
     let phase = format!("time {}", runtime.kind().name());
     let mut record = |p: &Progress| {
         marks.push((p.step, p.elapsed));
+        if let [.., (s0, t0), (s1, t1)] = marks[..]
+            && s0 == warmup
+            && s1 < probe.iterations
+        {
+            let left = (probe.iterations - s1) as f64 * (t1 - t0) / (s1 - s0) as f64;
+            if left > crate::plan::PROBE_SECONDS {
+                cut_short = true;
+                return false;
+            }
+        }
         progress(&Progress {
             phase: phase.clone(),
             ..p.clone()
         })
     };
-    setup
-        .invert_with(range, &probe, Cadence::Ends(warmup), &mut record)
-        .await?;
+    match setup
+        .invert_with(range, &probe, Cadence::Probe(warmup), &mut record)
+        .await
+    {
+        Ok(_) => {}
+        Err(Error::Cancelled) if cut_short => {}
+        Err(e) => return Err(e),
+    }
     let (&(s0, t0), &(s1, t1)) = (marks.first().unwrap(), marks.last().unwrap());
     Ok(MeasuredRate {
         kind: runtime.kind(),

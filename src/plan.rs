@@ -18,8 +18,10 @@ pub const MAX_WORKERS: usize = 8;
 pub const SPLIT_MAX_BYTES: usize = 16 * 1024 * 1024;
 /// Steps a probe runs before timing (the first steps pay shader compilation and allocation)...
 pub const PROBE_WARMUP_STEPS: usize = 2;
-/// ...and steps it times.
+/// ...and steps it times, unless the first two show the rest would take longer than
 pub const PROBE_STEPS: usize = 8;
+/// this many seconds (a software GPU): then those two are the measurement.
+pub const PROBE_SECONDS: f64 = 1.0;
 
 /// The ranges of members each of `workers` workers inverts: contiguous, in order, as even as can
 /// be. One range (no split) for the single-run attacks, small ensembles or large tables.

@@ -1,24 +1,14 @@
 //! End-to-end behaviour on the bundled real data with fixed seeds: short attacks must clear
 //! accuracy floors far above the random baseline, and bad settings fail with specific errors.
+mod common;
+
+use common::dataset;
 use leakscope::attack::Progress;
-use leakscope::table::{Dataset, DatasetOptions, parse_csv};
+use leakscope::table::Dataset;
 use leakscope::{
     AttackConfig, AttackKind, Error, LabelMode, MemberRange, Members, Report, Runtime, assess_members, invert_members,
     run_attack,
 };
-
-fn dataset(file: &str, label: &str) -> Dataset {
-    let path = format!("{}/data/{file}", env!("CARGO_MANIFEST_DIR"));
-    let raw = parse_csv(&std::fs::read(path).unwrap(), usize::MAX).unwrap();
-    Dataset::from_raw(
-        &raw,
-        &DatasetOptions {
-            label: label.into(),
-            ..Default::default()
-        },
-    )
-    .unwrap()
-}
 
 fn attack(data: &Dataset, config: AttackConfig) -> Report {
     pollster::block_on(run_attack(&Runtime::cpu(), data, &config, &mut |_| true)).unwrap()
@@ -342,4 +332,40 @@ fn assert_close(a: &serde_json::Value, b: &serde_json::Value, at: &str) {
         }
         _ => assert_eq!(a, b, "{at}"),
     }
+}
+
+/// `auto`'s probe: a few timed steps after a warm-up, reported under their own phase.
+#[test]
+fn a_probe_times_steps_after_a_warm_up() {
+    let data = dataset("german-credit.csv", "credit_risk");
+    let config = AttackConfig {
+        batch_size: 8,
+        ensemble: 6,
+        ..Default::default()
+    };
+    let mut phases = Vec::new();
+    let rate = pollster::block_on(leakscope::experiment::time_steps(
+        &Runtime::cpu(),
+        &data,
+        &config,
+        MemberRange { first: 0, count: 3 },
+        2,
+        8,
+        &mut |p| {
+            phases.push((p.phase.clone(), p.step));
+            true
+        },
+    ))
+    .unwrap();
+    assert_eq!(rate.kind, leakscope::BackendKind::Cpu);
+    assert_eq!(rate.steps, 8);
+    assert!(rate.steps_per_second > 0.0 && rate.steps_per_second.is_finite());
+    assert_eq!(
+        phases,
+        vec![
+            ("time cpu".to_string(), 2),
+            ("time cpu".to_string(), 4),
+            ("time cpu".to_string(), 10)
+        ]
+    );
 }

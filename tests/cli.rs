@@ -140,6 +140,23 @@ fn a_sweep_whose_seeds_overflow_is_refused() {
     );
 }
 
+/// Without the `cuda` cargo feature, asking for CUDA says how to get it.
+#[cfg(not(feature = "cuda"))]
+#[test]
+fn cuda_without_the_feature_says_how_to_build_it() {
+    let out = bin()
+        .args(["attack", "--csv", &data("german-credit.csv"), "--label", "credit_risk"])
+        .args(["--backend", "cuda", "--batch-size", "4", "--iterations", "5", "--quiet"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("this build has no CUDA backend: build with `--features cuda`"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn inspect_lists_columns_and_label_candidates() {
     let out = bin()

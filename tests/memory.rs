@@ -1,10 +1,13 @@
 //! The memory estimate that guards every attack (`AttackConfig::working_set_bytes`, refused above
 //! the engine's limit) against what an attack really allocates, counted by a global allocator:
 //! never below the peak, and not so far above it that sound settings get refused.
+mod common;
+
+use common::adult;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use leakscope::table::{Dataset, DatasetOptions, parse_csv};
+use leakscope::table::Dataset;
 use leakscope::{AttackConfig, AttackKind, Runtime, run_attack};
 
 struct Counting;
@@ -42,19 +45,6 @@ unsafe impl GlobalAlloc for Counting {
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
-
-fn adult() -> Dataset {
-    let path = format!("{}/data/adult-sample.csv", env!("CARGO_MANIFEST_DIR"));
-    let raw = parse_csv(&std::fs::read(path).unwrap(), usize::MAX).unwrap();
-    Dataset::from_raw(
-        &raw,
-        &DatasetOptions {
-            label: "salary".into(),
-            ..Default::default()
-        },
-    )
-    .unwrap()
-}
 
 /// Peak bytes allocated while one attack runs, above what was held before it.
 fn peak_of(data: &Dataset, config: &AttackConfig) -> usize {

@@ -3,7 +3,10 @@
 //! and on wgpu the CubeCL kernels, must follow it step by step: the same loss at every step and
 //! the same relaxed batch after 50 steps, within f32 rounding, and the same report on a short
 //! seeded attack.
-use leakscope::table::{Dataset, DatasetOptions, parse_csv};
+mod common;
+
+use common::adult;
+use leakscope::table::Dataset;
 use leakscope::{AttackConfig, AttackKind, MemberRange, Members, Report, Runtime, invert_members, run_attack};
 
 /// Largest difference allowed between two paths' relaxed values after 50 steps, in standardised
@@ -11,19 +14,6 @@ use leakscope::{AttackConfig, AttackKind, MemberRange, Members, Report, Runtime,
 const X_TOL: f32 = 1e-4;
 /// Largest relative difference between two paths' mean loss at any step.
 const LOSS_TOL: f64 = 1e-4;
-
-fn adult() -> Dataset {
-    let path = format!("{}/data/adult-sample.csv", env!("CARGO_MANIFEST_DIR"));
-    let raw = parse_csv(&std::fs::read(path).unwrap(), usize::MAX).unwrap();
-    Dataset::from_raw(
-        &raw,
-        &DatasetOptions {
-            label: "salary".into(),
-            ..Default::default()
-        },
-    )
-    .unwrap()
-}
 
 fn config(attack: AttackKind, iterations: usize, seed: u64) -> AttackConfig {
     AttackConfig {

@@ -64,8 +64,9 @@ pub trait Stepper {
 pub enum Cadence {
     Every(usize),
     Timed(usize),
-    /// Only after step n and at the last: timing a few steps after a warm-up (`plan`'s probes).
-    Ends(usize),
+    /// After step n, after step n + 2 and at the last: timing a few steps after a warm-up
+    /// (`plan`'s probes), with an early look so a slow backend can be cut short.
+    Probe(usize),
 }
 
 /// Reports on a timed cadence are at least this far apart...
@@ -84,7 +85,7 @@ impl Schedule {
     fn new(cadence: Cadence) -> Schedule {
         let (every, next) = match cadence {
             Cadence::Every(n) | Cadence::Timed(n) => (n.max(1), 1),
-            Cadence::Ends(n) => (usize::MAX, n.max(1)),
+            Cadence::Probe(n) => (usize::MAX, n.max(1)),
         };
         Schedule {
             cadence,
@@ -117,8 +118,13 @@ impl Schedule {
     }
 
     fn planned(&mut self, step: usize) {
-        // The first report is step 1; after it the grid is every multiple of `every`.
-        self.next = (step / self.every).saturating_add(1).saturating_mul(self.every);
+        self.next = match self.cadence {
+            // The warm-up's end, two steps later, then the last.
+            Cadence::Probe(warmup) if step == warmup.max(1) => step + 2,
+            Cadence::Probe(_) => usize::MAX,
+            // The first report is step 1; after it the grid is every multiple of `every`.
+            _ => (step / self.every).saturating_add(1).saturating_mul(self.every),
+        };
     }
 }
 
@@ -233,8 +239,8 @@ mod tests {
         }
     }
 
-    fn run(cadence: Cadence, iterations: usize) -> Vec<usize> {
-        let config = InversionConfig {
+    fn config(iterations: usize) -> InversionConfig {
+        InversionConfig {
             members: 1,
             first_member: 0,
             batch: 1,
@@ -243,12 +249,18 @@ mod tests {
             optimiser: Optimiser::default(),
             seed: 0,
             report_every: 10,
-        };
-        let counter = Counter {
+        }
+    }
+
+    fn counter() -> Counter {
+        Counter {
             steps: 0,
             requested: Default::default(),
-        };
-        let inv = pollster::block_on(drive(counter, &config, cadence, &mut |_| true)).unwrap();
+        }
+    }
+
+    fn run(cadence: Cadence, iterations: usize) -> Vec<usize> {
+        let inv = pollster::block_on(drive(counter(), &config(iterations), cadence, &mut |_| true)).unwrap();
         inv.loss_curve.iter().map(|&(s, _)| s).collect()
     }
 
@@ -269,27 +281,14 @@ mod tests {
     }
 
     #[test]
-    fn ends_reports_after_the_warm_up_and_at_the_last_step() {
-        assert_eq!(run(Cadence::Ends(2), 10), vec![2, 10]);
+    fn a_probe_reports_after_the_warm_up_two_steps_later_and_at_the_last_step() {
+        assert_eq!(run(Cadence::Probe(2), 10), vec![2, 4, 10]);
+        assert_eq!(run(Cadence::Probe(2), 4), vec![2, 4]);
     }
 
     #[test]
     fn cancelling_stops_at_a_report() {
-        let config = InversionConfig {
-            members: 1,
-            first_member: 0,
-            batch: 1,
-            d: 1,
-            iterations: 100,
-            optimiser: Optimiser::default(),
-            seed: 0,
-            report_every: 10,
-        };
-        let counter = Counter {
-            steps: 0,
-            requested: Default::default(),
-        };
-        let err = pollster::block_on(drive(counter, &config, Cadence::Every(10), &mut |p| p.step < 20));
+        let err = pollster::block_on(drive(counter(), &config(100), Cadence::Every(10), &mut |p| p.step < 20));
         assert!(matches!(err, Err(Error::Cancelled)));
     }
 }

@@ -252,21 +252,7 @@ impl CubeStepper {
             let s = &dm.sizes;
             let inv_batch = 1.0 / dm.batch as f32;
             if self.relaxed {
-                let (count, dim) = cubes(c, rows * feats);
-                k::relax_forward::launch_unchecked(
-                    c,
-                    count,
-                    dim,
-                    buf(&self.z, rows * d),
-                    buf(&self.rc, k::RC_ROWS * d),
-                    // SAFETY: created with 3 u32 per feature.
-                    BufferArg::from_raw_parts(self.segments.clone(), 3 * feats),
-                    buf(&self.x, rows * d),
-                    buf(&self.aux, rows * d),
-                    rows,
-                    d,
-                    feats,
-                );
+                self.relax_forward();
             }
             let (params, offsets) = (dm.params, &dm.offsets);
             let net = || buf(&self.net, params);
@@ -446,6 +432,30 @@ impl CubeStepper {
         }
     }
 
+    /// z → x (and σ / the probabilities into aux).
+    fn relax_forward(&self) {
+        let dm = &self.dims;
+        let (rows, d, feats) = (dm.rows, dm.d, dm.features);
+        let (count, dim) = cubes(&self.client, rows * feats);
+        // SAFETY: as in `step_kernels`: the buffers were sized in `new` for this kernel; the
+        // segments buffer holds 3 u32 per feature.
+        unsafe {
+            k::relax_forward::launch_unchecked(
+                &self.client,
+                count,
+                dim,
+                buf(&self.z, rows * d),
+                buf(&self.rc, k::RC_ROWS * d),
+                BufferArg::from_raw_parts(self.segments.clone(), 3 * feats),
+                buf(&self.x, rows * d),
+                buf(&self.aux, rows * d),
+                rows,
+                d,
+                feats,
+            )
+        };
+    }
+
     async fn read(&self, handle: &Handle) -> Result<Vec<f32>> {
         let bytes = self
             .client
@@ -481,29 +491,12 @@ impl Stepper for CubeStepper {
     }
 
     async fn finish(mut self) -> Result<(Vec<f32>, Vec<f32>)> {
-        let dm = &self.dims;
-        let (rows, d, feats) = (dm.rows, dm.d, dm.features);
+        let d = self.dims.d;
         if !self.relaxed {
             let z = self.read(&self.z).await?;
             return Ok((z, Vec::new()));
         }
-        let (count, dim) = cubes(&self.client, rows * feats);
-        // SAFETY: as in `step_kernels`: the buffers were sized in `new` for this kernel.
-        unsafe {
-            k::relax_forward::launch_unchecked(
-                &self.client,
-                count,
-                dim,
-                buf(&self.z, rows * d),
-                buf(&self.rc, k::RC_ROWS * d),
-                BufferArg::from_raw_parts(self.segments.clone(), 3 * feats),
-                buf(&self.x, rows * d),
-                buf(&self.aux, rows * d),
-                rows,
-                d,
-                feats,
-            )
-        };
+        self.relax_forward();
         let x = self.read(&self.x).await?;
         let aux = self.read(&self.aux).await?;
         self.requested.clear();

@@ -86,6 +86,34 @@ fn clamp_row(r: usize, last: usize) -> usize {
     select(r < last, r, last)
 }
 
+/// Stores a unit's four results at their places; only the first `live` exist (a last, partial
+/// block's clamped rows are not stored).
+#[allow(clippy::too_many_arguments)]
+#[cube]
+fn store4(
+    out: &mut [f32],
+    at0: usize,
+    at1: usize,
+    at2: usize,
+    at3: usize,
+    live: usize,
+    v0: f32,
+    v1: f32,
+    v2: f32,
+    v3: f32,
+) {
+    out[at0] = v0;
+    if live > 1 {
+        out[at1] = v1;
+    }
+    if live > 2 {
+        out[at2] = v2;
+    }
+    if live > 3 {
+        out[at3] = v3;
+    }
+}
+
 /// A hidden layer: out = ReLU(input · W + b), one unit per output value of four rows.
 #[cube(launch_unchecked)]
 pub fn dense_relu(input: &[f32], net: &[f32], out: &mut [f32], rows: usize, n_in: usize, n_out: usize, off: usize) {
@@ -109,16 +137,18 @@ pub fn dense_relu(input: &[f32], net: &[f32], out: &mut [f32], rows: usize, n_in
             a2 += input[r2 * n_in + i] * w;
             a3 += input[r3 * n_in + i] * w;
         }
-        out[r0 * n_out + o] = a0.max(0.0);
-        if r0 + 1 < rows {
-            out[r1 * n_out + o] = a1.max(0.0);
-        }
-        if r0 + 2 < rows {
-            out[r2 * n_out + o] = a2.max(0.0);
-        }
-        if r0 + 3 < rows {
-            out[r3 * n_out + o] = a3.max(0.0);
-        }
+        store4(
+            out,
+            r0 * n_out + o,
+            r1 * n_out + o,
+            r2 * n_out + o,
+            r3 * n_out + o,
+            rows - r0,
+            a0.max(0.0),
+            a1.max(0.0),
+            a2.max(0.0),
+            a3.max(0.0),
+        );
     }
 }
 
@@ -197,16 +227,15 @@ pub fn delta_back(
             a2 += delta[r2 * n_out + o] * w;
             a3 += delta[r3 * n_out + o] * w;
         }
-        out[r0 * n_in + i] = select(h[r0 * n_in + i] > 0.0, a0, 0.0);
-        if r0 + 1 < rows {
-            out[r1 * n_in + i] = select(h[r1 * n_in + i] > 0.0, a1, 0.0);
-        }
-        if r0 + 2 < rows {
-            out[r2 * n_in + i] = select(h[r2 * n_in + i] > 0.0, a2, 0.0);
-        }
-        if r0 + 3 < rows {
-            out[r3 * n_in + i] = select(h[r3 * n_in + i] > 0.0, a3, 0.0);
-        }
+        let at0 = r0 * n_in + i;
+        let at1 = r1 * n_in + i;
+        let at2 = r2 * n_in + i;
+        let at3 = r3 * n_in + i;
+        let m0 = select(h[at0] > 0.0, a0, 0.0);
+        let m1 = select(h[at1] > 0.0, a1, 0.0);
+        let m2 = select(h[at2] > 0.0, a2, 0.0);
+        let m3 = select(h[at3] > 0.0, a3, 0.0);
+        store4(out, at0, at1, at2, at3, rows - r0, m0, m1, m2, m3);
     }
 }
 
@@ -253,16 +282,8 @@ pub fn param_grad(
                 a2 += x * delta[row + o2];
                 a3 += x * delta[row + o3];
             }
-            g[base + i * n_out + o0] = a0;
-            if o0 + 1 < n_out {
-                g[base + i * n_out + o1] = a1;
-            }
-            if o0 + 2 < n_out {
-                g[base + i * n_out + o2] = a2;
-            }
-            if o0 + 3 < n_out {
-                g[base + i * n_out + o3] = a3;
-            }
+            let row = base + i * n_out;
+            store4(g, row + o0, row + o1, row + o2, row + o3, n_out - o0, a0, a1, a2, a3);
         } else {
             let o = e - weight_units;
             let mut acc = 0.0;
@@ -430,16 +451,18 @@ pub fn reverse_layer(
                 }
             }
         }
-        bars[r0 * width + j] = a0;
-        if q0 + 1 < batch {
-            bars[r1 * width + j] = a1;
-        }
-        if q0 + 2 < batch {
-            bars[r2 * width + j] = a2;
-        }
-        if q0 + 3 < batch {
-            bars[r3 * width + j] = a3;
-        }
+        store4(
+            bars,
+            r0 * width + j,
+            r1 * width + j,
+            r2 * width + j,
+            r3 * width + j,
+            batch - q0,
+            a0,
+            a1,
+            a2,
+            a3,
+        );
     }
 }
 
@@ -526,16 +549,18 @@ pub fn back_hidden(
             a2 = select(h[r2 * n_in + i] > 0.0, a2, 0.0);
             a3 = select(h[r3 * n_in + i] > 0.0, a3, 0.0);
         }
-        out[r0 * n_in + i] = a0;
-        if r0 + 1 < rows {
-            out[r1 * n_in + i] = a1;
-        }
-        if r0 + 2 < rows {
-            out[r2 * n_in + i] = a2;
-        }
-        if r0 + 3 < rows {
-            out[r3 * n_in + i] = a3;
-        }
+        store4(
+            out,
+            r0 * n_in + i,
+            r1 * n_in + i,
+            r2 * n_in + i,
+            r3 * n_in + i,
+            rows - r0,
+            a0,
+            a1,
+            a2,
+            a3,
+        );
     }
 }
 

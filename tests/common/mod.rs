@@ -1,0 +1,22 @@
+//! What several test files need: the bundled tables, read as a user's CSV would be.
+use leakscope::table::{Dataset, DatasetOptions, parse_csv};
+
+/// A table of `data/`, with `label` as the label and every other column inferred.
+pub fn dataset(file: &str, label: &str) -> Dataset {
+    let path = format!("{}/data/{file}", env!("CARGO_MANIFEST_DIR"));
+    let raw = parse_csv(&std::fs::read(path).unwrap(), usize::MAX).unwrap();
+    Dataset::from_raw(
+        &raw,
+        &DatasetOptions {
+            label: label.into(),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+/// The Adult sample with its `salary` label.
+#[allow(dead_code)] // not every test file uses it
+pub fn adult() -> Dataset {
+    dataset("adult-sample.csv", "salary")
+}
