@@ -41,6 +41,8 @@ export declare class Leakscope {
   static combineProgress(latest: (Progress | null)[], shares: MemberRange[]): Progress | null;
   readonly backend: EngineInfo;
   readonly limits: Limits;
+  /** The options a run gets for every one it leaves out. */
+  readonly defaults: Required<Omit<RunOptions, 'lr'>> & Pick<RunOptions, 'lr'>;
   inspect(csv: CsvInput): Promise<SchemaSummary>;
   run(csv: CsvInput, options: RunOptions, control?: RunControl): Promise<Report>;
   /** How a page with `workers` workers would run this attack. */

@@ -1,7 +1,7 @@
 // leakscope: the WebAssembly engine behind a small async API (types in index.d.ts, generated ones in
 // types.d.ts). Works in browsers (module scripts and module workers) and in Node (CPU backend).
 // Every default, threshold and decision comes from the engine; this file moves bytes and calls.
-import init, { Engine, combineProgress, limits, __panicForTests } from '../pkg/leakscope.js';
+import init, { Engine, combineProgress, defaults, limits, __panicForTests } from '../pkg/leakscope.js';
 
 const isNode = typeof process !== 'undefined' && process.versions != null && process.versions.node != null;
 let ready;
@@ -139,6 +139,11 @@ export class Leakscope {
   /** The engine's limits: {maxCsvBytes, maxWorkers}. */
   get limits() {
     return limits();
+  }
+
+  /** The options a run gets for every one it leaves out. */
+  get defaults() {
+    return defaults();
   }
 
   /** Columns, inferred kinds, label candidates and rows with missing values, before running. */

@@ -1,4 +1,4 @@
-import type { Backend, CsvInput, RunControl } from './index.js';
+import type { Backend, CsvInput, Leakscope, RunControl } from './index.js';
 import type { EngineInfo, Limits, Report, RunOptions, SchemaSummary } from './types.js';
 
 /** `Leakscope`'s API with the engine in module Web Workers (the package's `leakscope/worker` entry). */
@@ -8,6 +8,8 @@ export declare class LeakscopeWorker {
   /** What the engine runs on; after a run, `report.backend` says what really ran and why. */
   readonly backend: EngineInfo;
   readonly limits: Limits;
+  /** The options a run gets for every one it leaves out. */
+  readonly defaults: Leakscope['defaults'];
   /** CPU workers a run may split its ensemble over. */
   readonly workers: number;
   inspect(csv: CsvInput): Promise<SchemaSummary>;

@@ -173,6 +173,11 @@ export class LeakscopeWorker {
     return this.#main.info.limits;
   }
 
+  /** The options a run gets for every one it leaves out. */
+  get defaults() {
+    return this.#main.info.defaults;
+  }
+
   /** CPU workers a run may split its ensemble over (the engine caps it at `limits.maxWorkers`). */
   get workers() {
     return this.#workers;

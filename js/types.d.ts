@@ -193,7 +193,11 @@ steps_per_second: number,
 /**
  * Steps timed (after one warm-up step).
  */
-steps: number, workers: number, };
+steps: number, workers: number, 
+/**
+ * Why this backend could not be timed (its device failed), when it could not.
+ */
+error: string | null, };
 
 /**
  * What an engine runs on: the backend(s) it holds, and for `auto` the candidates it times.

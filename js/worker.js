@@ -95,7 +95,7 @@ async function handle({ id, type, ...message }) {
     case 'create': {
       engine = Leakscope.create({ backend: message.backend, module: message.module });
       const ready = await engine;
-      const reply = { backend: ready.backend, limits: ready.limits };
+      const reply = { backend: ready.backend, limits: ready.limits, defaults: ready.defaults };
       return message.shareModule ? { ...reply, module: Leakscope.wasmModule } : reply;
     }
     case 'inspect':

@@ -505,5 +505,6 @@ pub async fn time_steps(
         steps_per_second: (s1 - s0) as f64 / (t1 - t0).max(1e-9),
         steps: s1 - s0,
         workers: 1,
+        error: None,
     })
 }

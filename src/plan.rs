@@ -101,6 +101,19 @@ pub fn decide(rates: Vec<MeasuredRate>) -> Option<Decision> {
         format!("{place} {:.1} steps/s", r.steps_per_second)
     };
     let others: Vec<&MeasuredRate> = rates.iter().filter(|r| r.kind != best.kind).collect();
+    if let Some(failed) = others.iter().find(|r| r.error.is_some()) {
+        let reason = format!(
+            "auto chose {}: {} failed while being timed: {}",
+            best.kind.name(),
+            failed.kind.name(),
+            failed.error.as_deref().unwrap_or_default()
+        );
+        return Some(Decision {
+            kind: best.kind,
+            reason,
+            rates,
+        });
+    }
     let reason = match others
         .iter()
         .map(|r| r.steps_per_second)
@@ -195,6 +208,7 @@ mod tests {
             steps_per_second: sps,
             steps: 8,
             workers,
+            error: None,
         }
     }
 
@@ -249,6 +263,19 @@ mod tests {
         assert!(d.reason.contains("google swiftshader"), "{}", d.reason);
         let d = decide(vec![rate(BackendKind::Wgpu, 900.0, 1), rate(BackendKind::Cpu, 60.0, 2)]).unwrap();
         assert_eq!(d.kind, BackendKind::Wgpu);
+        // A GPU that failed while being timed loses, and the reason says so.
+        let failed = MeasuredRate {
+            steps_per_second: 0.0,
+            error: Some("the device was lost".into()),
+            ..rate(BackendKind::Wgpu, 0.0, 1)
+        };
+        let d = decide(vec![failed, rate(BackendKind::Cpu, 60.0, 2)]).unwrap();
+        assert_eq!(d.kind, BackendKind::Cpu);
+        assert!(
+            d.reason.contains("wgpu failed while being timed: the device was lost"),
+            "{}",
+            d.reason
+        );
         let tie = decide(vec![rate(BackendKind::Wgpu, 60.0, 1), rate(BackendKind::Cpu, 60.0, 2)]).unwrap();
         assert_eq!(tie.kind, BackendKind::Cpu);
         assert!(decide(vec![rate(BackendKind::Wgpu, f64::NAN, 1)]).is_none());

@@ -61,6 +61,8 @@ pub struct MeasuredRate {
     /// Steps timed (after one warm-up step).
     pub steps: usize,
     pub workers: usize,
+    /// Why this backend could not be timed (its device failed), when it could not.
+    pub error: Option<String>,
 }
 
 /// The backend that really ran, and why: what the page's badge, the report and the CLI show.

@@ -60,6 +60,13 @@ pub fn limits() -> Result<JsValue, JsError> {
     to_js(&Limits::of_this_engine())
 }
 
+/// The engine's default options ({attack, batchSize, ensemble, iterations, seed, labels, …}): what
+/// a run gets for every option it leaves out, and what a page's form starts from.
+#[wasm_bindgen]
+pub fn defaults() -> Result<JsValue, JsError> {
+    to_js(&RunOptions::default())
+}
+
 /// The progress of a split run from its shares' latest reports (null until all have reported).
 #[wasm_bindgen(js_name = combineProgress)]
 pub fn combine_progress(latest: JsValue, shares: JsValue) -> Result<JsValue, JsError> {
@@ -179,7 +186,7 @@ impl Engine {
                 .ok_or_else(|| JsError::new("this engine has no WebGPU backend to time"))?,
         };
         let mut progress = reporter(on_progress, signal);
-        let mut rate = time_steps(
+        let timed = time_steps(
             runtime,
             &dataset,
             &config,
@@ -188,8 +195,21 @@ impl Engine {
             plan::PROBE_STEPS,
             &mut progress,
         )
-        .await
-        .map_err(js_error)?;
+        .await;
+        // A GPU that fails while being timed is a measurement too: `decide` then takes the CPU and
+        // says why. A cancel, or a CPU failure, is the caller's error.
+        let mut rate = match timed {
+            Ok(rate) => rate,
+            Err(e) if runtime.kind() != BackendKind::Cpu && e != crate::Error::Cancelled => MeasuredRate {
+                kind: runtime.kind(),
+                adapter: runtime.info.adapter.clone(),
+                steps_per_second: 0.0,
+                steps: 0,
+                workers: 1,
+                error: Some(e.to_string()),
+            },
+            Err(e) => return Err(js_error(e)),
+        };
         if runtime.kind() == BackendKind::Cpu {
             rate.workers = workers.max(1);
         }

@@ -88,6 +88,8 @@ function startEngine(choice) {
         return state.engineReady;
       }
       state.engine = engine;
+      // The form starts from the engine's defaults (once: later engines keep what the user set).
+      if (mine === 1) writeSettings(pick(engine.defaults, ['attack', 'batchSize', 'ensemble', 'iterations', 'labels', 'seed']));
       showBackend(engine.backend.label, engine.backend.candidates[0]?.kind);
       // The largest file the engine reads (the table is held in the tab's memory as text).
       $('max-size').textContent = bytes(engine.limits.maxCsvBytes);
@@ -105,6 +107,8 @@ function startEngine(choice) {
   );
   state.engineReady.catch(() => {});
 }
+
+const pick = (object, keys) => Object.fromEntries(keys.map((k) => [k, object[k]]));
 
 function showBackend(label, kind) {
   ui.backend.textContent = label;

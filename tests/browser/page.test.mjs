@@ -91,6 +91,9 @@ test('CPU fallback: upload, switch a kind, seeded attack, results coloured by co
     const kind = page.locator('tr[data-column="installment_rate"] select.kind');
     assert.equal(await kind.inputValue(), 'continuous');
     await kind.selectOption('categorical');
+    // The form starts from the engine's defaults.
+    assert.equal(await page.inputValue('#settings [name=batchSize]'), '32');
+    assert.equal(await page.inputValue('#settings [name=iterations]'), '1500');
 
     await settings(page, { batchSize: 8, ensemble: 8, iterations: 300, seed: 1 });
     await runToEnd(page);

@@ -44,10 +44,11 @@ test('the installed package inspects a CSV and runs a seeded attack well above t
     const steps = [];
     const report = await engine.run(csv, { label: 'credit_risk', batchSize: 8, ensemble: 8, iterations: 300, seed: 1 },
       { onProgress: (p) => steps.push(p.step) });
-    console.log(JSON.stringify({ backend: engine.backend, schema, steps, report }));
+    console.log(JSON.stringify({ backend: engine.backend, defaults: engine.defaults, schema, steps, report }));
     `,
   );
   assert.equal(out.backend.choice, 'cpu');
+  assert.deepEqual([out.defaults.batchSize, out.defaults.ensemble, out.defaults.iterations, out.defaults.attack], [32, 30, 1500, 'tableak']);
   assert.match(out.backend.label, /^cpu \(fused kernel/);
   assert.equal(out.schema.rows, 1000);
   assert.equal(out.schema.columns.length, 21);
