@@ -18,7 +18,27 @@ kinds?: { [key in string]?: ColumnKind },
 /**
  * Columns to leave out.
  */
-ignore?: Array<string>, attack?: AttackKind, batchSize?: number, ensemble?: number, iterations?: number, seed?: number, labels?: LabelMode, hidden?: Array<number>, 
+ignore?: Array<string>, attack?: AttackKind, 
+/**
+ * FedSGD's batch, or a FedAvg client's rows.
+ */
+batchSize?: number, 
+/**
+ * TabLeak's members; default 30 for FedSGD, 15 for FedAvg.
+ */
+ensemble?: number, iterations?: number, 
+/**
+ * "fedsgd" (the client sends a gradient) or "fedavg" (θ0 − θE after local training).
+ */
+protocol?: ProtocolKind, 
+/**
+ * FedAvg: rows per local step, local epochs, and the client's SGD step.
+ */
+localBatch?: number, localEpochs?: number, clientLr?: number, 
+/**
+ * TabLeak on FedAvg: the epoch prior's weight λ; "auto" chooses it without the truth.
+ */
+epochPrior?: EpochPrior, seed?: number, labels?: LabelMode, hidden?: Array<number>, 
 /**
  * Adam's step; default 0.1 for TabLeak, 0.06 for the baselines.
  */
@@ -70,7 +90,25 @@ random_baseline: number, random_accuracy: Accuracy, gain_over_random: number,
 /**
  * Share of the batch's labels the server had right (1 with known labels).
  */
-label_accuracy: number, features: Array<FeatureHeader>, rows: Array<RowReport>, entropy_buckets: Array<EntropyBucket>, confidence_levels: ConfidenceLevels, loss_curve: Array<[number, number]>, table_rows: number, dropped_rows: number, warnings: Array<string>, };
+label_accuracy: number, features: Array<FeatureHeader>, rows: Array<RowReport>, entropy_buckets: Array<EntropyBucket>, 
+/**
+ * Accuracy of the lowest-entropy quarter of cells against all, per feature kind.
+ */
+confident_quarter: Array<ConfidentQuarter>, 
+/**
+ * Per feature, the mean entropy over the batch (null without an ensemble): with
+ * `accuracy.per_feature`, which columns leak most.
+ */
+per_feature_entropy: Array<number | null>, confidence_levels: ConfidenceLevels, 
+/**
+ * TabLeak on FedAvg: the epoch prior's weight used (the one `auto` chose)...
+ */
+epoch_prior: number | null, 
+/**
+ * ...and, when it chose, how well each candidate's pooled rows fit the observed update
+ * (1 − cos of their simulated update: lower is better; the truth plays no part).
+ */
+epoch_prior_fits: Array<PriorFit>, loss_curve: Array<[number, number]>, table_rows: number, dropped_rows: number, warnings: Array<string>, };
 
 export type Accuracy = { total: number, categorical: number | null, continuous: number | null, 
 /**
@@ -113,7 +151,15 @@ export type ConfidenceLevels = { categorical: [number, number], continuous: [num
  */
 export type EntropyBucket = { kind: ColumnKind, from: number | null, to: number | null, cells: number, accuracy: number | null, };
 
-export type AttackConfig = { attack: AttackKind, batch_size: number, ensemble: number, iterations: number, seed: number, labels: LabelMode, hidden: Array<number>, defence: Defence | null, 
+export type AttackConfig = { attack: AttackKind, 
+/**
+ * FedSGD's batch, or a FedAvg client's rows.
+ */
+batch_size: number, ensemble: number, protocol: Protocol, 
+/**
+ * TabLeak on FedAvg: the epoch prior's weight.
+ */
+epoch_prior: EpochPrior, iterations: number, seed: number, labels: LabelMode, hidden: Array<number>, defence: Defence | null, 
 /**
  * None: the attack's own default (`AttackKind::default_optimiser`).
  */

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use crate::client::defence::Defence;
+use crate::client::fedavg::LocalTraining;
 use crate::error::{Error, Result};
 use crate::table::{ColumnKind, Dataset, DatasetOptions};
 
@@ -25,6 +26,40 @@ pub enum AttackKind {
 pub enum LabelMode {
     Known,
     Restored,
+}
+
+/// What the client sends the server (SPEC §3).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, TS)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Protocol {
+    /// The gradient of its loss on one batch (`batch_size` rows).
+    Fedsgd,
+    /// θ0 − θE after local training over its `batch_size` rows.
+    Fedavg(LocalTraining),
+}
+
+impl Protocol {
+    /// The reference's ensemble: 30 members for FedSGD, 15 for FedAvg (a member costs a whole
+    /// local training per step there).
+    pub fn default_ensemble(&self) -> usize {
+        match self {
+            Protocol::Fedsgd => 30,
+            Protocol::Fedavg(_) => 15,
+        }
+    }
+}
+
+/// The weights λ `EpochPrior::Auto` tries: the reference's grid (SPEC §7).
+pub const PRIOR_CANDIDATES: [f64; 7] = [0.0, 0.5, 0.1, 0.05, 0.01, 0.005, 0.001];
+
+/// The weight λ of TabLeak-FedAvg's epoch-matching prior (SPEC §7).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "lowercase")]
+pub enum EpochPrior {
+    /// Run each of `attack::fedavg::PRIOR_CANDIDATES` and keep the one whose reconstruction matches
+    /// the observed update best (no ground truth involved).
+    Auto,
+    Fixed(f64),
 }
 
 /// Adam fed the sign of the gradient, as the reference runs it.
@@ -53,8 +88,12 @@ impl Default for Optimiser {
 #[serde(default)]
 pub struct AttackConfig {
     pub attack: AttackKind,
+    /// FedSGD's batch, or a FedAvg client's rows.
     pub batch_size: usize,
     pub ensemble: usize,
+    pub protocol: Protocol,
+    /// TabLeak on FedAvg: the epoch prior's weight.
+    pub epoch_prior: EpochPrior,
     pub iterations: usize,
     #[ts(type = "number")]
     pub seed: u64,
@@ -74,6 +113,8 @@ impl Default for AttackConfig {
             attack: AttackKind::Tableak,
             batch_size: 32,
             ensemble: 30,
+            protocol: Protocol::Fedsgd,
+            epoch_prior: EpochPrior::Auto,
             iterations: 1500,
             seed: 0,
             labels: LabelMode::Known,
@@ -131,9 +172,43 @@ impl AttackConfig {
     /// baselines, none for random guessing.
     pub fn members(&self) -> usize {
         match self.attack {
-            AttackKind::Tableak => self.ensemble,
+            AttackKind::Tableak => self.ensemble * self.prior_candidates().len(),
             AttackKind::Cosine | AttackKind::Dlg => 1,
             AttackKind::Random => 0,
+        }
+    }
+
+    /// The epoch-prior weights this attack runs, one ensemble each: several when `Auto` chooses
+    /// among them, none where there is no prior (FedSGD, the baselines).
+    pub fn prior_candidates(&self) -> Vec<f64> {
+        match (&self.protocol, self.attack, self.epoch_prior) {
+            (Protocol::Fedavg(t), AttackKind::Tableak, EpochPrior::Auto) if t.epochs > 1 => PRIOR_CANDIDATES.to_vec(),
+            (Protocol::Fedavg(t), AttackKind::Tableak, EpochPrior::Fixed(l)) if t.epochs > 1 => vec![l],
+            _ => vec![0.0],
+        }
+    }
+
+    /// The epoch prior's weight for member `m` of the whole ensemble (candidates in order, one
+    /// ensemble each).
+    pub fn prior_of(&self, m: usize) -> f64 {
+        let candidates = self.prior_candidates();
+        candidates[(m / self.ensemble.max(1)).min(candidates.len() - 1)]
+    }
+
+    /// Dummy rows each member optimises: the batch, or for TabLeak on FedAvg one copy of the
+    /// client's rows per local epoch.
+    pub fn rows_per_member(&self) -> usize {
+        match (&self.protocol, self.attack) {
+            (Protocol::Fedavg(t), AttackKind::Tableak) => t.epochs * self.batch_size,
+            _ => self.batch_size,
+        }
+    }
+
+    /// Local steps a member's loss unrolls (1 for FedSGD).
+    pub fn local_steps(&self) -> usize {
+        match &self.protocol {
+            Protocol::Fedsgd => 1,
+            Protocol::Fedavg(t) => t.epochs * t.steps_per_epoch(self.batch_size),
         }
     }
 
@@ -165,6 +240,26 @@ impl AttackConfig {
         }
         if self.report_every == 0 {
             return fail("report_every must be at least 1".into());
+        }
+        if let Protocol::Fedavg(t) = &self.protocol {
+            if t.epochs == 0 || t.local_batch == 0 {
+                return fail("FedAvg needs at least one local epoch and a local batch of at least one row".into());
+            }
+            if !(t.lr > 0.0 && t.lr.is_finite()) {
+                return fail(format!("the client's learning rate {} must be a positive number", t.lr));
+            }
+            if self.labels == LabelMode::Restored {
+                return fail(
+                    "restored labels are for FedSGD (they are read off one gradient); on FedAvg the server \
+                     is given the labels in their order, as the reference does"
+                        .into(),
+                );
+            }
+        }
+        if let EpochPrior::Fixed(l) = self.epoch_prior
+            && !(l >= 0.0 && l.is_finite())
+        {
+            return fail(format!("the epoch prior's weight {l} must be a number ≥ 0"));
         }
         // Every attack simulates the client, so the network's size is checked for all of them
         // (the random baseline included) before anything is allocated.
@@ -225,9 +320,21 @@ impl AttackConfig {
             .saturating_mul(8)
             .saturating_add(b.saturating_mul(ins.saturating_add(3 * outs)));
         // Per inverted row: x, probs, sig, z̄ (4d) + z, m, v (3d) + the final relaxation's x, probs,
-        // sig (3d); per layer its output, δ and d̄ (3·out) and h̄ (in). Per member a gradient copy.
+        // sig (3d); per layer its output, δ and d̄ (3·out) and h̄ (in). Per member a gradient copy,
+        // and on FedAvg every local step's parameters and tape (rows × (in + 2·out)).
+        let rows = self.rows_per_member() as u64;
+        let steps = self.local_steps() as u64;
         let per_row = (10 * d).saturating_add(3 * outs).saturating_add(ins);
-        let inversion = members.saturating_mul(b.saturating_mul(per_row).saturating_add(params));
+        let trajectory = if steps > 1 {
+            steps.saturating_mul(params.saturating_add(b.saturating_mul(ins.saturating_add(2 * outs))))
+        } else {
+            0
+        };
+        let inversion = members.saturating_mul(
+            rows.saturating_mul(per_row)
+                .saturating_add(params)
+                .saturating_add(trajectory),
+        );
         client.saturating_add(inversion).saturating_mul(4)
     }
 }
@@ -260,12 +367,27 @@ pub struct RunOptions {
     pub ignore: Vec<String>,
     #[ts(as = "Option<_>", optional)]
     pub attack: AttackKind,
+    /// FedSGD's batch, or a FedAvg client's rows.
     #[ts(as = "Option<_>", optional)]
     pub batch_size: usize,
-    #[ts(as = "Option<_>", optional)]
-    pub ensemble: usize,
+    /// TabLeak's members; default 30 for FedSGD, 15 for FedAvg.
+    #[ts(optional)]
+    pub ensemble: Option<usize>,
     #[ts(as = "Option<_>", optional)]
     pub iterations: usize,
+    /// "fedsgd" (the client sends a gradient) or "fedavg" (θ0 − θE after local training).
+    #[ts(as = "Option<_>", optional)]
+    pub protocol: ProtocolKind,
+    /// FedAvg: rows per local step, local epochs, and the client's SGD step.
+    #[ts(as = "Option<_>", optional)]
+    pub local_batch: usize,
+    #[ts(as = "Option<_>", optional)]
+    pub local_epochs: usize,
+    #[ts(as = "Option<_>", optional)]
+    pub client_lr: f64,
+    /// TabLeak on FedAvg: the epoch prior's weight λ; "auto" chooses it without the truth.
+    #[ts(as = "Option<_>", optional)]
+    pub epoch_prior: EpochPrior,
     #[ts(as = "Option<f64>", optional)]
     pub seed: u64,
     #[ts(as = "Option<_>", optional)]
@@ -289,8 +411,13 @@ impl Default for RunOptions {
             ignore: Vec::new(),
             attack: c.attack,
             batch_size: c.batch_size,
-            ensemble: c.ensemble,
+            ensemble: None,
             iterations: c.iterations,
+            protocol: ProtocolKind::Fedsgd,
+            local_batch: LocalTraining::default().local_batch,
+            local_epochs: LocalTraining::default().epochs,
+            client_lr: LocalTraining::default().lr,
+            epoch_prior: c.epoch_prior,
             seed: c.seed,
             labels: c.labels,
             hidden: c.hidden,
@@ -298,6 +425,14 @@ impl Default for RunOptions {
             report_every: c.report_every,
         }
     }
+}
+
+/// The protocol by name, for flat options (the CLI's and the page's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "lowercase")]
+pub enum ProtocolKind {
+    Fedsgd,
+    Fedavg,
 }
 
 impl RunOptions {
@@ -309,11 +444,25 @@ impl RunOptions {
         }
     }
 
+    pub fn protocol(&self) -> Protocol {
+        match self.protocol {
+            ProtocolKind::Fedsgd => Protocol::Fedsgd,
+            ProtocolKind::Fedavg => Protocol::Fedavg(LocalTraining {
+                epochs: self.local_epochs,
+                local_batch: self.local_batch,
+                lr: self.client_lr,
+            }),
+        }
+    }
+
     pub fn attack_config(&self) -> AttackConfig {
+        let protocol = self.protocol();
         AttackConfig {
             attack: self.attack,
             batch_size: self.batch_size,
-            ensemble: self.ensemble,
+            ensemble: self.ensemble.unwrap_or_else(|| protocol.default_ensemble()),
+            protocol,
+            epoch_prior: self.epoch_prior,
             iterations: self.iterations,
             seed: self.seed,
             labels: self.labels,

@@ -3,20 +3,22 @@ use burn::tensor::{Device, Tensor, TensorData};
 use rand::{SeedableRng, rngs::StdRng, seq::index::sample};
 use serde::{Deserialize, Serialize};
 
+use crate::assess::epochs::average_epochs;
 use crate::assess::{matching::Rule, matching::match_rows, pooling::pool, scoring::score};
 use crate::attack::accel::cpu::{self, HostProblem};
 use crate::attack::baselines::random_rows;
 use crate::attack::driver::{Cadence, InversionConfig, Progress};
-use crate::attack::inversion::{self, Problem, member_losses};
+use crate::attack::inversion::{self, Problem, Simulation, member_losses};
 use crate::attack::labels::{labels_from_counts, restore_counts};
 use crate::attack::objective::Objective;
 use crate::attack::relax::{Layout, Relaxation};
 use crate::client::defence;
+use crate::client::fedavg::local_training;
 use crate::client::gradient::{ParamGrads, param_grads};
 use crate::client::network::{Net, Params};
-use crate::config::{AttackConfig, AttackKind, LabelMode, MemberRange};
+use crate::config::{AttackConfig, AttackKind, LabelMode, MemberRange, Protocol};
 use crate::error::{Error, Result};
-use crate::report::{Report, build_report};
+use crate::report::{PriorFit, Report, build_report};
 use crate::runtime::{BackendInfo, MeasuredRate, Runtime, StepEngine, read_f32};
 use crate::table::{Dataset, Value};
 
@@ -128,9 +130,12 @@ impl<'a> Setup<'a> {
         let device = &Device::flex();
         let net = Net::new(&params, device);
         let x_true = Tensor::<3>::from_data(TensorData::new(encode_rows(dataset, &truth), [1, b, d]), device);
-        let y_true = Tensor::<2>::from_data(TensorData::new(onehot(&true_labels, classes), [b, classes]), device);
-        let (g_true, _) = param_grads(&net, &x_true, &y_true);
-        let mut observed = read_grads(&g_true).await?;
+        let y_true = Tensor::<3>::from_data(TensorData::new(onehot(&true_labels, classes), [1, b, classes]), device);
+        let update = match &config.protocol {
+            Protocol::Fedsgd => param_grads(&net, &x_true, &y_true).0,
+            Protocol::Fedavg(training) => local_training(&net, &[x_true], &y_true, training, false).0,
+        };
+        let mut observed = read_grads(&update).await?;
         if let Some(defence) = &config.defence {
             defence::apply(&mut observed, defence, seed_for(config.seed, 3));
         }
@@ -139,8 +144,10 @@ impl<'a> Setup<'a> {
         }
         let target_norm = defence::l2_norm(&observed);
 
-        // The server's view of the labels.
+        // The server's view of the labels: for a gradient their counts are all that matters; on
+        // FedAvg the server is given them in the client's order (local batches are contiguous).
         let labels = match config.labels {
+            LabelMode::Known if matches!(config.protocol, Protocol::Fedavg(_)) => true_labels.clone(),
             LabelMode::Known => {
                 let mut l = true_labels.clone();
                 l.sort_unstable();
@@ -164,7 +171,7 @@ impl<'a> Setup<'a> {
             AttackKind::Cosine | AttackKind::Random => (false, Objective::Cosine),
             AttackKind::Dlg => (false, Objective::SquaredError),
         };
-        Ok(Setup {
+        let mut setup = Setup {
             runtime,
             backend: runtime.info.clone(),
             dataset,
@@ -180,7 +187,10 @@ impl<'a> Setup<'a> {
             objective,
             params,
             observed,
-        })
+        };
+        // The report names what really computes the steps.
+        setup.backend = setup.backend.clone().with_engine(setup.engine());
+        Ok(setup)
     }
 
     /// The problem's tensors on the runtime's device, for the definition.
@@ -193,7 +203,7 @@ impl<'a> Setup<'a> {
         }
     }
 
-    fn problem<'b>(&'b self, on: &'b OnDevice) -> Problem<'b> {
+    fn problem<'b>(&'b self, on: &'b OnDevice, range: MemberRange) -> Problem<'b> {
         Problem {
             net: &on.net,
             target: &on.target,
@@ -202,6 +212,48 @@ impl<'a> Setup<'a> {
             classes: self.dataset.classes.len(),
             relaxation: self.relaxed.then_some(&on.relaxation),
             objective: self.objective,
+            simulation: self.simulation(),
+            priors: (range.first..range.first + range.count)
+                .map(|m| self.config.prior_of(m))
+                .collect(),
+        }
+    }
+
+    /// What the server simulates on a member's dummy rows (see `inversion::Simulation`).
+    fn simulation(&self) -> Simulation {
+        match self.config.protocol {
+            Protocol::Fedsgd => Simulation::Gradient,
+            Protocol::Fedavg(training) => Simulation::LocalTraining {
+                training,
+                copies: self.config.rows_per_member() / self.config.batch_size,
+            },
+        }
+    }
+
+    /// The projected rows' fit to the update, one client's rows per member ([N, n, d]): the same
+    /// rows in every local epoch, no prior (what the anchor and the epoch prior are chosen by).
+    async fn projected_losses(&self, projected: Vec<f32>, members: usize) -> Result<Vec<f32>> {
+        let shared_rows = match self.simulation() {
+            Simulation::LocalTraining { training, .. } => Simulation::LocalTraining { training, copies: 1 },
+            s => s,
+        };
+        if self.engine() == StepEngine::Definition {
+            let on = self.on_device();
+            let mut problem = self.problem(&on, MemberRange { first: 0, count: 0 });
+            problem.simulation = shared_rows;
+            return member_losses(&problem, projected, members, &self.runtime.device).await;
+        }
+        // A one-off of N losses: on the host, by the CPU kernel.
+        let host = self.host().with_simulation(shared_rows, Vec::new());
+        Ok(cpu::member_losses(&host, &projected))
+    }
+
+    /// What runs the steps: the runtime's accelerator where it has one for this attack, the
+    /// definition otherwise (the GPU kernels do FedSGD only).
+    fn engine(&self) -> StepEngine {
+        match (self.runtime.engine(), &self.config.protocol) {
+            (StepEngine::CubeKernels, Protocol::Fedavg(_)) => StepEngine::Definition,
+            (engine, _) => engine,
         }
     }
 
@@ -214,6 +266,10 @@ impl<'a> Setup<'a> {
             onehot(&self.labels, self.dataset.classes.len()),
             self.relaxed.then_some(&self.layout),
             self.objective,
+        )
+        .with_simulation(
+            self.simulation(),
+            (0..self.members).map(|m| self.config.prior_of(m)).collect(),
         )
     }
 
@@ -245,14 +301,14 @@ impl<'a> Setup<'a> {
         let inv_config = InversionConfig {
             members: range.count,
             first_member: range.first,
-            batch: config.batch_size,
+            batch: config.rows_per_member(),
             d: self.dataset.d(),
             iterations: config.iterations,
             optimiser: config.optimiser(),
             seed: seed_for(config.seed, 6),
             report_every: config.report_every,
         };
-        let inversion = match self.runtime.engine() {
+        let inversion = match self.engine() {
             StepEngine::CpuKernel => cpu::invert(&self.host(), &inv_config, cadence, progress).await?,
             #[cfg(any(feature = "wgpu", feature = "cuda"))]
             StepEngine::CubeKernels => {
@@ -262,7 +318,8 @@ impl<'a> Setup<'a> {
             StepEngine::CubeKernels => return Err(Error::Device("this build has no GPU kernels".into())),
             StepEngine::Definition => {
                 let on = self.on_device();
-                inversion::invert(&self.problem(&on), &inv_config, cadence, &self.runtime.device, progress).await?
+                let problem = self.problem(&on, range);
+                inversion::invert(&problem, &inv_config, cadence, &self.runtime.device, progress).await?
             }
         };
         Ok(Members {
@@ -277,7 +334,7 @@ impl<'a> Setup<'a> {
     /// page's workers) are checked whole: every member once, and rows of the right length.
     fn join(&self, mut parts: Vec<Members>) -> Result<Members> {
         parts.sort_by_key(|p| p.range.first);
-        let len = self.config.batch_size * self.dataset.d();
+        let len = self.config.rows_per_member() * self.dataset.d();
         let mut next = 0;
         for p in &parts {
             self.check_range(p.range)?;
@@ -296,7 +353,7 @@ impl<'a> Setup<'a> {
                     p.range.first + p.range.count,
                     p.x.len(),
                     p.probs.len(),
-                    p.range.count * self.config.batch_size,
+                    p.range.count * self.config.rows_per_member(),
                     self.dataset.d()
                 )));
             }
@@ -322,9 +379,11 @@ impl<'a> Setup<'a> {
     /// Match, pool and score the ensemble (None: the random baseline) into the report.
     async fn assess(&self, inverted: Option<Members>, seconds: f64) -> Result<Report> {
         let (dataset, config) = (self.dataset, self.config);
-        let (b, d, members) = (config.batch_size, dataset.d(), self.members);
+        let b = config.batch_size;
         // The random baseline: what an attacker knows without the update, scored on the same batch.
         let random_guess = random_rows(dataset, b, seed_for(config.seed, 5));
+        let mut chosen_prior = None;
+        let mut fits = Vec::new();
         let recon = match inverted {
             None => Reconstruction {
                 rows: random_guess.clone(),
@@ -332,48 +391,48 @@ impl<'a> Setup<'a> {
                 loss_curve: Vec::new(),
             },
             Some(inversion) => {
-                let decoded: Vec<Vec<Vec<Value>>> = (0..members)
-                    .map(|m| {
-                        (0..b)
-                            .map(|i| dataset.decode(&inversion.x[(m * b + i) * d..(m * b + i + 1) * d]))
-                            .collect()
-                    })
-                    .collect();
-                if members == 1 {
-                    Reconstruction {
-                        rows: decoded.into_iter().next().unwrap(),
-                        entropy: None,
-                        loss_curve: inversion.loss_curve,
-                    }
-                } else {
-                    // Anchor: the member whose projected (decoded and re-encoded) rows fit the update best.
-                    let projected: Vec<f32> = decoded.iter().flat_map(|rows| encode_rows(dataset, rows)).collect();
-                    // Scored on the host by the CPU kernel (a one-off: N losses), or by the definition
-                    // where the definition runs.
-                    let scores = match self.runtime.engine() {
-                        StepEngine::Definition => {
-                            let on = self.on_device();
-                            member_losses(&self.problem(&on), projected, members, &self.runtime.device).await?
-                        }
-                        _ => cpu::member_losses(&self.host(), &projected),
+                // Each member's one reconstruction of the client's rows (FedAvg: its epochs averaged).
+                let (x, probs) = self.member_rows(&inversion);
+                let candidates = config.prior_candidates();
+                let ensemble = self.members / candidates.len();
+                let mut best: Option<(f32, usize, Reconstruction)> = None;
+                for (k, _) in candidates.iter().enumerate() {
+                    let span = k * ensemble * b * dataset.d()..(k + 1) * ensemble * b * dataset.d();
+                    let (rows, entropy) = self.pool(&x[span.clone()], &probs[span], ensemble).await?;
+                    // Several priors: keep the one whose pooled rows fit the update best.
+                    let fit = if candidates.len() > 1 {
+                        let fit = self.projected_losses(encode_rows(dataset, &rows), 1).await?[0];
+                        fits.push(PriorFit {
+                            lambda: candidates[k],
+                            fit: fit as f64,
+                        });
+                        fit
+                    } else {
+                        0.0
                     };
-                    let anchor = (0..members).min_by(|&a, &b| scores[a].total_cmp(&scores[b])).unwrap();
-                    let perm: Vec<Vec<usize>> = decoded
-                        .iter()
-                        .map(|rows| match_rows(&self.rules, &decoded[anchor], rows))
-                        .collect();
-                    let pooled = pool(&self.layout, &inversion.x, &inversion.probs, members, b, &perm);
-                    Reconstruction {
-                        rows: pooled.rows.iter().map(|r| dataset.decode(r)).collect(),
-                        entropy: Some(pooled.entropy),
-                        loss_curve: inversion.loss_curve,
+                    if best.as_ref().is_none_or(|(f, _, _)| fit < *f) {
+                        let loss_curve = inversion.loss_curve.clone();
+                        best = Some((
+                            fit,
+                            k,
+                            Reconstruction {
+                                rows,
+                                entropy,
+                                loss_curve,
+                            },
+                        ));
                     }
                 }
+                let (_, k, recon) = best.expect("at least one prior candidate");
+                if candidates.len() > 1 || candidates[0] > 0.0 {
+                    chosen_prior = Some(candidates[k]);
+                }
+                recon
             }
         };
         let scored = score(&self.rules, &self.truth, &recon.rows);
         let random = score(&self.rules, &self.truth, &random_guess);
-        Ok(build_report(
+        let mut report = build_report(
             dataset,
             config,
             &self.backend,
@@ -385,6 +444,68 @@ impl<'a> Setup<'a> {
             self.label_accuracy,
             recon.loss_curve,
             seconds,
+        );
+        report.epoch_prior = chosen_prior;
+        report.epoch_prior_fits = fits;
+        Ok(report)
+    }
+
+    /// Each member's rows of the client's batch, [N, n, d] (x and probabilities): as inverted, or
+    /// for TabLeak on FedAvg its per-epoch copies matched to the first and averaged.
+    fn member_rows(&self, inversion: &Members) -> (Vec<f32>, Vec<f32>) {
+        let copies = self.config.rows_per_member() / self.config.batch_size;
+        if copies == 1 {
+            return (inversion.x.clone(), inversion.probs.clone());
+        }
+        let len = self.config.rows_per_member() * self.dataset.d();
+        let (mut x, mut probs) = (Vec::new(), Vec::new());
+        for m in 0..self.members {
+            let span = m * len..(m + 1) * len;
+            let (mx, mp) = average_epochs(
+                &self.layout,
+                &self.rules,
+                &inversion.x[span.clone()],
+                &inversion.probs[span],
+                copies,
+                |row| self.dataset.decode(row),
+            );
+            x.extend(mx);
+            probs.extend(mp);
+        }
+        (x, probs)
+    }
+
+    /// Pool `members` members' rows ([members, n, d]) into one reconstruction: the anchor is the
+    /// member whose projected rows fit the update best; every member is matched to it and the
+    /// cells median-pooled, with an entropy per cell. One member is its own reconstruction.
+    async fn pool(
+        &self,
+        x: &[f32],
+        probs: &[f32],
+        members: usize,
+    ) -> Result<(Vec<Vec<Value>>, Option<Vec<Vec<Option<f64>>>>)> {
+        let (dataset, b, d) = (self.dataset, self.config.batch_size, self.dataset.d());
+        let decoded: Vec<Vec<Vec<Value>>> = (0..members)
+            .map(|m| {
+                (0..b)
+                    .map(|i| dataset.decode(&x[(m * b + i) * d..(m * b + i + 1) * d]))
+                    .collect()
+            })
+            .collect();
+        if members == 1 {
+            return Ok((decoded.into_iter().next().unwrap(), None));
+        }
+        let projected: Vec<f32> = decoded.iter().flat_map(|rows| encode_rows(dataset, rows)).collect();
+        let scores = self.projected_losses(projected, members).await?;
+        let anchor = (0..members).min_by(|&a, &b| scores[a].total_cmp(&scores[b])).unwrap();
+        let perm: Vec<Vec<usize>> = decoded
+            .iter()
+            .map(|rows| match_rows(&self.rules, &decoded[anchor], rows))
+            .collect();
+        let pooled = pool(&self.layout, x, probs, members, b, &perm);
+        Ok((
+            pooled.rows.iter().map(|r| dataset.decode(r)).collect(),
+            Some(pooled.entropy),
         ))
     }
 }

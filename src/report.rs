@@ -3,7 +3,7 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use crate::assess::scoring::{Accuracy, Scored};
-use crate::config::{AttackConfig, AttackKind, LabelMode};
+use crate::config::{AttackConfig, AttackKind, LabelMode, Protocol};
 use crate::runtime::BackendInfo;
 use crate::table::{ColumnKind, Dataset, Value};
 
@@ -69,6 +69,26 @@ pub struct RowReport {
     pub confidence: Vec<Confidence>,
 }
 
+/// The paper's Table 4: how right the attacker is on the cells it is surest of. Per feature kind,
+/// the accuracy of the quarter of cells with the lowest ensemble entropy against all cells.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ConfidentQuarter {
+    pub kind: ColumnKind,
+    pub cells: usize,
+    pub accuracy: f64,
+    /// The lowest-entropy quarter (rounded up), its accuracy, and the entropy it reaches up to.
+    pub quarter_cells: usize,
+    pub quarter_accuracy: f64,
+    pub quarter_entropy_max: f64,
+}
+
+/// One epoch-prior candidate's fit to the observed update.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, TS)]
+pub struct PriorFit {
+    pub lambda: f64,
+    pub fit: f64,
+}
+
 /// Accuracy of the cells whose entropy falls in [from, to); a null edge is unbounded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct EntropyBucket {
@@ -101,7 +121,17 @@ pub struct Report {
     pub features: Vec<FeatureHeader>,
     pub rows: Vec<RowReport>,
     pub entropy_buckets: Vec<EntropyBucket>,
+    /// Accuracy of the lowest-entropy quarter of cells against all, per feature kind.
+    pub confident_quarter: Vec<ConfidentQuarter>,
+    /// Per feature, the mean entropy over the batch (null without an ensemble): with
+    /// `accuracy.per_feature`, which columns leak most.
+    pub per_feature_entropy: Vec<Option<f64>>,
     pub confidence_levels: ConfidenceLevels,
+    /// TabLeak on FedAvg: the epoch prior's weight used (the one `auto` chose)...
+    pub epoch_prior: Option<f64>,
+    /// ...and, when it chose, how well each candidate's pooled rows fit the observed update
+    /// (1 − cos of their simulated update: lower is better; the truth plays no part).
+    pub epoch_prior_fits: Vec<PriorFit>,
     pub loss_curve: Vec<(usize, f64)>,
     pub table_rows: usize,
     pub dropped_rows: usize,
@@ -197,6 +227,36 @@ pub fn build_report(
             }
         }
     }
+    let mut confident_quarter = Vec::new();
+    let mut per_feature_entropy = vec![None; features.len()];
+    if entropy.is_some() {
+        for (f, slot) in per_feature_entropy.iter_mut().enumerate() {
+            let values: Vec<f64> = rows.iter().filter_map(|r| r.entropy[f]).collect();
+            *slot = (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64);
+        }
+        for kind in [ColumnKind::Categorical, ColumnKind::Continuous] {
+            let mut cells: Vec<(f64, bool)> = rows
+                .iter()
+                .flat_map(|r| r.entropy.iter().zip(&r.correct).zip(&features))
+                .filter(|(_, f)| f.kind == kind)
+                .filter_map(|((e, &c), _)| e.map(|e| (e, c)))
+                .collect();
+            if cells.is_empty() {
+                continue;
+            }
+            cells.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let share = |cs: &[(f64, bool)]| cs.iter().filter(|c| c.1).count() as f64 / cs.len() as f64;
+            let quarter = cells.len().div_ceil(4);
+            confident_quarter.push(ConfidentQuarter {
+                kind,
+                cells: cells.len(),
+                accuracy: share(&cells),
+                quarter_cells: quarter,
+                quarter_accuracy: share(&cells[..quarter]),
+                quarter_entropy_max: cells[quarter - 1].0,
+            });
+        }
+    }
     Report {
         attack: config.attack,
         backend: backend.clone(),
@@ -210,7 +270,11 @@ pub fn build_report(
         features,
         rows,
         entropy_buckets,
+        confident_quarter,
+        per_feature_entropy,
         confidence_levels: CONFIDENCE_LEVELS,
+        epoch_prior: None,
+        epoch_prior_fits: Vec::new(),
         loss_curve,
         table_rows: dataset.n(),
         dropped_rows: dataset.dropped,
@@ -252,11 +316,29 @@ pub fn render_text(r: &Report, max_rows: usize) -> String {
     } else {
         format!(", {} steps at lr {}", c.iterations, c.optimiser().lr)
     };
-    let _ = writeln!(
-        s,
-        "{name} on a batch of {} rows{steps}, {labels}, seed {}",
-        c.batch_size, c.seed
-    );
+    let batch = match &c.protocol {
+        Protocol::Fedsgd => format!("a batch of {} rows", c.batch_size),
+        Protocol::Fedavg(t) => format!(
+            "a FedAvg client's {} rows ({} local epoch{} of batches of {}, client lr {})",
+            c.batch_size,
+            t.epochs,
+            if t.epochs == 1 { "" } else { "s" },
+            t.local_batch,
+            t.lr
+        ),
+    };
+    let _ = writeln!(s, "{name} on {batch}{steps}, {labels}, seed {}", c.seed);
+    if let Some(l) = r.epoch_prior {
+        let how = if r.epoch_prior_fits.len() > 1 {
+            format!(
+                ", chosen among {} by how well each reconstruction fits the update",
+                r.epoch_prior_fits.len()
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(s, "epoch prior λ = {l}{how}");
+    }
     let _ = writeln!(s, "backend {}, {:.2} s", r.backend.label, r.seconds);
     if let Some(d) = &c.defence {
         let _ = writeln!(s, "defence: clip {:?}, noise σ = {}", d.clip, d.noise);
@@ -300,6 +382,21 @@ pub fn render_text(r: &Report, max_rows: usize) -> String {
                 pct(bkt.accuracy)
             );
         }
+    }
+    for q in &r.confident_quarter {
+        let kind = match q.kind {
+            ColumnKind::Categorical => "categorical",
+            ColumnKind::Continuous => "continuous",
+        };
+        let _ = writeln!(
+            s,
+            "the attacker's surest quarter of {kind} cells ({} of {}, entropy ≤ {:.2}): {} right, against {} of all",
+            q.quarter_cells,
+            q.cells,
+            q.quarter_entropy_max,
+            pct(Some(q.quarter_accuracy)),
+            pct(Some(q.accuracy))
+        );
     }
     let shown = r.rows.len().min(max_rows);
     if shown > 0 {

@@ -131,6 +131,12 @@ impl BackendInfo {
         self
     }
 
+    pub fn with_engine(mut self, engine: StepEngine) -> BackendInfo {
+        self.engine = engine;
+        self.relabel();
+        self
+    }
+
     pub fn with_workers(mut self, workers: usize) -> BackendInfo {
         self.workers = workers.max(1);
         self.relabel();

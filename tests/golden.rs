@@ -3,7 +3,7 @@
 use burn::tensor::{Tensor, TensorData};
 use leakscope::assess::{entropy, matching::Rule, scoring::score};
 use leakscope::attack::Objective;
-use leakscope::attack::inversion::{Problem, loss_and_grad};
+use leakscope::attack::inversion::{Problem, Simulation, loss_and_grad};
 use leakscope::attack::relax::{Layout, Relaxation};
 use leakscope::client::gradient::{ParamGrads, param_grads};
 use leakscope::client::network::{Net, Params};
@@ -89,6 +89,8 @@ fn two_class_problem<'a>(
         classes: 2,
         relaxation,
         objective,
+        simulation: Simulation::Gradient,
+        priors: Vec::new(),
     }
 }
 
@@ -120,7 +122,7 @@ fn check_mlp_parameter_gradient(rt: &Runtime) {
     let x = f32s(&f["x"]);
     let b = f["x"].as_array().unwrap().len();
     let xt = Tensor::<3>::from_data(TensorData::new(x.clone(), [1, b, p.sizes[0]]), &rt.device);
-    let y = Tensor::<2>::from_data(TensorData::new(onehot(&f["y"], 2), [b, 2]), &rt.device);
+    let y = Tensor::<3>::from_data(TensorData::new(onehot(&f["y"], 2), [1, b, 2]), &rt.device);
     let (g, _) = param_grads(&net, &xt, &y);
     for l in 0..3 {
         let w = pollster::block_on(read_f32(g.weights[l].clone())).unwrap();
@@ -201,6 +203,7 @@ fn golden_vectors_on_wgpu() {
     check_mlp_parameter_gradient(&rt);
     check_cosine_matching_gradient(&rt);
     check_relaxed_ensemble_gradient(&rt);
+    check_fedavg_update_gradient(&rt);
 }
 
 fn check_relaxed_ensemble_gradient(rt: &Runtime) {
@@ -368,5 +371,64 @@ fn squared_error_objective_agrees_across_paths() {
         "squared error gradient",
         &kg,
         &grad.iter().map(|&v| v as f64).collect::<Vec<_>>(),
+    );
+}
+
+/// FedAvg's client differentiated (fixture `fedavg_update_grad.json`): 2 epochs of plain SGD over 4
+/// rows in local batches of 2, the update θ0 − θE, the cosine loss against the true update, and
+/// its gradient w.r.t. the rows through every local step (parameters' adjoints included).
+#[test]
+fn fedavg_update_gradient() {
+    check_fedavg_update_gradient(&Runtime::cpu());
+}
+
+fn check_fedavg_update_gradient(rt: &Runtime) {
+    use leakscope::attack::second_order::reverse_local_training;
+    use leakscope::client::fedavg::{LocalTraining, local_training};
+    let f = fixture("fedavg_update_grad.json");
+    let base = fixture("mlp_param_grad.json");
+    let p = params(&base);
+    let net = Net::new(&p, &rt.device);
+    let training = LocalTraining {
+        epochs: f["epochs"].as_u64().unwrap() as usize,
+        local_batch: f["local_batch_size"].as_u64().unwrap() as usize,
+        lr: f["lr"].as_f64().unwrap(),
+    };
+    let n = f["z"].as_array().unwrap().len();
+    let d = p.sizes[0];
+    let y = Tensor::<3>::from_data(TensorData::new(onehot(&f["y"], 2), [1, n, 2]), &rt.device);
+    let rows = |key: &str| Tensor::<3>::from_data(TensorData::new(f32s(&f[key]), [1, n, d]), &rt.device);
+
+    // The client's own update from its rows.
+    let (update, _) = local_training(&net, &[rows("x_client")], &y, &training, false);
+    for l in 0..3 {
+        let w = pollster::block_on(read_f32(update.weights[l].clone())).unwrap();
+        assert_close(
+            &format!("update W{}", l + 1),
+            &w,
+            &flat(&f["update_true"][format!("W{}", l + 1)]),
+        );
+        let b = pollster::block_on(read_f32(update.biases[l].clone())).unwrap();
+        assert_close(
+            &format!("update b{}", l + 1),
+            &b,
+            &flat(&f["update_true"][format!("b{}", l + 1)]),
+        );
+    }
+
+    // The attacker's loss at z and its gradient through the unrolled training.
+    let (t, tn) = target(&f["update_true"], &p, rt);
+    let (simulated, taken) = local_training(&net, &[rows("z")], &y, &training, true);
+    let (loss, u_bar) = Objective::Cosine.evaluate(&simulated, &t, tn, true);
+    let z_bar = reverse_local_training(&taken, &u_bar.unwrap(), training.lr, 1);
+    assert_close(
+        "fedavg loss",
+        &pollster::block_on(read_f32(loss)).unwrap(),
+        &[f["loss"].as_f64().unwrap()],
+    );
+    assert_close(
+        "fedavg dloss_dz",
+        &pollster::block_on(read_f32(z_bar[0].clone())).unwrap(),
+        &flat(&f["dloss_dz"]),
     );
 }

@@ -88,6 +88,34 @@ fn the_cpu_kernel_follows_the_definition_step_by_step() {
     }
 }
 
+/// FedAvg: 2 local epochs of 2 local steps over the client's 8 rows, differentiated through every
+/// step; TabLeak with its per-epoch copies and epoch prior, and the Cosine baseline.
+#[test]
+fn the_cpu_kernel_follows_the_definition_through_fedavg() {
+    use leakscope::client::fedavg::LocalTraining;
+    use leakscope::config::{EpochPrior, Protocol};
+    let data = adult();
+    let definition = Runtime::cpu().definition();
+    let kernel = Runtime::cpu();
+    let fedavg = Protocol::Fedavg(LocalTraining {
+        epochs: 2,
+        local_batch: 4,
+        lr: 0.01,
+    });
+    for attack in [AttackKind::Tableak, AttackKind::Cosine] {
+        let c = AttackConfig {
+            protocol: fedavg,
+            epoch_prior: EpochPrior::Fixed(0.1),
+            ..config(attack, 50, 5)
+        };
+        assert_follows(
+            &format!("FedAvg {attack} kernel"),
+            &invert(&definition, &data, &c),
+            &invert(&kernel, &data, &c),
+        );
+    }
+}
+
 #[test]
 fn the_cpu_kernel_gives_the_definitions_report() {
     let data = adult();

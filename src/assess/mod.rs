@@ -1,5 +1,6 @@
 //! Assessment: match ensemble members, pool them, measure confidence, score against the truth.
 pub mod entropy;
+pub mod epochs;
 pub mod matching;
 pub mod pooling;
 pub mod scoring;

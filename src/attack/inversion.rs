@@ -12,7 +12,8 @@ use super::driver::{Cadence, Inversion, InversionConfig, Progress, Stepper, driv
 use super::objective::Objective;
 use super::pointwise::{AdamStep, adam};
 use super::relax::{Relaxation, Relaxed};
-use super::second_order::input_vjp;
+use super::second_order::{reverse, reverse_local_training};
+use crate::client::fedavg::{LocalTraining, local_training};
 use crate::client::gradient::{ParamGrads, param_grads};
 use crate::client::network::Net;
 use crate::error::Result;
@@ -24,38 +25,62 @@ pub struct Problem<'a> {
     /// Observed update, as a one-member ParamGrads.
     pub target: &'a ParamGrads,
     pub target_norm: f64,
-    /// Labels of the dummy rows, one-hot [B, C] (shared by all members).
+    /// Labels of the client's rows in their order, one-hot [n, C] (shared by all members).
     pub onehot: Vec<f32>,
     pub classes: usize,
     /// None = optimise the encoded rows directly (Cosine / DLG baselines).
     pub relaxation: Option<&'a Relaxation>,
     pub objective: Objective,
+    /// How the client made the observed update from its rows.
+    pub simulation: Simulation,
+    /// The epoch prior's weight per member of this call (empty: none).
+    pub priors: Vec<f64>,
+}
+
+/// What the server simulates on a member's dummy rows to compare with the observed update.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Simulation {
+    /// FedSGD: the gradient on the rows.
+    Gradient,
+    /// FedAvg: θ0 − θE after local training. A member's rows are `copies` × the client's n rows:
+    /// one copy per epoch (TabLeak, with the epoch-matching prior over the copies' row means) or
+    /// one shared by every epoch (`copies` = 1).
+    LocalTraining { training: LocalTraining, copies: usize },
+}
+
+impl Simulation {
+    /// Dummy rows per member for a client of `n` rows.
+    pub fn rows(&self, n: usize) -> usize {
+        match self {
+            Simulation::Gradient => n,
+            Simulation::LocalTraining { copies, .. } => copies * n,
+        }
+    }
 }
 
 /// The step of one inversion on a device.
 struct Definition<'a> {
     problem: &'a Problem<'a>,
+    /// Members.
     n: usize,
+    /// Dummy rows per member.
     b: usize,
     d: usize,
-    onehot: Tensor<2>,
+    /// The labels of the client's rows, [1, n, C] (shared by the members).
+    onehot: Tensor<3>,
 }
 
 impl<'a> Definition<'a> {
     fn new(problem: &'a Problem<'a>, n: usize, d: usize, device: &Device) -> Self {
-        let b = problem.onehot.len() / problem.classes;
-        let rows: Vec<f32> = problem
-            .onehot
-            .iter()
-            .copied()
-            .cycle()
-            .take(n * problem.onehot.len())
-            .collect();
-        let onehot = Tensor::from_data(TensorData::new(rows, [n * b, problem.classes]), device);
+        let rows = problem.onehot.len() / problem.classes;
+        let onehot = Tensor::from_data(
+            TensorData::new(problem.onehot.clone(), [1, rows, problem.classes]),
+            device,
+        );
         Definition {
             problem,
             n,
-            b,
+            b: problem.simulation.rows(rows),
             d,
             onehot,
         }
@@ -82,11 +107,68 @@ impl<'a> Definition<'a> {
     fn loss(&self, x: Tensor<2>, with_grad: bool) -> (Tensor<2>, Option<Tensor<2>>) {
         let (n, b, d) = (self.n, self.b, self.d);
         let p = self.problem;
-        let (g, tape) = param_grads(p.net, &x.reshape([n, b, d]), &self.onehot);
-        let (loss, g_bar) = p.objective.evaluate(&g, p.target, p.target_norm, with_grad);
-        let x_bar = g_bar.map(|gb| input_vjp(p.net, &tape, &gb).reshape([n * b, d]));
-        (loss, x_bar)
+        match p.simulation {
+            Simulation::Gradient => {
+                let (g, tape) = param_grads(p.net, &x.reshape([n, b, d]), &self.onehot);
+                let (loss, g_bar) = p.objective.evaluate(&g, p.target, p.target_norm, with_grad);
+                let x_bar = g_bar.map(|gb| reverse(p.net, &tape, &gb, false).0.reshape([n * b, d]));
+                (loss, x_bar)
+            }
+            Simulation::LocalTraining { training, copies } => {
+                let rows = b / copies;
+                let x = x.reshape([n, copies, rows, d]);
+                let epochs: Vec<Tensor<3>> = (0..copies)
+                    .map(|e| x.clone().slice([0..n, e..e + 1, 0..rows, 0..d]).reshape([n, rows, d]))
+                    .collect();
+                let (update, taken) = local_training(p.net, &epochs, &self.onehot, &training, with_grad);
+                let (mut loss, u_bar) = p.objective.evaluate(&update, p.target, p.target_norm, with_grad);
+                let mut x_bar = u_bar.map(|ub| reverse_local_training(&taken, &ub, training.lr, copies));
+                if copies > 1 && p.priors.iter().any(|&l| l > 0.0) {
+                    let lambdas = Tensor::<3>::from_data(
+                        TensorData::new(p.priors.iter().map(|&l| l as f32).collect::<Vec<_>>(), [n, 1, 1]),
+                        &x.device(),
+                    );
+                    let (value, grads) = epoch_prior(&epochs, &lambdas);
+                    loss = loss + value;
+                    if let Some(xb) = x_bar.as_mut() {
+                        for (e, g) in xb.iter_mut().zip(grads) {
+                            *e = e.clone() + g;
+                        }
+                    }
+                }
+                (loss, x_bar.map(|xb| Tensor::cat(xb, 1).reshape([n * b, d])))
+            }
+        }
     }
+}
+
+/// TabLeak-FedAvg's epoch-matching prior (SPEC §7): λ · (1/E²)(1/d) Σ_i Σ_j ‖m_i − m_j‖² over the
+/// mean rows m_e of each epoch's copy ([N, n, d] each), λ per member ([N, 1, 1]). Per member
+/// [N, 1], and its gradient w.r.t. each copy: 4λc (E·m_e − Σ_j m_j)/n on every row, c = 1/(E² d).
+pub fn epoch_prior(epochs: &[Tensor<3>], lambdas: &Tensor<3>) -> (Tensor<2>, Vec<Tensor<3>>) {
+    let [n, rows, d] = epochs[0].dims();
+    let e = epochs.len() as f64;
+    let c = 1.0 / (e * e * d as f64);
+    let means: Vec<Tensor<3>> = epochs.iter().map(|x| x.clone().mean_dim(1)).collect();
+    let total = means.iter().skip(1).fold(means[0].clone(), |acc, m| acc + m.clone());
+    // Σ_i Σ_j ‖m_i − m_j‖² = 2E Σ_i ‖m_i‖² − 2 ‖Σ_i m_i‖².
+    let squares = means
+        .iter()
+        .map(|m| (m.clone() * m.clone()).sum_dim(2))
+        .reduce(|a, b| a + b)
+        .unwrap();
+    let value = ((squares.mul_scalar(2.0 * e) - (total.clone() * total.clone()).sum_dim(2).mul_scalar(2.0))
+        .mul_scalar(c)
+        * lambdas.clone())
+    .reshape([n, 1]);
+    let grads = means
+        .iter()
+        .map(|m| {
+            ((m.clone().mul_scalar(e) - total.clone()).mul_scalar(4.0 * c / rows as f64) * lambdas.clone())
+                .repeat_dim(1, rows)
+        })
+        .collect();
+    (value, grads)
 }
 
 /// The definition's state: z and Adam's moments as tensors on the device.

@@ -6,14 +6,23 @@
 //! Golden vectors pin it down (tests/golden.rs).
 use burn::tensor::Tensor;
 
-use crate::client::gradient::{ParamGrads, Tape, fold, unfold};
+use crate::client::fedavg::Taken;
+use crate::client::gradient::{ParamGrads, Tape};
 use crate::client::network::Net;
 
 /// Reverse of `param_grads`: given G = dL/d(parameter gradient) per member, returns dL/dx as
-/// [N, B, d]. The ReLU masks are piecewise constant and carry no derivative.
-pub fn input_vjp(net: &Net, tape: &Tape, g: &ParamGrads) -> Tensor<3> {
+/// [N, B, d] and, with `with_params`, dL/dθ per member (what FedAvg's unrolled local training
+/// needs to carry the adjoint from one local step to the one before). The ReLU masks are piecewise
+/// constant and carry no derivative.
+///
+/// In the explicit backward, θ enters three ways: the forward products a_l = h_{l-1} W_l + b_l, the
+/// backward product δ_{l-1} = (δ_l W_lᵀ) ⊙ m, and (through both) the rows of the gradient itself.
+// The layers are walked by index: each step reads layer l of several parallel lists.
+#[allow(clippy::needless_range_loop)]
+pub fn reverse(net: &Net, tape: &Tape, g: &ParamGrads, with_params: bool) -> (Tensor<3>, Option<ParamGrads>) {
     let layers = net.layers();
-    let n = tape.n;
+    let mut w_bar: Vec<Option<Tensor<3>>> = vec![None; layers];
+    let mut b_bar: Vec<Option<Tensor<3>>> = vec![None; layers];
     // dL/dh_{l-1} collected per layer input; dL/dδ_l built from layer 0 upwards, because δ_{l-1}
     // was computed from δ_l.
     let mut h_bar: Vec<Tensor<3>> = Vec::with_capacity(layers);
@@ -24,7 +33,11 @@ pub fn input_vjp(net: &Net, tape: &Tape, g: &ParamGrads) -> Tensor<3> {
         let mut db = tape.inputs[l].clone().matmul(gw.clone()) + g.biases[l].clone();
         if let Some(prev) = delta_bar.take() {
             let e_bar = prev * tape.masks[l - 1].clone();
-            db = db + unfold(fold(&e_bar).matmul(net.weights[l].clone()), n);
+            if with_params {
+                // From δ_{l-1} = (δ_l W_lᵀ) ⊙ m: dL/dW_l += (dL/dδ_{l-1} ⊙ m)ᵀ δ_l.
+                w_bar[l] = Some(e_bar.clone().swap_dims(1, 2).matmul(tape.deltas[l].clone()));
+            }
+            db = db + e_bar.matmul(net.weights[l].clone());
         }
         delta_bar = Some(db);
     }
@@ -33,12 +46,68 @@ pub fn input_vjp(net: &Net, tape: &Tape, g: &ParamGrads) -> Tensor<3> {
     let s = tape.probs.clone();
     let inner = (s_bar.clone() * s.clone()).sum_dim(2);
     let mut a_bar = s * (s_bar - inner);
+    let mut x_bar = None;
     for l in (0..layers).rev() {
-        let total = h_bar.pop().unwrap() + unfold(fold(&a_bar).matmul(net.weights[l].clone().transpose()), n);
+        if with_params {
+            // From a_l = h_{l-1} W_l + b_l.
+            let forward = tape.inputs[l].clone().swap_dims(1, 2).matmul(a_bar.clone());
+            w_bar[l] = Some(match w_bar[l].take() {
+                Some(w) => w + forward,
+                None => forward,
+            });
+            b_bar[l] = Some(a_bar.clone().sum_dim(1));
+        }
+        let total = h_bar.pop().unwrap() + a_bar.clone().matmul(net.weights[l].clone().swap_dims(1, 2));
         if l == 0 {
-            return total;
+            x_bar = Some(total);
+            break;
         }
         a_bar = total * tape.masks[l - 1].clone();
     }
-    unreachable!("a network has layers")
+    let params = with_params.then(|| ParamGrads {
+        weights: w_bar.into_iter().map(Option::unwrap).collect(),
+        biases: b_bar.into_iter().map(Option::unwrap).collect(),
+    });
+    (x_bar.expect("a network has layers"), params)
+}
+
+/// Reverse of `client::fedavg::local_training` (back-propagation through the client's unrolled
+/// SGD): given dL/d(θ0 − θE) per member, dL/dx for each entry of the rows it was given
+/// ([N, n, d] each; an entry shared by several epochs gets the sum of theirs).
+///
+/// θ_{t+1} = θ_t − lr·g_t(θ_t, x_t): the adjoint of g_t is −lr·θ̄_{t+1}; it reaches x_t through
+/// `reverse` and θ_t through `reverse`'s parameter part, on top of θ̄_{t+1} itself.
+pub fn reverse_local_training(taken: &[Taken], update_bar: &ParamGrads, lr: f64, entries: usize) -> Vec<Tensor<3>> {
+    // θ0 − θE: dL/dθE = −dL/d(update).
+    let mut theta_bar = update_bar.scale(-1.0);
+    let mut parts: Vec<Vec<(usize, usize, Tensor<3>)>> = vec![Vec::new(); entries];
+    for (t, step) in taken.iter().enumerate().rev() {
+        let g_bar = theta_bar.scale(-lr);
+        let (x_bar, through_theta) = reverse(&step.net, &step.tape, &g_bar, t > 0);
+        parts[step.step.epoch.min(entries - 1)].push((step.step.epoch, step.step.first, x_bar));
+        if let Some(p) = through_theta {
+            theta_bar = theta_bar.add(&p);
+        }
+    }
+    parts
+        .into_iter()
+        .map(|mut entry| {
+            // Per epoch, the steps cover the rows once in order: concatenate; epochs sharing the
+            // entry add up.
+            entry.sort_by_key(|&(epoch, first, _)| (epoch, first));
+            let mut total: Option<Tensor<3>> = None;
+            let mut epoch_rows: Vec<Tensor<3>> = Vec::new();
+            let mut current = entry.first().map(|e| e.0);
+            for (epoch, _, x_bar) in entry {
+                if Some(epoch) != current {
+                    let whole = Tensor::cat(std::mem::take(&mut epoch_rows), 1);
+                    total = Some(total.map_or(whole.clone(), |t| t + whole));
+                    current = Some(epoch);
+                }
+                epoch_rows.push(x_bar);
+            }
+            let whole = Tensor::cat(epoch_rows, 1);
+            total.map_or(whole.clone(), |t| t + whole)
+        })
+        .collect()
 }

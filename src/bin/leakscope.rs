@@ -5,9 +5,10 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use leakscope::client::defence::Defence;
+use leakscope::config::{EpochPrior, ProtocolKind};
 use leakscope::report::render_text;
 use leakscope::table::{ColumnKind, Dataset, DatasetOptions, parse_csv, summarize};
-use leakscope::{AttackConfig, AttackKind, BackendKind, LabelMode, Optimiser, Report, Runtime, run_attack};
+use leakscope::{AttackConfig, AttackKind, BackendKind, LabelMode, Report, RunOptions, Runtime, run_attack};
 
 #[derive(Parser)]
 #[command(
@@ -49,6 +50,12 @@ enum Command {
         batches: usize,
         #[arg(long, value_delimiter = ',', value_enum, default_value = "tableak,cosine,random")]
         attacks: Vec<AttackArg>,
+        /// FedAvg: local epochs to sweep (overrides --local-epochs).
+        #[arg(long = "local-epochs-list", value_delimiter = ',')]
+        local_epochs_list: Vec<usize>,
+        /// FedAvg: local batch sizes to sweep (overrides --local-batch).
+        #[arg(long = "local-batches", value_delimiter = ',')]
+        local_batches: Vec<usize>,
     },
     /// Time TabLeak steps at B = 8, 32, 128 and extrapolate a full attack.
     Bench {
@@ -78,23 +85,42 @@ struct Common {
     csv: PathBuf,
     #[arg(long)]
     label: String,
-    #[arg(long, default_value_t = 30)]
-    ensemble: usize,
-    #[arg(long, default_value_t = 1500)]
-    iterations: usize,
+    /// TabLeak's members (default 30 on FedSGD, 15 on FedAvg).
+    #[arg(long)]
+    ensemble: Option<usize>,
+    /// Optimisation steps (default 1500).
+    #[arg(long)]
+    iterations: Option<usize>,
     #[arg(long, default_value_t = 0)]
     seed: u64,
     #[arg(long, value_enum, default_value = "known")]
     labels: LabelArg,
+    /// What the client sends: a gradient (fedsgd) or θ0 − θE after local training (fedavg, with
+    /// `--batch-size` as its rows).
+    #[arg(long, value_enum, default_value = "fedsgd")]
+    protocol: ProtocolArg,
+    /// FedAvg: rows per local step (default 32).
+    #[arg(long)]
+    local_batch: Option<usize>,
+    /// FedAvg: local epochs (default 1).
+    #[arg(long)]
+    local_epochs: Option<usize>,
+    /// FedAvg: the client's SGD step (default 0.01).
+    #[arg(long)]
+    client_lr: Option<f64>,
+    /// TabLeak on FedAvg: the epoch prior's weight λ, or `auto` to choose it by how well each
+    /// candidate's reconstruction fits the update (no ground truth; default).
+    #[arg(long, value_parser = parse_prior)]
+    epoch_prior: Option<EpochPrior>,
     #[arg(long, value_enum, default_value = "cpu")]
     backend: BackendArg,
     /// What computes the steps: the backend's accelerator (the fused CPU kernel, the GPU kernels) or
     /// the definition itself as burn tensor ops (slower; what the accelerators are tested against).
     #[arg(long, value_enum, default_value = "accelerated")]
     engine: EngineArg,
-    /// Hidden layer sizes of the client's network.
-    #[arg(long, value_delimiter = ',', default_value = "100,100")]
-    hidden: Vec<usize>,
+    /// Hidden layer sizes of the client's network (default 100,100).
+    #[arg(long, value_delimiter = ',')]
+    hidden: Option<Vec<usize>>,
     /// Force a column's kind: NAME=categorical or NAME=continuous (repeatable).
     #[arg(long = "kind", value_parser = parse_kind)]
     kinds: Vec<(String, ColumnKind)>,
@@ -124,6 +150,21 @@ enum AttackArg {
     Cosine,
     Dlg,
     Random,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ProtocolArg {
+    Fedsgd,
+    Fedavg,
+}
+
+fn parse_prior(s: &str) -> Result<EpochPrior, String> {
+    if s == "auto" {
+        return Ok(EpochPrior::Auto);
+    }
+    s.parse::<f64>()
+        .map(EpochPrior::Fixed)
+        .map_err(|_| format!("{s:?} is neither a number nor auto"))
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -210,28 +251,53 @@ fn load(csv: &Path, label: &str, kinds: &[(String, ColumnKind)], ignore: &[Strin
 }
 
 impl Common {
-    fn config(&self, attack: AttackKind, batch_size: usize, seed: u64) -> AttackConfig {
-        AttackConfig {
+    /// The options as the engine takes them: what is not given keeps the engine's default.
+    fn options(&self, attack: AttackKind, batch_size: usize, seed: u64) -> RunOptions {
+        let mut o = RunOptions {
+            label: self.label.clone(),
             attack,
             batch_size,
             ensemble: self.ensemble,
-            iterations: self.iterations,
             seed,
             labels: match self.labels {
                 LabelArg::Known => LabelMode::Known,
                 LabelArg::Restored => LabelMode::Restored,
             },
-            hidden: self.hidden.clone(),
-            defence: (self.clip.is_some() || self.noise > 0.0).then_some(Defence {
-                clip: self.clip,
-                noise: self.noise,
-            }),
-            optimiser: self.lr.map(|lr| Optimiser {
-                lr,
-                ..attack.default_optimiser()
-            }),
-            report_every: 25,
+            protocol: match self.protocol {
+                ProtocolArg::Fedsgd => ProtocolKind::Fedsgd,
+                ProtocolArg::Fedavg => ProtocolKind::Fedavg,
+            },
+            lr: self.lr,
+            ..RunOptions::default()
+        };
+        if let Some(v) = self.iterations {
+            o.iterations = v;
         }
+        if let Some(v) = &self.hidden {
+            o.hidden = v.clone();
+        }
+        if let Some(v) = self.local_batch {
+            o.local_batch = v;
+        }
+        if let Some(v) = self.local_epochs {
+            o.local_epochs = v;
+        }
+        if let Some(v) = self.client_lr {
+            o.client_lr = v;
+        }
+        if let Some(v) = self.epoch_prior {
+            o.epoch_prior = v;
+        }
+        o
+    }
+
+    fn config(&self, attack: AttackKind, batch_size: usize, seed: u64) -> AttackConfig {
+        let mut config = self.options(attack, batch_size, seed).attack_config();
+        config.defence = (self.clip.is_some() || self.noise > 0.0).then_some(Defence {
+            clip: self.clip,
+            noise: self.noise,
+        });
+        config
     }
 }
 
@@ -321,10 +387,12 @@ fn run(cli: Cli) -> CliResult<()> {
             }
         }
         Command::Sweep {
-            common,
+            mut common,
             batch_sizes,
             batches,
             attacks,
+            local_epochs_list,
+            local_batches,
         } => {
             // Batch k is drawn with seed + k: all of them must be seeds, checked before any runs.
             if common.seed.checked_add(batches.saturating_sub(1) as u64).is_none() {
@@ -339,26 +407,44 @@ fn run(cli: Cli) -> CliResult<()> {
             let rt = runtime(common.backend, common.engine)?;
             let mut all: Vec<Report> = Vec::new();
             let mut lines = Vec::new();
+            // FedAvg sweeps its local epochs × local batches too (one point each for FedSGD).
+            let fedavg = matches!(common.protocol, ProtocolArg::Fedavg);
+            let epochs_axis: Vec<Option<usize>> = if fedavg && !local_epochs_list.is_empty() {
+                local_epochs_list.iter().map(|&e| Some(e)).collect()
+            } else {
+                vec![common.local_epochs]
+            };
+            let batches_axis: Vec<Option<usize>> = if fedavg && !local_batches.is_empty() {
+                local_batches.iter().map(|&b| Some(b)).collect()
+            } else {
+                vec![common.local_batch]
+            };
             for &b in &batch_sizes {
-                for &a in &attacks {
-                    let kind: AttackKind = a.into();
-                    let mut reports = Vec::new();
-                    for k in 0..batches {
-                        // Batch k has the same seed for every attack, so attacks are compared on the same rows.
-                        let config = common.config(kind, b, common.seed + k as u64);
-                        let quiet = common.quiet || kind == AttackKind::Random;
-                        let pb = bar(
-                            quiet,
-                            config.iterations as u64,
-                            format!("{kind} B={b} batch {}/{batches}", k + 1),
-                        );
-                        let r = attack_once(&rt, &dataset, &config, &pb)?;
-                        pb.finish_and_clear();
-                        reports.push(r);
+                for &epochs in &epochs_axis {
+                    for &local_batch in &batches_axis {
+                        common.local_epochs = epochs;
+                        common.local_batch = local_batch;
+                        for &a in &attacks {
+                            let kind: AttackKind = a.into();
+                            let mut reports = Vec::new();
+                            for k in 0..batches {
+                                // Batch k has the same seed for every attack, so attacks are compared on the same rows.
+                                let config = common.config(kind, b, common.seed + k as u64);
+                                let quiet = common.quiet || kind == AttackKind::Random;
+                                let pb = bar(
+                                    quiet,
+                                    config.iterations as u64,
+                                    format!("{kind} B={b} batch {}/{batches}", k + 1),
+                                );
+                                let r = attack_once(&rt, &dataset, &config, &pb)?;
+                                pb.finish_and_clear();
+                                reports.push(r);
+                            }
+                            lines.push(summary_line(&reports[0].config, kind, &reports));
+                            eprintln!("{}", lines.last().unwrap());
+                            all.extend(reports);
+                        }
                     }
-                    lines.push(summary_line(b, kind, &reports));
-                    eprintln!("{}", lines.last().unwrap());
-                    all.extend(reports);
                 }
             }
             println!("\n{}", summary_header());
@@ -432,12 +518,17 @@ fn run(cli: Cli) -> CliResult<()> {
 
 fn summary_header() -> String {
     format!(
-        "| {:>5} | {:<8} | {:>7} | {:<15} | {:<15} | {:<15} |\n|---|---|---|---|---|---|",
-        "batch", "attack", "batches", "accuracy %", "categorical %", "continuous %"
+        "| {:>5} | {:<14} | {:<8} | {:>7} | {:<15} | {:<15} | {:<15} |\n|---|---|---|---|---|---|---|",
+        "batch", "protocol", "attack", "batches", "accuracy %", "categorical %", "continuous %"
     )
 }
 
-fn summary_line(b: usize, kind: AttackKind, reports: &[Report]) -> String {
+fn summary_line(config: &AttackConfig, kind: AttackKind, reports: &[Report]) -> String {
+    let b = config.batch_size;
+    let protocol = match &config.protocol {
+        leakscope::config::Protocol::Fedsgd => "FedSGD".to_string(),
+        leakscope::config::Protocol::Fedavg(t) => format!("FedAvg E={} b={}", t.epochs, t.local_batch),
+    };
     let stat = |vals: Vec<f64>| {
         if vals.is_empty() {
             return "—".to_string();
@@ -452,8 +543,9 @@ fn summary_line(b: usize, kind: AttackKind, reports: &[Report]) -> String {
         format!("{:.1} ± {:.1}", 100.0 * mean, 100.0 * sd)
     };
     format!(
-        "| {:>5} | {:<8} | {:>7} | {:<15} | {:<15} | {:<15} |",
+        "| {:>5} | {:<14} | {:<8} | {:>7} | {:<15} | {:<15} | {:<15} |",
         b,
+        protocol,
         kind.to_string(),
         reports.len(),
         stat(reports.iter().map(|r| r.accuracy.total).collect()),

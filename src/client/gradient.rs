@@ -2,8 +2,8 @@
 //! pass), batched over a leading ensemble dimension N. It keeps a `Tape` of what it computed, from
 //! which the attacker differentiates it once more (`attack::second_order`).
 //!
-//! Shapes: N members, B rows, layer l maps in_l → out_l. Matmuls with the shared weights fold the
-//! members into one [N·B, in] × [in, out] product; per-member products are batched [N, ·, ·].
+//! Shapes: N members, B rows, layer l maps in_l → out_l; weights are [1, in, out] when the members
+//! share them (broadcast in the batched products) and [N, in, out] when each has its own.
 use burn::tensor::{Tensor, activation};
 
 use super::network::Net;
@@ -52,6 +52,19 @@ impl ParamGrads {
         })
     }
 
+    /// k · self.
+    pub fn scale(&self, k: f64) -> ParamGrads {
+        ParamGrads {
+            weights: self.weights.iter().map(|t| t.clone().mul_scalar(k)).collect(),
+            biases: self.biases.iter().map(|t| t.clone().mul_scalar(k)).collect(),
+        }
+    }
+
+    /// self + other, tensor by tensor.
+    pub fn add(&self, other: &ParamGrads) -> ParamGrads {
+        self.zip_with(other, |a, b| a + b)
+    }
+
     /// f(self_k, other_k) tensor by tensor.
     pub fn zip_with(&self, other: &ParamGrads, mix: impl Fn(Tensor<3>, Tensor<3>) -> Tensor<3>) -> ParamGrads {
         let mix = |a: &Tensor<3>, b: &Tensor<3>| mix(a.clone(), b.clone());
@@ -81,21 +94,10 @@ pub struct Tape {
     pub probs: Tensor<3>,
 }
 
-/// [N, B, k] → [N·B, k]: the members' rows stacked, for products with shared weights.
-pub fn fold(t: &Tensor<3>) -> Tensor<2> {
-    let [n, b, k] = t.dims();
-    t.clone().reshape([n * b, k])
-}
-
-/// [N·B, k] → [N, B, k].
-pub fn unfold(t: Tensor<2>, n: usize) -> Tensor<3> {
-    let [nb, k] = t.dims();
-    t.reshape([n, nb / n, k])
-}
-
 /// Gradient of the mean cross-entropy over each member's B rows w.r.t. every parameter.
-/// `x` is [N, B, d]; `onehot` is the labels as [N·B, C] (or [B, C] when N = 1).
-pub fn param_grads(net: &Net, x: &Tensor<3>, onehot: &Tensor<2>) -> (ParamGrads, Tape) {
+/// `x` is [N, B, d]; `onehot` is the labels as [N, B, C] (or [1, B, C], the same for every
+/// member). The network's weights broadcast over members ([1, ·, ·]) or are per member.
+pub fn param_grads(net: &Net, x: &Tensor<3>, onehot: &Tensor<3>) -> (ParamGrads, Tape) {
     let [n, b, _] = x.dims();
     let layers = net.layers();
     let mut inputs = Vec::with_capacity(layers);
@@ -103,28 +105,27 @@ pub fn param_grads(net: &Net, x: &Tensor<3>, onehot: &Tensor<2>) -> (ParamGrads,
     let mut h = x.clone();
     let mut logits = None;
     for l in 0..layers {
-        let a = fold(&h).matmul(net.weights[l].clone()) + net.biases[l].clone();
+        let a = h.clone().matmul(net.weights[l].clone()) + net.biases[l].clone();
         inputs.push(h.clone());
         if l + 1 < layers {
             let mask = a.clone().greater_elem(0.0).float();
-            h = unfold(a * mask.clone(), n);
-            masks.push(unfold(mask, n));
+            h = a * mask.clone();
+            masks.push(mask);
         } else {
             logits = Some(a);
         }
     }
-    let probs = activation::softmax(logits.unwrap(), 1);
+    let probs = activation::softmax(logits.unwrap(), 2);
     let mut delta = (probs.clone() - onehot.clone()).div_scalar(b as f64);
     let mut deltas = vec![None; layers];
     let mut weights = vec![None; layers];
     let mut biases = vec![None; layers];
     for l in (0..layers).rev() {
-        let d3 = unfold(delta.clone(), n);
-        weights[l] = Some(inputs[l].clone().swap_dims(1, 2).matmul(d3.clone()));
-        biases[l] = Some(d3.clone().sum_dim(1));
-        deltas[l] = Some(d3);
+        weights[l] = Some(inputs[l].clone().swap_dims(1, 2).matmul(delta.clone()));
+        biases[l] = Some(delta.clone().sum_dim(1));
+        deltas[l] = Some(delta.clone());
         if l > 0 {
-            delta = delta.matmul(net.weights[l].clone().transpose()) * fold(&masks[l - 1]);
+            delta = delta.matmul(net.weights[l].clone().swap_dims(1, 2)) * masks[l - 1].clone();
         }
     }
     let grads = ParamGrads {
@@ -137,7 +138,7 @@ pub fn param_grads(net: &Net, x: &Tensor<3>, onehot: &Tensor<2>) -> (ParamGrads,
         inputs,
         masks,
         deltas: deltas.into_iter().map(Option::unwrap).collect(),
-        probs: unfold(probs, n),
+        probs,
     };
     (grads, tape)
 }

@@ -1,5 +1,6 @@
 //! Client: the network, its explicit gradient and the federated protocols that send it.
 pub mod defence;
+pub mod fedavg;
 pub mod gradient;
 pub mod network;
 

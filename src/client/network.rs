@@ -44,11 +44,13 @@ impl Params {
     }
 }
 
-/// The parameters on a device: W_l as [in, out] and b_l as [1, out].
+/// The parameters on a device, with a leading member dimension M: W_l as [M, in, out] and b_l as
+/// [M, 1, out]. M = 1 when every member of an ensemble shares them (FedSGD: they broadcast), M = N
+/// when each member has its own (FedAvg's local training moves each member's copy).
 #[derive(Debug, Clone)]
 pub struct Net {
-    pub weights: Vec<Tensor<2>>,
-    pub biases: Vec<Tensor<2>>,
+    pub weights: Vec<Tensor<3>>,
+    pub biases: Vec<Tensor<3>>,
 }
 
 impl Net {
@@ -57,11 +59,11 @@ impl Net {
         let mut biases = Vec::new();
         for (l, pair) in params.sizes.windows(2).enumerate() {
             weights.push(Tensor::from_data(
-                TensorData::new(params.weights[l].clone(), [pair[0], pair[1]]),
+                TensorData::new(params.weights[l].clone(), [1, pair[0], pair[1]]),
                 device,
             ));
             biases.push(Tensor::from_data(
-                TensorData::new(params.biases[l].clone(), [1, pair[1]]),
+                TensorData::new(params.biases[l].clone(), [1, 1, pair[1]]),
                 device,
             ));
         }
@@ -70,6 +72,16 @@ impl Net {
 
     pub fn layers(&self) -> usize {
         self.weights.len()
+    }
+
+    /// One step of plain SGD: θ − lr·g (members broadcast: a shared net and per-member gradients
+    /// give a net per member).
+    pub fn sgd_step(&self, g: &crate::client::gradient::ParamGrads, lr: f64) -> Net {
+        let step = |p: &Tensor<3>, q: &Tensor<3>| p.clone() - q.clone().mul_scalar(lr);
+        Net {
+            weights: self.weights.iter().zip(&g.weights).map(|(p, q)| step(p, q)).collect(),
+            biases: self.biases.iter().zip(&g.biases).map(|(p, q)| step(p, q)).collect(),
+        }
     }
 }
 
