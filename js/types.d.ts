@@ -40,6 +40,30 @@ localBatch?: number, localEpochs?: number, clientLr?: number,
  */
 epochPrior?: EpochPrior, seed?: number, labels?: LabelMode, hidden?: Array<number>, 
 /**
+ * Epochs of ordinary training on the table before the attacked round (default 0).
+ */
+trainingEpochs?: number, 
+/**
+ * Clients averaged before the server sees the update (secure aggregation; default 1).
+ */
+clients?: number, 
+/**
+ * Defence: clip each client's update to this L2 norm.
+ */
+clip?: number, 
+/**
+ * Defence: Gaussian noise multiplier σ (std σ·clip, or σ without clipping; default 0).
+ */
+noise?: number, 
+/**
+ * Defence: CAFE's fake gradients, the best of this many draws.
+ */
+fakeGradients?: number, 
+/**
+ * The δ of the (ε, δ) reported for a clipped, noised update (default 1e-5).
+ */
+delta?: number, 
+/**
  * Adam's step; default 0.1 for TabLeak, 0.06 for the baselines.
  */
 lr?: number, 
@@ -108,7 +132,16 @@ epoch_prior: number | null,
  * ...and, when it chose, how well each candidate's pooled rows fit the observed update
  * (1 − cos of their simulated update: lower is better; the truth plays no part).
  */
-epoch_prior_fits: Array<PriorFit>, loss_curve: Array<[number, number]>, table_rows: number, dropped_rows: number, warnings: Array<string>, };
+epoch_prior_fits: Array<PriorFit>, 
+/**
+ * What the defence guarantees one client's update, per release (null without clipping or
+ * noise).
+ */
+privacy: Privacy | null, 
+/**
+ * After `config.training_epochs` of training: the network's accuracy on the table.
+ */
+model_accuracy: number | null, loss_curve: Array<[number, number]>, table_rows: number, dropped_rows: number, warnings: Array<string>, };
 
 export type Accuracy = { total: number, categorical: number | null, continuous: number | null, 
 /**
@@ -159,7 +192,18 @@ batch_size: number, ensemble: number, protocol: Protocol,
 /**
  * TabLeak on FedAvg: the epoch prior's weight.
  */
-epoch_prior: EpochPrior, iterations: number, seed: number, labels: LabelMode, hidden: Array<number>, defence: Defence | null, 
+epoch_prior: EpochPrior, iterations: number, seed: number, labels: LabelMode, hidden: Array<number>, 
+/**
+ * Epochs of ordinary training on the whole table (`client::training`) before the attacked
+ * round; 0 attacks the network at initialisation, as the paper does.
+ */
+training_epochs: number, 
+/**
+ * Clients whose updates are averaged before the server sees them (what secure aggregation
+ * reveals): the attack faces `clients × batch_size` rows. Each client applies `defence` to
+ * its own update first.
+ */
+clients: number, defence: Defence | null, 
 /**
  * None: the attack's own default (`AttackKind::default_optimiser`).
  */
@@ -183,7 +227,16 @@ clip: number | null,
 /**
  * Noise multiplier σ (the reference's "DP" knob: 0.001, 0.01, 0.1).
  */
-noise: number, };
+noise: number, 
+/**
+ * CAFE's countermeasure: send a random Gaussian vector rearranged into the true update's
+ * element order, the closest (in sorted values) of this many draws. None: off.
+ */
+fake_gradients: number | null, 
+/**
+ * The δ at which the report states the (ε, δ) of one release.
+ */
+delta: number, };
 
 /**
  * The backend that really ran, and why: what the page's badge, the report and the CLI show.

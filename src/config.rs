@@ -99,6 +99,13 @@ pub struct AttackConfig {
     pub seed: u64,
     pub labels: LabelMode,
     pub hidden: Vec<usize>,
+    /// Epochs of ordinary training on the whole table (`client::training`) before the attacked
+    /// round; 0 attacks the network at initialisation, as the paper does.
+    pub training_epochs: usize,
+    /// Clients whose updates are averaged before the server sees them (what secure aggregation
+    /// reveals): the attack faces `clients × batch_size` rows. Each client applies `defence` to
+    /// its own update first.
+    pub clients: usize,
     pub defence: Option<Defence>,
     /// None: the attack's own default (`AttackKind::default_optimiser`).
     pub optimiser: Option<Optimiser>,
@@ -119,6 +126,8 @@ impl Default for AttackConfig {
             seed: 0,
             labels: LabelMode::Known,
             hidden: vec![100, 100],
+            training_epochs: 0,
+            clients: 1,
             defence: None,
             optimiser: None,
             report_every: 25,
@@ -154,6 +163,11 @@ impl AttackKind {
 }
 
 const GIB: f64 = (1u64 << 30) as f64;
+
+/// Most clients one simulated aggregate averages.
+pub const MAX_CLIENTS: usize = 1024;
+/// Most epochs of training before an attack.
+pub const MAX_TRAINING_EPOCHS: usize = 100;
 
 /// What the attack may hold at once: a wasm32 tab has a 4 GiB address space; natively, stay well
 /// inside a workstation's memory rather than swap.
@@ -195,12 +209,17 @@ impl AttackConfig {
         candidates[(m / self.ensemble.max(1)).min(candidates.len() - 1)]
     }
 
-    /// Dummy rows each member optimises: the batch, or for TabLeak on FedAvg one copy of the
-    /// client's rows per local epoch.
+    /// Rows behind the update the server sees: one client's batch, or every averaged client's.
+    pub fn rows(&self) -> usize {
+        self.batch_size * self.clients.max(1)
+    }
+
+    /// Dummy rows each member optimises: the rows behind the update, or for TabLeak on FedAvg one
+    /// copy of the client's rows per local epoch.
     pub fn rows_per_member(&self) -> usize {
         match (&self.protocol, self.attack) {
-            (Protocol::Fedavg(t), AttackKind::Tableak) => t.epochs * self.batch_size,
-            _ => self.batch_size,
+            (Protocol::Fedavg(t), AttackKind::Tableak) => t.epochs * self.rows(),
+            _ => self.rows(),
         }
     }
 
@@ -227,6 +246,31 @@ impl AttackConfig {
                 "batch size {} must be between 1 and the {} rows of the table",
                 self.batch_size,
                 dataset.n()
+            ));
+        }
+        if self.clients == 0 || self.clients > MAX_CLIENTS {
+            return fail(format!("clients {} must be between 1 and {MAX_CLIENTS}", self.clients));
+        }
+        if self.rows() > dataset.n() {
+            return fail(format!(
+                "{} clients of {} rows each need {} distinct rows; the table has {}",
+                self.clients,
+                self.batch_size,
+                self.rows(),
+                dataset.n()
+            ));
+        }
+        if self.clients > 1 && matches!(self.protocol, Protocol::Fedavg(_)) {
+            return fail(
+                "averaging several FedAvg clients is not simulated yet: use one client for FedAvg, or \
+                 FedSGD to study secure aggregation"
+                    .into(),
+            );
+        }
+        if self.training_epochs > MAX_TRAINING_EPOCHS {
+            return fail(format!(
+                "training epochs {} must be at most {MAX_TRAINING_EPOCHS}",
+                self.training_epochs
             ));
         }
         if self.ensemble == 0 || self.ensemble > 1000 {
@@ -268,15 +312,15 @@ impl AttackConfig {
             let sizes = self.layer_sizes(dataset);
             let what = if self.members() > 0 {
                 format!(
-                    "an ensemble of {} × a batch of {} rows on a {} network",
+                    "an ensemble of {} × {} rows on a {} network",
                     self.members(),
-                    self.batch_size,
+                    self.rows_per_member(),
                     join_sizes(&sizes)
                 )
             } else {
                 format!(
                     "simulating a batch of {} rows on a {} network",
-                    self.batch_size,
+                    self.rows(),
                     join_sizes(&sizes)
                 )
             };
@@ -291,10 +335,8 @@ impl AttackConfig {
         if !(lr > 0.0 && lr.is_finite()) {
             return fail(format!("learning rate {lr} must be a positive number"));
         }
-        if let Some(d) = &self.defence
-            && (d.noise < 0.0 || !d.noise.is_finite() || d.clip.is_some_and(|c| c <= 0.0 || !c.is_finite()))
-        {
-            return fail("defence: noise must be ≥ 0 and the clipping norm > 0".into());
+        if let Some(d) = &self.defence {
+            d.validate().map_err(Error::Config)?;
         }
         Ok(())
     }
@@ -308,7 +350,7 @@ impl AttackConfig {
     pub fn working_set_bytes(&self, dataset: &Dataset) -> u64 {
         let sizes: Vec<u64> = self.layer_sizes(dataset).into_iter().map(|s| s as u64).collect();
         let d = sizes[0];
-        let b = self.batch_size as u64;
+        let b = self.rows() as u64;
         let members = self.members() as u64;
         let sum = |f: &dyn Fn(u64, u64) -> u64| sizes.windows(2).fold(0u64, |acc, w| acc.saturating_add(f(w[0], w[1])));
         let params = sum(&|i, o| i.saturating_mul(o).saturating_add(o));
@@ -394,6 +436,24 @@ pub struct RunOptions {
     pub labels: LabelMode,
     #[ts(as = "Option<_>", optional)]
     pub hidden: Vec<usize>,
+    /// Epochs of ordinary training on the table before the attacked round (default 0).
+    #[ts(as = "Option<_>", optional)]
+    pub training_epochs: usize,
+    /// Clients averaged before the server sees the update (secure aggregation; default 1).
+    #[ts(as = "Option<_>", optional)]
+    pub clients: usize,
+    /// Defence: clip each client's update to this L2 norm.
+    #[ts(optional)]
+    pub clip: Option<f64>,
+    /// Defence: Gaussian noise multiplier σ (std σ·clip, or σ without clipping; default 0).
+    #[ts(as = "Option<_>", optional)]
+    pub noise: f64,
+    /// Defence: CAFE's fake gradients, the best of this many draws.
+    #[ts(optional)]
+    pub fake_gradients: Option<usize>,
+    /// The δ of the (ε, δ) reported for a clipped, noised update (default 1e-5).
+    #[ts(optional)]
+    pub delta: Option<f64>,
     /// Adam's step; default 0.1 for TabLeak, 0.06 for the baselines.
     #[ts(optional)]
     pub lr: Option<f64>,
@@ -421,6 +481,12 @@ impl Default for RunOptions {
             seed: c.seed,
             labels: c.labels,
             hidden: c.hidden,
+            training_epochs: c.training_epochs,
+            clients: c.clients,
+            clip: None,
+            noise: 0.0,
+            fake_gradients: None,
+            delta: None,
             lr: None,
             report_every: c.report_every,
         }
@@ -455,6 +521,17 @@ impl RunOptions {
         }
     }
 
+    /// The client's defence, if any part of it is on.
+    pub fn defence(&self) -> Option<Defence> {
+        let d = Defence {
+            clip: self.clip,
+            noise: self.noise,
+            fake_gradients: self.fake_gradients,
+            delta: self.delta.unwrap_or(crate::client::privacy::DEFAULT_DELTA),
+        };
+        (!d.is_off() || self.delta.is_some()).then_some(d)
+    }
+
     pub fn attack_config(&self) -> AttackConfig {
         let protocol = self.protocol();
         AttackConfig {
@@ -467,7 +544,9 @@ impl RunOptions {
             seed: self.seed,
             labels: self.labels,
             hidden: self.hidden.clone(),
-            defence: None,
+            training_epochs: self.training_epochs,
+            clients: self.clients,
+            defence: self.defence(),
             optimiser: self.lr.map(|lr| Optimiser {
                 lr,
                 ..self.attack.default_optimiser()

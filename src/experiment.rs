@@ -14,6 +14,7 @@ use crate::attack::objective::Objective;
 use crate::attack::relax::{Layout, Relaxation};
 use crate::client::defence;
 use crate::client::fedavg::local_training;
+use crate::client::training;
 use crate::client::gradient::{ParamGrads, param_grads};
 use crate::client::network::{Net, Params};
 use crate::config::{AttackConfig, AttackKind, LabelMode, MemberRange, Protocol};
@@ -106,6 +107,8 @@ struct Setup<'a> {
     members: usize,
     relaxed: bool,
     objective: Objective,
+    /// The trained network's accuracy on the table (None: attacked at initialisation).
+    model_accuracy: Option<f64>,
 }
 
 /// What the definition needs on the runtime's device.
@@ -118,26 +121,60 @@ struct OnDevice {
 impl<'a> Setup<'a> {
     async fn new(runtime: &'a Runtime, dataset: &'a Dataset, config: &'a AttackConfig) -> Result<Setup<'a>> {
         config.validate(dataset)?;
-        let (b, d, classes) = (config.batch_size, dataset.d(), dataset.classes.len());
-        let batch = draw_batch(dataset, b, config.seed);
+        let (b, rows, d, classes) = (config.batch_size, config.rows(), dataset.d(), dataset.classes.len());
+        let batch = draw_batch(dataset, rows, config.seed);
         let truth: Vec<Vec<Value>> = batch.iter().map(|&i| dataset.rows[i].clone()).collect();
         let true_labels: Vec<usize> = batch.iter().map(|&i| dataset.labels[i]).collect();
 
-        // The client: an untrained network and the gradient of its loss on the private batch,
-        // simulated on the CPU whatever runs the attack (one small gradient; a GPU would compile
-        // kernels for it first).
-        let params = Params::init(&config.layer_sizes(dataset), seed_for(config.seed, 2));
+        // The client's network: untrained, or trained on the whole table first.
+        let mut params = Params::init(&config.layer_sizes(dataset), seed_for(config.seed, 2));
+        let mut model_accuracy = None;
+        if config.training_epochs > 0 {
+            let x_all = encode_rows(dataset, &dataset.rows);
+            let (trained, accuracy) = training::train(
+                &params,
+                &x_all,
+                &dataset.labels,
+                config.training_epochs,
+                seed_for(config.seed, 7),
+            )
+            .await?;
+            params = trained;
+            model_accuracy = Some(accuracy);
+        }
+
+        // The clients: each the gradient of its loss on its private batch (or its local
+        // training), defended on its own, then averaged; simulated on the CPU whatever runs the
+        // attack (a GPU would compile kernels for it first).
         let device = &Device::flex();
         let net = Net::new(&params, device);
-        let x_true = Tensor::<3>::from_data(TensorData::new(encode_rows(dataset, &truth), [1, b, d]), device);
-        let y_true = Tensor::<3>::from_data(TensorData::new(onehot(&true_labels, classes), [1, b, classes]), device);
-        let update = match &config.protocol {
-            Protocol::Fedsgd => param_grads(&net, &x_true, &y_true).0,
-            Protocol::Fedavg(training) => local_training(&net, &[x_true], &y_true, training, false).0,
-        };
-        let mut observed = read_grads(&update).await?;
-        if let Some(defence) = &config.defence {
-            defence::apply(&mut observed, defence, seed_for(config.seed, 3));
+        let clients = config.clients.max(1);
+        let mut observed: Vec<Vec<f32>> = Vec::new();
+        for k in 0..clients {
+            let part = k * b..(k + 1) * b;
+            let x = Tensor::<3>::from_data(TensorData::new(encode_rows(dataset, &truth[part.clone()]), [1, b, d]), device);
+            let y = Tensor::<3>::from_data(TensorData::new(onehot(&true_labels[part], classes), [1, b, classes]), device);
+            let update = match &config.protocol {
+                Protocol::Fedsgd => param_grads(&net, &x, &y).0,
+                Protocol::Fedavg(training) => local_training(&net, &[x], &y, training, false).0,
+            };
+            let mut own = read_grads(&update).await?;
+            if let Some(defence) = &config.defence {
+                // Client 0 keeps the stream a single client has always used.
+                let seed = seed_for(config.seed, 3) ^ (k as u64).wrapping_mul(0xD1B5_4A32_D192_ED03);
+                defence::apply(&mut own, defence, seed);
+            }
+            if observed.is_empty() {
+                observed = own;
+            } else {
+                for (acc, v) in observed.iter_mut().zip(own) {
+                    acc.iter_mut().zip(v).for_each(|(a, v)| *a += v);
+                }
+            }
+        }
+        if clients > 1 {
+            let scale = 1.0 / clients as f32;
+            observed.iter_mut().flatten().for_each(|v| *v *= scale);
         }
         if observed.iter().flatten().any(|v| !v.is_finite()) {
             return Err(Error::NonFinite("the client's gradient holds NaN or infinity".into()));
@@ -155,7 +192,7 @@ impl<'a> Setup<'a> {
             }
             LabelMode::Restored => {
                 let last = observed[params.layers() - 1].clone();
-                labels_from_counts(&restore_counts(&params, &last, b, seed_for(config.seed, 4)))
+                labels_from_counts(&restore_counts(&params, &last, rows, seed_for(config.seed, 4)))
             }
         };
         let label_accuracy = {
@@ -163,7 +200,7 @@ impl<'a> Setup<'a> {
             (0..classes)
                 .map(|c| count(&labels, c).min(count(&true_labels, c)))
                 .sum::<usize>() as f64
-                / b as f64
+                / rows as f64
         };
         let layout = Layout::of(dataset);
         let (relaxed, objective) = match config.attack {
@@ -185,6 +222,7 @@ impl<'a> Setup<'a> {
             members: config.members(),
             relaxed,
             objective,
+            model_accuracy,
             params,
             observed,
         };
@@ -225,7 +263,7 @@ impl<'a> Setup<'a> {
             Protocol::Fedsgd => Simulation::Gradient,
             Protocol::Fedavg(training) => Simulation::LocalTraining {
                 training,
-                copies: self.config.rows_per_member() / self.config.batch_size,
+                copies: self.config.rows_per_member() / self.config.rows(),
             },
         }
     }
@@ -379,7 +417,7 @@ impl<'a> Setup<'a> {
     /// Match, pool and score the ensemble (None: the random baseline) into the report.
     async fn assess(&self, inverted: Option<Members>, seconds: f64) -> Result<Report> {
         let (dataset, config) = (self.dataset, self.config);
-        let b = config.batch_size;
+        let b = config.rows();
         // The random baseline: what an attacker knows without the update, scored on the same batch.
         let random_guess = random_rows(dataset, b, seed_for(config.seed, 5));
         let mut chosen_prior = None;
@@ -447,13 +485,14 @@ impl<'a> Setup<'a> {
         );
         report.epoch_prior = chosen_prior;
         report.epoch_prior_fits = fits;
+        report.model_accuracy = self.model_accuracy;
         Ok(report)
     }
 
     /// Each member's rows of the client's batch, [N, n, d] (x and probabilities): as inverted, or
     /// for TabLeak on FedAvg its per-epoch copies matched to the first and averaged.
     fn member_rows(&self, inversion: &Members) -> (Vec<f32>, Vec<f32>) {
-        let copies = self.config.rows_per_member() / self.config.batch_size;
+        let copies = self.config.rows_per_member() / self.config.rows();
         if copies == 1 {
             return (inversion.x.clone(), inversion.probs.clone());
         }
@@ -484,7 +523,7 @@ impl<'a> Setup<'a> {
         probs: &[f32],
         members: usize,
     ) -> Result<(Vec<Vec<Value>>, Option<Vec<Vec<Option<f64>>>>)> {
-        let (dataset, b, d) = (self.dataset, self.config.batch_size, self.dataset.d());
+        let (dataset, b, d) = (self.dataset, self.config.rows(), self.dataset.d());
         let decoded: Vec<Vec<Vec<Value>>> = (0..members)
             .map(|m| {
                 (0..b)

@@ -142,7 +142,9 @@ pub struct ProblemKey {
     pub adapter: Option<String>,
     pub attack: AttackKind,
     pub members: usize,
+    /// Dummy rows per member and the local steps each step unrolls: what a step costs.
     pub batch: usize,
+    pub local_steps: usize,
     pub sizes: Vec<usize>,
     pub workers: usize,
 }
@@ -153,7 +155,8 @@ impl ProblemKey {
             adapter,
             attack: config.attack,
             members: config.members(),
-            batch: config.batch_size,
+            batch: config.rows_per_member(),
+            local_steps: config.local_steps(),
             sizes: config.layer_sizes(dataset),
             workers,
         }

@@ -3,6 +3,7 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use crate::assess::scoring::{Accuracy, Scored};
+use crate::client::privacy::Privacy;
 use crate::config::{AttackConfig, AttackKind, LabelMode, Protocol};
 use crate::runtime::BackendInfo;
 use crate::table::{ColumnKind, Dataset, Value};
@@ -132,6 +133,11 @@ pub struct Report {
     /// ...and, when it chose, how well each candidate's pooled rows fit the observed update
     /// (1 − cos of their simulated update: lower is better; the truth plays no part).
     pub epoch_prior_fits: Vec<PriorFit>,
+    /// What the defence guarantees one client's update, per release (null without clipping or
+    /// noise).
+    pub privacy: Option<Privacy>,
+    /// After `config.training_epochs` of training: the network's accuracy on the table.
+    pub model_accuracy: Option<f64>,
     pub loss_curve: Vec<(usize, f64)>,
     pub table_rows: usize,
     pub dropped_rows: usize,
@@ -275,6 +281,11 @@ pub fn build_report(
         confidence_levels: CONFIDENCE_LEVELS,
         epoch_prior: None,
         epoch_prior_fits: Vec::new(),
+        privacy: config
+            .defence
+            .filter(|d| d.clip.is_some() || d.noise > 0.0)
+            .map(|d| Privacy::of(d.clip.is_some(), d.noise, config.clients, d.delta)),
+        model_accuracy: None,
         loss_curve,
         table_rows: dataset.n(),
         dropped_rows: dataset.dropped,
@@ -289,6 +300,17 @@ pub fn confidence_mark(confidence: Confidence) -> &'static str {
         Confidence::Medium => "◐",
         Confidence::Low => "○",
         Confidence::None => " ",
+    }
+}
+
+/// ε for people: 3 significant digits, ∞ spelled out.
+pub fn fmt_epsilon(e: f64) -> String {
+    if e.is_infinite() {
+        "∞".into()
+    } else if e >= 1000.0 {
+        format!("{e:.3e}")
+    } else {
+        format!("{e:.3}")
     }
 }
 
@@ -317,6 +339,12 @@ pub fn render_text(r: &Report, max_rows: usize) -> String {
         format!(", {} steps at lr {}", c.iterations, c.optimiser().lr)
     };
     let batch = match &c.protocol {
+        Protocol::Fedsgd if c.clients > 1 => format!(
+            "the average of {} clients' batches of {} rows ({} rows in all)",
+            c.clients,
+            c.batch_size,
+            c.rows()
+        ),
         Protocol::Fedsgd => format!("a batch of {} rows", c.batch_size),
         Protocol::Fedavg(t) => format!(
             "a FedAvg client's {} rows ({} local epoch{} of batches of {}, client lr {})",
@@ -340,8 +368,39 @@ pub fn render_text(r: &Report, max_rows: usize) -> String {
         let _ = writeln!(s, "epoch prior λ = {l}{how}");
     }
     let _ = writeln!(s, "backend {}, {:.2} s", r.backend.label, r.seconds);
+    if c.training_epochs > 0 {
+        let _ = writeln!(
+            s,
+            "the network was trained {} epoch{} on the table first ({} right on it)",
+            c.training_epochs,
+            if c.training_epochs == 1 { "" } else { "s" },
+            pct(r.model_accuracy)
+        );
+    }
     if let Some(d) = &c.defence {
-        let _ = writeln!(s, "defence: clip {:?}, noise σ = {}", d.clip, d.noise);
+        let mut parts = Vec::new();
+        if let Some(k) = d.fake_gradients {
+            parts.push(format!("fake gradients (best of {k} draws)"));
+        }
+        if let Some(clip) = d.clip {
+            parts.push(format!("clipping to norm {clip}"));
+        }
+        if d.noise > 0.0 {
+            parts.push(format!("Gaussian noise σ = {}{}", d.noise, if d.clip.is_some() { "·C" } else { "" }));
+        }
+        let _ = writeln!(s, "defence: {}", parts.join(", "));
+    }
+    if let Some(p) = &r.privacy {
+        let _ = match p.epsilon {
+            Some(e) => writeln!(
+                s,
+                "privacy of one release: (ε = {}, δ = {}){}; releases over training compose",
+                fmt_epsilon(e),
+                p.delta,
+                if p.clients > 1 { format!(", inside the average of {} clients", p.clients) } else { String::new() }
+            ),
+            None => writeln!(s, "privacy: no (ε, δ) guarantee: the update is not clipped, so its sensitivity is unbounded"),
+        };
     }
     let a = &r.accuracy;
     let _ = writeln!(

@@ -4,7 +4,6 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use leakscope::client::defence::Defence;
 use leakscope::config::{EpochPrior, ProtocolKind};
 use leakscope::report::render_text;
 use leakscope::table::{ColumnKind, Dataset, DatasetOptions, parse_csv, summarize};
@@ -127,12 +126,25 @@ struct Common {
     /// Leave a column out (repeatable).
     #[arg(long)]
     ignore: Vec<String>,
-    /// Defence: clip the update to this L2 norm.
+    /// Defence: clip each client's update to this L2 norm.
     #[arg(long)]
     clip: Option<f64>,
     /// Defence: Gaussian noise multiplier σ (noise std σ·C, or σ without clipping).
     #[arg(long, default_value_t = 0.0)]
     noise: f64,
+    /// Defence: CAFE's fake gradients, the closest of this many random draws.
+    #[arg(long)]
+    fake_gradients: Option<usize>,
+    /// The δ at which the report states the (ε, δ) of one release (default 1e-5).
+    #[arg(long)]
+    delta: Option<f64>,
+    /// Clients whose updates are averaged before the server sees them (secure aggregation):
+    /// the attack faces clients × batch-size rows.
+    #[arg(long, default_value_t = 1)]
+    clients: usize,
+    /// Train the network this many epochs on the table before the attacked round.
+    #[arg(long, default_value_t = 0)]
+    train_epochs: usize,
     /// Adam learning rate (default: 0.1 for TabLeak, the reference's 0.06 for the baselines).
     #[arg(long)]
     lr: Option<f64>,
@@ -268,6 +280,12 @@ impl Common {
                 ProtocolArg::Fedavg => ProtocolKind::Fedavg,
             },
             lr: self.lr,
+            clip: self.clip,
+            noise: self.noise,
+            fake_gradients: self.fake_gradients,
+            delta: self.delta,
+            clients: self.clients,
+            training_epochs: self.train_epochs,
             ..RunOptions::default()
         };
         if let Some(v) = self.iterations {
@@ -292,12 +310,7 @@ impl Common {
     }
 
     fn config(&self, attack: AttackKind, batch_size: usize, seed: u64) -> AttackConfig {
-        let mut config = self.options(attack, batch_size, seed).attack_config();
-        config.defence = (self.clip.is_some() || self.noise > 0.0).then_some(Defence {
-            clip: self.clip,
-            noise: self.noise,
-        });
-        config
+        self.options(attack, batch_size, seed).attack_config()
     }
 }
 

@@ -3,6 +3,8 @@ pub mod defence;
 pub mod fedavg;
 pub mod gradient;
 pub mod network;
+pub mod privacy;
+pub mod training;
 
 pub use gradient::{ParamGrads, param_grads};
 pub use network::{Net, Params};
