@@ -74,6 +74,16 @@ reportEvery?: number, };
 
 export type AttackKind = "tableak" | "cosine" | "dlg" | "random";
 
+/**
+ * The protocol by name, for flat options (the CLI's and the page's).
+ */
+export type ProtocolKind = "fedsgd" | "fedavg";
+
+/**
+ * The weight λ of TabLeak-FedAvg's epoch-matching prior (SPEC §7).
+ */
+export type EpochPrior = "auto" | { "fixed": number };
+
 export type LabelMode = "known" | "restored";
 
 export type ColumnKind = "categorical" | "continuous";
@@ -184,6 +194,39 @@ export type ConfidenceLevels = { categorical: [number, number], continuous: [num
  */
 export type EntropyBucket = { kind: ColumnKind, from: number | null, to: number | null, cells: number, accuracy: number | null, };
 
+/**
+ * The paper's Table 4: how right the attacker is on the cells it is surest of. Per feature kind,
+ * the accuracy of the quarter of cells with the lowest ensemble entropy against all cells.
+ */
+export type ConfidentQuarter = { kind: ColumnKind, cells: number, accuracy: number, 
+/**
+ * The lowest-entropy quarter (rounded up), its accuracy, and the entropy it reaches up to.
+ */
+quarter_cells: number, quarter_accuracy: number, quarter_entropy_max: number, };
+
+/**
+ * One epoch-prior candidate's fit to the observed update.
+ */
+export type PriorFit = { lambda: number, fit: number, };
+
+/**
+ * The (ε, δ) of one release.
+ */
+export type Privacy = { 
+/**
+ * ε of one release; null when the update is not clipped (unbounded sensitivity: no
+ * guarantee at all).
+ */
+epsilon: number | null, delta: number, 
+/**
+ * The noise multiplier σ each client adds (noise std / clipping norm).
+ */
+noise_multiplier: number, 
+/**
+ * Clients averaged before the server sees the update; ε is at multiplier σ√clients.
+ */
+clients: number, };
+
 export type AttackConfig = { attack: AttackKind, 
 /**
  * FedSGD's batch, or a FedAvg client's rows.
@@ -213,6 +256,24 @@ optimiser: Optimiser | null,
  * report less often, so that a slow readback never stalls the device (see `attack::cadence`).
  */
 report_every: number, };
+
+/**
+ * What the client sends the server (SPEC §3).
+ */
+export type Protocol = { "kind": "fedsgd" } | { "kind": "fedavg" } & LocalTraining;
+
+/**
+ * A FedAvg client's local training.
+ */
+export type LocalTraining = { epochs: number, 
+/**
+ * Rows per local step.
+ */
+local_batch: number, 
+/**
+ * Plain SGD's step.
+ */
+lr: number, };
 
 /**
  * Adam fed the sign of the gradient, as the reference runs it.
@@ -374,4 +435,176 @@ cpu_share: MemberRange, };
  * What `auto` chose and why.
  */
 export type Decision = { kind: BackendKind, reason: string, rates: Array<MeasuredRate>, };
+
+/**
+ * The grid of an audit. An empty list leaves its study out. Each study varies one thing from the
+ * reference setting (FedSGD, a batch of `reference_batch` rows, one client, no defence, the
+ * network at initialisation); everything else (the table's reading, the attack's steps, members
+ * and network, the first seed) comes from `run`.
+ */
+export type AuditOptions = { run: RunOptions, attacks: Array<AttackKind>, 
+/**
+ * Batches per setting: batch k is drawn with seed `run.seed + k`, the same for every attack.
+ */
+batches: number, 
+/**
+ * The batch (FedSGD) or client's rows (FedAvg) the studies other than batch size hold fixed.
+ */
+referenceBatch: number, batchSizes: Array<number>, 
+/**
+ * Gaussian noise multipliers σ, each with clipping to `clip`.
+ */
+noiseScales: Array<number>, clip: number, 
+/**
+ * Clients averaged before the server sees the update (secure aggregation).
+ */
+clients: Array<number>, 
+/**
+ * FedAvg: local epochs × local batch sizes (client lr from `run.client_lr`).
+ */
+localEpochs: Array<number>, localBatches: Array<number>, 
+/**
+ * Epochs of training on the table before the attacked round.
+ */
+trainingEpochs: Array<number>, };
+
+/**
+ * How an audit runs over `workers` workers: its cells, dearest first (so the last cell to finish
+ * is a cheap one), and how many workers take part.
+ */
+export type AuditPlan = { cells: Array<PlannedCell>, workers: number, };
+
+/**
+ * One cell as a dispatcher sees it.
+ */
+export type PlannedCell = { index: number, 
+/**
+ * "B = 32 tableak, batch 2".
+ */
+label: string, attack: AttackKind, 
+/**
+ * Its share of the whole audit's work (the shares sum to 1).
+ */
+weight: number, steps: number, };
+
+/**
+ * A cell being run: its index and step.
+ */
+export type RunningCell = { index: number, step: number, };
+
+/**
+ * Where an audit is: cells done of the share, and the current cell's progress.
+ */
+export type AuditProgress = { done: number, cells: number, 
+/**
+ * The cell running: its setting and attack.
+ */
+current: string, step: number, steps: number, 
+/**
+ * The share of the whole work done, 0..1, weighting each cell by its cost.
+ */
+fraction: number, };
+
+/**
+ * What one cell measured (a report without its rows).
+ */
+export type CellResult = { index: number, accuracy: number, categorical: number | null, continuous: number | null, perFeature: Array<number>, 
+/**
+ * Mean ensemble entropy per feature (null without an ensemble).
+ */
+perFeatureEntropy: Array<number | null>, 
+/**
+ * Rows drawn from the marginals, scored on the same batch.
+ */
+randomAccuracy: number, epsilon: number | null, modelAccuracy: number | null, epochPrior: number | null, seconds: number, 
+/**
+ * What ran it (shards may run on different machines).
+ */
+backend: string, };
+
+/**
+ * An audit with what a page shows of it: the table as Markdown and the plots.
+ */
+export type AuditReport = { audit: Audit, markdown: string, svgs: Array<NamedSvg>, };
+
+/**
+ * One plot of an audit.
+ */
+export type NamedSvg = { 
+/**
+ * The file stem the CLI writes it under ("batch-size", "noise", …, "features").
+ */
+name: string, svg: string, };
+
+export type Audit = { options: AuditOptions, table: TableInfo, rows: Array<SummaryRow>, 
+/**
+ * Columns by what TabLeak recovers beyond guessing at the reference batch, most first.
+ */
+features: Array<FeatureLeak>, verdict: Verdict, cells: Array<CellResult>, 
+/**
+ * Compute time summed over the cells.
+ */
+seconds: number, };
+
+/**
+ * The table an audit ran on, as far as merging shards needs to know it is the same.
+ */
+export type TableInfo = { rows: number, label: string, encodedWidth: number, features: Array<FeatureHeader>, };
+
+/**
+ * One setting of one study.
+ */
+export type Point = { "study": "batchSize", batch: number, } | { "study": "noise", sigma: number, } | { "study": "clients", clients: number, } | { "study": "fedavg", epochs: number, local_batch: number, } | { "study": "training", epochs: number, };
+
+/**
+ * The studies, in the order an audit reports them.
+ */
+export type Study = "batchSize" | "noise" | "clients" | "fedavg" | "training";
+
+/**
+ * One setting × attack over the audit's batches.
+ */
+export type SummaryRow = { point: Point, attack: AttackKind, batches: number, accuracy: MeanStd, categorical: MeanStd | null, continuous: MeanStd | null, 
+/**
+ * The same batches' marginal guess.
+ */
+random: MeanStd, 
+/**
+ * Noise: ε of one release at the defence's δ.
+ */
+epsilon: number | null, 
+/**
+ * Training: the network's accuracy on the table.
+ */
+modelAccuracy: number | null, };
+
+/**
+ * Mean and sample standard deviation.
+ */
+export type MeanStd = { mean: number, std: number, };
+
+/**
+ * How much one column leaks: TabLeak at the reference setting against guessing.
+ */
+export type FeatureLeak = { feature: FeatureHeader, accuracy: number, random: number, 
+/**
+ * accuracy − random: what the update gives away beyond the marginals.
+ */
+gain: number, entropy: number | null, };
+
+/**
+ * Per study, the first setting (in the study's order) at which TabLeak's mean accuracy is within
+ * `SAFE_MARGIN` of the random guess on the same batches; null when none of the grid's is.
+ */
+export type Threshold = { study: Study, point: Point | null, 
+/**
+ * The largest setting tried when none was safe, or the safe one.
+ */
+at: Point, tableak: number, random: number, };
+
+export type Verdict = { thresholds: Array<Threshold>, 
+/**
+ * The verdict in plain words, a sentence per finding.
+ */
+sentences: Array<string>, };
 

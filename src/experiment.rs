@@ -13,14 +13,16 @@ use crate::attack::labels::{labels_from_counts, restore_counts};
 use crate::attack::objective::Objective;
 use crate::attack::relax::{Layout, Relaxation};
 use crate::client::defence;
-use crate::client::fedavg::local_training;
-use crate::client::training;
-use crate::client::gradient::{ParamGrads, param_grads};
+use crate::client::gradient::ParamGrads;
 use crate::client::network::{Net, Params};
+use crate::client::simulate::{Round, simulate_round};
+use crate::client::training;
 use crate::config::{AttackConfig, AttackKind, LabelMode, MemberRange, Protocol};
 use crate::error::{Error, Result};
+use crate::received::ReceivedUpdate;
+use crate::report::reconstruction::ReconstructionReport;
 use crate::report::{PriorFit, Report, build_report};
-use crate::runtime::{BackendInfo, MeasuredRate, Runtime, StepEngine, read_f32};
+use crate::runtime::{BackendInfo, MeasuredRate, Runtime, StepEngine};
 use crate::table::{Dataset, Value};
 
 /// Independent streams derived from one seed, so that changing one part keeps the others.
@@ -45,15 +47,6 @@ fn onehot(labels: &[usize], classes: usize) -> Vec<f32> {
     out
 }
 
-/// Host copy of a one-member gradient, tensor by tensor (weights first, then biases).
-async fn read_grads(g: &ParamGrads) -> Result<Vec<Vec<f32>>> {
-    let mut out = Vec::new();
-    for t in g.tensors() {
-        out.push(read_f32(t.clone()).await?);
-    }
-    Ok(out)
-}
-
 /// The observed update as a one-member ParamGrads on a device: every layer's W as [1, in, out],
 /// then every b as [1, 1, out].
 fn upload_grads(host: &[Vec<f32>], sizes: &[usize], device: &Device) -> ParamGrads {
@@ -76,6 +69,8 @@ struct Reconstruction {
     rows: Vec<Vec<Value>>,
     entropy: Option<Vec<Vec<Option<f64>>>>,
     loss_curve: Vec<(usize, f64)>,
+    epoch_prior: Option<f64>,
+    epoch_prior_fits: Vec<PriorFit>,
 }
 
 /// The inverted members of one range: relaxed rows, softmax probabilities and the mean loss curve.
@@ -95,12 +90,13 @@ struct Setup<'a> {
     backend: BackendInfo,
     dataset: &'a Dataset,
     config: &'a AttackConfig,
-    truth: Vec<Vec<Value>>,
+    /// The rows behind the update and how right the server's labels were; None for a received
+    /// update.
+    truth: Option<Truth>,
     params: Params,
     observed: Vec<Vec<f32>>,
     target_norm: f64,
     labels: Vec<usize>,
-    label_accuracy: f64,
     layout: Layout,
     rules: Vec<Rule>,
     /// Ensemble size of this attack (1 for the single-run baselines, 0 for random).
@@ -111,6 +107,12 @@ struct Setup<'a> {
     model_accuracy: Option<f64>,
 }
 
+struct Truth {
+    rows: Vec<Vec<Value>>,
+    /// Share of the rows' labels the server had right (1 with known labels).
+    label_accuracy: f64,
+}
+
 /// What the definition needs on the runtime's device.
 struct OnDevice {
     net: Net,
@@ -119,9 +121,10 @@ struct OnDevice {
 }
 
 impl<'a> Setup<'a> {
+    /// A simulated round: the batch drawn from the table by the seed, the clients' updates.
     async fn new(runtime: &'a Runtime, dataset: &'a Dataset, config: &'a AttackConfig) -> Result<Setup<'a>> {
         config.validate(dataset)?;
-        let (b, rows, d, classes) = (config.batch_size, config.rows(), dataset.d(), dataset.classes.len());
+        let (rows, classes) = (config.rows(), dataset.classes.len());
         let batch = draw_batch(dataset, rows, config.seed);
         let truth: Vec<Vec<Value>> = batch.iter().map(|&i| dataset.rows[i].clone()).collect();
         let true_labels: Vec<usize> = batch.iter().map(|&i| dataset.labels[i]).collect();
@@ -142,44 +145,13 @@ impl<'a> Setup<'a> {
             params = trained;
             model_accuracy = Some(accuracy);
         }
-
-        // The clients: each the gradient of its loss on its private batch (or its local
-        // training), defended on its own, then averaged; simulated on the CPU whatever runs the
-        // attack (a GPU would compile kernels for it first).
-        let device = &Device::flex();
-        let net = Net::new(&params, device);
-        let clients = config.clients.max(1);
-        let mut observed: Vec<Vec<f32>> = Vec::new();
-        for k in 0..clients {
-            let part = k * b..(k + 1) * b;
-            let x = Tensor::<3>::from_data(TensorData::new(encode_rows(dataset, &truth[part.clone()]), [1, b, d]), device);
-            let y = Tensor::<3>::from_data(TensorData::new(onehot(&true_labels[part], classes), [1, b, classes]), device);
-            let update = match &config.protocol {
-                Protocol::Fedsgd => param_grads(&net, &x, &y).0,
-                Protocol::Fedavg(training) => local_training(&net, &[x], &y, training, false).0,
-            };
-            let mut own = read_grads(&update).await?;
-            if let Some(defence) = &config.defence {
-                // Client 0 keeps the stream a single client has always used.
-                let seed = seed_for(config.seed, 3) ^ (k as u64).wrapping_mul(0xD1B5_4A32_D192_ED03);
-                defence::apply(&mut own, defence, seed);
-            }
-            if observed.is_empty() {
-                observed = own;
-            } else {
-                for (acc, v) in observed.iter_mut().zip(own) {
-                    acc.iter_mut().zip(v).for_each(|(a, v)| *a += v);
-                }
-            }
-        }
-        if clients > 1 {
-            let scale = 1.0 / clients as f32;
-            observed.iter_mut().flatten().for_each(|v| *v *= scale);
-        }
-        if observed.iter().flatten().any(|v| !v.is_finite()) {
-            return Err(Error::NonFinite("the client's gradient holds NaN or infinity".into()));
-        }
-        let target_norm = defence::l2_norm(&observed);
+        let round = Round {
+            protocol: config.protocol,
+            clients: config.clients,
+            defence: config.defence,
+            seed: seed_for(config.seed, 3),
+        };
+        let observed = simulate_round(&params, &encode_rows(dataset, &truth), &true_labels, classes, &round).await?;
 
         // The server's view of the labels: for a gradient their counts are all that matters; on
         // FedAvg the server is given them in the client's order (local batches are contiguous).
@@ -202,7 +174,123 @@ impl<'a> Setup<'a> {
                 .sum::<usize>() as f64
                 / rows as f64
         };
-        let layout = Layout::of(dataset);
+        let truth = Truth {
+            rows: truth,
+            label_accuracy,
+        };
+        Setup::assemble(
+            runtime,
+            dataset,
+            config,
+            params,
+            observed,
+            labels,
+            Some(truth),
+            model_accuracy,
+        )
+    }
+
+    /// A received update: no table, no truth; the labels as the update carries them, or
+    /// restored from it (FedSGD).
+    fn received(
+        runtime: &'a Runtime,
+        dataset: &'a Dataset,
+        config: &'a AttackConfig,
+        received: &ReceivedUpdate,
+    ) -> Result<Setup<'a>> {
+        config.validate_for_update(dataset)?;
+        let sizes = &received.params.sizes;
+        if sizes[0] != dataset.d() || *sizes.last().unwrap() != dataset.classes.len() {
+            return Err(Error::Config(format!(
+                "the network takes {} inputs and gives {} outputs, but the encoding makes rows {} wide with {} \
+                 classes ({}): is it the encoding the client used?",
+                sizes[0],
+                sizes.last().unwrap(),
+                dataset.d(),
+                dataset.classes.len(),
+                dataset.classes.join(", ")
+            )));
+        }
+        if config.layer_sizes(dataset) != *sizes {
+            return Err(Error::Config(format!(
+                "the received network's layers are {:?} but the attack's settings say hidden {:?}",
+                sizes, config.hidden
+            )));
+        }
+        if let Some(r) = received.rows
+            && r != config.rows()
+        {
+            return Err(Error::Config(format!(
+                "the update was computed on {r} rows but the attack is set for {}",
+                config.rows()
+            )));
+        }
+        if config.clients > 1 || config.training_epochs > 0 || config.defence.is_some() {
+            return Err(Error::Config(
+                "clients, training epochs and defences describe a simulated client; a received update is \
+                 attacked as it came"
+                    .into(),
+            ));
+        }
+        let labels = match (&received.labels, config.labels) {
+            (Some(names), LabelMode::Known) => {
+                let mut labels = names
+                    .iter()
+                    .map(|n| {
+                        dataset.classes.iter().position(|c| c == n).ok_or_else(|| {
+                            Error::Config(format!(
+                                "the update's label {n:?} is not a class of the encoding ({})",
+                                dataset.classes.join(", ")
+                            ))
+                        })
+                    })
+                    .collect::<Result<Vec<usize>>>()?;
+                if !matches!(config.protocol, Protocol::Fedavg(_)) {
+                    labels.sort_unstable();
+                }
+                labels
+            }
+            (_, LabelMode::Restored) => {
+                let last = received.update[received.params.layers() - 1].clone();
+                labels_from_counts(&restore_counts(
+                    &received.params,
+                    &last,
+                    config.rows(),
+                    seed_for(config.seed, 4),
+                ))
+            }
+            (None, LabelMode::Known) => {
+                return Err(Error::Config(
+                    "the update carries no labels: restore them from the update (FedSGD) or add the client's \
+                     labels to the file"
+                        .into(),
+                ));
+            }
+        };
+        Setup::assemble(
+            runtime,
+            dataset,
+            config,
+            received.params.clone(),
+            received.update.clone(),
+            labels,
+            None,
+            None,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        runtime: &'a Runtime,
+        dataset: &'a Dataset,
+        config: &'a AttackConfig,
+        params: Params,
+        observed: Vec<Vec<f32>>,
+        labels: Vec<usize>,
+        truth: Option<Truth>,
+        model_accuracy: Option<f64>,
+    ) -> Result<Setup<'a>> {
+        let target_norm = defence::l2_norm(&observed);
         let (relaxed, objective) = match config.attack {
             AttackKind::Tableak => (true, Objective::Cosine),
             AttackKind::Cosine | AttackKind::Random => (false, Objective::Cosine),
@@ -216,9 +304,8 @@ impl<'a> Setup<'a> {
             truth,
             target_norm,
             labels,
-            label_accuracy,
             rules: Rule::of(&dataset.features),
-            layout,
+            layout: Layout::of(dataset),
             members: config.members(),
             relaxed,
             objective,
@@ -414,77 +501,86 @@ impl<'a> Setup<'a> {
         })
     }
 
+    /// Match and pool the ensemble into one reconstruction (choosing the epoch prior's weight
+    /// where several ran).
+    async fn reconstruct(&self, inversion: Members) -> Result<Reconstruction> {
+        let (dataset, config) = (self.dataset, self.config);
+        let b = config.rows();
+        // Each member's one reconstruction of the client's rows (FedAvg: its epochs averaged).
+        let (x, probs) = self.member_rows(&inversion);
+        let candidates = config.prior_candidates();
+        let ensemble = self.members / candidates.len();
+        let mut fits = Vec::new();
+        let mut best: Option<(f32, usize, Vec<Vec<Value>>, Option<Vec<Vec<Option<f64>>>>)> = None;
+        for (k, _) in candidates.iter().enumerate() {
+            let span = k * ensemble * b * dataset.d()..(k + 1) * ensemble * b * dataset.d();
+            // The unrelaxed baselines have no probabilities.
+            let member_probs = if probs.is_empty() {
+                &probs[..]
+            } else {
+                &probs[span.clone()]
+            };
+            let (rows, entropy) = self.pool(&x[span], member_probs, ensemble).await?;
+            // Several priors: keep the one whose pooled rows fit the update best.
+            let fit = if candidates.len() > 1 {
+                let fit = self.projected_losses(encode_rows(dataset, &rows), 1).await?[0];
+                fits.push(PriorFit {
+                    lambda: candidates[k],
+                    fit: fit as f64,
+                });
+                fit
+            } else {
+                0.0
+            };
+            if best.as_ref().is_none_or(|(f, ..)| fit < *f) {
+                best = Some((fit, k, rows, entropy));
+            }
+        }
+        let (_, k, rows, entropy) = best.expect("at least one prior candidate");
+        Ok(Reconstruction {
+            rows,
+            entropy,
+            loss_curve: inversion.loss_curve,
+            epoch_prior: (candidates.len() > 1 || candidates[0] > 0.0).then_some(candidates[k]),
+            epoch_prior_fits: fits,
+        })
+    }
+
     /// Match, pool and score the ensemble (None: the random baseline) into the report.
     async fn assess(&self, inverted: Option<Members>, seconds: f64) -> Result<Report> {
         let (dataset, config) = (self.dataset, self.config);
-        let b = config.rows();
+        let Some(truth) = &self.truth else {
+            return Err(Error::Config("a received update has no truth to score against".into()));
+        };
         // The random baseline: what an attacker knows without the update, scored on the same batch.
-        let random_guess = random_rows(dataset, b, seed_for(config.seed, 5));
-        let mut chosen_prior = None;
-        let mut fits = Vec::new();
+        let random_guess = random_rows(dataset, config.rows(), seed_for(config.seed, 5));
         let recon = match inverted {
             None => Reconstruction {
                 rows: random_guess.clone(),
                 entropy: None,
                 loss_curve: Vec::new(),
+                epoch_prior: None,
+                epoch_prior_fits: Vec::new(),
             },
-            Some(inversion) => {
-                // Each member's one reconstruction of the client's rows (FedAvg: its epochs averaged).
-                let (x, probs) = self.member_rows(&inversion);
-                let candidates = config.prior_candidates();
-                let ensemble = self.members / candidates.len();
-                let mut best: Option<(f32, usize, Reconstruction)> = None;
-                for (k, _) in candidates.iter().enumerate() {
-                    let span = k * ensemble * b * dataset.d()..(k + 1) * ensemble * b * dataset.d();
-                    let (rows, entropy) = self.pool(&x[span.clone()], &probs[span], ensemble).await?;
-                    // Several priors: keep the one whose pooled rows fit the update best.
-                    let fit = if candidates.len() > 1 {
-                        let fit = self.projected_losses(encode_rows(dataset, &rows), 1).await?[0];
-                        fits.push(PriorFit {
-                            lambda: candidates[k],
-                            fit: fit as f64,
-                        });
-                        fit
-                    } else {
-                        0.0
-                    };
-                    if best.as_ref().is_none_or(|(f, _, _)| fit < *f) {
-                        let loss_curve = inversion.loss_curve.clone();
-                        best = Some((
-                            fit,
-                            k,
-                            Reconstruction {
-                                rows,
-                                entropy,
-                                loss_curve,
-                            },
-                        ));
-                    }
-                }
-                let (_, k, recon) = best.expect("at least one prior candidate");
-                if candidates.len() > 1 || candidates[0] > 0.0 {
-                    chosen_prior = Some(candidates[k]);
-                }
-                recon
-            }
+            Some(inversion) => self.reconstruct(inversion).await?,
         };
-        let scored = score(&self.rules, &self.truth, &recon.rows);
-        let random = score(&self.rules, &self.truth, &random_guess);
+        let scored = score(&self.rules, &truth.rows, &recon.rows);
+        let random = score(&self.rules, &truth.rows, &random_guess);
         let mut report = build_report(
             dataset,
             config,
             &self.backend,
-            &self.truth,
+            &truth.rows,
             &recon.rows,
             recon.entropy.as_deref(),
             &scored,
             random.accuracy,
-            self.label_accuracy,
+            truth.label_accuracy,
             recon.loss_curve,
             seconds,
         );
-        report.epoch_prior = chosen_prior;
-        report.epoch_prior_fits = fits;
+        report.epoch_prior = recon.epoch_prior;
+        report.epoch_prior_fits = recon.epoch_prior_fits;
         report.model_accuracy = self.model_accuracy;
         Ok(report)
     }
@@ -581,6 +677,46 @@ pub async fn run_attack(
         count => Some(setup.invert(MemberRange { first: 0, count }, progress).await?),
     };
     setup.assess(inverted, start.elapsed().as_secs_f64()).await
+}
+
+/// Attack an update received from elsewhere (see `received`) with the table's encoding as
+/// `dataset` (no rows): the reconstruction and its confidence, without accuracy.
+pub async fn attack_received(
+    runtime: &Runtime,
+    dataset: &Dataset,
+    config: &AttackConfig,
+    received: &ReceivedUpdate,
+    progress: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<ReconstructionReport> {
+    let start = web_time::Instant::now();
+    if config.attack == AttackKind::Random {
+        return Err(Error::Config(
+            "the random baseline draws from the table's rows, which a received update does not come with".into(),
+        ));
+    }
+    let setup = Setup::received(runtime, dataset, config, received)?;
+    let inverted = setup
+        .invert(
+            MemberRange {
+                first: 0,
+                count: setup.members,
+            },
+            progress,
+        )
+        .await?;
+    let recon = setup.reconstruct(inverted).await?;
+    Ok(ReconstructionReport::build(
+        dataset,
+        config,
+        &setup.backend,
+        &recon.rows,
+        recon.entropy.as_deref(),
+        &setup.labels,
+        recon.loss_curve,
+        recon.epoch_prior,
+        recon.epoch_prior_fits,
+        start.elapsed().as_secs_f64(),
+    ))
 }
 
 /// Invert a share of the ensemble only (see `MemberRange`); `assess_members` joins the shares.

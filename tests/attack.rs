@@ -232,7 +232,7 @@ fn bad_settings_are_refused() {
     let err = pollster::block_on(run_attack(&Runtime::cpu(), &data, &huge, &mut |_| true)).unwrap_err();
     assert!(
         err.to_string()
-            .contains("an ensemble of 1000 × a batch of 1000 rows on a 61-1000-1000-2 network needs about"),
+            .contains("an ensemble of 1000 × 1000 rows on a 61-1000-1000-2 network needs about"),
         "{err}"
     );
     assert!(huge.working_set_bytes(&data) > 16 << 30);

@@ -168,3 +168,190 @@ fn inspect_lists_columns_and_label_candidates() {
     assert!(stdout.contains("4000 rows, 294 with a missing value"), "{stdout}");
     assert!(stdout.contains("label candidates: salary"), "{stdout}");
 }
+
+/// A small audit grid on the Adult sample: every study, two attacks, two batches.
+fn audit_args(out: &std::path::Path) -> Vec<String> {
+    [
+        "audit",
+        "--csv",
+        &data("adult-sample.csv"),
+        "--label",
+        "salary",
+        "--batches",
+        "2",
+        "--iterations",
+        "40",
+        "--ensemble",
+        "3",
+        "--attacks",
+        "tableak,random",
+        "--batch-sizes",
+        "4,8",
+        "--reference-batch",
+        "8",
+        "--noise-scales",
+        "0,0.1",
+        "--clients",
+        "1,2",
+        "--local-epochs",
+        "1,2",
+        "--local-batches",
+        "4",
+        "--train-epochs",
+        "0,1",
+        "--quiet",
+        "--out",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([out.display().to_string()])
+    .collect()
+}
+
+/// The audit's JSON with what differs between two runs of the same cells (wall time, and
+/// nothing else) taken out.
+fn audit_without_timing(dir: &std::path::Path) -> serde_json::Value {
+    let mut audit: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("audit.json")).unwrap()).unwrap();
+    audit["seconds"] = serde_json::Value::Null;
+    for cell in audit["cells"].as_array_mut().unwrap() {
+        cell["seconds"] = serde_json::Value::Null;
+    }
+    audit
+}
+
+#[test]
+fn an_audit_in_shares_merges_into_the_same_report_as_one_run() {
+    let whole = tmp("audit-whole");
+    let out = bin().args(audit_args(&whole)).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    for file in [
+        "audit.json",
+        "audit.md",
+        "batch-size.svg",
+        "noise.svg",
+        "clients.svg",
+        "fedavg.svg",
+        "training.svg",
+        "features.svg",
+    ] {
+        let text = std::fs::read_to_string(whole.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        if file.ends_with(".svg") {
+            assert!(
+                text.starts_with("<svg") && text.ends_with("</svg>") && text.contains("<polyline")
+                    || file == "features.svg"
+            );
+        }
+    }
+    assert!(stdout.contains("| B = 8 | TabLeak | 2 |"), "{stdout}");
+    assert!(stdout.contains("Batch size:") && stdout.contains("Noise:"), "{stdout}");
+
+    // Three shares, each its own process, as on three machines; the merge joins two directories.
+    let (a, b) = (tmp("audit-share-a"), tmp("audit-share-b"));
+    for (i, dir) in [(0, &a), (1, &b), (2, &b)] {
+        let out = bin()
+            .args(audit_args(dir))
+            .args(["--shard", &format!("{i}/3")])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(dir.join(format!("shard-{i}-of-3.json")).exists());
+        assert!(!dir.join("audit.json").exists(), "a share writes no report of its own");
+    }
+    let merged = tmp("audit-merged");
+    let out = bin()
+        .arg("merge")
+        .arg(&a)
+        .arg(&b)
+        .arg("--out")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(audit_without_timing(&merged), audit_without_timing(&whole));
+    assert_eq!(
+        std::fs::read_to_string(merged.join("noise.svg")).unwrap(),
+        std::fs::read_to_string(whole.join("noise.svg")).unwrap()
+    );
+
+    // A missing share is named, and nothing is written.
+    let partial = tmp("audit-partial");
+    let out = bin().arg("merge").arg(&b).arg("--out").arg(&partial).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("is a shard missing?"),
+        "{stderr}"
+    );
+    assert!(!partial.join("audit.json").exists());
+}
+
+#[test]
+fn bad_audit_settings_are_refused_before_anything_runs() {
+    let dir = tmp("audit-bad");
+    for (args, want) in [
+        (vec!["--shard", "3/3"], "the share must be 0 to n − 1"),
+        (vec!["--clients", "1,5000"], "clients 5000 must be between 1 and 1024"),
+        (vec!["--noise-scales=-0.1"], "noise multiplier -0.1"),
+        (vec!["--batches", "0"], "batches 0 must be between 1"),
+    ] {
+        let out = bin().args(audit_args(&dir)).args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(want), "{args:?}: {stderr}");
+        assert!(!dir.join("audit.json").exists());
+    }
+}
+
+#[test]
+fn defences_and_aggregation_are_stated_in_the_report() {
+    let json = tmp("defended.json");
+    let out = bin()
+        .args([
+            "attack",
+            "--csv",
+            &data("adult-sample.csv"),
+            "--label",
+            "salary",
+            "--batch-size",
+            "4",
+        ])
+        .args([
+            "--ensemble",
+            "2",
+            "--iterations",
+            "20",
+            "--quiet",
+            "--clients",
+            "3",
+            "--clip",
+            "1",
+        ])
+        .args([
+            "--noise",
+            "0.5",
+            "--fake-gradients",
+            "2",
+            "--train-epochs",
+            "1",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        stdout.contains("the average of 3 clients' batches of 4 rows (12 rows in all)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("fake gradients (best of 2 draws), clipping to norm 1, Gaussian noise σ = 0.5·C"));
+    // σ = 0.5 inside an average of 3: one client's release is as at σ = 0.5·√3.
+    assert!(
+        stdout.contains("(ε = 5.17, δ = 1e-5), inside the average of 3 clients"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("trained 1 epoch on the table first"), "{stdout}");
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["rows"].as_array().unwrap().len(), 12);
+    assert!(report["model_accuracy"].as_f64().unwrap() > 0.6);
+}

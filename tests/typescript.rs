@@ -6,10 +6,21 @@ use ts_rs::TS;
 
 use leakscope::assess::scoring::Accuracy;
 use leakscope::attack::Progress;
+use leakscope::audit::summary::{FeatureLeak, MeanStd, SummaryRow, Threshold, Verdict};
+use leakscope::audit::{
+    Audit, AuditOptions, AuditPlan, AuditProgress, AuditReport, CellResult, NamedSvg, PlannedCell, Point, RunningCell,
+    Study, TableInfo,
+};
 use leakscope::client::defence::Defence;
-use leakscope::config::{AttackConfig, AttackKind, LabelMode, Limits, MemberRange, Optimiser, RunOptions};
+use leakscope::client::fedavg::LocalTraining;
+use leakscope::client::privacy::Privacy;
+use leakscope::config::{
+    AttackConfig, AttackKind, EpochPrior, LabelMode, Limits, MemberRange, Optimiser, Protocol, ProtocolKind, RunOptions,
+};
 use leakscope::plan::{Decision, Probe, RunPlan};
-use leakscope::report::{Confidence, ConfidenceLevels, EntropyBucket, FeatureHeader, Report, RowReport};
+use leakscope::report::{
+    Confidence, ConfidenceLevels, ConfidentQuarter, EntropyBucket, FeatureHeader, PriorFit, Report, RowReport,
+};
 use leakscope::runtime::{BackendInfo, BackendKind, EngineInfo, MeasuredRate, StepEngine};
 use leakscope::table::{ColumnInfo, ColumnKind, SchemaSummary};
 
@@ -26,6 +37,8 @@ fn generated() -> String {
     for decl in [
         declaration::<RunOptions>(),
         declaration::<AttackKind>(),
+        declaration::<ProtocolKind>(),
+        declaration::<EpochPrior>(),
         declaration::<LabelMode>(),
         declaration::<ColumnKind>(),
         declaration::<SchemaSummary>(),
@@ -38,7 +51,12 @@ fn generated() -> String {
         declaration::<Confidence>(),
         declaration::<ConfidenceLevels>(),
         declaration::<EntropyBucket>(),
+        declaration::<ConfidentQuarter>(),
+        declaration::<PriorFit>(),
+        declaration::<Privacy>(),
         declaration::<AttackConfig>(),
+        declaration::<Protocol>(),
+        declaration::<LocalTraining>(),
         declaration::<Optimiser>(),
         declaration::<Defence>(),
         declaration::<BackendInfo>(),
@@ -51,6 +69,23 @@ fn generated() -> String {
         declaration::<RunPlan>(),
         declaration::<Probe>(),
         declaration::<Decision>(),
+        declaration::<AuditOptions>(),
+        declaration::<AuditPlan>(),
+        declaration::<PlannedCell>(),
+        declaration::<RunningCell>(),
+        declaration::<AuditProgress>(),
+        declaration::<CellResult>(),
+        declaration::<AuditReport>(),
+        declaration::<NamedSvg>(),
+        declaration::<Audit>(),
+        declaration::<TableInfo>(),
+        declaration::<Point>(),
+        declaration::<Study>(),
+        declaration::<SummaryRow>(),
+        declaration::<MeanStd>(),
+        declaration::<FeatureLeak>(),
+        declaration::<Threshold>(),
+        declaration::<Verdict>(),
     ] {
         out += &decl;
         out.push('\n');

@@ -36,7 +36,10 @@ impl Defence {
 
     pub fn validate(&self) -> Result<(), String> {
         if !(self.noise >= 0.0 && self.noise.is_finite()) {
-            return Err(format!("defence: the noise multiplier {} must be a number ≥ 0", self.noise));
+            return Err(format!(
+                "defence: the noise multiplier {} must be a number ≥ 0",
+                self.noise
+            ));
         }
         if let Some(c) = self.clip
             && !(c > 0.0 && c.is_finite())
@@ -49,7 +52,9 @@ impl Defence {
         if let Some(k) = self.fake_gradients
             && !(1..=MAX_FAKE_DRAWS).contains(&k)
         {
-            return Err(format!("defence: fake gradients take 1 to {MAX_FAKE_DRAWS} draws, not {k}"));
+            return Err(format!(
+                "defence: fake gradients take 1 to {MAX_FAKE_DRAWS} draws, not {k}"
+            ));
         }
         Ok(())
     }

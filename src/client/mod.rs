@@ -4,6 +4,7 @@ pub mod fedavg;
 pub mod gradient;
 pub mod network;
 pub mod privacy;
+pub mod simulate;
 pub mod training;
 
 pub use gradient::{ParamGrads, param_grads};

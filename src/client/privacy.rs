@@ -58,7 +58,11 @@ fn log_delta(sigma: f64, eps: f64) -> f64 {
     let t = eps * sigma + 1.0 / (2.0 * sigma);
     let x = log_ndtr(1.0 / sigma - t);
     let y = eps + log_ndtr(-t);
-    if y <= x { x + (-(y - x).exp()).ln_1p() } else { f64::NEG_INFINITY }
+    if y <= x {
+        x + (-(y - x).exp()).ln_1p()
+    } else {
+        f64::NEG_INFINITY
+    }
 }
 
 /// The smallest ε for which the Gaussian mechanism with noise multiplier σ is (ε, δ)-DP.
@@ -117,7 +121,10 @@ mod tests {
         ];
         for (sigma, delta, want) in published {
             let got = gaussian_epsilon(sigma, delta);
-            assert!((got - want).abs() <= 1e-6 * want, "σ = {sigma}, δ = {delta}: {got} vs {want}");
+            assert!(
+                (got - want).abs() <= 1e-6 * want,
+                "σ = {sigma}, δ = {delta}: {got} vs {want}"
+            );
         }
     }
 

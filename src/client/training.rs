@@ -19,13 +19,7 @@ pub const TRAINING_LR: f64 = 0.05;
 /// `labels`, every epoch in a fresh order drawn from `seed`. Returns the trained parameters and
 /// the network's accuracy on the table after training (what a user would call the model's
 /// quality).
-pub async fn train(
-    params: &Params,
-    x: &[f32],
-    labels: &[usize],
-    epochs: usize,
-    seed: u64,
-) -> Result<(Params, f64)> {
+pub async fn train(params: &Params, x: &[f32], labels: &[usize], epochs: usize, seed: u64) -> Result<(Params, f64)> {
     let device = &Device::flex();
     let (n, d) = (labels.len(), params.sizes[0]);
     let classes = *params.sizes.last().unwrap();
@@ -36,7 +30,10 @@ pub async fn train(
         order.shuffle(&mut rng);
         for chunk in order.chunks(TRAINING_BATCH) {
             let rows = chunk.len();
-            let xb: Vec<f32> = chunk.iter().flat_map(|&i| x[i * d..(i + 1) * d].iter().copied()).collect();
+            let xb: Vec<f32> = chunk
+                .iter()
+                .flat_map(|&i| x[i * d..(i + 1) * d].iter().copied())
+                .collect();
             let mut yb = vec![0f32; rows * classes];
             for (r, &i) in chunk.iter().enumerate() {
                 yb[r * classes + labels[i]] = 1.0;
@@ -66,7 +63,10 @@ pub fn accuracy(params: &Params, x: &[f32], labels: &[usize]) -> f64 {
     let classes = *params.sizes.last().unwrap();
     let mut right = 0;
     for chunk in (0..n).collect::<Vec<_>>().chunks(4096) {
-        let xs: Vec<f64> = chunk.iter().flat_map(|&i| x[i * d..(i + 1) * d].iter().map(|&v| v as f64)).collect();
+        let xs: Vec<f64> = chunk
+            .iter()
+            .flat_map(|&i| x[i * d..(i + 1) * d].iter().map(|&v| v as f64))
+            .collect();
         let (_, probs) = params.forward_host(&xs, chunk.len());
         for (r, &i) in chunk.iter().enumerate() {
             let row = &probs[r * classes..(r + 1) * classes];

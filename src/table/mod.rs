@@ -1,8 +1,10 @@
 //! Table: CSV → schema → encoded dataset (SPEC §2).
 pub mod csv_input;
 pub mod dataset;
+pub mod encoding;
 pub mod schema;
 
 pub use csv_input::{MAX_CSV_BYTES, RawTable, parse_csv};
 pub use dataset::{Dataset, DatasetOptions, Feature, FeatureKind, Value};
+pub use encoding::Encoding;
 pub use schema::{ColumnInfo, ColumnKind, SchemaSummary, summarize};

@@ -1,19 +1,30 @@
-//! leakscope command line: attack one batch, sweep many, or benchmark the engine.
-use std::path::{Path, PathBuf};
+//! leakscope command line: attack one batch, sweep many, audit a table over a grid of settings,
+//! or benchmark the engine. A thin shell: every default and rule is the library's.
+mod args;
+mod audit;
+mod io;
+mod received;
+
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
-use indicatif::{ProgressBar, ProgressStyle};
-use leakscope::config::{EpochPrior, ProtocolKind};
+use clap::{Args, Parser, Subcommand};
+use indicatif::ProgressBar;
 use leakscope::report::render_text;
-use leakscope::table::{ColumnKind, Dataset, DatasetOptions, parse_csv, summarize};
-use leakscope::{AttackConfig, AttackKind, BackendKind, LabelMode, Report, RunOptions, Runtime, run_attack};
+use leakscope::table::{Dataset, summarize};
+use leakscope::{AttackConfig, AttackKind, BackendKind, Report, Runtime, run_attack};
+
+use args::{AttackArg, AttackArgs, ClientArgs, EngineArgs, TableArgs, run_options};
+use io::{bar, load, read_csv, write_atomically};
+
+pub type CliResult<T> = Result<T, String>;
 
 #[derive(Parser)]
 #[command(
     name = "leakscope",
     version,
-    about = "How much of your table could a federated-learning server reconstruct?"
+    about = "How much of your table could a federated-learning server reconstruct?",
+    // A later option wins over an earlier one (scripts append overrides).
+    args_override_self = true
 )]
 struct Cli {
     #[command(subcommand)]
@@ -25,7 +36,7 @@ enum Command {
     /// Show the columns, their inferred kinds and the likely label columns of a CSV.
     Inspect {
         #[arg(long)]
-        csv: PathBuf,
+        csv: std::path::PathBuf,
     },
     /// Attack one batch drawn from the table and print what leaked.
     Attack {
@@ -56,10 +67,21 @@ enum Command {
         #[arg(long = "local-batches", value_delimiter = ',')]
         local_batches: Vec<usize>,
     },
+    /// A table's exposure over a grid of settings (batch size, noise, clients averaged, FedAvg,
+    /// training first): accuracy of each attack, mean ± std over batches, plots and a verdict.
+    Audit(Box<audit::AuditArgs>),
+    /// Join the shares of an audit run with --shard into the report one run would give.
+    Merge(audit::MergeArgs),
+    /// Write a table's encoding (columns, categories, standardisation) as JSON, for
+    /// `attack-update` and for a client exporting its update.
+    Encoding(received::EncodingArgs),
+    /// Attack an update that came from elsewhere (safetensors or JSON): the reconstruction and
+    /// its confidence, without accuracy (there is no ground truth).
+    AttackUpdate(Box<received::AttackUpdateArgs>),
     /// Time TabLeak steps at B = 8, 32, 128 and extrapolate a full attack.
     Bench {
         #[arg(long, default_value = "data/adult-sample.csv")]
-        csv: PathBuf,
+        csv: std::path::PathBuf,
         #[arg(long, default_value = "salary")]
         label: String,
         #[arg(long, default_value_t = 30)]
@@ -72,267 +94,36 @@ enum Command {
         #[arg(long, value_delimiter = ',', default_value = "8,32,128")]
         batch_sizes: Vec<usize>,
         #[arg(long, value_enum, default_value = "cpu")]
-        backend: BackendArg,
+        backend: args::BackendArg,
         #[arg(long, value_enum, default_value = "accelerated")]
-        engine: EngineArg,
+        engine: args::EngineArg,
     },
 }
 
+/// One attack's options: the table, the attacker, the client, the engine.
 #[derive(Args)]
 struct Common {
-    #[arg(long)]
-    csv: PathBuf,
-    #[arg(long)]
-    label: String,
-    /// TabLeak's members (default 30 on FedSGD, 15 on FedAvg).
-    #[arg(long)]
-    ensemble: Option<usize>,
-    /// Optimisation steps (default 1500).
-    #[arg(long)]
-    iterations: Option<usize>,
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    #[arg(long, value_enum, default_value = "known")]
-    labels: LabelArg,
-    /// What the client sends: a gradient (fedsgd) or θ0 − θE after local training (fedavg, with
-    /// `--batch-size` as its rows).
-    #[arg(long, value_enum, default_value = "fedsgd")]
-    protocol: ProtocolArg,
-    /// FedAvg: rows per local step (default 32).
-    #[arg(long)]
-    local_batch: Option<usize>,
-    /// FedAvg: local epochs (default 1).
-    #[arg(long)]
-    local_epochs: Option<usize>,
-    /// FedAvg: the client's SGD step (default 0.01).
-    #[arg(long)]
-    client_lr: Option<f64>,
-    /// TabLeak on FedAvg: the epoch prior's weight λ, or `auto` to choose it by how well each
-    /// candidate's reconstruction fits the update (no ground truth; default).
-    #[arg(long, value_parser = parse_prior)]
-    epoch_prior: Option<EpochPrior>,
-    #[arg(long, value_enum, default_value = "cpu")]
-    backend: BackendArg,
-    /// What computes the steps: the backend's accelerator (the fused CPU kernel, the GPU kernels) or
-    /// the definition itself as burn tensor ops (slower; what the accelerators are tested against).
-    #[arg(long, value_enum, default_value = "accelerated")]
-    engine: EngineArg,
-    /// Hidden layer sizes of the client's network (default 100,100).
-    #[arg(long, value_delimiter = ',')]
-    hidden: Option<Vec<usize>>,
-    /// Force a column's kind: NAME=categorical or NAME=continuous (repeatable).
-    #[arg(long = "kind", value_parser = parse_kind)]
-    kinds: Vec<(String, ColumnKind)>,
-    /// Leave a column out (repeatable).
-    #[arg(long)]
-    ignore: Vec<String>,
-    /// Defence: clip each client's update to this L2 norm.
-    #[arg(long)]
-    clip: Option<f64>,
-    /// Defence: Gaussian noise multiplier σ (noise std σ·C, or σ without clipping).
-    #[arg(long, default_value_t = 0.0)]
-    noise: f64,
-    /// Defence: CAFE's fake gradients, the closest of this many random draws.
-    #[arg(long)]
-    fake_gradients: Option<usize>,
-    /// The δ at which the report states the (ε, δ) of one release (default 1e-5).
-    #[arg(long)]
-    delta: Option<f64>,
-    /// Clients whose updates are averaged before the server sees them (secure aggregation):
-    /// the attack faces clients × batch-size rows.
-    #[arg(long, default_value_t = 1)]
-    clients: usize,
-    /// Train the network this many epochs on the table before the attacked round.
-    #[arg(long, default_value_t = 0)]
-    train_epochs: usize,
-    /// Adam learning rate (default: 0.1 for TabLeak, the reference's 0.06 for the baselines).
-    #[arg(long)]
-    lr: Option<f64>,
+    #[command(flatten)]
+    table: TableArgs,
+    #[command(flatten)]
+    attack: AttackArgs,
+    #[command(flatten)]
+    client: ClientArgs,
+    #[command(flatten)]
+    engine: EngineArgs,
     /// Write the full report(s) as JSON here.
     #[arg(long)]
-    json: Option<PathBuf>,
-    /// No progress bar.
-    #[arg(long)]
-    quiet: bool,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum AttackArg {
-    Tableak,
-    Cosine,
-    Dlg,
-    Random,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum ProtocolArg {
-    Fedsgd,
-    Fedavg,
-}
-
-fn parse_prior(s: &str) -> Result<EpochPrior, String> {
-    if s == "auto" {
-        return Ok(EpochPrior::Auto);
-    }
-    s.parse::<f64>()
-        .map(EpochPrior::Fixed)
-        .map_err(|_| format!("{s:?} is neither a number nor auto"))
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum LabelArg {
-    Known,
-    Restored,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum BackendArg {
-    /// The CPU: the fused kernel (burn's flex backend for the definition).
-    Cpu,
-    /// Another name for the CPU backend.
-    #[value(alias = "flex")]
-    Ndarray,
-    /// burn's wgpu backend: Vulkan, Metal or DX12.
-    Wgpu,
-    /// burn's CUDA backend (a build with `--features cuda`).
-    Cuda,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum EngineArg {
-    Accelerated,
-    Definition,
-}
-
-fn parse_kind(s: &str) -> Result<(String, ColumnKind), String> {
-    let (name, kind) = s.rsplit_once('=').ok_or("expected NAME=categorical|continuous")?;
-    let kind = match kind {
-        "categorical" | "cat" => ColumnKind::Categorical,
-        "continuous" | "cont" | "numeric" => ColumnKind::Continuous,
-        other => return Err(format!("unknown kind {other:?}: use categorical or continuous")),
-    };
-    Ok((name.to_string(), kind))
-}
-
-impl From<AttackArg> for AttackKind {
-    fn from(a: AttackArg) -> Self {
-        match a {
-            AttackArg::Tableak => AttackKind::Tableak,
-            AttackArg::Cosine => AttackKind::Cosine,
-            AttackArg::Dlg => AttackKind::Dlg,
-            AttackArg::Random => AttackKind::Random,
-        }
-    }
-}
-
-fn backend(b: BackendArg) -> BackendKind {
-    match b {
-        BackendArg::Cpu | BackendArg::Ndarray => BackendKind::Cpu,
-        BackendArg::Wgpu => BackendKind::Wgpu,
-        BackendArg::Cuda => BackendKind::Cuda,
-    }
-}
-
-type CliResult<T> = Result<T, String>;
-
-/// Read a CSV, refusing one over the size limit before loading it into memory.
-fn read_csv(csv: &Path) -> CliResult<leakscope::table::RawTable> {
-    let limit = leakscope::table::MAX_CSV_BYTES;
-    let size = std::fs::metadata(csv)
-        .map_err(|e| format!("cannot read {}: {e}", csv.display()))?
-        .len();
-    if size > limit as u64 {
-        let e = leakscope::Error::TooLarge {
-            size: size as usize,
-            limit,
-        };
-        return Err(format!("{}: {e}", csv.display()));
-    }
-    let bytes = std::fs::read(csv).map_err(|e| format!("cannot read {}: {e}", csv.display()))?;
-    parse_csv(&bytes, limit).map_err(|e| format!("{}: {e}", csv.display()))
-}
-
-fn load(csv: &Path, label: &str, kinds: &[(String, ColumnKind)], ignore: &[String]) -> CliResult<Dataset> {
-    let raw = read_csv(csv)?;
-    let options = DatasetOptions {
-        label: label.to_string(),
-        kinds: kinds.to_vec(),
-        ignore: ignore.to_vec(),
-    };
-    Dataset::from_raw(&raw, &options).map_err(|e| format!("{}: {e}", csv.display()))
+    json: Option<std::path::PathBuf>,
 }
 
 impl Common {
-    /// The options as the engine takes them: what is not given keeps the engine's default.
-    fn options(&self, attack: AttackKind, batch_size: usize, seed: u64) -> RunOptions {
-        let mut o = RunOptions {
-            label: self.label.clone(),
-            attack,
-            batch_size,
-            ensemble: self.ensemble,
-            seed,
-            labels: match self.labels {
-                LabelArg::Known => LabelMode::Known,
-                LabelArg::Restored => LabelMode::Restored,
-            },
-            protocol: match self.protocol {
-                ProtocolArg::Fedsgd => ProtocolKind::Fedsgd,
-                ProtocolArg::Fedavg => ProtocolKind::Fedavg,
-            },
-            lr: self.lr,
-            clip: self.clip,
-            noise: self.noise,
-            fake_gradients: self.fake_gradients,
-            delta: self.delta,
-            clients: self.clients,
-            training_epochs: self.train_epochs,
-            ..RunOptions::default()
-        };
-        if let Some(v) = self.iterations {
-            o.iterations = v;
-        }
-        if let Some(v) = &self.hidden {
-            o.hidden = v.clone();
-        }
-        if let Some(v) = self.local_batch {
-            o.local_batch = v;
-        }
-        if let Some(v) = self.local_epochs {
-            o.local_epochs = v;
-        }
-        if let Some(v) = self.client_lr {
-            o.client_lr = v;
-        }
-        if let Some(v) = self.epoch_prior {
-            o.epoch_prior = v;
-        }
-        o
-    }
-
     fn config(&self, attack: AttackKind, batch_size: usize, seed: u64) -> AttackConfig {
-        self.options(attack, batch_size, seed).attack_config()
+        let mut o = run_options(&self.table, &self.attack, Some(&self.client));
+        o.attack = attack;
+        o.batch_size = batch_size;
+        o.seed = seed;
+        o.attack_config()
     }
-}
-
-/// Write a file whole or not at all: to a sibling temporary file, then rename.
-fn write_atomically(path: &Path, text: &str) -> CliResult<()> {
-    let tmp = path.with_extension("json.partial");
-    std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| format!("cannot write {}: {e}", path.display()))
-}
-
-fn bar(quiet: bool, len: u64, prefix: String) -> ProgressBar {
-    if quiet {
-        return ProgressBar::hidden();
-    }
-    let pb = ProgressBar::new(len);
-    pb.set_style(
-        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} steps, {msg} ({elapsed}, eta {eta})")
-            .unwrap()
-            .progress_chars("=> "),
-    );
-    pb.set_prefix(prefix);
-    pb
 }
 
 fn attack_once(runtime: &Runtime, dataset: &Dataset, config: &AttackConfig, pb: &ProgressBar) -> CliResult<Report> {
@@ -344,14 +135,6 @@ fn attack_once(runtime: &Runtime, dataset: &Dataset, config: &AttackConfig, pb: 
         true
     };
     pollster::block_on(run_attack(runtime, dataset, config, &mut on_progress)).map_err(|e| e.to_string())
-}
-
-fn runtime(b: BackendArg, engine: EngineArg) -> CliResult<Runtime> {
-    let rt = pollster::block_on(Runtime::select(backend(b))).map_err(|e| e.to_string())?;
-    Ok(match engine {
-        EngineArg::Accelerated => rt,
-        EngineArg::Definition => rt.definition(),
-    })
 }
 
 fn run(cli: Cli) -> CliResult<()> {
@@ -383,11 +166,11 @@ fn run(cli: Cli) -> CliResult<()> {
             batch_size,
             rows,
         } => {
-            let dataset = load(&common.csv, &common.label, &common.kinds, &common.ignore)?;
-            let rt = runtime(common.backend, common.engine)?;
-            let config = common.config(attack.into(), batch_size, common.seed);
+            let dataset = load(&common.table)?;
+            let rt = common.engine.runtime()?;
+            let config = common.config(attack.into(), batch_size, common.attack.seed);
             let pb = bar(
-                common.quiet || matches!(attack, AttackArg::Random),
+                common.engine.quiet || matches!(attack, AttackArg::Random),
                 config.iterations as u64,
                 "attack".into(),
             );
@@ -408,42 +191,43 @@ fn run(cli: Cli) -> CliResult<()> {
             local_batches,
         } => {
             // Batch k is drawn with seed + k: all of them must be seeds, checked before any runs.
-            if common.seed.checked_add(batches.saturating_sub(1) as u64).is_none() {
+            let seed = common.attack.seed;
+            if seed.checked_add(batches.saturating_sub(1) as u64).is_none() {
                 return Err(format!(
                     "--seed {} with --batches {batches} runs past the largest seed ({}): use a seed of at most {}",
-                    common.seed,
+                    seed,
                     u64::MAX,
                     u64::MAX - batches.saturating_sub(1) as u64
                 ));
             }
-            let dataset = load(&common.csv, &common.label, &common.kinds, &common.ignore)?;
-            let rt = runtime(common.backend, common.engine)?;
+            let dataset = load(&common.table)?;
+            let rt = common.engine.runtime()?;
             let mut all: Vec<Report> = Vec::new();
             let mut lines = Vec::new();
             // FedAvg sweeps its local epochs × local batches too (one point each for FedSGD).
-            let fedavg = matches!(common.protocol, ProtocolArg::Fedavg);
+            let fedavg = matches!(common.client.protocol, args::ProtocolArg::Fedavg);
             let epochs_axis: Vec<Option<usize>> = if fedavg && !local_epochs_list.is_empty() {
                 local_epochs_list.iter().map(|&e| Some(e)).collect()
             } else {
-                vec![common.local_epochs]
+                vec![common.client.local_epochs]
             };
             let batches_axis: Vec<Option<usize>> = if fedavg && !local_batches.is_empty() {
                 local_batches.iter().map(|&b| Some(b)).collect()
             } else {
-                vec![common.local_batch]
+                vec![common.client.local_batch]
             };
             for &b in &batch_sizes {
                 for &epochs in &epochs_axis {
                     for &local_batch in &batches_axis {
-                        common.local_epochs = epochs;
-                        common.local_batch = local_batch;
+                        common.client.local_epochs = epochs;
+                        common.client.local_batch = local_batch;
                         for &a in &attacks {
                             let kind: AttackKind = a.into();
                             let mut reports = Vec::new();
                             for k in 0..batches {
                                 // Batch k has the same seed for every attack, so attacks are compared on the same rows.
-                                let config = common.config(kind, b, common.seed + k as u64);
-                                let quiet = common.quiet || kind == AttackKind::Random;
+                                let config = common.config(kind, b, seed + k as u64);
+                                let quiet = common.engine.quiet || kind == AttackKind::Random;
                                 let pb = bar(
                                     quiet,
                                     config.iterations as u64,
@@ -470,6 +254,10 @@ fn run(cli: Cli) -> CliResult<()> {
                 println!("reports written to {}", path.display());
             }
         }
+        Command::Audit(args) => audit::audit(*args)?,
+        Command::Merge(args) => audit::merge_command(args)?,
+        Command::Encoding(args) => received::encoding(args)?,
+        Command::AttackUpdate(args) => received::attack_update(*args)?,
         Command::Bench {
             csv,
             label,
@@ -480,8 +268,19 @@ fn run(cli: Cli) -> CliResult<()> {
             backend: b,
             engine,
         } => {
-            let dataset = load(&csv, &label, &[], &[])?;
-            let rt = runtime(b, engine)?;
+            let table = TableArgs {
+                csv: csv.clone(),
+                label,
+                kinds: Vec::new(),
+                ignore: Vec::new(),
+            };
+            let dataset = load(&table)?;
+            let rt = EngineArgs {
+                backend: b,
+                engine,
+                quiet: true,
+            }
+            .runtime()?;
             println!(
                 "TabLeak, ensemble {ensemble}, d = {} ({} rows of {}), {iterations} steps run per size, rate extrapolated to {full_steps}",
                 dataset.d(),

@@ -8,6 +8,8 @@ use crate::config::{AttackConfig, AttackKind, LabelMode, Protocol};
 use crate::runtime::BackendInfo;
 use crate::table::{ColumnKind, Dataset, Value};
 
+pub mod reconstruction;
+
 /// Continuous entropies below this are reported as this (members agreeing exactly give −∞).
 pub const ENTROPY_FLOOR: f64 = -20.0;
 
@@ -15,6 +17,24 @@ pub const ENTROPY_FLOOR: f64 = -20.0;
 pub struct FeatureHeader {
     pub name: String,
     pub kind: ColumnKind,
+}
+
+impl FeatureHeader {
+    /// The table's features, in order.
+    pub fn of(dataset: &Dataset) -> Vec<FeatureHeader> {
+        dataset
+            .features
+            .iter()
+            .map(|f| FeatureHeader {
+                name: f.name.clone(),
+                kind: if f.is_categorical() {
+                    ColumnKind::Categorical
+                } else {
+                    ColumnKind::Continuous
+                },
+            })
+            .collect()
+    }
 }
 
 /// How far the attacker can trust a reconstructed cell, from the ensemble's entropy.
@@ -169,18 +189,7 @@ pub fn build_report(
             .map(|(f, &v)| dataset.format(f, v))
             .collect::<Vec<_>>()
     };
-    let features: Vec<FeatureHeader> = dataset
-        .features
-        .iter()
-        .map(|f| FeatureHeader {
-            name: f.name.clone(),
-            kind: if f.is_categorical() {
-                ColumnKind::Categorical
-            } else {
-                ColumnKind::Continuous
-            },
-        })
-        .collect();
+    let features = FeatureHeader::of(dataset);
     let rows: Vec<RowReport> = truth
         .iter()
         .zip(&scored.assignment)
@@ -303,14 +312,18 @@ pub fn confidence_mark(confidence: Confidence) -> &'static str {
     }
 }
 
-/// ε for people: 3 significant digits, ∞ spelled out.
+/// ε for people: about 3 significant digits, ∞ spelled out.
 pub fn fmt_epsilon(e: f64) -> String {
     if e.is_infinite() {
         "∞".into()
     } else if e >= 1000.0 {
-        format!("{e:.3e}")
+        format!("{e:.2e}")
+    } else if e >= 100.0 {
+        format!("{e:.0}")
+    } else if e >= 10.0 {
+        format!("{e:.1}")
     } else {
-        format!("{e:.3}")
+        format!("{e:.2}")
     }
 }
 
@@ -386,7 +399,11 @@ pub fn render_text(r: &Report, max_rows: usize) -> String {
             parts.push(format!("clipping to norm {clip}"));
         }
         if d.noise > 0.0 {
-            parts.push(format!("Gaussian noise σ = {}{}", d.noise, if d.clip.is_some() { "·C" } else { "" }));
+            parts.push(format!(
+                "Gaussian noise σ = {}{}",
+                d.noise,
+                if d.clip.is_some() { "·C" } else { "" }
+            ));
         }
         let _ = writeln!(s, "defence: {}", parts.join(", "));
     }
@@ -394,12 +411,19 @@ pub fn render_text(r: &Report, max_rows: usize) -> String {
         let _ = match p.epsilon {
             Some(e) => writeln!(
                 s,
-                "privacy of one release: (ε = {}, δ = {}){}; releases over training compose",
+                "privacy of one release: (ε = {}, δ = {:e}){}; releases over training compose",
                 fmt_epsilon(e),
                 p.delta,
-                if p.clients > 1 { format!(", inside the average of {} clients", p.clients) } else { String::new() }
+                if p.clients > 1 {
+                    format!(", inside the average of {} clients", p.clients)
+                } else {
+                    String::new()
+                }
             ),
-            None => writeln!(s, "privacy: no (ε, δ) guarantee: the update is not clipped, so its sensitivity is unbounded"),
+            None => writeln!(
+                s,
+                "privacy: no (ε, δ) guarantee: the update is not clipped, so its sensitivity is unbounded"
+            ),
         };
     }
     let a = &r.accuracy;

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Export a PyTorch client's update for `leakscope attack-update`.
+
+The client's side of a federated round, written the way a PyTorch (or Flower) client computes it:
+rows encoded with the table's encoding (`leakscope encoding --csv ... --out encoding.json`), a
+fully connected ReLU network, and either the gradient of the mean cross-entropy on one batch
+(FedSGD) or θ0 − θE after plain-SGD local training over the rows in order (FedAvg). It writes
+
+  DIR/weights.safetensors   the network the server sent (model.state_dict())
+  DIR/update.safetensors    the update, same names and shapes; metadata: rows, labels, table_rows
+  DIR/update.json           both as leakscope-update/1 JSON (with --json)
+
+The tests attack the files this script wrote into tests/data/pytorch-update/ and check that they
+give what leakscope's own simulation of the same client gives:
+
+  python3 scripts/export_update.py --csv data/adult-sample.csv \
+      --encoding tests/data/pytorch-update/encoding.json --rows 0,1,2,3,4,5,6,7 \
+      --hidden 32,32 --seed 0 --json --out tests/data/pytorch-update
+  python3 scripts/export_update.py ... --protocol fedavg --local-epochs 2 --local-batch 4 \
+      --out tests/data/pytorch-update/fedavg
+
+Needs torch and safetensors (pip install torch safetensors).
+"""
+import argparse
+import csv
+import json
+import os
+
+import torch
+from safetensors.torch import save_file
+
+MISSING = {"", "?", "na", "nan", "null"}
+
+
+def is_missing(cell):
+    return cell.lower() in MISSING
+
+
+def read_rows(path, encoding):
+    """The table's complete rows (no missing cell among the features and the label), in order:
+    the rows leakscope's table reader keeps, so row k here is row k there."""
+    names = [f["name"] for f in encoding["features"]]
+    with open(path, newline="") as f:
+        reader = csv.reader(f)
+        header = [h.strip() for h in next(reader)]
+        index = {h: i for i, h in enumerate(header)}
+        used = [index[n] for n in names] + [index[encoding["label"]]]
+        rows = []
+        for record in reader:
+            cells = [c.strip() for c in record]
+            if any(is_missing(cells[j]) for j in used):
+                continue
+            rows.append(cells)
+    return header, rows
+
+
+def encode(cells, header, encoding):
+    """One row as the network's input: one-hot categories, raw numbers, then (v − mean) / std."""
+    index = {h: i for i, h in enumerate(header)}
+    out = [0.0] * len(encoding["mean"])
+    for f in encoding["features"]:
+        value = cells[index[f["name"]]]
+        if f["kind"] == "categorical":
+            out[f["offset"] + f["categories"].index(value)] = 1.0
+        else:
+            out[f["offset"]] = float(value)
+    return [(v - m) / s for v, m, s in zip(out, encoding["mean"], encoding["std"])]
+
+
+def network(d, hidden, classes, seed):
+    torch.manual_seed(seed)
+    sizes = [d] + hidden + [classes]
+    layers = []
+    for i in range(len(sizes) - 1):
+        layers.append(torch.nn.Linear(sizes[i], sizes[i + 1]))
+        if i < len(sizes) - 2:
+            layers.append(torch.nn.ReLU())
+    return torch.nn.Sequential(*layers)
+
+
+def fedsgd_update(model, x, y):
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    names = [n for n, _ in model.named_parameters()]
+    grads = torch.autograd.grad(loss, [p for _, p in model.named_parameters()])
+    return {n: g.detach().contiguous() for n, g in zip(names, grads)}
+
+
+def fedavg_update(model, x, y, epochs, local_batch, lr):
+    """Plain SGD over the rows in order, E epochs, no reshuffle; the update is θ0 − θE."""
+    theta0 = {n: p.detach().clone() for n, p in model.named_parameters()}
+    optimiser = torch.optim.SGD(model.parameters(), lr=lr)
+    for _ in range(epochs):
+        for start in range(0, len(y), local_batch):
+            optimiser.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x[start : start + local_batch]), y[start : start + local_batch])
+            loss.backward()
+            optimiser.step()
+    update = {n: (theta0[n] - p.detach()).contiguous() for n, p in model.named_parameters()}
+    # The server holds the model it sent: put θ0 back.
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            p.copy_(theta0[n])
+    return update
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--csv", required=True)
+    ap.add_argument("--encoding", required=True)
+    ap.add_argument("--rows", required=True, help="complete-row indices of the client's batch, e.g. 0,1,2")
+    ap.add_argument("--hidden", default="100,100")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--protocol", choices=["fedsgd", "fedavg"], default="fedsgd")
+    ap.add_argument("--local-epochs", type=int, default=1)
+    ap.add_argument("--local-batch", type=int, default=32)
+    ap.add_argument("--client-lr", type=float, default=0.01)
+    ap.add_argument("--json", action="store_true", help="also write update.json")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+
+    with open(args.encoding) as f:
+        encoding = json.load(f)
+    header, rows = read_rows(args.csv, encoding)
+    picked = [int(i) for i in args.rows.split(",")]
+    batch = [rows[i] for i in picked]
+    label_at = header.index(encoding["label"])
+    labels = [r[label_at] for r in batch]
+    x = torch.tensor([encode(r, header, encoding) for r in batch], dtype=torch.float32)
+    y = torch.tensor([encoding["classes"].index(l) for l in labels])
+    hidden = [int(h) for h in args.hidden.split(",")]
+    model = network(x.shape[1], hidden, len(encoding["classes"]), args.seed)
+    if args.protocol == "fedsgd":
+        update = fedsgd_update(model, x, y)
+    else:
+        update = fedavg_update(model, x, y, args.local_epochs, args.local_batch, args.client_lr)
+
+    os.makedirs(args.out, exist_ok=True)
+    weights = {n: t.detach().contiguous() for n, t in model.state_dict().items()}
+    meta = {
+        "rows": str(len(batch)),
+        "labels": json.dumps(labels),
+        "table_rows": json.dumps(picked),
+        "protocol": args.protocol,
+    }
+    if args.protocol == "fedavg":
+        meta.update(local_epochs=str(args.local_epochs), local_batch=str(args.local_batch), client_lr=str(args.client_lr))
+    save_file(weights, os.path.join(args.out, "weights.safetensors"))
+    save_file(update, os.path.join(args.out, "update.safetensors"), metadata=meta)
+    if args.json:
+        doc = {
+            "format": "leakscope-update/1",
+            "weights": {n: t.tolist() for n, t in weights.items()},
+            "update": {n: t.tolist() for n, t in update.items()},
+            "rows": len(batch),
+            "labels": labels,
+        }
+        with open(os.path.join(args.out, "update.json"), "w") as f:
+            json.dump(doc, f)
+    print(f"{args.protocol} update of {len(batch)} rows on a {x.shape[1]}-{args.hidden}-{len(encoding['classes'])} network written to {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,475 @@
+//! An audit's results: each cell's numbers, their mean ± std per setting and attack, the columns
+//! that leak most, and a verdict in plain words. Everything here is computed from the cells'
+//! results alone, so shards run anywhere and merged give what one run gives.
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+use super::grid::{AuditOptions, Cell, Point, STUDIES, Study};
+use crate::config::AttackKind;
+use crate::error::{Error, Result};
+use crate::report::{FeatureHeader, Report, fmt_epsilon};
+use crate::table::Dataset;
+
+/// Points within which TabLeak counts as no better than guessing.
+pub const SAFE_MARGIN: f64 = 0.02;
+
+/// What one cell measured (a report without its rows).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct CellResult {
+    pub index: usize,
+    pub accuracy: f64,
+    pub categorical: Option<f64>,
+    pub continuous: Option<f64>,
+    pub per_feature: Vec<f64>,
+    /// Mean ensemble entropy per feature (null without an ensemble).
+    pub per_feature_entropy: Vec<Option<f64>>,
+    /// Rows drawn from the marginals, scored on the same batch.
+    pub random_accuracy: f64,
+    pub epsilon: Option<f64>,
+    pub model_accuracy: Option<f64>,
+    pub epoch_prior: Option<f64>,
+    pub seconds: f64,
+    /// What ran it (shards may run on different machines).
+    pub backend: String,
+}
+
+impl CellResult {
+    pub fn of(index: usize, r: &Report) -> CellResult {
+        CellResult {
+            index,
+            accuracy: r.accuracy.total,
+            categorical: r.accuracy.categorical,
+            continuous: r.accuracy.continuous,
+            per_feature: r.accuracy.per_feature.clone(),
+            per_feature_entropy: r.per_feature_entropy.clone(),
+            random_accuracy: r.random_baseline,
+            epsilon: r.privacy.and_then(|p| p.epsilon),
+            model_accuracy: r.model_accuracy,
+            epoch_prior: r.epoch_prior,
+            seconds: r.seconds,
+            backend: r.backend.label.clone(),
+        }
+    }
+}
+
+/// The table an audit ran on, as far as merging shards needs to know it is the same.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct TableInfo {
+    pub rows: usize,
+    pub label: String,
+    pub encoded_width: usize,
+    pub features: Vec<FeatureHeader>,
+}
+
+impl TableInfo {
+    pub fn of(dataset: &Dataset) -> TableInfo {
+        TableInfo {
+            rows: dataset.n(),
+            label: dataset.label.clone(),
+            encoded_width: dataset.d(),
+            features: FeatureHeader::of(dataset),
+        }
+    }
+}
+
+/// Mean and sample standard deviation.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, TS)]
+pub struct MeanStd {
+    pub mean: f64,
+    pub std: f64,
+}
+
+impl MeanStd {
+    pub fn of(values: &[f64]) -> Option<MeanStd> {
+        if values.is_empty() {
+            return None;
+        }
+        let n = values.len() as f64;
+        let mean = values.iter().sum::<f64>() / n;
+        let std = if values.len() > 1 {
+            (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+        } else {
+            0.0
+        };
+        Some(MeanStd { mean, std })
+    }
+}
+
+/// One setting × attack over the audit's batches.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SummaryRow {
+    pub point: Point,
+    pub attack: AttackKind,
+    pub batches: usize,
+    pub accuracy: MeanStd,
+    pub categorical: Option<MeanStd>,
+    pub continuous: Option<MeanStd>,
+    /// The same batches' marginal guess.
+    pub random: MeanStd,
+    /// Noise: ε of one release at the defence's δ.
+    pub epsilon: Option<f64>,
+    /// Training: the network's accuracy on the table.
+    pub model_accuracy: Option<f64>,
+}
+
+/// How much one column leaks: TabLeak at the reference setting against guessing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct FeatureLeak {
+    pub feature: FeatureHeader,
+    pub accuracy: f64,
+    pub random: f64,
+    /// accuracy − random: what the update gives away beyond the marginals.
+    pub gain: f64,
+    pub entropy: Option<f64>,
+}
+
+/// Per study, the first setting (in the study's order) at which TabLeak's mean accuracy is within
+/// `SAFE_MARGIN` of the random guess on the same batches; null when none of the grid's is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct Threshold {
+    pub study: Study,
+    pub point: Option<Point>,
+    /// The largest setting tried when none was safe, or the safe one.
+    pub at: Point,
+    pub tableak: f64,
+    pub random: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct Verdict {
+    pub thresholds: Vec<Threshold>,
+    /// The verdict in plain words, a sentence per finding.
+    pub sentences: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct Audit {
+    pub options: AuditOptions,
+    pub table: TableInfo,
+    pub rows: Vec<SummaryRow>,
+    /// Columns by what TabLeak recovers beyond guessing at the reference batch, most first.
+    pub features: Vec<FeatureLeak>,
+    pub verdict: Verdict,
+    pub cells: Vec<CellResult>,
+    /// Compute time summed over the cells.
+    pub seconds: f64,
+}
+
+/// The results of every cell, checked: each cell of the grid once.
+fn check_complete(cells: &[Cell], results: &[CellResult]) -> Result<()> {
+    let mut seen = vec![false; cells.len()];
+    for r in results {
+        match seen.get_mut(r.index) {
+            None => {
+                return Err(Error::Config(format!(
+                    "a result is for cell {} but the grid has {} cells: the shards are of another audit",
+                    r.index,
+                    cells.len()
+                )));
+            }
+            Some(true) => return Err(Error::Config(format!("cell {} has two results", r.index))),
+            Some(s) => *s = true,
+        }
+    }
+    let missing: Vec<usize> = (0..cells.len()).filter(|&i| !seen[i]).collect();
+    if !missing.is_empty() {
+        let some: Vec<String> = missing.iter().take(8).map(usize::to_string).collect();
+        return Err(Error::Config(format!(
+            "{} of {} cells have no result (cells {}{}): is a shard missing?",
+            missing.len(),
+            cells.len(),
+            some.join(", "),
+            if missing.len() > 8 { ", …" } else { "" }
+        )));
+    }
+    Ok(())
+}
+
+/// The audit from every cell's result.
+pub fn summarise(
+    options: &AuditOptions,
+    table: TableInfo,
+    cells: &[Cell],
+    mut results: Vec<CellResult>,
+) -> Result<Audit> {
+    check_complete(cells, &results)?;
+    results.sort_by_key(|r| r.index);
+    let mut rows = Vec::new();
+    for point in options.points() {
+        for &attack in &options.attacks {
+            let of: Vec<&CellResult> = cells
+                .iter()
+                .filter(|c| c.attack == attack && c.points.contains(&point))
+                .map(|c| &results[c.index])
+                .collect();
+            let values = |f: &dyn Fn(&CellResult) -> Option<f64>| of.iter().filter_map(|r| f(r)).collect::<Vec<f64>>();
+            rows.push(SummaryRow {
+                point,
+                attack,
+                batches: of.len(),
+                accuracy: MeanStd::of(&values(&|r| Some(r.accuracy))).expect("a cell per batch"),
+                categorical: MeanStd::of(&values(&|r| r.categorical)),
+                continuous: MeanStd::of(&values(&|r| r.continuous)),
+                random: MeanStd::of(&values(&|r| Some(r.random_accuracy))).expect("a cell per batch"),
+                epsilon: of.first().and_then(|r| r.epsilon),
+                model_accuracy: MeanStd::of(&values(&|r| r.model_accuracy)).map(|m| m.mean),
+            });
+        }
+    }
+    let features = feature_leaks(options, &table, cells, &results);
+    let verdict = verdict(options, &rows, &features);
+    Ok(Audit {
+        options: options.clone(),
+        table,
+        seconds: results.iter().map(|r| r.seconds).sum(),
+        rows,
+        features,
+        verdict,
+        cells: results,
+    })
+}
+
+/// TabLeak (or the strongest attack run) at the reference batch, per column, against guessing.
+fn feature_leaks(
+    options: &AuditOptions,
+    table: &TableInfo,
+    cells: &[Cell],
+    results: &[CellResult],
+) -> Vec<FeatureLeak> {
+    let reference = Point::BatchSize {
+        batch: options.reference_batch,
+    };
+    let attack = [AttackKind::Tableak, AttackKind::Cosine, AttackKind::Dlg]
+        .into_iter()
+        .find(|a| options.attacks.contains(a));
+    let at = |a: AttackKind| -> Vec<&CellResult> {
+        cells
+            .iter()
+            .filter(|c| c.attack == a && c.points.contains(&reference))
+            .map(|c| &results[c.index])
+            .collect()
+    };
+    let Some(attack) = attack else { return Vec::new() };
+    let attacked = at(attack);
+    // The random guess per column: the random attack's cells where it ran, else nothing to beat.
+    let guessed = at(AttackKind::Random);
+    let mut leaks: Vec<FeatureLeak> = table
+        .features
+        .iter()
+        .enumerate()
+        .map(|(f, header)| {
+            let mean = |rs: &[&CellResult]| {
+                (!rs.is_empty()).then(|| rs.iter().map(|r| r.per_feature[f]).sum::<f64>() / rs.len() as f64)
+            };
+            let entropies: Vec<f64> = attacked.iter().filter_map(|r| r.per_feature_entropy[f]).collect();
+            let accuracy = mean(&attacked).unwrap_or(0.0);
+            let random = mean(&guessed).unwrap_or(0.0);
+            FeatureLeak {
+                feature: header.clone(),
+                accuracy,
+                random,
+                gain: accuracy - random,
+                entropy: (!entropies.is_empty()).then(|| entropies.iter().sum::<f64>() / entropies.len() as f64),
+            }
+        })
+        .collect();
+    leaks.sort_by(|a, b| b.gain.total_cmp(&a.gain));
+    leaks
+}
+
+fn pct(v: f64) -> String {
+    format!("{:.0}%", 100.0 * v)
+}
+
+fn verdict(options: &AuditOptions, rows: &[SummaryRow], features: &[FeatureLeak]) -> Verdict {
+    let mut thresholds = Vec::new();
+    let mut sentences = Vec::new();
+    let attack = if options.attacks.contains(&AttackKind::Tableak) {
+        AttackKind::Tableak
+    } else {
+        match options.attacks.iter().find(|&&a| a != AttackKind::Random) {
+            Some(&a) => a,
+            None => {
+                sentences.push("Only random guessing ran: there is no attack to judge.".into());
+                return Verdict { thresholds, sentences };
+            }
+        }
+    };
+    let line = |study: Study| -> Vec<&SummaryRow> {
+        rows.iter()
+            .filter(|r| r.attack == attack && r.point.study() == study)
+            .collect()
+    };
+    for study in STUDIES {
+        let points = line(study);
+        if points.is_empty() {
+            continue;
+        }
+        let safe = |r: &SummaryRow| r.accuracy.mean <= r.random.mean + SAFE_MARGIN;
+        match study {
+            Study::BatchSize | Study::Noise | Study::Clients => {
+                let hit = points.iter().find(|r| safe(r));
+                let at = hit.copied().unwrap_or(points[points.len() - 1]);
+                thresholds.push(Threshold {
+                    study,
+                    point: hit.map(|r| r.point),
+                    at: at.point,
+                    tableak: at.accuracy.mean,
+                    random: at.random.mean,
+                });
+                sentences.push(threshold_sentence(options, attack, study, hit.is_some(), at, points[0]));
+            }
+            Study::Fedavg => {
+                let most = points
+                    .iter()
+                    .max_by(|a, b| a.accuracy.mean.total_cmp(&b.accuracy.mean))
+                    .unwrap();
+                let least = points
+                    .iter()
+                    .min_by(|a, b| a.accuracy.mean.total_cmp(&b.accuracy.mean))
+                    .unwrap();
+                let (
+                    Point::Fedavg {
+                        epochs: e1,
+                        local_batch: b1,
+                    },
+                    Point::Fedavg {
+                        epochs: e2,
+                        local_batch: b2,
+                    },
+                ) = (most.point, least.point)
+                else {
+                    unreachable!()
+                };
+                sentences.push(format!(
+                    "Under FedAvg (a client of {} rows, client lr {}), {attack} recovers {} of cells after {e1} local \
+                     epoch{} of batches of {b1} and {} after {e2} of batches of {b2}, against {} by guessing.",
+                    options.reference_batch,
+                    options.run.client_lr,
+                    pct(most.accuracy.mean),
+                    if e1 == 1 { "" } else { "s" },
+                    pct(least.accuracy.mean),
+                    pct(least.random.mean),
+                ));
+            }
+            Study::Training => {
+                let first = points[0];
+                let last = points[points.len() - 1];
+                if let (Point::Training { epochs: k0 }, Point::Training { epochs: k1 }) = (first.point, last.point)
+                    && k1 > k0
+                {
+                    let model = last
+                        .model_accuracy
+                        .map(|m| format!(" (the model then gets {} of the table right)", pct(m)))
+                        .unwrap_or_default();
+                    sentences.push(format!(
+                        "Training first does not make updates safe by itself: after {k1} epoch{}{model}, {attack} \
+                         recovers {} of cells, against {} after {k0}; guessing gets {}.",
+                        if k1 == 1 { "" } else { "s" },
+                        pct(last.accuracy.mean),
+                        pct(first.accuracy.mean),
+                        pct(last.random.mean)
+                    ));
+                }
+            }
+        }
+    }
+    if features.len() >= 2 {
+        let top: Vec<String> = features
+            .iter()
+            .take(3)
+            .map(|f| {
+                format!(
+                    "{} ({} right, guessing {})",
+                    f.feature.name,
+                    pct(f.accuracy),
+                    pct(f.random)
+                )
+            })
+            .collect();
+        let bottom = &features[features.len() - 1];
+        sentences.push(format!(
+            "At a batch of {}, the columns that leak most beyond guessing are {}; the least, {} ({} against {}).",
+            options.reference_batch,
+            top.join(", "),
+            bottom.feature.name,
+            pct(bottom.accuracy),
+            pct(bottom.random)
+        ));
+    }
+    Verdict { thresholds, sentences }
+}
+
+fn threshold_sentence(
+    options: &AuditOptions,
+    attack: AttackKind,
+    study: Study,
+    safe: bool,
+    at: &SummaryRow,
+    first: &SummaryRow,
+) -> String {
+    let within = format!("within {:.0} points of guessing", 100.0 * SAFE_MARGIN);
+    let numbers = format!("{} against {} by guessing", pct(at.accuracy.mean), pct(at.random.mean));
+    let b = options.reference_batch;
+    let delta = fmt_delta(options.run.delta.unwrap_or(crate::client::privacy::DEFAULT_DELTA));
+    let epsilon = at.epsilon.map_or("—".into(), fmt_epsilon);
+    // Safe at the study's first setting: the defence is not what makes it so.
+    let already = safe && at.point == first.point;
+    match (study, at.point) {
+        (Study::BatchSize, Point::BatchSize { batch }) if already => format!(
+            "Batch size: even at the smallest batch tried ({batch} rows) {attack} gets no more than guessing \
+             ({numbers}): raise --iterations or the ensemble before trusting this."
+        ),
+        (Study::BatchSize, Point::BatchSize { batch }) if safe => format!(
+            "Batch size: {attack} falls to {within} from a batch of {batch} rows ({numbers}); at {} rows it \
+             recovers {}.",
+            match first.point {
+                Point::BatchSize { batch } => batch,
+                _ => 0,
+            },
+            pct(first.accuracy.mean)
+        ),
+        (Study::BatchSize, Point::BatchSize { batch }) => {
+            format!("Batch size: no batch size tried is safe: even at {batch} rows {attack} recovers {numbers}.")
+        }
+        (Study::Noise | Study::Clients, _) if already => format!(
+            "{}: at a batch of {b} rows {attack} already gets no more than guessing without it ({numbers}).",
+            if study == Study::Noise {
+                "Noise"
+            } else {
+                "Secure aggregation"
+            }
+        ),
+        (Study::Noise, Point::Noise { sigma }) if safe => format!(
+            "Noise: with each update clipped to norm {} and noise σ = {sigma}·C added, {attack} falls to {within} \
+             at a batch of {b} ({numbers}); that noise gives ε = {epsilon} per release at δ = {delta}.",
+            options.clip
+        ),
+        (Study::Noise, Point::Noise { sigma }) => format!(
+            "Noise: no noise scale tried is enough at a batch of {b}: at σ = {sigma}·C (clipping to C = {}; \
+             ε = {epsilon} per release at δ = {delta}) {attack} still recovers {numbers}.",
+            options.clip
+        ),
+        (Study::Clients, Point::Clients { clients }) if safe => format!(
+            "Secure aggregation: averaging {clients} clients' updates of {b} rows each brings {attack} to {within} \
+             ({numbers})."
+        ),
+        (Study::Clients, Point::Clients { clients }) => format!(
+            "Secure aggregation: averaging up to {clients} clients' updates of {b} rows each is not enough: \
+             {attack} still recovers {numbers}."
+        ),
+        _ => String::new(),
+    }
+}
+
+/// δ for people: 1e-5 rather than 0.00001.
+fn fmt_delta(d: f64) -> String {
+    if d < 1e-3 { format!("{d:e}") } else { d.to_string() }
+}

@@ -1,0 +1,238 @@
+//! The command line's option groups, shared by the subcommands: the table, the engine, the attack
+//! and the client. Each turns into the library's `RunOptions`; defaults left unset are the
+//! library's.
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use leakscope::config::{EpochPrior, ProtocolKind};
+use leakscope::table::ColumnKind;
+use leakscope::{AttackKind, BackendKind, LabelMode, RunOptions, Runtime};
+
+use crate::CliResult;
+
+/// Which table, and how to read it.
+#[derive(Args)]
+pub struct TableArgs {
+    #[arg(long)]
+    pub csv: PathBuf,
+    #[arg(long)]
+    pub label: String,
+    /// Force a column's kind: NAME=categorical or NAME=continuous (repeatable).
+    #[arg(long = "kind", value_parser = parse_kind)]
+    pub kinds: Vec<(String, ColumnKind)>,
+    /// Leave a column out (repeatable).
+    #[arg(long)]
+    pub ignore: Vec<String>,
+}
+
+/// Where the steps run, and how much the terminal is told.
+#[derive(Args)]
+pub struct EngineArgs {
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub backend: BackendArg,
+    /// What computes the steps: the backend's accelerator (the fused CPU kernel, the GPU kernels) or
+    /// the definition itself as burn tensor ops (slower; what the accelerators are tested against).
+    #[arg(long, value_enum, default_value = "accelerated")]
+    pub engine: EngineArg,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// The attacker's settings.
+#[derive(Args)]
+pub struct AttackArgs {
+    /// TabLeak's members (default 30 on FedSGD, 15 on FedAvg).
+    #[arg(long)]
+    pub ensemble: Option<usize>,
+    /// Optimisation steps (default 1500).
+    #[arg(long)]
+    pub iterations: Option<usize>,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// The labels the server uses: the true ones (known, the default), or restored from the
+    /// gradient (FedSGD).
+    #[arg(long, value_enum)]
+    pub labels: Option<LabelArg>,
+    /// Hidden layer sizes of the client's network (default 100,100).
+    #[arg(long, value_delimiter = ',')]
+    pub hidden: Option<Vec<usize>>,
+    /// Adam learning rate (default: 0.1 for TabLeak, the reference's 0.06 for the baselines).
+    #[arg(long)]
+    pub lr: Option<f64>,
+    /// TabLeak on FedAvg: the epoch prior's weight λ (default 0.1), or `auto` to choose it among
+    /// the reference's grid by how well each candidate's reconstruction fits the update (no ground
+    /// truth; 7× the work).
+    #[arg(long, value_parser = parse_prior)]
+    pub epoch_prior: Option<EpochPrior>,
+    /// FedAvg: the client's SGD step (default 0.01).
+    #[arg(long)]
+    pub client_lr: Option<f64>,
+}
+
+/// What the client does before the server sees its update.
+#[derive(Args)]
+pub struct ClientArgs {
+    /// What the client sends: a gradient (fedsgd) or θ0 − θE after local training (fedavg, with
+    /// `--batch-size` as its rows).
+    #[arg(long, value_enum, default_value = "fedsgd")]
+    pub protocol: ProtocolArg,
+    /// FedAvg: rows per local step (default 32).
+    #[arg(long)]
+    pub local_batch: Option<usize>,
+    /// FedAvg: local epochs (default 1).
+    #[arg(long)]
+    pub local_epochs: Option<usize>,
+    /// Defence: clip each client's update to this L2 norm.
+    #[arg(long)]
+    pub clip: Option<f64>,
+    /// Defence: Gaussian noise multiplier σ (noise std σ·C, or σ without clipping).
+    #[arg(long, default_value_t = 0.0)]
+    pub noise: f64,
+    /// Defence: CAFE's fake gradients, the closest of this many random draws.
+    #[arg(long)]
+    pub fake_gradients: Option<usize>,
+    /// The δ at which the report states the (ε, δ) of one release (default 1e-5).
+    #[arg(long)]
+    pub delta: Option<f64>,
+    /// Clients whose updates are averaged before the server sees them (secure aggregation):
+    /// the attack faces clients × batch-size rows.
+    #[arg(long, default_value_t = 1)]
+    pub clients: usize,
+    /// Train the network this many epochs on the table before the attacked round.
+    #[arg(long, default_value_t = 0)]
+    pub train_epochs: usize,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum AttackArg {
+    Tableak,
+    Cosine,
+    Dlg,
+    Random,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ProtocolArg {
+    Fedsgd,
+    Fedavg,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum LabelArg {
+    Known,
+    Restored,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum BackendArg {
+    /// The CPU: the fused kernel (burn's flex backend for the definition).
+    Cpu,
+    /// Another name for the CPU backend.
+    #[value(alias = "flex")]
+    Ndarray,
+    /// burn's wgpu backend: Vulkan, Metal or DX12.
+    Wgpu,
+    /// burn's CUDA backend (a build with `--features cuda`).
+    Cuda,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum EngineArg {
+    Accelerated,
+    Definition,
+}
+
+fn parse_prior(s: &str) -> Result<EpochPrior, String> {
+    if s == "auto" {
+        return Ok(EpochPrior::Auto);
+    }
+    s.parse::<f64>()
+        .map(EpochPrior::Fixed)
+        .map_err(|_| format!("{s:?} is neither a number nor auto"))
+}
+
+fn parse_kind(s: &str) -> Result<(String, ColumnKind), String> {
+    let (name, kind) = s.rsplit_once('=').ok_or("expected NAME=categorical|continuous")?;
+    let kind = match kind {
+        "categorical" | "cat" => ColumnKind::Categorical,
+        "continuous" | "cont" | "numeric" => ColumnKind::Continuous,
+        other => return Err(format!("unknown kind {other:?}: use categorical or continuous")),
+    };
+    Ok((name.to_string(), kind))
+}
+
+impl From<AttackArg> for AttackKind {
+    fn from(a: AttackArg) -> Self {
+        match a {
+            AttackArg::Tableak => AttackKind::Tableak,
+            AttackArg::Cosine => AttackKind::Cosine,
+            AttackArg::Dlg => AttackKind::Dlg,
+            AttackArg::Random => AttackKind::Random,
+        }
+    }
+}
+
+impl EngineArgs {
+    pub fn runtime(&self) -> CliResult<Runtime> {
+        let kind = match self.backend {
+            BackendArg::Cpu | BackendArg::Ndarray => BackendKind::Cpu,
+            BackendArg::Wgpu => BackendKind::Wgpu,
+            BackendArg::Cuda => BackendKind::Cuda,
+        };
+        let rt = pollster::block_on(Runtime::select(kind)).map_err(|e| e.to_string())?;
+        Ok(match self.engine {
+            EngineArg::Accelerated => rt,
+            EngineArg::Definition => rt.definition(),
+        })
+    }
+}
+
+/// The options as the engine takes them: what is not given keeps the engine's default.
+pub fn run_options(table: &TableArgs, attack: &AttackArgs, client: Option<&ClientArgs>) -> RunOptions {
+    let mut o = RunOptions {
+        label: table.label.clone(),
+        kinds: table.kinds.iter().cloned().collect(),
+        ignore: table.ignore.clone(),
+        seed: attack.seed,
+        ensemble: attack.ensemble,
+        lr: attack.lr,
+        ..RunOptions::default()
+    };
+    match attack.labels {
+        Some(LabelArg::Known) => o.labels = LabelMode::Known,
+        Some(LabelArg::Restored) => o.labels = LabelMode::Restored,
+        None => {}
+    }
+    if let Some(v) = attack.iterations {
+        o.iterations = v;
+    }
+    if let Some(v) = &attack.hidden {
+        o.hidden = v.clone();
+    }
+    if let Some(v) = attack.epoch_prior {
+        o.epoch_prior = v;
+    }
+    if let Some(v) = attack.client_lr {
+        o.client_lr = v;
+    }
+    if let Some(c) = client {
+        o.protocol = match c.protocol {
+            ProtocolArg::Fedsgd => ProtocolKind::Fedsgd,
+            ProtocolArg::Fedavg => ProtocolKind::Fedavg,
+        };
+        if let Some(v) = c.local_batch {
+            o.local_batch = v;
+        }
+        if let Some(v) = c.local_epochs {
+            o.local_epochs = v;
+        }
+        o.clip = c.clip;
+        o.noise = c.noise;
+        o.fake_gradients = c.fake_gradients;
+        o.delta = c.delta;
+        o.clients = c.clients;
+        o.training_epochs = c.train_epochs;
+    }
+    o
+}

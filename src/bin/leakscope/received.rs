@@ -1,0 +1,159 @@
+//! `leakscope encoding` (a table's encoding as a file) and `leakscope attack-update` (attack an
+//! update that came from elsewhere: safetensors or JSON, checked against that encoding).
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use leakscope::config::ProtocolKind;
+use leakscope::received::ReceivedUpdate;
+use leakscope::table::Encoding;
+use leakscope::{AttackKind, LabelMode, attack_received};
+
+use crate::CliResult;
+use crate::args::{AttackArg, AttackArgs, EngineArgs, LabelArg, ProtocolArg, TableArgs, run_options};
+use crate::io::{bar, load, write_atomically};
+
+#[derive(Args)]
+pub struct EncodingArgs {
+    #[command(flatten)]
+    pub table: TableArgs,
+    /// Where to write the encoding (JSON).
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+pub fn encoding(args: EncodingArgs) -> CliResult<()> {
+    let dataset = load(&args.table)?;
+    let enc = Encoding::of(&dataset);
+    write_atomically(&args.out, &serde_json::to_string_pretty(&enc).unwrap())?;
+    println!(
+        "encoding of {} ({} features, {} inputs, classes {}) written to {}",
+        args.table.csv.display(),
+        enc.features.len(),
+        dataset.d(),
+        enc.classes.join(", "),
+        args.out.display()
+    );
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct AttackUpdateArgs {
+    /// The table's encoding (`leakscope encoding` writes one).
+    #[arg(long)]
+    pub encoding: PathBuf,
+    /// The update: a .safetensors file (with --weights) or a leakscope-update/1 JSON file.
+    #[arg(long)]
+    pub update: PathBuf,
+    /// The network's weights as a .safetensors state dict (with a .safetensors update).
+    #[arg(long)]
+    pub weights: Option<PathBuf>,
+    /// Rows the client computed the update on, when the file does not say.
+    #[arg(long)]
+    pub batch_size: Option<usize>,
+    #[arg(long, value_enum, default_value = "tableak")]
+    pub attack: AttackArg,
+    #[arg(long, value_enum, default_value = "fedsgd")]
+    pub protocol: ProtocolArg,
+    #[arg(long)]
+    pub local_batch: Option<usize>,
+    #[arg(long)]
+    pub local_epochs: Option<usize>,
+    #[command(flatten)]
+    pub attack_args: AttackArgs,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    /// Rows to print (the JSON report holds them all).
+    #[arg(long, default_value_t = 8)]
+    pub rows: usize,
+    /// Write the report as JSON here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+fn read(path: &Path) -> CliResult<Vec<u8>> {
+    std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+}
+
+pub fn load_update(update: &Path, weights: Option<&Path>) -> CliResult<ReceivedUpdate> {
+    let is_json = update.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
+    let at = |e: leakscope::Error| format!("{}: {e}", update.display());
+    match (is_json, weights) {
+        (true, None) => {
+            let text =
+                String::from_utf8(read(update)?).map_err(|_| format!("{} is not UTF-8 text", update.display()))?;
+            ReceivedUpdate::from_json(&text).map_err(at)
+        }
+        (true, Some(_)) => Err("a JSON update carries its weights: leave out --weights".into()),
+        (false, Some(w)) => ReceivedUpdate::from_safetensors(&read(w)?, &read(update)?).map_err(at),
+        (false, None) => Err(format!(
+            "{} is read as safetensors, which holds the update only: give the model's state dict with --weights",
+            update.display()
+        )),
+    }
+}
+
+pub fn attack_update(args: AttackUpdateArgs) -> CliResult<()> {
+    let text = String::from_utf8(read(&args.encoding)?)
+        .map_err(|_| format!("{} is not UTF-8 text", args.encoding.display()))?;
+    let encoding: Encoding =
+        serde_json::from_str(&text).map_err(|e| format!("{}: not an encoding ({e})", args.encoding.display()))?;
+    let dataset = encoding
+        .into_dataset()
+        .map_err(|e| format!("{}: {e}", args.encoding.display()))?;
+    let received = load_update(&args.update, args.weights.as_deref())?;
+    let sizes = &received.params.sizes;
+    let rows = match (args.batch_size, received.rows, &received.labels) {
+        (Some(r), Some(f), _) if r != f => {
+            return Err(format!(
+                "--batch-size {r} but the update says it was computed on {f} rows"
+            ));
+        }
+        (Some(r), _, _) | (None, Some(r), _) => r,
+        (None, None, Some(l)) => l.len(),
+        (None, None, None) => {
+            return Err("the update does not say how many rows it was computed on: give --batch-size".into());
+        }
+    };
+    let table = crate::args::TableArgs {
+        csv: args.encoding.clone(),
+        label: dataset.label.clone(),
+        kinds: Vec::new(),
+        ignore: Vec::new(),
+    };
+    let mut options = run_options(&table, &args.attack_args, None);
+    options.attack = AttackKind::from(args.attack);
+    options.batch_size = rows;
+    options.hidden = sizes[1..sizes.len() - 1].to_vec();
+    // Labels: the file's when it carries them, else restored from the gradient.
+    options.labels = match args.attack_args.labels {
+        Some(LabelArg::Known) => LabelMode::Known,
+        Some(LabelArg::Restored) => LabelMode::Restored,
+        None if received.labels.is_some() => LabelMode::Known,
+        None => LabelMode::Restored,
+    };
+    if matches!(args.protocol, ProtocolArg::Fedavg) {
+        options.protocol = ProtocolKind::Fedavg;
+        if let Some(v) = args.local_batch {
+            options.local_batch = v;
+        }
+        if let Some(v) = args.local_epochs {
+            options.local_epochs = v;
+        }
+    }
+    let config = options.attack_config();
+    let rt = args.engine.runtime()?;
+    let pb = bar(args.engine.quiet, config.iterations as u64, "attack".into());
+    let mut on = |p: &leakscope::attack::Progress| {
+        pb.set_position(p.step as u64);
+        true
+    };
+    let report =
+        pollster::block_on(attack_received(&rt, &dataset, &config, &received, &mut on)).map_err(|e| e.to_string())?;
+    pb.finish_and_clear();
+    print!("{}", report.render_text(args.rows));
+    if let Some(path) = &args.json {
+        write_atomically(path, &serde_json::to_string_pretty(&report).unwrap())?;
+        println!("report written to {}", path.display());
+    }
+    Ok(())
+}

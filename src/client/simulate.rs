@@ -1,0 +1,90 @@
+//! One federated round as the server sees it: each client computes its update on its own rows
+//! (a FedSGD gradient or FedAvg's θ0 − θE), applies its defence, and the server receives their
+//! average (what secure aggregation reveals). Simulated on the CPU whatever runs the attack: a few
+//! small gradients, for which a GPU would first compile kernels.
+use burn::tensor::{Device, Tensor, TensorData};
+
+use super::defence::{self, Defence};
+use super::fedavg::local_training;
+use super::gradient::{ParamGrads, param_grads};
+use super::network::{Net, Params};
+use crate::config::Protocol;
+use crate::error::{Error, Result};
+use crate::runtime::read_f32;
+
+/// How the round runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Round {
+    pub protocol: Protocol,
+    /// Clients averaged; the rows are split among them in order, equally.
+    pub clients: usize,
+    pub defence: Option<Defence>,
+    /// The defences' randomness (client k draws from its own stream).
+    pub seed: u64,
+}
+
+/// Host copy of a one-member update, tensor by tensor (weights first, then biases).
+pub async fn to_host(g: &ParamGrads) -> Result<Vec<Vec<f32>>> {
+    let mut out = Vec::new();
+    for t in g.tensors() {
+        out.push(read_f32(t.clone()).await?);
+    }
+    Ok(out)
+}
+
+/// The update the server receives from `clients` clients holding `x` (encoded rows, [rows, d]
+/// row-major) with labels `labels`, split equally in order.
+pub async fn simulate_round(
+    params: &Params,
+    x: &[f32],
+    labels: &[usize],
+    classes: usize,
+    round: &Round,
+) -> Result<Vec<Vec<f32>>> {
+    let (rows, d) = (labels.len(), params.sizes[0]);
+    let clients = round.clients.max(1);
+    let b = rows / clients;
+    let device = &Device::flex();
+    let net = Net::new(params, device);
+    let mut observed: Vec<Vec<f32>> = Vec::new();
+    for k in 0..clients {
+        let part = k * b..(k + 1) * b;
+        let mut y = vec![0f32; b * classes];
+        for (i, &c) in labels[part.clone()].iter().enumerate() {
+            y[i * classes + c] = 1.0;
+        }
+        let xt = Tensor::<3>::from_data(
+            TensorData::new(x[part.start * d..part.end * d].to_vec(), [1, b, d]),
+            device,
+        );
+        let yt = Tensor::<3>::from_data(TensorData::new(y, [1, b, classes]), device);
+        let update = match &round.protocol {
+            Protocol::Fedsgd => param_grads(&net, &xt, &yt).0,
+            Protocol::Fedavg(training) => local_training(&net, &[xt], &yt, training, false).0,
+        };
+        let mut own = to_host(&update).await?;
+        if let Some(defence) = &round.defence {
+            // Client 0 keeps the stream a single client has always used.
+            defence::apply(
+                &mut own,
+                defence,
+                round.seed ^ (k as u64).wrapping_mul(0xD1B5_4A32_D192_ED03),
+            );
+        }
+        if observed.is_empty() {
+            observed = own;
+        } else {
+            for (acc, v) in observed.iter_mut().zip(own) {
+                acc.iter_mut().zip(v).for_each(|(a, v)| *a += v);
+            }
+        }
+    }
+    if clients > 1 {
+        let scale = 1.0 / clients as f32;
+        observed.iter_mut().flatten().for_each(|v| *v *= scale);
+    }
+    if observed.iter().flatten().any(|v| !v.is_finite()) {
+        return Err(Error::NonFinite("the client's update holds NaN or infinity".into()));
+    }
+    Ok(observed)
+}

@@ -1,0 +1,395 @@
+//! An update received from elsewhere (a real client, another framework): the network's weights
+//! and the update (a gradient, or θ0 − θE for FedAvg), read from safetensors (PyTorch's
+//! `state_dict` saved with the `safetensors` package) or JSON, and checked against the table's
+//! encoding before any attack. PyTorch's `nn.Linear` stores W as [out, in] and computes x Wᵀ + b;
+//! leakscope holds W as [in, out], so weights and their updates are transposed on reading.
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::client::network::Params;
+use crate::error::{Error, Result};
+
+/// The format tag of a JSON update.
+pub const UPDATE_FORMAT: &str = "leakscope-update/1";
+
+/// What the server holds: the network it sent and the update it got back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReceivedUpdate {
+    pub params: Params,
+    /// Every layer's W update ([in, out] row-major), then every b update.
+    pub update: Vec<Vec<f32>>,
+    /// Rows the client computed the update on, where the file says.
+    pub rows: Option<usize>,
+    /// The client's labels in its order, where the file carries them (class names).
+    pub labels: Option<Vec<String>>,
+    /// The layers' names as read, in order.
+    pub layer_names: Vec<String>,
+}
+
+fn fail<T>(m: String) -> Result<T> {
+    Err(Error::Config(m))
+}
+
+/// One named tensor as read: its shape as stored and its values, row-major.
+struct Named {
+    name: String,
+    shape: Vec<usize>,
+    values: Vec<f32>,
+}
+
+/// Natural order of layer names: "2" before "10", "fc1" before "fc2", "0" before "layers.1".
+fn natural_key(name: &str) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    let mut text = String::new();
+    let mut digits = String::new();
+    for c in name.chars() {
+        if c.is_ascii_digit() {
+            digits.push(c);
+        } else {
+            if !digits.is_empty() {
+                out.push((std::mem::take(&mut text), digits.parse().unwrap_or(u64::MAX)));
+                digits.clear();
+            }
+            text.push(c);
+        }
+    }
+    out.push((
+        text,
+        if digits.is_empty() {
+            0
+        } else {
+            digits.parse().unwrap_or(u64::MAX)
+        },
+    ));
+    out
+}
+
+/// Layers from a state dict: every tensor a `<layer>.weight` [out, in] or `<layer>.bias` [out],
+/// in natural order of the layer names, chaining in → out.
+fn layers_of(what: &str, tensors: Vec<Named>) -> Result<(Vec<String>, Vec<Named>, Vec<Named>)> {
+    let mut weights: BTreeMap<String, Named> = BTreeMap::new();
+    let mut biases: BTreeMap<String, Named> = BTreeMap::new();
+    for t in tensors {
+        if let Some(layer) = t.name.strip_suffix(".weight") {
+            if t.shape.len() != 2 {
+                return fail(format!(
+                    "{what}: {} has shape {:?}; a Linear layer's weight is [out, in]",
+                    t.name, t.shape
+                ));
+            }
+            weights.insert(layer.to_string(), t);
+        } else if let Some(layer) = t.name.strip_suffix(".bias") {
+            if t.shape.len() != 1 {
+                return fail(format!("{what}: {} has shape {:?}; a bias is [out]", t.name, t.shape));
+            }
+            biases.insert(layer.to_string(), t);
+        } else {
+            return fail(format!(
+                "{what}: tensor {:?} is neither a Linear layer's weight nor its bias; leakscope attacks fully \
+                 connected ReLU networks (nn.Linear layers only, names ending in .weight and .bias)",
+                t.name
+            ));
+        }
+    }
+    if weights.is_empty() {
+        return fail(format!(
+            "{what}: no Linear layers (tensors named <layer>.weight and <layer>.bias)"
+        ));
+    }
+    let mut names: Vec<String> = weights.keys().cloned().collect();
+    names.sort_by_key(|n| natural_key(n));
+    for name in biases.keys() {
+        if !weights.contains_key(name) {
+            return fail(format!("{what}: {name}.bias has no {name}.weight"));
+        }
+    }
+    let mut ws = Vec::new();
+    let mut bs = Vec::new();
+    for name in &names {
+        let w = weights.remove(name).unwrap();
+        let Some(b) = biases.remove(name) else {
+            return fail(format!(
+                "{what}: layer {name} has no bias; leakscope's network has a bias in every layer"
+            ));
+        };
+        if b.shape[0] != w.shape[0] {
+            return fail(format!(
+                "{what}: {name}.weight is {:?} ([out, in]) but {name}.bias has {} values",
+                w.shape, b.shape[0]
+            ));
+        }
+        ws.push(w);
+        bs.push(b);
+    }
+    for pair in ws.windows(2) {
+        if pair[1].shape[1] != pair[0].shape[0] {
+            return fail(format!(
+                "{what}: layers in name order do not chain: {} gives {} outputs but {} takes {} inputs",
+                pair[0].name, pair[0].shape[0], pair[1].name, pair[1].shape[1]
+            ));
+        }
+    }
+    Ok((names, ws, bs))
+}
+
+/// [out, in] row-major → [in, out] row-major.
+fn transpose(values: &[f32], out: usize, inp: usize) -> Vec<f32> {
+    let mut t = vec![0f32; values.len()];
+    for o in 0..out {
+        for i in 0..inp {
+            t[i * out + o] = values[o * inp + i];
+        }
+    }
+    t
+}
+
+impl ReceivedUpdate {
+    /// Weights and update from their tensors, checked against each other.
+    fn from_tensors(
+        weights: Vec<Named>,
+        update: Vec<Named>,
+        rows: Option<usize>,
+        labels: Option<Vec<String>>,
+    ) -> Result<Self> {
+        let (names, ws, bs) = layers_of("weights", weights)?;
+        let (unames, uws, ubs) = layers_of("update", update)?;
+        if unames != names {
+            let missing: Vec<&String> = names.iter().filter(|n| !unames.contains(n)).collect();
+            let extra: Vec<&String> = unames.iter().filter(|n| !names.contains(n)).collect();
+            return fail(format!(
+                "the update's layers are not the model's: missing {missing:?}, not in the model {extra:?}"
+            ));
+        }
+        for (a, b) in ws.iter().chain(&bs).zip(uws.iter().chain(&ubs)) {
+            if a.shape != b.shape {
+                return fail(format!(
+                    "the update's {} is {:?} but the model's is {:?}",
+                    b.name, b.shape, a.shape
+                ));
+            }
+        }
+        for t in ws.iter().chain(&bs).chain(&uws).chain(&ubs) {
+            if let Some(i) = t.values.iter().position(|v| !v.is_finite()) {
+                return fail(format!("{} holds a non-finite value at element {i}", t.name));
+            }
+        }
+        let mut sizes = vec![ws[0].shape[1]];
+        sizes.extend(ws.iter().map(|w| w.shape[0]));
+        let params = Params {
+            sizes: sizes.clone(),
+            weights: ws
+                .iter()
+                .map(|w| transpose(&w.values, w.shape[0], w.shape[1]))
+                .collect(),
+            biases: bs.iter().map(|b| b.values.clone()).collect(),
+        };
+        let mut update: Vec<Vec<f32>> = uws
+            .iter()
+            .map(|w| transpose(&w.values, w.shape[0], w.shape[1]))
+            .collect();
+        update.extend(ubs.into_iter().map(|b| b.values));
+        if let (Some(r), Some(l)) = (rows, &labels)
+            && l.len() != r
+        {
+            return fail(format!("the update says {r} rows but carries {} labels", l.len()));
+        }
+        Ok(ReceivedUpdate {
+            params,
+            update,
+            rows,
+            labels,
+            layer_names: names,
+        })
+    }
+
+    /// From two safetensors files: the model's `state_dict` and the update (same names and
+    /// shapes). The update's metadata may say `rows` (a number) and `labels` (a JSON array of
+    /// class names, in the client's order).
+    pub fn from_safetensors(weights: &[u8], update: &[u8]) -> Result<ReceivedUpdate> {
+        let read =
+            |what: &str, bytes: &[u8]| -> Result<(Vec<Named>, Option<std::collections::HashMap<String, String>>)> {
+                let (_, meta) = safetensors::SafeTensors::read_metadata(bytes)
+                    .map_err(|e| Error::Config(format!("{what}: not a safetensors file ({e})")))?;
+                let file = safetensors::SafeTensors::deserialize(bytes)
+                    .map_err(|e| Error::Config(format!("{what}: not a safetensors file ({e})")))?;
+                let mut out = Vec::new();
+                for (name, view) in file.tensors() {
+                    let data = view.data();
+                    let values: Vec<f32> = match view.dtype() {
+                        safetensors::Dtype::F32 => data
+                            .chunks_exact(4)
+                            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                            .collect(),
+                        safetensors::Dtype::F64 => data
+                            .chunks_exact(8)
+                            .map(|c| f64::from_le_bytes(c.try_into().unwrap()) as f32)
+                            .collect(),
+                        other => {
+                            return fail(format!(
+                                "{what}: {name} is {other:?}; save float32 or float64 tensors (model.float())"
+                            ));
+                        }
+                    };
+                    out.push(Named {
+                        name,
+                        shape: view.shape().to_vec(),
+                        values,
+                    });
+                }
+                Ok((out, meta.metadata().clone()))
+            };
+        let (w, _) = read("weights", weights)?;
+        let (u, meta) = read("update", update)?;
+        let meta = meta.unwrap_or_default();
+        let rows = match meta.get("rows") {
+            Some(r) => Some(
+                r.trim()
+                    .parse::<usize>()
+                    .map_err(|_| Error::Config(format!("update: metadata rows = {r:?} is not a whole number")))?,
+            ),
+            None => None,
+        };
+        let labels = match meta.get("labels") {
+            Some(l) => Some(serde_json::from_str::<Vec<String>>(l).map_err(|e| {
+                Error::Config(format!(
+                    "update: metadata labels must be a JSON array of class names ({e})"
+                ))
+            })?),
+            None => None,
+        };
+        Self::from_tensors(w, u, rows, labels)
+    }
+
+    /// From one JSON document: {"format": "leakscope-update/1", "weights": {name: nested array},
+    /// "update": {name: nested array}, "rows"?: n, "labels"?: [class, …]}, arrays as PyTorch's
+    /// `tensor.tolist()` gives them ([out][in] for a weight).
+    pub fn from_json(text: &str) -> Result<ReceivedUpdate> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct File {
+            format: String,
+            weights: BTreeMap<String, serde_json::Value>,
+            update: BTreeMap<String, serde_json::Value>,
+            rows: Option<usize>,
+            labels: Option<Vec<String>>,
+        }
+        let file: File = serde_json::from_str(text).map_err(|e| Error::Config(format!("update JSON: {e}")))?;
+        if file.format != UPDATE_FORMAT {
+            return fail(format!(
+                "update JSON: format {:?} is not {UPDATE_FORMAT:?}",
+                file.format
+            ));
+        }
+        let tensors = |what: &str, map: BTreeMap<String, serde_json::Value>| -> Result<Vec<Named>> {
+            map.into_iter()
+                .map(|(name, v)| {
+                    let (shape, values) = flatten(&v).map_err(|m| Error::Config(format!("{what}: {name}: {m}")))?;
+                    Ok(Named { name, shape, values })
+                })
+                .collect()
+        };
+        Self::from_tensors(
+            tensors("weights", file.weights)?,
+            tensors("update", file.update)?,
+            file.rows,
+            file.labels,
+        )
+    }
+}
+
+/// A nested JSON array of numbers → (shape, row-major values); ragged arrays are refused.
+fn flatten(v: &serde_json::Value) -> std::result::Result<(Vec<usize>, Vec<f32>), String> {
+    match v {
+        serde_json::Value::Number(n) => Ok((Vec::new(), vec![n.as_f64().unwrap_or(f64::NAN) as f32])),
+        serde_json::Value::Array(items) => {
+            let mut shape = None;
+            let mut values = Vec::new();
+            for item in items {
+                let (s, vs) = flatten(item)?;
+                match &shape {
+                    None => shape = Some(s),
+                    Some(prev) if *prev != s => return Err(format!("a ragged array ({prev:?} beside {s:?})")),
+                    _ => {}
+                }
+                values.extend(vs);
+            }
+            let mut full = vec![items.len()];
+            full.extend(shape.unwrap_or_default());
+            Ok((full, values))
+        }
+        other => Err(format!("expected numbers, found {other}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layer(name: &str, out: usize, inp: usize, k: f32) -> serde_json::Value {
+        let w: Vec<Vec<f32>> = (0..out)
+            .map(|o| (0..inp).map(|i| k + (o * inp + i) as f32).collect())
+            .collect();
+        serde_json::json!({ format!("{name}.weight"): w, format!("{name}.bias"): vec![k; out] })
+    }
+
+    fn doc(weights: serde_json::Value, update: serde_json::Value) -> String {
+        serde_json::json!({"format": UPDATE_FORMAT, "weights": weights, "update": update, "rows": 2}).to_string()
+    }
+
+    fn merge(a: serde_json::Value, b: serde_json::Value) -> serde_json::Value {
+        let mut a = a.as_object().unwrap().clone();
+        a.extend(b.as_object().unwrap().clone());
+        serde_json::Value::Object(a)
+    }
+
+    #[test]
+    fn layers_are_read_in_natural_order_and_transposed() {
+        // "10" after "2": natural order, not the text order.
+        let w = merge(layer("net.2", 2, 3, 0.0), layer("net.10", 4, 2, 0.0));
+        let w = merge(w, layer("net.0", 3, 5, 0.0));
+        let r = ReceivedUpdate::from_json(&doc(w.clone(), w)).unwrap();
+        assert_eq!(r.layer_names, ["net.0", "net.2", "net.10"]);
+        assert_eq!(r.params.sizes, [5, 3, 2, 4]);
+        // W[out = 1][in = 2] = 1·5 + 2 lands at [in = 2][out = 1].
+        assert_eq!(r.params.weights[0][2 * 3 + 1], 7.0);
+        assert_eq!(r.rows, Some(2));
+    }
+
+    #[test]
+    fn what_does_not_fit_is_said_precisely() {
+        let w = merge(layer("0", 3, 5, 0.0), layer("2", 2, 3, 0.0));
+        let cases = [
+            (doc(w.clone(), layer("0", 3, 5, 0.0)), "missing [\"2\"]"),
+            (
+                doc(w.clone(), merge(layer("0", 3, 4, 0.0), layer("2", 2, 3, 0.0))),
+                "the update's 0.weight is [3, 4] but the model's is [3, 5]",
+            ),
+            (
+                doc(merge(layer("0", 3, 5, 0.0), layer("2", 2, 4, 0.0)), w.clone()),
+                "0 gives 3 outputs but 2 takes 4 inputs",
+            ),
+            (
+                doc(
+                    merge(w.clone(), serde_json::json!({"bn.running_mean": [0.0]})),
+                    w.clone(),
+                ),
+                "neither a Linear layer's weight",
+            ),
+            (
+                doc(
+                    w.clone(),
+                    merge(
+                        layer("0", 3, 5, 0.0),
+                        serde_json::json!({"2.weight": [[1.0, 2.0, 3.0], [1.0]], "2.bias": [0.0, 0.0]}),
+                    ),
+                ),
+                "a ragged array",
+            ),
+        ];
+        for (text, want) in cases {
+            let err = ReceivedUpdate::from_json(&text).unwrap_err().to_string();
+            assert!(err.contains(want), "{err}\nwanted: {want}");
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! What an attack on a received update recovered: the rows and how sure the attacker is of each
+//! cell. There is no ground truth, so no accuracy: the confidence (the ensemble's entropy, read on
+//! the same levels as a simulated report's) is what a user weighs.
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+use super::{CONFIDENCE_LEVELS, Confidence, ConfidenceLevels, ENTROPY_FLOOR, FeatureHeader, PriorFit, confidence_mark};
+use crate::config::{AttackConfig, AttackKind, Protocol};
+use crate::runtime::BackendInfo;
+use crate::table::{ColumnKind, Dataset, Value};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ReconstructedRow {
+    pub cells: Vec<String>,
+    pub entropy: Vec<Option<f64>>,
+    pub confidence: Vec<Confidence>,
+}
+
+/// Cells per confidence level, per feature kind.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ConfidenceCount {
+    pub kind: ColumnKind,
+    pub high: usize,
+    pub medium: usize,
+    pub low: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ReconstructionReport {
+    pub attack: AttackKind,
+    pub backend: BackendInfo,
+    pub seconds: f64,
+    pub config: AttackConfig,
+    pub features: Vec<FeatureHeader>,
+    pub rows: Vec<ReconstructedRow>,
+    /// The labels the attack used (given with the update, or restored from it), as class names.
+    pub labels: Vec<String>,
+    pub confidence_counts: Vec<ConfidenceCount>,
+    pub per_feature_entropy: Vec<Option<f64>>,
+    pub confidence_levels: ConfidenceLevels,
+    pub epoch_prior: Option<f64>,
+    pub epoch_prior_fits: Vec<PriorFit>,
+    pub loss_curve: Vec<(usize, f64)>,
+}
+
+impl ReconstructionReport {
+    #[allow(clippy::too_many_arguments)]
+    pub fn build(
+        dataset: &Dataset,
+        config: &AttackConfig,
+        backend: &BackendInfo,
+        rows: &[Vec<Value>],
+        entropy: Option<&[Vec<Option<f64>>]>,
+        labels: &[usize],
+        loss_curve: Vec<(usize, f64)>,
+        epoch_prior: Option<f64>,
+        epoch_prior_fits: Vec<PriorFit>,
+        seconds: f64,
+    ) -> ReconstructionReport {
+        let features = FeatureHeader::of(dataset);
+        let rows: Vec<ReconstructedRow> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, row)| {
+                let entropy: Vec<Option<f64>> = match entropy {
+                    Some(e) => e[i].iter().map(|v| v.map(|x| x.max(ENTROPY_FLOOR))).collect(),
+                    None => vec![None; features.len()],
+                };
+                ReconstructedRow {
+                    cells: row.iter().enumerate().map(|(f, &v)| dataset.format(f, v)).collect(),
+                    confidence: features
+                        .iter()
+                        .zip(&entropy)
+                        .map(|(h, &e)| Confidence::of(h.kind, e))
+                        .collect(),
+                    entropy,
+                }
+            })
+            .collect();
+        let confidence_counts = [ColumnKind::Categorical, ColumnKind::Continuous]
+            .into_iter()
+            .filter(|k| features.iter().any(|f| f.kind == *k))
+            .map(|kind| {
+                let of = |level: Confidence| {
+                    rows.iter()
+                        .flat_map(|r| r.confidence.iter().zip(&features))
+                        .filter(|(c, f)| f.kind == kind && **c == level)
+                        .count()
+                };
+                ConfidenceCount {
+                    kind,
+                    high: of(Confidence::High),
+                    medium: of(Confidence::Medium),
+                    low: of(Confidence::Low),
+                }
+            })
+            .collect();
+        let per_feature_entropy = (0..features.len())
+            .map(|f| {
+                let v: Vec<f64> = rows.iter().filter_map(|r| r.entropy[f]).collect();
+                (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+            })
+            .collect();
+        ReconstructionReport {
+            attack: config.attack,
+            backend: backend.clone(),
+            seconds,
+            config: config.clone(),
+            features,
+            rows,
+            labels: labels.iter().map(|&l| dataset.classes[l].clone()).collect(),
+            confidence_counts,
+            per_feature_entropy,
+            confidence_levels: CONFIDENCE_LEVELS,
+            epoch_prior,
+            epoch_prior_fits,
+            loss_curve,
+        }
+    }
+
+    /// For a terminal: what was attacked, the confidence counts, and up to `max_rows` rows.
+    pub fn render_text(&self, max_rows: usize) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let c = &self.config;
+        let what = match &c.protocol {
+            Protocol::Fedsgd => format!("a gradient on {} rows", c.batch_size),
+            Protocol::Fedavg(t) => format!(
+                "a FedAvg update on {} rows ({} local epochs of batches of {}, client lr {})",
+                c.batch_size, t.epochs, t.local_batch, t.lr
+            ),
+        };
+        let _ = writeln!(
+            s,
+            "{} on a received update: {what}; no ground truth, so no accuracy",
+            self.attack
+        );
+        let _ = writeln!(s, "backend {}, {:.2} s", self.backend.label, self.seconds);
+        if let Some(l) = self.epoch_prior {
+            let _ = writeln!(s, "epoch prior λ = {l}");
+        }
+        let _ = writeln!(s, "labels used: {}", self.labels.join(", "));
+        for k in &self.confidence_counts {
+            let _ = writeln!(
+                s,
+                "{:?} cells: {} of high confidence, {} medium, {} low",
+                k.kind, k.high, k.medium, k.low
+            );
+        }
+        let shown = self.rows.len().min(max_rows);
+        if shown > 0 {
+            let _ = writeln!(
+                s,
+                "\nfirst {shown} of {} reconstructed rows (● ◐ ○ high / medium / low confidence):",
+                self.rows.len()
+            );
+            let names: Vec<&str> = self.features.iter().map(|f| f.name.as_str()).collect();
+            let _ = writeln!(s, "  {}", names.join(" | "));
+            for row in &self.rows[..shown] {
+                let cells: Vec<String> = row
+                    .cells
+                    .iter()
+                    .zip(&row.confidence)
+                    .map(|(v, &c)| format!("{v}{}", confidence_mark(c)))
+                    .collect();
+                let _ = writeln!(s, "  {}", cells.join(" | "));
+            }
+        }
+        s
+    }
+}

@@ -1,0 +1,143 @@
+//! A table's encoding as a file: what turns a row into the network's input (one-hot categories,
+//! raw numbers, every encoded column standardised) and back, without the rows. An update received
+//! from elsewhere is attacked against this; `leakscope encoding` writes it from a CSV, and a
+//! client's own pipeline can write it by hand (docs: README, "Attack a real update").
+use serde::{Deserialize, Serialize};
+
+use super::dataset::{Dataset, Feature, FeatureKind};
+use crate::error::{Error, Result};
+
+/// The format tag written into every encoding file.
+pub const ENCODING_FORMAT: &str = "leakscope-encoding/1";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Encoding {
+    pub format: String,
+    pub label: String,
+    /// The label's classes, in the order of the network's outputs.
+    pub classes: Vec<String>,
+    /// Features in input order: a categorical one takes `categories.len()` inputs from `offset`,
+    /// a continuous one input `offset`.
+    pub features: Vec<Feature>,
+    /// Per input: the network sees (value − mean) / std, with value the one-hot 0/1 or the number.
+    pub mean: Vec<f64>,
+    pub std: Vec<f64>,
+}
+
+impl Encoding {
+    pub fn of(dataset: &Dataset) -> Encoding {
+        Encoding {
+            format: ENCODING_FORMAT.into(),
+            label: dataset.label.clone(),
+            classes: dataset.classes.clone(),
+            features: dataset.features.clone(),
+            mean: dataset.mean.clone(),
+            std: dataset.std.clone(),
+        }
+    }
+
+    /// The encoding as a dataset without rows, checked whole.
+    pub fn into_dataset(self) -> Result<Dataset> {
+        let fail = |m: String| Err(Error::Config(format!("encoding: {m}")));
+        if self.format != ENCODING_FORMAT {
+            return fail(format!("format {:?} is not {ENCODING_FORMAT:?}", self.format));
+        }
+        if self.classes.len() < 2 {
+            return fail(format!(
+                "the label has {} classes; an attack needs at least two",
+                self.classes.len()
+            ));
+        }
+        if self.features.is_empty() {
+            return fail("no features".into());
+        }
+        let mut next = 0;
+        for f in &self.features {
+            if f.offset != next {
+                return fail(format!(
+                    "feature {:?} starts at input {} but the features before it end at {next}",
+                    f.name, f.offset
+                ));
+            }
+            match &f.kind {
+                FeatureKind::Categorical { categories } if categories.is_empty() => {
+                    return fail(format!("categorical feature {:?} has no categories", f.name));
+                }
+                FeatureKind::Continuous { min, max, std, .. } if !(min <= max && *std > 0.0) => {
+                    return fail(format!(
+                        "continuous feature {:?} needs min ≤ max and std > 0 (min {min}, max {max}, std {std})",
+                        f.name
+                    ));
+                }
+                _ => {}
+            }
+            next += f.width();
+        }
+        if self.mean.len() != next || self.std.len() != next {
+            return fail(format!(
+                "the features take {next} inputs but mean has {} values and std {}",
+                self.mean.len(),
+                self.std.len()
+            ));
+        }
+        if let Some(c) = self.std.iter().position(|&s| !(s > 0.0 && s.is_finite())) {
+            return fail(format!(
+                "std of input {c} is {}; every std must be positive",
+                self.std[c]
+            ));
+        }
+        if self.mean.iter().any(|m| !m.is_finite()) {
+            return fail("every mean must be a finite number".into());
+        }
+        Ok(Dataset {
+            features: self.features,
+            label: self.label,
+            classes: self.classes,
+            rows: Vec::new(),
+            labels: Vec::new(),
+            mean: self.mean,
+            std: self.std,
+            dropped: 0,
+            warnings: Vec::new(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::{DatasetOptions, parse_csv};
+
+    #[test]
+    fn an_encoding_round_trips_and_bad_ones_are_named() {
+        let csv = b"a,b,y\n1,x,p\n2,z,q\n3,x,p\n";
+        let data = Dataset::from_raw(
+            &parse_csv(csv, 1 << 20).unwrap(),
+            &DatasetOptions {
+                label: "y".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let enc = Encoding::of(&data);
+        let back = enc.clone().into_dataset().unwrap();
+        assert_eq!(back.encode(&data.rows[1]), data.encode(&data.rows[1]));
+        assert_eq!((back.d(), back.classes.clone()), (data.d(), data.classes.clone()));
+        let mut short = enc.clone();
+        short.std.pop();
+        let err = short.into_dataset().unwrap_err().to_string();
+        assert!(
+            err.contains("the features take 3 inputs but mean has 3 values and std 2"),
+            "{err}"
+        );
+        let mut one_class = enc;
+        one_class.classes.truncate(1);
+        assert!(
+            one_class
+                .into_dataset()
+                .unwrap_err()
+                .to_string()
+                .contains("at least two")
+        );
+    }
+}

@@ -1,0 +1,223 @@
+//! Real updates: a PyTorch client's update exported by `scripts/export_update.py` (the files it
+//! wrote are in tests/data/pytorch-update/) is read, is the update leakscope's own simulation of
+//! the same client computes, and attacked gives the same reconstruction as that simulated update.
+mod common;
+
+use leakscope::client::fedavg::LocalTraining;
+use leakscope::client::simulate::{Round, simulate_round};
+use leakscope::config::{Protocol, ProtocolKind};
+use leakscope::received::ReceivedUpdate;
+use leakscope::table::{Dataset, Encoding};
+use leakscope::{LabelMode, RunOptions, Runtime, attack_received};
+
+fn fixture(file: &str) -> Vec<u8> {
+    std::fs::read(format!(
+        "{}/tests/data/pytorch-update/{file}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+fn metadata(file: &str) -> std::collections::HashMap<String, String> {
+    let bytes = fixture(file);
+    let (_, meta) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
+    meta.metadata().clone().unwrap()
+}
+
+/// The encoding the export used is the one leakscope reads off the bundled table.
+fn encoding() -> Dataset {
+    let enc: Encoding = serde_json::from_slice(&fixture("encoding.json")).unwrap();
+    assert_eq!(
+        enc,
+        Encoding::of(&common::adult()),
+        "the fixture's encoding is stale: re-export it"
+    );
+    enc.into_dataset().unwrap()
+}
+
+/// leakscope's simulation of the client the export ran: the same network, the same rows.
+fn simulated(received: &ReceivedUpdate, meta_file: &str, protocol: Protocol) -> Vec<Vec<f32>> {
+    let table = common::adult();
+    let rows: Vec<usize> = serde_json::from_str(&metadata(meta_file)["table_rows"]).unwrap();
+    let x: Vec<f32> = rows
+        .iter()
+        .flat_map(|&i| table.encode(&table.rows[i]))
+        .map(|v| v as f32)
+        .collect();
+    let labels: Vec<usize> = rows.iter().map(|&i| table.labels[i]).collect();
+    let round = Round {
+        protocol,
+        clients: 1,
+        defence: None,
+        seed: 0,
+    };
+    pollster::block_on(simulate_round(&received.params, &x, &labels, 2, &round)).unwrap()
+}
+
+/// Largest difference relative to the largest magnitude, over the whole update.
+fn relative_gap(a: &[Vec<f32>], b: &[Vec<f32>]) -> f64 {
+    let scale = a.iter().flatten().map(|v| v.abs() as f64).fold(0.0, f64::max);
+    let gap = a
+        .iter()
+        .flatten()
+        .zip(b.iter().flatten())
+        .map(|(x, y)| (x - y).abs() as f64)
+        .fold(0.0, f64::max);
+    gap / scale
+}
+
+#[test]
+fn a_pytorch_fedsgd_update_is_the_simulated_one_and_reconstructs_the_same() {
+    let dataset = encoding();
+    let from_st =
+        ReceivedUpdate::from_safetensors(&fixture("weights.safetensors"), &fixture("update.safetensors")).unwrap();
+    let from_json = ReceivedUpdate::from_json(std::str::from_utf8(&fixture("update.json")).unwrap()).unwrap();
+    assert_eq!(from_st, from_json, "safetensors and JSON hold the same update");
+    assert_eq!(from_st.params.sizes, [dataset.d(), 32, 32, 2]);
+    assert_eq!(from_st.rows, Some(8));
+
+    let ours = simulated(&from_st, "update.safetensors", Protocol::Fedsgd);
+    let gap = relative_gap(&from_st.update, &ours);
+    assert!(
+        gap < 1e-5,
+        "PyTorch's gradient and leakscope's differ by {gap:.2e} of the largest entry"
+    );
+
+    // The same attack on PyTorch's update and on leakscope's: the same reconstruction.
+    let config = RunOptions {
+        label: "salary".into(),
+        batch_size: 8,
+        ensemble: Some(6),
+        iterations: 400,
+        hidden: vec![32, 32],
+        labels: LabelMode::Known,
+        ..RunOptions::default()
+    }
+    .attack_config();
+    let ours = ReceivedUpdate {
+        update: ours,
+        ..from_st.clone()
+    };
+    let rt = Runtime::cpu();
+    let attack =
+        |r: &ReceivedUpdate| pollster::block_on(attack_received(&rt, &dataset, &config, r, &mut |_| true)).unwrap();
+    let (a, b) = (attack(&from_st), attack(&ours));
+    let cells = a.rows.len() * a.features.len();
+    let same = a
+        .rows
+        .iter()
+        .zip(&b.rows)
+        .flat_map(|(x, y)| x.cells.iter().zip(&y.cells))
+        .filter(|(x, y)| x == y)
+        .count();
+    assert!(same == cells, "{same} of {cells} cells agree");
+    assert_eq!(a.labels, b.labels);
+
+    // Restored labels read the same counts off PyTorch's gradient as the file's labels say.
+    let restored = leakscope::AttackConfig {
+        labels: LabelMode::Restored,
+        iterations: 1,
+        ..config.clone()
+    };
+    let r = pollster::block_on(attack_received(&rt, &dataset, &restored, &from_st, &mut |_| true)).unwrap();
+    assert_eq!(r.labels, a.labels);
+}
+
+#[test]
+fn a_pytorch_fedavg_update_is_the_simulated_one() {
+    let from_st = ReceivedUpdate::from_safetensors(
+        &fixture("fedavg/weights.safetensors"),
+        &fixture("fedavg/update.safetensors"),
+    )
+    .unwrap();
+    let meta = metadata("fedavg/update.safetensors");
+    let training = LocalTraining {
+        epochs: meta["local_epochs"].parse().unwrap(),
+        local_batch: meta["local_batch"].parse().unwrap(),
+        lr: meta["client_lr"].parse().unwrap(),
+    };
+    assert_eq!((training.epochs, training.local_batch), (2, 4));
+    let ours = simulated(&from_st, "fedavg/update.safetensors", Protocol::Fedavg(training));
+    let gap = relative_gap(&from_st.update, &ours);
+    assert!(
+        gap < 1e-5,
+        "PyTorch's θ0 − θE and leakscope's differ by {gap:.2e} of the largest entry"
+    );
+
+    // It attacks as FedAvg, with the labels the file carries in the client's order.
+    let config = RunOptions {
+        label: "salary".into(),
+        batch_size: 8,
+        protocol: ProtocolKind::Fedavg,
+        local_epochs: 2,
+        local_batch: 4,
+        ensemble: Some(2),
+        iterations: 20,
+        hidden: vec![32, 32],
+        ..RunOptions::default()
+    }
+    .attack_config();
+    let report = pollster::block_on(attack_received(
+        &Runtime::cpu(),
+        &encoding(),
+        &config,
+        &from_st,
+        &mut |_| true,
+    ))
+    .unwrap();
+    let labels: Vec<String> = serde_json::from_str(&meta["labels"]).unwrap();
+    assert_eq!(report.labels, labels);
+    assert_eq!(report.rows.len(), 8);
+}
+
+#[test]
+fn an_update_that_does_not_fit_the_encoding_or_the_settings_is_refused() {
+    let dataset = encoding();
+    let received =
+        ReceivedUpdate::from_safetensors(&fixture("weights.safetensors"), &fixture("update.safetensors")).unwrap();
+    let rt = Runtime::cpu();
+    let base = RunOptions {
+        label: "salary".into(),
+        batch_size: 8,
+        hidden: vec![32, 32],
+        iterations: 1,
+        ..RunOptions::default()
+    };
+    let no_labels = ReceivedUpdate {
+        labels: None,
+        ..received.clone()
+    };
+    let fedavg = RunOptions {
+        protocol: ProtocolKind::Fedavg,
+        ..base.clone()
+    };
+    let cases: Vec<(leakscope::AttackConfig, &ReceivedUpdate, &str)> = vec![
+        (base.attack_config(), &no_labels, "the update carries no labels"),
+        (
+            RunOptions {
+                labels: LabelMode::Restored,
+                ..fedavg.clone()
+            }
+            .attack_config(),
+            &received,
+            "restored labels are for FedSGD",
+        ),
+        (
+            RunOptions {
+                attack: leakscope::AttackKind::Random,
+                ..base.clone()
+            }
+            .attack_config(),
+            &received,
+            "the random baseline draws from the table's rows",
+        ),
+    ];
+    for (config, update, want) in cases {
+        let err = pollster::block_on(attack_received(&rt, &dataset, &config, update, &mut |_| true)).unwrap_err();
+        assert!(err.to_string().contains(want), "{err}\nwanted: {want}");
+    }
+    // A truncated file is named as such.
+    let bytes = fixture("update.safetensors");
+    let err = ReceivedUpdate::from_safetensors(&fixture("weights.safetensors"), &bytes[..bytes.len() / 2]).unwrap_err();
+    assert!(err.to_string().contains("update: not a safetensors file"), "{err}");
+}
