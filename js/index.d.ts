@@ -1,6 +1,11 @@
 // The package's API. The data types (options, reports, plans, …) are generated from the engine's
 // Rust types into ./types.d.ts; only the classes and functions are declared here.
 import type {
+  AuditOptions,
+  AuditPlan,
+  AuditProgress,
+  AuditReport,
+  CellResult,
   Decision,
   EngineInfo,
   Limits,
@@ -24,6 +29,15 @@ export interface RunControl {
   signal?: AbortSignal;
 }
 
+/** An audit's grid: every field may be left out (the defaults fill it), `run.label` is required. */
+export type AuditInput = Partial<Omit<AuditOptions, 'run'>> & { run: RunOptions };
+
+/** Progress of a whole audit, and cancellation. */
+export interface AuditControl {
+  onProgress?: (p: AuditProgress) => void;
+  signal?: AbortSignal;
+}
+
 /** One share of an ensemble, inverted: the members' relaxed rows and block probabilities, [count, B, d]. */
 export interface Members {
   range: MemberRange;
@@ -39,6 +53,8 @@ export declare class Leakscope {
   static readonly wasmModule: WebAssembly.Module | undefined;
   /** The joined progress of a split run from each share's latest report (null until all reported). */
   static combineProgress(latest: (Progress | null)[], shares: MemberRange[]): Progress | null;
+  /** The audit's default grid; `quick`: the smaller one the page runs. */
+  static auditDefaults(quick?: boolean): AuditOptions;
   readonly backend: EngineInfo;
   readonly limits: Limits;
   /** The options a run gets for every one it leaves out. */
@@ -51,7 +67,26 @@ export declare class Leakscope {
   invertMembers(csv: CsvInput, options: RunOptions, range: MemberRange, control?: RunControl): Promise<Members>;
   /** Join shares covering the ensemble once into the report one run would give; `seconds`: wall time measured. */
   assess(csv: CsvInput, options: RunOptions, parts: Members[], seconds: number, workers?: number): Promise<Report>;
+  /** Audit the table over a grid of federated settings, every cell on this engine. */
+  audit(csv: CsvInput, options: AuditInput, control?: AuditControl): Promise<AuditReport>;
+  /** How an audit would run over `workers` workers: its cells, dearest first, each with its share of the work. */
+  auditPlan(csv: CsvInput, options: AuditInput, workers?: number): Promise<AuditPlan>;
+  /** Run cell `index` of an audit (one worker's part of a split audit). */
+  runAuditCell(csv: CsvInput, options: AuditInput, index: number, control?: RunControl): Promise<CellResult>;
+  /** The audit's report from every cell's result. */
+  auditReport(csv: CsvInput, options: AuditInput, results: CellResult[]): Promise<AuditReport>;
 }
+
+/** An audit's cells over this engine and `runRemote`'s runners, each taking the next cell; the report joined. */
+export declare function runAudit(
+  engine: Leakscope,
+  bytes: Uint8Array,
+  options: AuditInput,
+  control?: AuditControl & {
+    workers?: number;
+    runRemote?: ((index: number, onStep: (step: number) => void, signal: AbortSignal) => Promise<CellResult>)[];
+  },
+): Promise<AuditReport>;
 
 /** One attack as the engine plans it (timing `auto`'s candidates first when needed), optionally split over `runShare`. */
 export declare function runPlanned(

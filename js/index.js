@@ -1,7 +1,7 @@
 // leakscope: the WebAssembly engine behind a small async API (types in index.d.ts, generated ones in
 // types.d.ts). Works in browsers (module scripts and module workers) and in Node (CPU backend).
 // Every default, threshold and decision comes from the engine; this file moves bytes and calls.
-import init, { Engine, combineProgress, defaults, limits, __panicForTests } from '../pkg/leakscope.js';
+import init, { Engine, auditDefaults, auditProgress, combineProgress, defaults, limits, __panicForTests } from '../pkg/leakscope.js';
 
 const isNode = typeof process !== 'undefined' && process.versions != null && process.versions.node != null;
 let ready;
@@ -105,6 +105,58 @@ export async function runPlanned(engine, bytes, options, { onProgress, signal, w
   return guarded(() => e.assess(bytes, options, parts, seconds, plan.shares.length));
 }
 
+/**
+ * An audit: the engine plans its grid (cells dearest first); this engine and `runRemote`'s runners
+ * (one per other worker) each take the next cell until none is left; the engine joins the results
+ * into the report. One runner failing stops the others. Used by `Leakscope.audit` (this engine
+ * alone) and by the package's worker (with its helpers).
+ */
+export async function runAudit(engine, bytes, options, { onProgress, signal, workers = 1, runRemote = [] } = {}) {
+  const e = engine.raw;
+  const plan = await guarded(() => e.auditPlan(bytes, options, workers));
+  const stop = new AbortController();
+  const abort = () => stop.abort(signal.reason);
+  signal?.addEventListener('abort', abort, { once: true });
+  const queue = plan.cells.map((c) => c.index);
+  const done = [];
+  const running = new Map();
+  const results = [];
+  const report = () =>
+    onProgress?.(auditProgress(plan, done, [...running].map(([index, step]) => ({ index, step }))));
+  const local = (index, onStep) =>
+    cancellable(stop.signal, () => e.runAuditCell(bytes, options, index, (p) => onStep(p.step), stop.signal));
+  const runners = [local, ...runRemote].slice(0, plan.workers);
+  try {
+    report();
+    await Promise.all(
+      runners.map(async (run) => {
+        while (queue.length && !stop.signal.aborted) {
+          const index = queue.shift();
+          running.set(index, 0);
+          try {
+            results.push(
+              await run(index, (step) => {
+                if (running.has(index)) running.set(index, step);
+                report();
+              }, stop.signal),
+            );
+          } catch (error) {
+            stop.abort(error);
+            throw error;
+          }
+          running.delete(index);
+          done.push(index);
+          report();
+        }
+      }),
+    );
+    if (signal?.aborted) throw signal.reason;
+  } finally {
+    signal?.removeEventListener('abort', abort);
+  }
+  return guarded(() => e.auditReport(bytes, options, results));
+}
+
 export class Leakscope {
   #engine;
 
@@ -144,6 +196,38 @@ export class Leakscope {
   /** The options a run gets for every one it leaves out. */
   get defaults() {
     return defaults();
+  }
+
+  /** The audit's default grid; `quick`: the smaller one the page runs. */
+  static auditDefaults(quick = false) {
+    return auditDefaults(quick);
+  }
+
+  /**
+   * Audit the table over a grid of federated settings (AuditOptions; left-out fields take the
+   * defaults): every cell on this engine, one after another. Resolves to {audit, markdown, svgs}.
+   */
+  async audit(csv, options, { onProgress, signal } = {}) {
+    signal?.throwIfAborted();
+    return runAudit(this, await toBytes(csv), options, { onProgress, signal });
+  }
+
+  /** How an audit would run over `workers` workers: its cells, each with its share of the work. */
+  async auditPlan(csv, options, workers = 1) {
+    const bytes = await toBytes(csv);
+    return guarded(() => this.#engine.auditPlan(bytes, options, workers));
+  }
+
+  /** Run one cell of an audit (as a worker of a split audit does); resolves to its CellResult. */
+  async runAuditCell(csv, options, index, { onProgress, signal } = {}) {
+    const bytes = await toBytes(csv);
+    return cancellable(signal, () => this.#engine.runAuditCell(bytes, options, index, onProgress ?? undefined, signal ?? undefined));
+  }
+
+  /** The audit report from every cell's result. */
+  async auditReport(csv, options, results) {
+    const bytes = await toBytes(csv);
+    return guarded(() => this.#engine.auditReport(bytes, options, results));
   }
 
   /** Columns, inferred kinds, label candidates and rows with missing values, before running. */

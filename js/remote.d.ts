@@ -1,5 +1,6 @@
 import type { Backend, CsvInput, Leakscope, RunControl } from './index.js';
-import type { EngineInfo, Limits, Report, RunOptions, SchemaSummary } from './types.js';
+import type { AuditControl, AuditInput } from './index.js';
+import type { AuditOptions, AuditPlan, AuditReport, EngineInfo, Limits, Report, RunOptions, SchemaSummary } from './types.js';
 
 /** `Leakscope`'s API with the engine in module Web Workers (the package's `leakscope/worker` entry). */
 export declare class LeakscopeWorker {
@@ -15,5 +16,11 @@ export declare class LeakscopeWorker {
   inspect(csv: CsvInput): Promise<SchemaSummary>;
   /** Aborting `signal` cancels at the next progress report; a worker that does not answer within 3 s is replaced. */
   run(csv: CsvInput, options: RunOptions, control?: RunControl): Promise<Report>;
+  /** The audit's default grids: `quick` (the page's) and `full` (the CLI's). */
+  readonly auditDefaults: { quick: AuditOptions; full: AuditOptions };
+  /** Audit the table over a grid of settings, the cells run side by side on the workers. */
+  audit(csv: CsvInput, options: AuditInput, control?: AuditControl): Promise<AuditReport>;
+  /** How an audit would run on these workers: its cells, dearest first, each with its share of the work. */
+  auditPlan(csv: CsvInput, options: AuditInput): Promise<AuditPlan>;
   terminate(): void;
 }

@@ -178,6 +178,11 @@ export class LeakscopeWorker {
     return this.#main.info.defaults;
   }
 
+  /** The audit's default grids: {quick (the page's), full (the CLI's)}. */
+  get auditDefaults() {
+    return this.#main.info.auditDefaults;
+  }
+
   /** CPU workers a run may split its ensemble over (the engine caps it at `limits.maxWorkers`). */
   get workers() {
     return this.#workers;
@@ -198,6 +203,24 @@ export class LeakscopeWorker {
     const plan = await this.#main.call({ type: 'plan', csv, options, workers });
     await this.#connectHelpers(plan.helpers);
     return this.#main.task({ type: 'run', csv, options, workers }, { onProgress, signal });
+  }
+
+  /**
+   * Audit the table over a grid of settings, its cells run side by side on the workers (the engine
+   * plans how many take part). Progress: AuditProgress; cancel as for `run`. Resolves to
+   * {audit, markdown, svgs}.
+   */
+  async audit(csv, options, { onProgress, signal } = {}) {
+    signal?.throwIfAborted();
+    checkCsv(csv);
+    const plan = await this.auditPlan(csv, options);
+    await this.#connectHelpers(plan.workers - 1);
+    return this.#main.task({ type: 'audit', csv, options, workers: plan.workers }, { onProgress, signal });
+  }
+
+  /** How an audit would run on these workers: its cells, each with its share of the work. */
+  async auditPlan(csv, options) {
+    return this.#main.call({ type: 'auditPlan', csv: checkCsv(csv), options, workers: this.#workers });
   }
 
   async #connectHelpers(count) {

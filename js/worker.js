@@ -7,11 +7,13 @@
 //
 // Messages in:  { id, type: 'create', backend, module?, shareModule? } | { id, type: 'inspect', csv }
 //               | { id, type: 'plan', csv, options, workers } | { id, type: 'run', csv, options, workers }
+//               | { id, type: 'auditPlan', csv, options, workers } | { id, type: 'audit', csv, options, workers }
 //               | { type: 'helper', index, port } (coordinator) | { type: 'connect', port } (helper)
 //               | { type: 'cancel', target: id }
 // Messages out: { id, type: 'progress', value } | { id, type: 'result', value } | { id, type: 'error', error }
-// On a helper's port: { id, type: 'invert', csv, options, range } and 'cancel' in; the same replies out.
-import { Leakscope, runPlanned, toBytes } from './index.js';
+// On a helper's port: { id, type: 'invert', csv, options, range } | { id, type: 'auditCell', csv, options,
+// index } and 'cancel' in; the same replies out.
+import { Leakscope, runAudit, runPlanned, toBytes } from './index.js';
 
 // Messages after 'create' wait for it, so a caller may send them at once.
 let engine = null;
@@ -90,12 +92,39 @@ async function coordinate(id, { csv, options, workers }) {
   }
 }
 
+/** An audit: this worker and each connected helper take the next cell until none is left. */
+async function audit(id, { csv, options, workers }) {
+  const controller = new AbortController();
+  running.set(id, controller);
+  try {
+    const ready = await started();
+    const bytes = await toBytes(csv);
+    const runRemote = helpers.slice(0, Math.max(0, workers - 1)).map(
+      (helper) => (index, onStep, signal) =>
+        helper.task({ type: 'auditCell', csv, options, index }, { onProgress: (p) => onStep(p.step), signal }),
+    );
+    return await runAudit(ready, bytes, options, {
+      signal: controller.signal,
+      workers,
+      runRemote,
+      onProgress: (value) => self.postMessage({ id, type: 'progress', value }),
+    });
+  } finally {
+    running.delete(id);
+  }
+}
+
 async function handle({ id, type, ...message }) {
   switch (type) {
     case 'create': {
       engine = Leakscope.create({ backend: message.backend, module: message.module });
       const ready = await engine;
-      const reply = { backend: ready.backend, limits: ready.limits, defaults: ready.defaults };
+      const reply = {
+        backend: ready.backend,
+        limits: ready.limits,
+        defaults: ready.defaults,
+        auditDefaults: { quick: Leakscope.auditDefaults(true), full: Leakscope.auditDefaults(false) },
+      };
       return message.shareModule ? { ...reply, module: Leakscope.wasmModule } : reply;
     }
     case 'inspect':
@@ -104,6 +133,10 @@ async function handle({ id, type, ...message }) {
       return (await started()).plan(message.csv, message.options, message.workers);
     case 'run':
       return coordinate(id, message);
+    case 'auditPlan':
+      return (await started()).auditPlan(message.csv, message.options, message.workers);
+    case 'audit':
+      return audit(id, message);
     default:
       throw new Error(`unknown message type ${JSON.stringify(type)}`);
   }
@@ -117,10 +150,16 @@ function serveHelper(port) {
     const controller = new AbortController();
     mine.set(id, controller);
     try {
-      const value = await (await started()).invertMembers(message.csv, message.options, message.range, {
+      const control = {
         signal: controller.signal,
         onProgress: (p) => port.postMessage({ id, type: 'progress', value: p }),
-      });
+      };
+      const engine = await started();
+      if (type === 'auditCell') {
+        port.postMessage({ id, type: 'result', value: await engine.runAuditCell(message.csv, message.options, message.index, control) });
+        return;
+      }
+      const value = await engine.invertMembers(message.csv, message.options, message.range, control);
       port.postMessage({ id, type: 'result', value }, [value.x.buffer, value.probs.buffer]);
     } catch (error) {
       port.postMessage({ id, type: 'error', error: describe(error) });

@@ -2,8 +2,11 @@
 // One seeded attack timed three ways, printed as one table: in the page on the CPU backend (one worker, and
 // the ensemble split over one worker per core), in the page on WebGPU (SwiftShader in headless Chromium),
 // and natively (the CLI, 1 and all threads).
-//   node scripts/bench-browser.mjs [--batch-size 32] [--ensemble 30] [--iterations 1500] [--seed 0]
+//   node scripts/bench-browser.mjs [--batch-size 32] [--ensemble N] [--iterations 1500] [--seed 0]
 //                                  [--webgpu-steps 20,60] [--csv data/adult-sample.csv] [--label salary]
+//                                  [--protocol fedavg --local-epochs E --local-batch b --client-lr 0.01]
+//                                  [--skip native,cpu,webgpu,auto]
+// The ensemble defaults to the engine's (30 members for FedSGD, 15 for FedAvg).
 // A software GPU is too slow to run 1500 steps here: WebGPU runs two short attacks and the difference of
 // their times gives the rate per step without the one-off shader compilation, extrapolated to --iterations.
 // A last row runs `auto` (WebGPU on SwiftShader present): what it measured and chose.
@@ -24,14 +27,25 @@ const { values: a } = parseArgs({
     csv: { type: 'string', default: join(root, 'data', 'adult-sample.csv') },
     label: { type: 'string', default: 'salary' },
     'batch-size': { type: 'string', default: '32' },
-    ensemble: { type: 'string', default: '30' },
+    ensemble: { type: 'string', default: '' },
+    protocol: { type: 'string', default: 'fedsgd' },
+    'local-epochs': { type: 'string', default: '1' },
+    'local-batch': { type: 'string', default: '32' },
+    'client-lr': { type: 'string', default: '0.01' },
     iterations: { type: 'string', default: '1500' },
     seed: { type: 'string', default: '0' },
     'webgpu-steps': { type: 'string', default: '20,60' },
     skip: { type: 'string', default: '' },
   },
 });
-const base = { batchSize: +a['batch-size'], ensemble: +a.ensemble, iterations: +a.iterations, seed: +a.seed };
+const fedavg = a.protocol === 'fedavg';
+const base = {
+  batchSize: +a['batch-size'],
+  ...(a.ensemble ? { ensemble: +a.ensemble } : {}),
+  iterations: +a.iterations,
+  seed: +a.seed,
+  ...(fedavg ? { protocol: 'fedavg', localEpochs: +a['local-epochs'], localBatch: +a['local-batch'], clientLr: +a['client-lr'] } : {}),
+};
 const skip = new Set(a.skip.split(',').filter(Boolean));
 const rows = [];
 
@@ -47,7 +61,12 @@ async function inPage({ webgpu, backend, iterations, workers = '' }) {
     await page.waitForFunction(() => !document.querySelector('#settings-section').hidden);
     await page.locator(`#schema input[name=label][value="${a.label}"]`).check();
     const settings = { ...base, iterations };
-    for (const [name, value] of Object.entries(settings)) await page.fill(`#settings [name=${name}]`, String(value));
+    if (fedavg) await page.click('#federation summary');
+    for (const [name, value] of Object.entries(settings)) {
+      const control = page.locator(`#settings [name=${name}]`);
+      if ((await control.evaluate((e) => e.tagName)) === 'SELECT') await control.selectOption(String(value));
+      else await control.fill(String(value));
+    }
     const started = Date.now();
     await page.click('#run');
     await page.waitForFunction(() => Number(document.body.dataset.runs ?? 0) > 0, null, { timeout: 0 });
@@ -65,8 +84,10 @@ async function inPage({ webgpu, backend, iterations, workers = '' }) {
 
 function native(threads) {
   const out = join(mkdtempSync(join(tmpdir(), 'leakscope-bench-')), 'report.json');
-  const args = ['attack', '--csv', a.csv, '--label', a.label, '--batch-size', a['batch-size'], '--ensemble', a.ensemble,
+  const args = ['attack', '--csv', a.csv, '--label', a.label, '--batch-size', a['batch-size'],
     '--iterations', a.iterations, '--seed', a.seed, '--json', out, '--quiet'];
+  if (a.ensemble) args.push('--ensemble', a.ensemble);
+  if (fedavg) args.push('--protocol', 'fedavg', '--local-epochs', a['local-epochs'], '--local-batch', a['local-batch'], '--client-lr', a['client-lr']);
   const started = Date.now();
   execFileSync(join(root, 'scripts', 'leakscope'), args, { env: { ...process.env, RAYON_NUM_THREADS: String(threads) }, stdio: ['ignore', 'ignore', 'inherit'] });
   return { report: JSON.parse(readFileSync(out, 'utf8')), wall: (Date.now() - started) / 1000 };
@@ -105,7 +126,8 @@ if (!skip.has('auto')) {
 }
 
 const header = ['where', 'backend that ran', `s per attack (${base.iterations} steps)`, 'ms/step', 'accuracy %', 'note'];
-console.log(`\nB=${base.batchSize}, N=${base.ensemble}, ${base.iterations} steps, seed ${base.seed}, ${a.csv.split('/').pop()} (label ${a.label}); ${cpus().length} cores\n`);
+const setting = fedavg ? `FedAvg n=${base.batchSize} E=${base.localEpochs} b=${base.localBatch} lr ${base.clientLr}` : `B=${base.batchSize}`;
+console.log(`\n${setting}, N=${base.ensemble ?? 'default'}, ${base.iterations} steps, seed ${base.seed}, ${a.csv.split('/').pop()} (label ${a.label}); ${cpus().length} cores\n`);
 console.log(`| ${header.join(' | ')} |`);
 console.log(`|${header.map(() => '---').join('|')}|`);
 for (const r of rows) console.log(`| ${r.join(' | ')} |`);

@@ -367,7 +367,7 @@ mod tests {
             ),
             (
                 doc(merge(layer("0", 3, 5, 0.0), layer("2", 2, 4, 0.0)), w.clone()),
-                "0 gives 3 outputs but 2 takes 4 inputs",
+                "0.weight gives 3 outputs but 2.weight takes 4 inputs",
             ),
             (
                 doc(

@@ -7,6 +7,7 @@ use std::cell::RefCell;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 
+use crate::audit::{self, AuditOptions, AuditPlan, AuditReport, CellResult, RunningCell};
 use crate::config::{AttackConfig, Limits, MemberRange, RunOptions};
 use crate::experiment::{Members, time_steps};
 use crate::plan::{self, Decision, Decisions, Probe, ProblemKey, RunPlan};
@@ -65,6 +66,25 @@ pub fn limits() -> Result<JsValue, JsError> {
 #[wasm_bindgen]
 pub fn defaults() -> Result<JsValue, JsError> {
     to_js(&RunOptions::default())
+}
+
+/// The audit's default grid (`leakscope audit`'s) and the smaller one a browser tab finishes in
+/// minutes (the page's).
+#[wasm_bindgen(js_name = auditDefaults)]
+pub fn audit_defaults(quick: bool) -> Result<JsValue, JsError> {
+    to_js(&if quick {
+        AuditOptions::quick()
+    } else {
+        AuditOptions::default()
+    })
+}
+
+/// An audit's progress from its plan, the cells done and those running ({index, step}).
+#[wasm_bindgen(js_name = auditProgress)]
+pub fn audit_progress(plan: JsValue, done: Vec<usize>, running: JsValue) -> Result<JsValue, JsError> {
+    let plan: AuditPlan = serde_wasm_bindgen::from_value(plan).map_err(js_error)?;
+    let running: Vec<RunningCell> = serde_wasm_bindgen::from_value(running).map_err(js_error)?;
+    to_js(&audit::pool::progress(&plan, &done, &running))
 }
 
 /// The progress of a split run from its shares' latest reports (null until all have reported).
@@ -292,6 +312,57 @@ impl Engine {
     }
 }
 
+#[wasm_bindgen]
+impl Engine {
+    /// How an audit runs over up to `workers` workers: its cells (dearest first, each with its
+    /// share of the work) and how many workers take part. Fails, before anything runs, on a
+    /// setting the table cannot take.
+    #[wasm_bindgen(js_name = auditPlan)]
+    pub fn audit_plan(&self, csv: &[u8], options: JsValue, workers: usize) -> Result<JsValue, JsError> {
+        let (dataset, options) = self.prepare_audit(csv, options)?;
+        let cells = options.cells(&dataset).map_err(js_error)?;
+        let workers = workers.clamp(1, crate::plan::MAX_WORKERS);
+        to_js(&audit::pool::plan(&cells, workers))
+    }
+
+    /// Run cell `index` of an audit: on WebGPU when this engine was asked for it, else on the CPU
+    /// (an audit's cells are many small attacks that the page's workers run side by side).
+    #[wasm_bindgen(js_name = runAuditCell)]
+    pub async fn run_audit_cell(
+        &self,
+        csv: &[u8],
+        options: JsValue,
+        index: usize,
+        on_progress: Option<js_sys::Function>,
+        signal: Option<web_sys::AbortSignal>,
+    ) -> Result<JsValue, JsError> {
+        let (dataset, options) = self.prepare_audit(csv, options)?;
+        let cells = options.cells(&dataset).map_err(js_error)?;
+        let cell = cells
+            .get(index)
+            .ok_or_else(|| JsError::new(&format!("the audit has {} cells, not a cell {index}", cells.len())))?;
+        let runtime = match (self.choice, &self.gpu) {
+            (Choice::WebGpu, Some(gpu)) => gpu,
+            _ => &self.cpu,
+        };
+        let mut progress = reporter(on_progress, signal);
+        let result: CellResult = audit::run_cell(runtime, &dataset, cell, &mut progress)
+            .await
+            .map_err(js_error)?;
+        to_js(&result)
+    }
+
+    /// The audit from every cell's result: its summary, verdict, Markdown table and plots.
+    #[wasm_bindgen(js_name = auditReport)]
+    pub fn audit_report(&self, csv: &[u8], options: JsValue, results: JsValue) -> Result<JsValue, JsError> {
+        let (dataset, options) = self.prepare_audit(csv, options)?;
+        let results: Vec<CellResult> = serde_wasm_bindgen::from_value(results).map_err(js_error)?;
+        let cells = options.cells(&dataset).map_err(js_error)?;
+        let summary = audit::summarise(&options, audit::TableInfo::of(&dataset), &cells, results).map_err(js_error)?;
+        to_js(&AuditReport::of(summary))
+    }
+}
+
 impl Engine {
     fn info(&self) -> EngineInfo {
         let mut candidates: Vec<BackendInfo> = self.gpu.iter().map(|g| g.info.clone()).collect();
@@ -415,18 +486,29 @@ impl Engine {
     fn prepare(&self, csv: &[u8], options: JsValue) -> Result<(Dataset, AttackConfig), JsError> {
         let o: RunOptions = serde_wasm_bindgen::from_value(options).map_err(js_error)?;
         let config = o.attack_config();
-        let key = serde_json_key(&o);
+        Ok((self.dataset(csv, &o)?, config))
+    }
+
+    /// The table and an audit's grid (options left out take the audit's defaults).
+    fn prepare_audit(&self, csv: &[u8], options: JsValue) -> Result<(Dataset, AuditOptions), JsError> {
+        let o: AuditOptions = serde_wasm_bindgen::from_value(options).map_err(js_error)?;
+        Ok((self.dataset(csv, &o.run)?, o))
+    }
+
+    /// The table read with `o`'s reading options, parsed once per bytes and options.
+    fn dataset(&self, csv: &[u8], o: &RunOptions) -> Result<Dataset, JsError> {
+        let key = serde_json_key(o);
         let hash = content_hash(csv);
         if let Some((h, k, d)) = self.parsed.borrow().as_ref()
             && *h == hash
             && *k == key
         {
-            return Ok((d.clone(), config));
+            return Ok(d.clone());
         }
         let raw = parse_csv(csv, MAX_CSV_BYTES).map_err(js_error)?;
         let dataset = Dataset::from_raw(&raw, &o.dataset_options()).map_err(js_error)?;
         *self.parsed.borrow_mut() = Some((hash, key, dataset.clone()));
-        Ok((dataset, config))
+        Ok(dataset)
     }
 }
 

@@ -3,7 +3,8 @@
 import { LeakscopeWorker } from './leakscope/js/remote.js';
 import { LossChart } from './chart.js';
 import { bytes, renderBuckets, renderCells, renderLegend, renderSchema, renderSummary } from './render.js';
-import { downloadCsv, downloadJson } from './export.js';
+import { renderAudit } from './audit.js';
+import { downloadAudit, downloadCsv, downloadJson } from './export.js';
 
 const DEMO = {
   url: 'sample/adult-sample.csv',
@@ -27,6 +28,9 @@ const ui = {
   settingsSection: $('settings-section'),
   settings: $('settings'),
   run: $('run'),
+  audit: $('audit'),
+  auditSettings: $('audit-settings'),
+  auditResults: $('audit-results'),
   runStatus: $('run-status'),
   progressBox: $('progress-box'),
   progress: $('progress'),
@@ -58,6 +62,7 @@ const state = {
   ignore: new Set(),
   running: null,
   report: null,
+  audit: null,
 };
 
 function showError(message) {
@@ -89,7 +94,10 @@ function startEngine(choice) {
       }
       state.engine = engine;
       // The form starts from the engine's defaults (once: later engines keep what the user set).
-      if (mine === 1) writeSettings(pick(engine.defaults, ['attack', 'batchSize', 'ensemble', 'iterations', 'labels', 'seed']));
+      if (mine === 1) {
+        writeSettings(pick(engine.defaults, [...SETTINGS, ...FEDERATION]));
+        writeAuditSettings(engine.auditDefaults.quick);
+      }
       showBackend(engine.backend.label, engine.backend.candidates[0]?.kind);
       // The largest file the engine reads (the table is held in the tab's memory as text).
       $('max-size').textContent = bytes(engine.limits.maxCsvBytes);
@@ -132,12 +140,14 @@ function loaded(ok) {
 async function loadFile(file, name, preferredLabel = null) {
   showError('');
   ui.results.hidden = true;
+  ui.auditResults.hidden = true;
   ui.schemaSection.hidden = true;
   ui.settingsSection.hidden = true;
   ui.progressBox.hidden = true;
   ui.runStatus.textContent = '';
   state.file = null;
   state.report = null;
+  state.audit = null;
   try {
     const engine = await state.engineReady;
     const limit = engine.limits.maxCsvBytes;
@@ -225,51 +235,137 @@ window.addEventListener('drop', (e) => e.preventDefault());
 
 // ---- running --------------------------------------------------------------------------------------
 
+const SETTINGS = ['attack', 'batchSize', 'ensemble', 'iterations', 'labels', 'seed'];
+const FEDERATION = ['protocol', 'localEpochs', 'localBatch', 'clientLr', 'clients', 'clip', 'noise', 'trainingEpochs'];
+const WHOLE = ['batchSize', 'ensemble', 'iterations', 'seed', 'localEpochs', 'localBatch', 'clients', 'trainingEpochs'];
+
+// The form's values as the engine's options; a blank optional number (the clip norm) is left out.
 function readSettings() {
   const f = new FormData(ui.settings);
-  const int = (name) => Number.parseInt(f.get(name), 10);
-  return {
-    attack: f.get('attack'),
-    batchSize: int('batchSize'),
-    ensemble: int('ensemble'),
-    iterations: int('iterations'),
-    labels: f.get('labels'),
-    seed: int('seed'),
-  };
+  const out = {};
+  for (const name of [...SETTINGS, ...FEDERATION]) {
+    const raw = String(f.get(name) ?? '').trim();
+    if (name === 'attack' || name === 'labels' || name === 'protocol') out[name] = raw;
+    else if (raw === '') {
+      // Blank: no clipping, or the protocol's own ensemble (30 members for FedSGD, 15 for FedAvg).
+      if (name !== 'clip' && name !== 'ensemble') throw new Error(`${label(ui.settings, name)} needs a value`);
+    } else {
+      const value = Number(raw);
+      if (!Number.isFinite(value) || value < 0 || (WHOLE.includes(name) && !Number.isInteger(value))) {
+        throw new Error(`${label(ui.settings, name)} must be a ${WHOLE.includes(name) ? 'whole number' : 'number'} ≥ 0, not “${raw}”`);
+      }
+      out[name] = value;
+    }
+  }
+  return out;
+}
+
+function label(form, name) {
+  return form.elements[name].closest('label').firstChild.textContent.trim();
 }
 
 function writeSettings(values) {
-  for (const [name, value] of Object.entries(values)) ui.settings.elements[name].value = String(value);
+  for (const [name, value] of Object.entries(values)) ui.settings.elements[name].value = value === null ? '' : String(value);
 }
 
-function setRunning(running) {
-  ui.run.textContent = running ? 'Cancel' : 'Run attack';
-  ui.run.classList.toggle('cancel', running);
+const AUDIT_LISTS = ['batchSizes', 'noiseScales', 'clients', 'localEpochs', 'localBatches', 'trainingEpochs'];
+
+function writeAuditSettings(o) {
+  const f = ui.auditSettings.elements;
+  for (const name of ['batches', 'referenceBatch', 'clip']) f[name].value = String(o[name]);
+  for (const name of AUDIT_LISTS) f[name].value = o[name].join(', ');
+}
+
+// The audit grid from its form; the table's reading and the attack's steps from the attack form.
+function readAudit(settings) {
+  const f = new FormData(ui.auditSettings);
+  const number = (name) => {
+    const raw = String(f.get(name)).trim();
+    const value = Number(raw);
+    if (raw === '' || !Number.isFinite(value) || value <= 0) throw new Error(`${label(ui.auditSettings, name)} must be a positive number, not “${raw}”`);
+    return value;
+  };
+  const list = (name) =>
+    String(f.get(name))
+      .split(',')
+      .map((v) => v.trim())
+      .filter((v) => v !== '')
+      .map((v) => {
+        const value = Number(v);
+        if (!Number.isFinite(value) || value < 0) throw new Error(`${label(ui.auditSettings, name)}: “${v}” is not a number`);
+        return value;
+      });
+  return {
+    run: {
+      label: state.label,
+      kinds: { ...state.kinds },
+      ignore: [...state.ignore],
+      ...pick(settings, ['ensemble', 'iterations', 'labels', 'seed', 'clientLr']),
+    },
+    batches: number('batches'),
+    referenceBatch: number('referenceBatch'),
+    clip: number('clip'),
+    ...Object.fromEntries(AUDIT_LISTS.map((name) => [name, list(name)])),
+  };
+}
+
+// While a run or an audit goes, its button cancels it and every other control waits.
+function setRunning(running, button = ui.run) {
+  ui.run.textContent = running && button === ui.run ? 'Cancel' : 'Run attack';
+  ui.audit.textContent = running && button === ui.audit ? 'Cancel audit' : 'Audit this table';
+  button.classList.toggle('cancel', running);
   document.body.dataset.state = running ? 'running' : 'idle';
-  for (const control of [ui.file, ui.demo, ui.backendChoice, ...ui.settings.elements, ...ui.schemaBody.querySelectorAll('input, select')]) {
+  const other = button === ui.run ? ui.audit : ui.run;
+  const controls = [ui.file, ui.demo, ui.backendChoice, other, ...ui.settings.elements, ...ui.auditSettings.elements, ...ui.schemaBody.querySelectorAll('input, select')];
+  for (const control of controls) {
     control.disabled = running || (control.classList.contains('use') && control.closest('tr').classList.contains('is-label'));
   }
 }
 
-async function run() {
-  if (!state.file) return;
-  const settings = readSettings();
-  for (const [name, value] of Object.entries(settings)) {
-    if (typeof value === 'number' && !(Number.isInteger(value) && value >= 0)) {
-      showError(`${name} must be a whole number`);
-      return;
-    }
-  }
+function startProgress(button, curve) {
   showError('');
-  const options = { label: state.label, kinds: { ...state.kinds }, ignore: [...state.ignore], ...settings };
   const controller = new AbortController();
   state.running = controller;
-  setRunning(true);
+  setRunning(true, button);
   ui.results.hidden = true;
+  ui.auditResults.hidden = true;
   ui.progressBox.hidden = false;
   ui.progress.value = 0;
   ui.progressText.textContent = 'starting…';
   ui.runStatus.textContent = '';
+  $('loss-curve').hidden = !curve;
+  return controller;
+}
+
+function failed(error, what, last) {
+  if (error?.name === 'AbortError') {
+    ui.runStatus.textContent = `Cancelled${last ? ` ${last}` : ''}; nothing was kept.`;
+  } else if (error?.name === 'RuntimeError') {
+    showError(`The engine crashed (${describe(error)}); it has been restarted. Try again, or choose another engine above.`);
+  } else {
+    showError(`The ${what} could not run: ${describe(error)}`);
+  }
+}
+
+function finished(counter) {
+  state.running = null;
+  setRunning(false, counter === 'audits' ? ui.audit : ui.run);
+  // Each settled run bumps data-runs (an audit data-audits) on <body>: tests and scripts wait on it
+  // (it cannot be missed, unlike a state that may flip back before anyone looks).
+  document.body.dataset[counter] = String(Number(document.body.dataset[counter] ?? 0) + 1);
+}
+
+async function run() {
+  if (!state.file) return;
+  let settings;
+  try {
+    settings = readSettings();
+  } catch (error) {
+    showError(describe(error));
+    return;
+  }
+  const options = { label: state.label, kinds: { ...state.kinds }, ignore: [...state.ignore], ...settings };
+  const controller = startProgress(ui.run, true);
   chart.reset(settings.attack === 'random' ? 1 : settings.iterations);
   let last = null;
   try {
@@ -284,7 +380,8 @@ async function run() {
           ui.progressText.textContent = `step ${p.step} of ${p.of}${loss}, ${p.elapsed.toFixed(1)} s`;
           chart.add(p.step, p.loss);
         } else {
-          // auto times the backends on a few steps first ("time wgpu", "time cpu").
+          // auto times the backends on a few steps first ("time wgpu", "time cpu"); FedAvg's
+          // λ candidates and training first have phases of their own.
           ui.progressText.textContent = `${p.phase.replace('time', 'timing')}: step ${p.step}`;
         }
       },
@@ -295,19 +392,52 @@ async function run() {
     ui.runStatus.textContent = `Done in ${report.seconds.toFixed(1)} s.`;
     showResults(report);
   } catch (error) {
-    if (error?.name === 'AbortError') {
-      ui.runStatus.textContent = `Cancelled${last ? ` at step ${last.step} of ${last.of}` : ''}; nothing was kept.`;
-    } else if (error?.name === 'RuntimeError') {
-      showError(`The engine crashed (${describe(error)}); it has been restarted. Try again, or choose another engine above.`);
-    } else {
-      showError(`The attack could not run: ${describe(error)}`);
-    }
+    failed(error, 'attack', last && `at step ${last.step} of ${last.of}`);
   } finally {
-    state.running = null;
-    setRunning(false);
-    // Each settled run bumps data-runs on <body>: tests and scripts wait on it (it cannot be missed,
-    // unlike a state that may flip back before anyone looks).
-    document.body.dataset.runs = String(Number(document.body.dataset.runs ?? 0) + 1);
+    finished('runs');
+  }
+}
+
+async function audit() {
+  if (!state.file) return;
+  let options;
+  try {
+    options = readAudit(readSettings());
+  } catch (error) {
+    showError(describe(error));
+    return;
+  }
+  const controller = startProgress(ui.audit, false);
+  const started = performance.now();
+  let last = null;
+  try {
+    const engine = await state.engineReady;
+    const report = await engine.audit(state.file, options, {
+      signal: controller.signal,
+      onProgress: (p) => {
+        last = p;
+        ui.progress.value = p.fraction;
+        const seconds = ((performance.now() - started) / 1000).toFixed(0);
+        ui.progressText.textContent = `${p.done} of ${p.cells} cells done, ${seconds} s${p.current ? `; running ${p.current}` : ''}`;
+      },
+    });
+    state.audit = report;
+    ui.progress.value = 1;
+    ui.runStatus.textContent = `Audit done: ${report.audit.cells.length} cells in ${((performance.now() - started) / 1000).toFixed(1)} s.`;
+    renderAudit(report, {
+      verdict: $('verdict'),
+      info: $('audit-info'),
+      plots: $('audit-plots'),
+      table: $('audit-table'),
+      features: $('audit-features'),
+    });
+    ui.auditResults.hidden = false;
+    document.body.dataset.audit = 'shown';
+    ui.auditResults.scrollIntoView({ behavior: 'smooth', block: 'start' });
+  } catch (error) {
+    failed(error, 'audit', last && `after ${last.done} of ${last.cells} cells`);
+  } finally {
+    finished('audits');
   }
 }
 
@@ -328,6 +458,11 @@ ui.run.addEventListener('click', () => {
   else run();
 });
 
+ui.audit.addEventListener('click', () => {
+  if (state.running) state.running.abort();
+  else audit();
+});
+
 ui.demo.addEventListener('click', async () => {
   showError('');
   ui.fileInfo.textContent = 'Loading the demo sample…';
@@ -346,6 +481,7 @@ ui.demo.addEventListener('click', async () => {
 });
 
 $('download-json').addEventListener('click', () => state.report && downloadJson(state.report, state.fileName));
+$('download-audit').addEventListener('click', () => state.audit && downloadAudit(state.audit.audit, state.fileName));
 $('download-csv').addEventListener('click', () => state.report && downloadCsv(state.report, state.fileName));
 
 if (query.backend && [...ui.backendChoice.options].some((o) => o.value === query.backend)) ui.backendChoice.value = query.backend;

@@ -19,6 +19,10 @@ export function downloadJson(report, fileName) {
   save(JSON.stringify(report, null, 2), 'application/json', `leakscope-${stem(fileName)}-${report.attack}.json`);
 }
 
+export function downloadAudit(audit, fileName) {
+  save(JSON.stringify(audit, null, 2), 'application/json', `leakscope-${stem(fileName)}-audit.json`);
+}
+
 // RFC 4180 quoting: a field with a comma, quote or line break is quoted, quotes doubled.
 function field(value) {
   const s = value === null || value === undefined ? '' : String(value);

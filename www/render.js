@@ -168,6 +168,8 @@ export function renderBuckets(box, report) {
 
 const ATTACKS = { tableak: 'TabLeak', cosine: 'Cosine', dlg: 'DLG', random: 'Random baseline' };
 
+const epsilon = (e) => (!Number.isFinite(e) ? '∞' : e >= 1000 ? e.toExponential(2) : e.toPrecision(3));
+
 export function renderSummary(box, info, report) {
   const a = report.accuracy;
   const r = report.random_accuracy;
@@ -180,9 +182,33 @@ export function renderSummary(box, info, report) {
     card('continuous', pct(a.continuous), `random: ${pct(r.continuous)} (within tolerance)`),
     card('rows fully recovered', `${Math.round(a.exact_rows * report.rows.length)} / ${report.rows.length}`, 'every cell right'),
     card('labels', c.labels === 'known' ? 'known' : pct(report.label_accuracy), c.labels === 'known' ? 'given to the server' : 'restored from the update'),
+    // The attacker's surest quarter of cells (lowest ensemble entropy) per kind: it can leak even
+    // where the whole batch looks safe (the paper's Table 4).
+    ...report.confident_quarter.map((q) =>
+      card(`surest quarter, ${q.kind}`, pct(q.quarter_accuracy), `${q.quarter_cells} of ${q.cells} cells; all: ${pct(q.accuracy)}`, q.quarter_accuracy > q.accuracy ? 'leak' : ''),
+    ),
   );
   const steps = report.attack === 'random' ? '' : `, ${c.iterations} steps`;
+  const setting = [];
+  if (c.protocol.kind === 'fedavg') {
+    const prior = report.epoch_prior === null ? '' : `, epoch prior λ = ${report.epoch_prior}`;
+    setting.push(`FedAvg: ${c.protocol.epochs} local epoch${c.protocol.epochs === 1 ? '' : 's'} in batches of ${c.protocol.local_batch}, lr ${c.protocol.lr}${prior}`);
+  }
+  if (c.clients > 1) setting.push(`${c.clients} clients averaged (${c.clients * c.batch_size} rows in the update)`);
+  if (c.defence) {
+    const d = c.defence;
+    if (d.clip !== null) setting.push(`clipped to ${d.clip}`);
+    if (d.noise > 0) setting.push(`noise σ = ${d.noise}`);
+    if (d.fake_gradients !== null) setting.push(`fake gradients (${d.fake_gradients})`);
+    // ε is null in JSON when unbounded: no clipping, or clipping without noise.
+    if (report.privacy) {
+      const e = report.privacy.epsilon;
+      setting.push(e === null ? `no privacy guarantee (${d.clip === null ? 'not clipped' : 'no noise'})` : `ε = ${epsilon(e)} at δ = ${report.privacy.delta} for this one release`);
+    }
+  }
+  if (c.training_epochs > 0) setting.push(`after ${c.training_epochs} epochs of training (model accuracy ${pct(report.model_accuracy)})`);
   info.textContent =
+    (setting.length ? `${setting.join('; ')}. ` : '') +
     `${ATTACKS[report.attack]} on a batch of ${c.batch_size} rows (ensemble ${c.ensemble}${steps}, seed ${c.seed}) ` +
     `drawn from ${report.table_rows} rows${report.dropped_rows ? ` (${report.dropped_rows} with missing values dropped)` : ''}; ` +
     `${report.seconds.toFixed(1)} s on ${report.backend.label}.` +

@@ -252,6 +252,90 @@ test('a run can be cancelled, the page recovers and runs again; bad files get re
   }
 });
 
+// Waits on the page's audit counter, as runToEnd does on runs.
+async function auditToEnd(page, timeout = 600_000) {
+  const before = Number((await page.evaluate(() => document.body.dataset.audits)) ?? 0);
+  await page.click('#audit');
+  await page.waitForFunction((n) => Number(document.body.dataset.audits ?? 0) > n, before, { timeout });
+}
+
+test('FedAvg and defences from the form; an audit runs its cells across the workers and shows the verdict, plots and tables', async () => {
+  const { browser, page, problems } = await openPage({ webgpu: false });
+  try {
+    await upload(page, german);
+    // The form's federated settings start from the engine's defaults.
+    await page.click('#federation summary');
+    assert.equal(await page.inputValue('#settings [name=protocol]'), 'fedsgd');
+    assert.equal(await page.inputValue('#settings [name=clip]'), '');
+    await settings(page, { protocol: 'fedavg', batchSize: 8, localEpochs: 2, localBatch: 4, ensemble: 4, iterations: 200, seed: 1 });
+    await runToEnd(page);
+    assert.equal(await page.locator('#error').isHidden(), true, await page.textContent('#error'));
+    const fedavg = await downloadReport(page);
+    assert.equal(fedavg.config.protocol.kind, 'fedavg');
+    assert.equal(fedavg.config.protocol.epochs, 2);
+    assert.ok(fedavg.accuracy.total >= fedavg.random_baseline + 0.1, `FedAvg ${fedavg.accuracy.total} vs random ${fedavg.random_baseline}`);
+    // Clipping + noise from the form: the report states ε of the release.
+    await settings(page, { protocol: 'fedsgd', clip: 1, noise: 0.1 });
+    await runToEnd(page);
+    assert.equal(await page.locator('#error').isHidden(), true, await page.textContent('#error'));
+    const noisy = await downloadReport(page);
+    assert.deepEqual([noisy.config.defence.clip, noisy.config.defence.noise], [1, 0.1]);
+    assert.ok(noisy.privacy.epsilon > 10 && noisy.privacy.epsilon < 1000, `ε ${noisy.privacy.epsilon}`);
+    await settings(page, { clip: '', noise: 0 });
+
+    // The audit grid starts from the engine's quick grid; a smaller one here.
+    await page.click('#audit-grid summary');
+    assert.equal(await page.inputValue('#audit-settings [name=batchSizes]'), '8, 32, 128');
+    const grid = { batches: 2, referenceBatch: 8, batchSizes: '4, 8', noiseScales: '0.1', clip: 1, clients: '', localEpochs: '1', localBatches: '4', trainingEpochs: '' };
+    for (const [name, value] of Object.entries(grid)) await page.fill(`#audit-settings [name=${name}]`, String(value));
+    // Every progress text seen: with more than one worker, cells run side by side.
+    const seen = [];
+    await page.exposeFunction('noteProgress', (t) => seen.push(t));
+    await page.evaluate(() => new MutationObserver(() => window.noteProgress(document.querySelector('#progress-text').textContent)).observe(document.querySelector('#progress-text'), { childList: true, characterData: true, subtree: true }));
+    await auditToEnd(page);
+    assert.equal(await page.locator('#error').isHidden(), true, await page.textContent('#error'));
+    assert.equal(await page.locator('#audit-results').isVisible(), true);
+    assert.match(await page.textContent('#run-status'), /^Audit done: 24 cells in/);
+    const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+    if (cores > 1) assert.ok(seen.some((t) => /running [^;]+; /.test(t)), `no two cells ran at once: ${seen.slice(-3).join(' | ')}`);
+    assert.ok(seen.some((t) => /^12 of 24 cells done/.test(t)));
+    // The verdict, a plot per study and the columns' plot, the tables.
+    assert.ok((await page.locator('#verdict li').count()) >= 2);
+    assert.match(await page.textContent('#verdict'), /batch/i);
+    const plots = await page.locator('#audit-plots img').evaluateAll((imgs) => imgs.map((i) => [i.dataset.plot, i.naturalWidth]));
+    assert.deepEqual(plots.map(([name]) => name), ['batch-size', 'noise', 'fedavg', 'features']);
+    assert.ok(plots.every(([, width]) => width > 0), 'every plot decoded');
+    // Four settings (B = 4, B = 8, σ = 0.1, E = 1 b = 4) × three attacks.
+    assert.equal(await page.locator('#audit-table tbody tr').count(), 12);
+    assert.match(await page.textContent('#audit-table'), /E = 1, b = 4/);
+    assert.doesNotMatch(await page.textContent('#audit-results'), /undefined|NaN/);
+    assert.equal(await page.locator('#audit-features tbody tr').count(), 20);
+    await page.screenshot({ path: join(shots, 'audit.png'), fullPage: true });
+    const [file] = await Promise.all([page.waitForEvent('download'), page.click('#download-audit')]);
+    const audit = JSON.parse(readFileSync(await file.path(), 'utf8'));
+    const row = (study, attack) => audit.rows.find((r) => r.point.study === study && r.attack === attack && (study !== 'batchSize' || r.point.batch === 4));
+    const tableak = row('batchSize', 'tableak');
+    assert.equal(tableak.batches, 2);
+    assert.ok(tableak.accuracy.mean >= tableak.random.mean + 0.15, `TabLeak ${tableak.accuracy.mean} vs random ${tableak.random.mean}`);
+    assert.ok(row('batchSize', 'tableak').accuracy.mean >= row('batchSize', 'cosine').accuracy.mean - 0.05);
+    assert.ok(row('noise', 'tableak').epsilon > 0);
+    assert.equal(audit.cells.length, 24);
+
+    // An audit can be cancelled; nothing of it is kept.
+    await page.fill('#audit-settings [name=batches]', '10');
+    await page.click('#audit');
+    await page.waitForFunction(() => /cells done/.test(document.querySelector('#progress-text').textContent));
+    assert.equal(await page.textContent('#audit'), 'Cancel audit');
+    await page.click('#audit');
+    await page.waitForFunction(() => document.body.dataset.state === 'idle', null, { timeout: 30_000 });
+    assert.match(await page.textContent('#run-status'), /^Cancelled after \d+ of 120 cells/);
+    assert.equal(await page.locator('#audit-results').isHidden(), true);
+    assert.deepEqual(problems, []);
+  } finally {
+    await browser.close();
+  }
+});
+
 test('WebGPU on SwiftShader: auto times both backends and takes the CPU, a forced WebGPU run reports its adapter', async () => {
   const auto = await openPage({ webgpu: true });
   try {

@@ -48,7 +48,8 @@ test('the installed package inspects a CSV and runs a seeded attack well above t
     `,
   );
   assert.equal(out.backend.choice, 'cpu');
-  assert.deepEqual([out.defaults.batchSize, out.defaults.ensemble, out.defaults.iterations, out.defaults.attack], [32, 30, 1500, 'tableak']);
+  // ensemble null: the protocol's own (30 members for FedSGD, 15 for FedAvg).
+  assert.deepEqual([out.defaults.batchSize, out.defaults.ensemble, out.defaults.iterations, out.defaults.attack], [32, null, 1500, 'tableak']);
   assert.match(out.backend.label, /^cpu \(fused kernel/);
   assert.equal(out.schema.rows, 1000);
   assert.equal(out.schema.columns.length, 21);
@@ -61,6 +62,50 @@ test('the installed package inspects a CSV and runs a seeded attack well above t
   assert.equal(r.backend.engine, 'cpu-kernel');
   assert.ok(r.accuracy.total >= r.random_baseline + 0.15, `accuracy ${r.accuracy.total} vs random ${r.random_baseline}`);
   assert.ok(r.accuracy.total >= 0.7, `accuracy ${r.accuracy.total}`);
+});
+
+test('the installed package audits a table over a small grid: FedAvg, noise with ε, progress to the end, plots', () => {
+  const out = runIn(
+    project,
+    `
+    import { readFileSync } from 'node:fs';
+    import { Leakscope } from 'leakscope';
+    const csv = readFileSync('german.csv');
+    const engine = await Leakscope.create({ backend: 'cpu' });
+    const options = {
+      run: { label: 'credit_risk', ensemble: 4, iterations: 200, seed: 1 },
+      attacks: ['tableak', 'random'], batches: 2, referenceBatch: 8, batchSizes: [8], noiseScales: [0.1], clip: 1,
+      clients: [], localEpochs: [1], localBatches: [4], trainingEpochs: [],
+    };
+    const plan = await engine.auditPlan(csv, options, 3);
+    const fractions = [];
+    const report = await engine.audit(csv, options, { onProgress: (p) => fractions.push([p.done, p.fraction]) });
+    let refused = null;
+    try { await engine.audit(csv, { ...options, batches: 0 }); } catch (e) { refused = e.message; }
+    console.log(JSON.stringify({ defaults: Leakscope.auditDefaults(false), plan, fractions, report, refused }));
+    `,
+  );
+  assert.deepEqual(out.defaults.batchSizes, [8, 32, 128]);
+  // Three settings × two attacks × two batches, dearest first (FedAvg's TabLeak before a random guess).
+  assert.equal(out.plan.cells.length, 12);
+  assert.equal(out.plan.workers, 3);
+  assert.match(out.plan.cells[0].label, /TabLeak/);
+  assert.match(out.plan.cells.at(-1).label, /Random/);
+  assert.deepEqual(out.fractions.at(-1), [12, 1]);
+  assert.ok(out.fractions.every(([, f], i) => i === 0 || f >= out.fractions[i - 1][1]), 'progress never goes back');
+  const { audit, svgs, markdown } = out.report;
+  const row = (study, attack) => audit.rows.find((r) => r.point.study === study && r.attack === attack);
+  for (const study of ['batchSize', 'fedavg']) {
+    const t = row(study, 'tableak');
+    assert.ok(t.accuracy.mean >= t.random.mean + 0.1, `${study}: TabLeak ${t.accuracy.mean} vs random ${t.random.mean}`);
+  }
+  assert.ok(row('noise', 'tableak').accuracy.mean < row('batchSize', 'tableak').accuracy.mean, 'noise costs the attacker');
+  assert.ok(row('noise', 'tableak').epsilon > 0 && row('batchSize', 'tableak').epsilon === null);
+  assert.deepEqual(svgs.map((s) => s.name), ['batch-size', 'noise', 'fedavg', 'features']);
+  assert.ok(svgs.every((s) => s.svg.startsWith('<svg')));
+  assert.match(markdown, /^\| setting \| attack \|/);
+  assert.ok(audit.verdict.sentences.length >= 2);
+  assert.match(out.refused, /batches 0 must be between 1 and 100/);
 });
 
 test('an AbortSignal cancels a run, from the callback or from a timer, and bad input is a readable error', () => {
@@ -136,7 +181,7 @@ test('the type declarations compile against a typed use of the package (tsc --st
   writeFileSync(
     join(project, 'use.ts'),
     `
-    import { Leakscope, type Report, type RunOptions, type Progress } from 'leakscope';
+    import { Leakscope, type AuditReport, type Report, type RunOptions, type Progress } from 'leakscope';
     import { LeakscopeWorker } from 'leakscope/remote';
     async function main(csv: Uint8Array): Promise<number> {
       const engine = await Leakscope.create({ backend: 'auto' });
@@ -148,7 +193,12 @@ test('the type declarations compile against a typed use of the package (tsc --st
       const kind: 'cpu' | 'wgpu' | 'cuda' = report.backend.kind;
       const confident = report.rows.flatMap((r) => r.confidence).filter((c) => c === 'high').length;
       const edge: number | null = report.entropy_buckets[0].from;
-      return report.accuracy.total + limit + confident + (edge ?? 0) + kind.length + seen.length;
+      const audit: AuditReport = await worker.audit(csv, { run: options, batches: 2, noiseScales: [0, 0.1] }, {
+        onProgress: (p) => seen.push({ phase: p.current, step: p.done, of: p.cells, loss: null, elapsed: p.fraction }),
+      });
+      const verdict: string = audit.audit.verdict.sentences[0];
+      const quick: number = worker.auditDefaults.quick.batches + Leakscope.auditDefaults(true).referenceBatch;
+      return report.accuracy.total + limit + confident + (edge ?? 0) + kind.length + seen.length + verdict.length + quick;
     }
     void main;
     `,

@@ -1,0 +1,88 @@
+// The audit's results in the page: the engine's verdict, its plots and its summary tables. Every
+// number and sentence comes from the engine's AuditReport; this file only places them.
+import { el, pct } from './render.js';
+
+const pm = (m) => (m ? `${(100 * m.mean).toFixed(1)} ± ${(100 * m.std).toFixed(1)}` : '—');
+
+function pointLabel(p) {
+  switch (p.study) {
+    case 'batchSize':
+      return `B = ${p.batch}`;
+    case 'noise':
+      return `σ = ${p.sigma}`;
+    case 'clients':
+      return `K = ${p.clients}`;
+    case 'fedavg':
+      return `E = ${p.epochs}, b = ${p.local_batch}`;
+    default:
+      return `${p.epochs} epoch${p.epochs === 1 ? '' : 's'}`;
+  }
+}
+
+function epsilon(e) {
+  if (e === null || e === undefined) return '—';
+  if (!Number.isFinite(e)) return '∞';
+  return e >= 1000 ? e.toExponential(2) : e.toPrecision(3);
+}
+
+export function renderAudit(report, targets) {
+  const { audit, svgs } = report;
+  targets.verdict.replaceChildren(...audit.verdict.sentences.map((s) => el('li', { text: s })));
+  const backends = [...new Set(audit.cells.map((c) => c.backend))];
+  targets.info.textContent =
+    `${audit.cells.length} attacks on ${audit.table.rows} rows (label ${audit.table.label}), ` +
+    `${audit.options.batches} batch${audit.options.batches === 1 ? '' : 'es'} per setting, ` +
+    `${audit.seconds.toFixed(0)} s of compute on ${backends.join('; ')}.`;
+  // The plots are the engine's SVG, shown as images: nothing in them can run as script.
+  targets.plots.replaceChildren(
+    ...svgs.map(({ name, svg }) =>
+      el('img', {
+        class: 'plot',
+        'data-plot': name,
+        alt: `audit plot: ${name}`,
+        src: `data:image/svg+xml;charset=utf-8,${encodeURIComponent(svg)}`,
+      }),
+    ),
+  );
+  const head = (...names) => el('thead', {}, el('tr', {}, names.map((n) => el('th', { text: n }))));
+  targets.table.replaceChildren(
+    head('setting', 'attack', 'accuracy %', 'categorical %', 'continuous %', 'random %', 'ε (one release)', 'model accuracy'),
+    el(
+      'tbody',
+      {},
+      audit.rows.map((r) =>
+        el(
+          'tr',
+          { class: r.attack === 'tableak' ? 'tableak' : '' },
+          el('td', { text: pointLabel(r.point) }),
+          el('td', { text: r.attack }),
+          el('td', { class: 'num', text: pm(r.accuracy) }),
+          el('td', { class: 'num', text: pm(r.categorical) }),
+          el('td', { class: 'num', text: pm(r.continuous) }),
+          el('td', { class: 'num', text: (100 * r.random.mean).toFixed(1) }),
+          el('td', { class: 'num', text: epsilon(r.epsilon) }),
+          el('td', { class: 'num', text: pct(r.modelAccuracy) }),
+        ),
+      ),
+    ),
+  );
+  targets.features.replaceChildren(
+    head('column', 'kind', 'recovered', 'guessing', 'gain (points)', 'mean entropy'),
+    el(
+      'tbody',
+      {},
+      audit.features.map((f) =>
+        el(
+          'tr',
+          {},
+          el('td', { text: f.feature.name }),
+          el('td', { text: f.feature.kind }),
+          el('td', { class: 'num', text: pct(f.accuracy) }),
+          el('td', { class: 'num', text: pct(f.random) }),
+          el('td', { class: 'num', text: `${f.gain >= 0 ? '+' : ''}${(100 * f.gain).toFixed(1)}` }),
+          el('td', { class: 'num', text: f.entropy === null ? '—' : f.entropy.toFixed(2) }),
+        ),
+      ),
+    ),
+  );
+}
