@@ -5,7 +5,7 @@
 //   node scripts/bench-browser.mjs [--batch-size 32] [--ensemble N] [--iterations 1500] [--seed 0]
 //                                  [--webgpu-steps 20,60] [--csv data/adult-sample.csv] [--label salary]
 //                                  [--protocol fedavg --local-epochs E --local-batch b --client-lr 0.01]
-//                                  [--skip native,cpu,webgpu,auto]
+//                                  [--skip native,cpu,webgpu,auto] [--page-workers 1,2]
 // The ensemble defaults to the engine's (30 members for FedSGD, 15 for FedAvg).
 // A software GPU is too slow to run 1500 steps here: WebGPU runs two short attacks and the difference of
 // their times gives the rate per step without the one-off shader compilation, extrapolated to --iterations.
@@ -36,6 +36,8 @@ const { values: a } = parseArgs({
     seed: { type: 'string', default: '0' },
     'webgpu-steps': { type: 'string', default: '20,60' },
     skip: { type: 'string', default: '' },
+    // The page's CPU runs: with 1 worker and with one per core (at most 8), or the counts given.
+    'page-workers': { type: 'string', default: '' },
   },
 });
 const fedavg = a.protocol === 'fedavg';
@@ -103,7 +105,8 @@ if (!skip.has('native')) {
   }
 }
 if (!skip.has('cpu')) {
-  for (const workers of [...new Set([1, Math.min(cpus().length, 8)])]) {
+  const counts = a['page-workers'] ? a['page-workers'].split(',').map(Number) : [1, Math.min(cpus().length, 8)];
+  for (const workers of [...new Set(counts)]) {
     const { report, wall } = await inPage({ webgpu: false, backend: 'cpu', iterations: base.iterations, workers });
     const where = `page, CPU backend (wasm), ${workers} worker${workers > 1 ? 's' : ''}`;
     rows.push([where, report.backend.label, fmt(report.seconds), perStep(report.seconds, base.iterations), (100 * report.accuracy.total).toFixed(1), `${fmt(wall)} wall`]);

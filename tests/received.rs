@@ -78,6 +78,7 @@ fn a_pytorch_fedsgd_update_is_the_simulated_one_and_reconstructs_the_same() {
 
     let ours = simulated(&from_st, "update.safetensors", Protocol::Fedsgd);
     let gap = relative_gap(&from_st.update, &ours);
+    eprintln!("FedSGD: PyTorch's gradient against leakscope's: {gap:.2e} of the largest entry");
     assert!(
         gap < 1e-5,
         "PyTorch's gradient and leakscope's differ by {gap:.2e} of the largest entry"
@@ -139,6 +140,7 @@ fn a_pytorch_fedavg_update_is_the_simulated_one() {
     assert_eq!((training.epochs, training.local_batch), (2, 4));
     let ours = simulated(&from_st, "fedavg/update.safetensors", Protocol::Fedavg(training));
     let gap = relative_gap(&from_st.update, &ours);
+    eprintln!("FedAvg: PyTorch's θ0 − θE against leakscope's: {gap:.2e} of the largest entry");
     assert!(
         gap < 1e-5,
         "PyTorch's θ0 − θE and leakscope's differ by {gap:.2e} of the largest entry"

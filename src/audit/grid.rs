@@ -238,7 +238,8 @@ impl AuditOptions {
         if (self.local_epochs.is_empty()) != (self.local_batches.is_empty()) {
             return fail("FedAvg's study needs both local epochs and local batch sizes".into());
         }
-        if !self.noise_scales.is_empty() && !(self.clip > 0.0 && self.clip.is_finite()) {
+        let clip_ok = self.clip > 0.0 && self.clip.is_finite();
+        if !self.noise_scales.is_empty() && !clip_ok {
             return fail(format!("the clipping norm {} must be a positive number", self.clip));
         }
         Ok(())

@@ -67,7 +67,8 @@ fn log_delta(sigma: f64, eps: f64) -> f64 {
 
 /// The smallest ε for which the Gaussian mechanism with noise multiplier σ is (ε, δ)-DP.
 pub fn gaussian_epsilon(sigma: f64, delta: f64) -> f64 {
-    if !(sigma > 0.0) || delta <= 0.0 {
+    // NaN σ counts as no noise.
+    if sigma.is_nan() || sigma <= 0.0 || delta <= 0.0 {
         return f64::INFINITY;
     }
     if sigma.is_infinite() || delta >= 1.0 {

@@ -245,7 +245,7 @@ test('a run can be cancelled, the page recovers and runs again; bad files get re
     await upload(page, german);
     await settings(page, { batchSize: 1000, ensemble: 1000, iterations: 10 });
     await runToEnd(page);
-    assert.match(await page.textContent('#error'), /an ensemble of 1000 × a batch of 1000 rows on a 61-100-100-2 network needs about \d+\.\d GiB .* allows 2 GiB/);
+    assert.match(await page.textContent('#error'), /an ensemble of 1000 × 1000 rows on a 61-100-100-2 network needs about \d+\.\d GiB .* allows 2 GiB/);
     assert.deepEqual(problems, []);
   } finally {
     await browser.close();
