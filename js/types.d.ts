@@ -18,7 +18,12 @@ kinds?: { [key in string]?: ColumnKind },
 /**
  * Columns to leave out.
  */
-ignore?: Array<string>, attack?: AttackKind, 
+ignore?: Array<string>, 
+/**
+ * Columns the reading leaves out by default (an identifier, pandas' index column; see the
+ * schema's `treatment`) to use after all.
+ */
+include?: Array<string>, attack?: AttackKind, 
 /**
  * FedSGD's batch, or a FedAvg client's rows.
  */
@@ -90,22 +95,80 @@ export type ColumnKind = "categorical" | "continuous";
 
 export type SchemaSummary = { columns: Array<ColumnInfo>, rows: number, 
 /**
- * Rows with a missing value in any column (dropped by default).
+ * Rows with a missing value in a used column, a stray word in a numeric one counting as
+ * missing (dropped by default).
  */
 rows_with_missing: number, 
 /**
- * Columns with 2..=20 distinct values, the likely labels, most plausible first.
+ * Used columns with 2..=20 distinct values, the likely labels, most plausible first.
  */
-label_candidates: Array<string>, };
+label_candidates: Array<string>, 
+/**
+ * How the file was read: encoding, delimiter, decimal mark.
+ */
+dialect: Dialect, 
+/**
+ * Every decision that changes what is read: rows, columns or cells dropped, columns left
+ * out, the encoding guessed. The same words as a run's report.
+ */
+warnings: Array<string>, };
 
 /**
- * What a person sees before running: one entry per CSV column.
+ * What a person sees before running: one entry per CSV column, with how it will be read and why.
  */
 export type ColumnInfo = { name: string, kind: ColumnKind, distinct: number, missing: number, 
 /**
  * A handful of example values, for display.
  */
-examples: Array<string>, };
+examples: Array<string>, 
+/**
+ * Used, or left out (an identifier, pandas' index: `include` puts it back), or dropped (empty).
+ */
+treatment: Treatment, 
+/**
+ * Why the column is read the way it is, when that is not plain (empty otherwise).
+ */
+notes: Array<string>, 
+/**
+ * A continuous column's values that are not numbers (read as missing).
+ */
+non_numeric: NonNumeric | null, };
+
+/**
+ * What the engine does with a column by default.
+ */
+export type Treatment = "used" | "identifier" | "index" | "empty";
+
+/**
+ * The cells of a numeric column that are not numbers: they count as missing.
+ */
+export type NonNumeric = { count: number, 
+/**
+ * Values in the column (cells not missing), numbers and not.
+ */
+present: number, 
+/**
+ * The most frequent of them (at most 5), distinct.
+ */
+values: Array<string>, };
+
+/**
+ * How the file was read: shown with the schema, so a misread is visible.
+ */
+export type Dialect = { 
+/**
+ * What separates the fields: ",", ";", "\t" or "|".
+ */
+delimiter: string, 
+/**
+ * Numbers are written 1,5 and 1.234,5.
+ */
+decimal_comma: boolean, encoding: TextEncoding, };
+
+/**
+ * How the file's bytes were read as text.
+ */
+export type TextEncoding = "utf-8" | "utf-8-bom" | "utf-16le" | "utf-16be" | "windows-1252";
 
 /**
  * Progress of a long computation, as reported to the caller.
@@ -391,7 +454,11 @@ maxCsvBytes: number,
 /**
  * Most workers one ensemble is split over.
  */
-maxWorkers: number, };
+maxWorkers: number, 
+/**
+ * Most classes a label has without a warning (more looks like a wrong column).
+ */
+maxLabelClasses: number, };
 
 /**
  * Which members of the ensemble one call inverts. A page splits the ensemble over several workers

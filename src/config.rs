@@ -425,6 +425,10 @@ pub struct RunOptions {
     /// Columns to leave out.
     #[ts(as = "Option<_>", optional)]
     pub ignore: Vec<String>,
+    /// Columns the reading leaves out by default (an identifier, pandas' index column; see the
+    /// schema's `treatment`) to use after all.
+    #[ts(as = "Option<_>", optional)]
+    pub include: Vec<String>,
     #[ts(as = "Option<_>", optional)]
     pub attack: AttackKind,
     /// FedSGD's batch, or a FedAvg client's rows.
@@ -487,6 +491,7 @@ impl Default for RunOptions {
             label: String::new(),
             kinds: Default::default(),
             ignore: Vec::new(),
+            include: Vec::new(),
             attack: c.attack,
             batch_size: c.batch_size,
             ensemble: None,
@@ -525,6 +530,7 @@ impl RunOptions {
             label: self.label.clone(),
             kinds: self.kinds.clone().into_iter().collect(),
             ignore: self.ignore.clone(),
+            include: self.include.clone(),
         }
     }
 
@@ -582,6 +588,8 @@ pub struct Limits {
     pub max_csv_bytes: usize,
     /// Most workers one ensemble is split over.
     pub max_workers: usize,
+    /// Most classes a label has without a warning (more looks like a wrong column).
+    pub max_label_classes: usize,
 }
 
 impl Limits {
@@ -589,6 +597,7 @@ impl Limits {
         Limits {
             max_csv_bytes: crate::table::MAX_CSV_BYTES,
             max_workers: crate::plan::MAX_WORKERS,
+            max_label_classes: crate::table::inference::MAX_LABEL_CLASSES,
         }
     }
 }

@@ -7,14 +7,16 @@ pub enum Error {
     EmptyFile,
     #[error("the file is {size} bytes, more than the limit of {limit} bytes")]
     TooLarge { size: usize, limit: usize },
-    #[error("the file is not valid UTF-8 text (first bad byte at offset {offset})")]
-    NotUtf8 { offset: usize },
+    /// A file that is not text, named by its first bytes (an Excel workbook, a gzip archive).
+    #[error("the file is {format}, not a CSV: {hint}")]
+    BinaryFormat { format: String, hint: String },
+    /// NUL bytes in a file without a byte-order mark: UTF-16 without one, or binary data.
+    #[error("the file holds NUL bytes: {0}")]
+    NotText(String),
     #[error("CSV error at line {line}: {message}")]
     Csv { line: u64, message: String },
     #[error("line {line} has {found} fields but the header has {expected}")]
     Ragged { line: u64, expected: usize, found: usize },
-    #[error("the header has an empty column name (column {column})")]
-    EmptyHeader { column: usize },
     #[error("column name {name:?} appears twice in the header")]
     DuplicateHeader { name: String },
     #[error("the table has a header but no data rows")]

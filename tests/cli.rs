@@ -68,8 +68,9 @@ fn attack_prints_a_report_and_writes_json() {
 fn bad_input_gets_a_specific_error_and_no_output_file() {
     let ragged = tmp("ragged.csv");
     std::fs::write(&ragged, "a,b,y\n1,2,x\n3,y\n").unwrap();
+    // A gzip file renamed .csv is named as such.
     let binary = tmp("binary.csv");
-    std::fs::write(&binary, b"a,y\n1,\xff\xfe\n").unwrap();
+    std::fs::write(&binary, [0x1F, 0x8B, 0x08, 0x00, 0x00, 0x00]).unwrap();
     let one_class = tmp("one-class.csv");
     std::fs::write(&one_class, "a,y\n1,x\n2,x\n").unwrap();
     // A sparse file: 300 MiB on paper, nothing on disk; refused before it is read.
@@ -81,7 +82,7 @@ fn bad_input_gets_a_specific_error_and_no_output_file() {
     let cases = [
         (huge, "y", "more than the limit of 268435456 bytes"),
         (ragged, "y", "line 3 has 2 fields but the header has 3"),
-        (binary, "y", "not valid UTF-8"),
+        (binary, "y", "is a gzip-compressed file, not a CSV: decompress it first"),
         (one_class, "y", "has a single class"),
         (
             PathBuf::from(data("german-credit.csv")),
@@ -167,6 +168,110 @@ fn inspect_lists_columns_and_label_candidates() {
     assert!(out.status.success());
     assert!(stdout.contains("4000 rows, 294 with a missing value"), "{stdout}");
     assert!(stdout.contains("label candidates: salary"), "{stdout}");
+}
+
+fn table(file: &str) -> String {
+    format!("{}/tests/data/tables/{file}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `inspect --json` prints the schema object (the npm package's `inspect`); the text view shows
+/// the same decisions: how the file was read, what is left out and why.
+#[test]
+fn inspect_shows_how_the_table_is_read() {
+    let out = bin()
+        .args(["inspect", "--csv", &table("identifiers.csv"), "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let schema: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(schema["rows"], 25);
+    assert_eq!(
+        schema["dialect"],
+        serde_json::json!({"delimiter": ",", "decimal_comma": false, "encoding": "utf-8"})
+    );
+    let id = &schema["columns"][0];
+    assert_eq!(
+        (&id["name"], &id["treatment"]),
+        (&"customer_id".into(), &"identifier".into())
+    );
+    assert_eq!(
+        id["notes"][0],
+        "a distinct value on 25 of 25 rows: an identifier or free text"
+    );
+    assert_eq!(schema["columns"][2]["treatment"], "used");
+    assert!(schema["columns"][2]["non_numeric"].is_null());
+    let warnings: Vec<&str> = schema["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(warnings[0].contains("include it (--include customer_id) to use it"));
+
+    let out = bin()
+        .args(["inspect", "--csv", &table("semicolon-decimal-comma.csv")])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.starts_with("read as UTF-8, semicolon-separated, decimal comma\n"),
+        "{stdout}"
+    );
+    let out = bin()
+        .args(["inspect", "--csv", &table("stray-words.csv")])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("↳ 3 of 80 values are not numbers (\"unknown\", \"n/a\"): read as missing"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("note: column \"income\" is numeric but 3 of 80 values"),
+        "{stdout}"
+    );
+}
+
+/// A column left out by default is named in the report's warnings; `--include` puts it back.
+#[test]
+fn include_puts_a_left_out_column_back() {
+    let run = |extra: &[&str]| -> serde_json::Value {
+        let json = tmp(&format!("include-{}.json", extra.len()));
+        let out = bin()
+            .args(["attack", "--csv", &table("identifiers.csv"), "--label", "churn"])
+            .args(["--attack", "random", "--batch-size", "4", "--quiet", "--json"])
+            .arg(&json)
+            .args(extra)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            stdout.contains("note: column \"customer_id\" is left out"),
+            extra.is_empty(),
+            "{stdout}"
+        );
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+    };
+    let names = |report: &serde_json::Value| -> Vec<String> {
+        report["features"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let report = run(&[]);
+    assert_eq!(names(&report), vec!["age", "plan"]);
+    assert!(
+        report["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("--include customer_id")
+    );
+    let report = run(&["--include", "customer_id"]);
+    assert_eq!(names(&report), vec!["customer_id", "age", "plan"]);
 }
 
 /// A small audit grid on the Adult sample: every study, two attacks, two batches.

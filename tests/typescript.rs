@@ -22,7 +22,7 @@ use leakscope::report::{
     Confidence, ConfidenceLevels, ConfidentQuarter, EntropyBucket, FeatureHeader, PriorFit, Report, RowReport,
 };
 use leakscope::runtime::{BackendInfo, BackendKind, EngineInfo, MeasuredRate, StepEngine};
-use leakscope::table::{ColumnInfo, ColumnKind, SchemaSummary};
+use leakscope::table::{ColumnInfo, ColumnKind, Dialect, NonNumeric, SchemaSummary, TextEncoding, Treatment};
 
 fn declaration<T: TS>() -> String {
     let docs = T::docs().unwrap_or_default();
@@ -43,6 +43,10 @@ fn generated() -> String {
         declaration::<ColumnKind>(),
         declaration::<SchemaSummary>(),
         declaration::<ColumnInfo>(),
+        declaration::<Treatment>(),
+        declaration::<NonNumeric>(),
+        declaration::<Dialect>(),
+        declaration::<TextEncoding>(),
         declaration::<Progress>(),
         declaration::<Report>(),
         declaration::<Accuracy>(),

@@ -152,7 +152,10 @@ mod tests {
             idx
         };
         assert_eq!(rank(&sent), rank(&truth), "the element order is the update's");
-        let (n1, n2) = (l2_norm(std::slice::from_ref(&truth)), l2_norm(std::slice::from_ref(&sent)));
+        let (n1, n2) = (
+            l2_norm(std::slice::from_ref(&truth)),
+            l2_norm(std::slice::from_ref(&sent)),
+        );
         assert!((n2 / n1 - 1.0).abs() < 0.3, "a comparable norm: {n1} vs {n2}");
     }
 

@@ -1,4 +1,6 @@
 //! Reading a CSV into trimmed string cells, with errors that name the line.
+use super::decode::decode;
+use super::dialect::{Dialect, sniff};
 use crate::error::{Error, Result};
 
 /// The largest CSV the engine reads: the whole table is held in memory as text cells (several
@@ -9,15 +11,26 @@ pub const MAX_CSV_BYTES: usize = 100 * 1024 * 1024;
 #[cfg(not(target_arch = "wasm32"))]
 pub const MAX_CSV_BYTES: usize = 256 * 1024 * 1024;
 
-/// A parsed CSV: header names and rows of trimmed cells, each row remembering its 1-based file line.
+/// A parsed CSV: header names and rows of trimmed cells, each row remembering its 1-based file
+/// line, with how the file was read and what the reading dropped or guessed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RawTable {
     pub headers: Vec<String>,
     pub rows: Vec<Vec<String>>,
     pub lines: Vec<u64>,
+    pub dialect: Dialect,
+    /// Rows dropped, the encoding guessed: shown with the schema and in every report.
+    pub warnings: Vec<String>,
 }
 
-/// Parse CSV bytes. Rejects empty, oversized, non-UTF-8 and ragged input, and bad headers.
+/// Lines named in a warning before "… (n in all)".
+const LINES_NAMED: usize = 10;
+
+/// Parse CSV bytes in whatever encoding, delimiter and decimal mark they were exported with
+/// (`decode`, `dialect`). Rejects empty, oversized, binary and ragged input, and duplicate
+/// header names; a header row repeated further down (files joined together) is dropped with a
+/// warning naming its lines, and a column without a name is called what pandas calls it
+/// ("Unnamed: 0").
 pub fn parse_csv(bytes: &[u8], max_bytes: usize) -> Result<RawTable> {
     if bytes.len() > max_bytes {
         return Err(Error::TooLarge {
@@ -25,39 +38,58 @@ pub fn parse_csv(bytes: &[u8], max_bytes: usize) -> Result<RawTable> {
             limit: max_bytes,
         });
     }
-    let text = std::str::from_utf8(bytes).map_err(|e| Error::NotUtf8 {
-        offset: e.valid_up_to(),
-    })?;
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let decoded = decode(bytes)?;
+    let text: &str = &decoded.text;
     if text.trim().is_empty() {
         return Err(Error::EmptyFile);
     }
+    let (delimiter, decimal_comma) = sniff(text);
+    let dialect = Dialect {
+        delimiter: delimiter as char,
+        decimal_comma,
+        encoding: decoded.encoding,
+    };
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(true)
+        .delimiter(delimiter)
         .trim(csv::Trim::All)
         .from_reader(text.as_bytes());
-    let headers: Vec<String> = reader
+    let written: Vec<String> = reader
         .headers()
         .map_err(|e| csv_error(&e))?
         .iter()
         .map(str::to_string)
         .collect();
+    let headers: Vec<String> = written
+        .iter()
+        .enumerate()
+        .map(|(j, h)| {
+            if h.is_empty() {
+                format!("Unnamed: {j}")
+            } else {
+                h.clone()
+            }
+        })
+        .collect();
     for (i, h) in headers.iter().enumerate() {
-        if h.is_empty() {
-            return Err(Error::EmptyHeader { column: i + 1 });
-        }
         if headers[..i].contains(h) {
             return Err(Error::DuplicateHeader { name: h.clone() });
         }
     }
     let mut rows = Vec::new();
     let mut lines = Vec::new();
-    for record in reader.records() {
-        let record = record.map_err(|e| csv_error(&e))?;
+    let mut repeated = Vec::new();
+    // One record reused: no allocation per row beyond the cells kept.
+    let mut record = csv::StringRecord::new();
+    while reader.read_record(&mut record).map_err(|e| csv_error(&e))? {
         let line = record.position().map_or(0, |p| p.line());
         // A blank line between records is not data.
         if record.len() == 1 && record[0].is_empty() {
+            continue;
+        }
+        if record.len() == written.len() && record.iter().eq(written.iter().map(String::as_str)) {
+            repeated.push(line);
             continue;
         }
         if record.len() != headers.len() {
@@ -73,7 +105,37 @@ pub fn parse_csv(bytes: &[u8], max_bytes: usize) -> Result<RawTable> {
     if rows.is_empty() {
         return Err(Error::NoRows);
     }
-    Ok(RawTable { headers, rows, lines })
+    let mut warnings: Vec<String> = decoded.warning.into_iter().collect();
+    if !repeated.is_empty() {
+        warnings.push(format!(
+            "dropped {} that {} the header ({}): the file looks like several exports joined together",
+            if repeated.len() == 1 {
+                "1 row".to_string()
+            } else {
+                format!("{} rows", repeated.len())
+            },
+            if repeated.len() == 1 { "repeats" } else { "repeat" },
+            name_lines(&repeated)
+        ));
+    }
+    Ok(RawTable {
+        headers,
+        rows,
+        lines,
+        dialect,
+        warnings,
+    })
+}
+
+/// "line 4", "lines 4, 9", "lines 4, 9, … (12 in all)".
+fn name_lines(lines: &[u64]) -> String {
+    let named: Vec<String> = lines.iter().take(LINES_NAMED).map(u64::to_string).collect();
+    let word = if lines.len() == 1 { "line" } else { "lines" };
+    if lines.len() > LINES_NAMED {
+        format!("{word} {}, … ({} in all)", named.join(", "), lines.len())
+    } else {
+        format!("{word} {}", named.join(", "))
+    }
 }
 
 fn csv_error(e: &csv::Error) -> Error {
@@ -87,6 +149,7 @@ fn csv_error(e: &csv::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::table::decode::TextEncoding;
 
     #[test]
     fn parses_and_trims() {
@@ -94,6 +157,8 @@ mod tests {
         assert_eq!(t.headers, vec!["a", "b"]);
         assert_eq!(t.rows, vec![vec!["1", "x"], vec!["2", "y"]]);
         assert_eq!(t.lines, vec![2, 3]);
+        assert_eq!(t.dialect, Dialect::default());
+        assert!(t.warnings.is_empty());
     }
 
     #[test]
@@ -102,7 +167,6 @@ mod tests {
         assert_eq!(parse_csv(b"  \n", 100), Err(Error::EmptyFile));
         assert_eq!(parse_csv(b"a,b\n", 100), Err(Error::NoRows));
         assert_eq!(parse_csv(b"a,b\n1,2\n", 3), Err(Error::TooLarge { size: 8, limit: 3 }));
-        assert_eq!(parse_csv(b"a,b\n1,\xff\n", 100), Err(Error::NotUtf8 { offset: 6 }));
         assert_eq!(
             parse_csv(b"a,b\n1,2\n3\n", 100),
             Err(Error::Ragged {
@@ -115,6 +179,42 @@ mod tests {
             parse_csv(b"a,a\n1,2\n", 100),
             Err(Error::DuplicateHeader { name: "a".into() })
         );
-        assert_eq!(parse_csv(b"a,\n1,2\n", 100), Err(Error::EmptyHeader { column: 2 }));
+        assert!(matches!(
+            parse_csv(b"\x1f\x8b\x08\x00", 100),
+            Err(Error::BinaryFormat { .. })
+        ));
+    }
+
+    #[test]
+    fn reads_what_exports_hold() {
+        // Not UTF-8: Windows-1252, with a warning.
+        let t = parse_csv(b"a,b\n1,caf\xe9\n", 100).unwrap();
+        assert_eq!(t.rows, vec![vec!["1", "café"]]);
+        assert_eq!(t.dialect.encoding, TextEncoding::Windows1252);
+        assert!(t.warnings[0].contains("read as Windows-1252"), "{:?}", t.warnings);
+        // An unnamed column is named as pandas names it.
+        let t = parse_csv(b",a,b\n0,1,x\n", 100).unwrap();
+        assert_eq!(t.headers, vec!["Unnamed: 0", "a", "b"]);
+        // Semicolons and a decimal comma.
+        let t = parse_csv(b"a;b\n1,5;x\n", 100).unwrap();
+        assert_eq!(t.rows, vec![vec!["1,5", "x"]]);
+        assert_eq!((t.dialect.delimiter, t.dialect.decimal_comma), (';', true));
+        // Header rows repeated by joined exports are dropped and their lines named.
+        let t = parse_csv(b"a,b\n1,x\na,b\n2,y\n a , b\n", 100).unwrap();
+        assert_eq!(t.rows, vec![vec!["1", "x"], vec!["2", "y"]]);
+        assert_eq!(t.lines, vec![2, 4]);
+        assert_eq!(
+            t.warnings,
+            vec![
+                "dropped 2 rows that repeat the header (lines 3, 5): the file looks like several exports joined together"
+            ]
+        );
+    }
+
+    #[test]
+    fn many_lines_are_counted_not_listed() {
+        assert_eq!(name_lines(&[4]), "line 4");
+        let lines: Vec<u64> = (1..=12).collect();
+        assert_eq!(name_lines(&lines), "lines 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, … (12 in all)");
     }
 }

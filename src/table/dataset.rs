@@ -3,8 +3,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::csv_input::RawTable;
-use super::schema::{ColumnKind, column_index, infer_kind, is_missing};
+use super::inference::{MAX_LABEL_CLASSES, Treatment, forced_continuous, infer, left_out_warning, stray_warning};
+use super::number::{parse_number, parse_number_with_decimals};
+use super::schema::{ColumnKind, column_index, is_missing};
 use crate::error::{Error, Result};
+use rustc_hash::FxHashSet as FastSet;
 
 /// Share of a continuous column's std within which a reconstructed value counts as right (SPEC §6).
 pub const TOLERANCE_FACTOR: f64 = 0.319;
@@ -77,12 +80,16 @@ impl Value {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DatasetOptions {
     pub label: String,
-    /// Column name → kind, replacing the inferred kind.
+    /// Column name → kind, replacing the inferred kind. A kind given for a column left out by
+    /// default (an identifier, pandas' index) puts it back.
     #[serde(default)]
     pub kinds: Vec<(String, ColumnKind)>,
     /// Columns to leave out entirely (an identifier, say).
     #[serde(default)]
     pub ignore: Vec<String>,
+    /// Columns left out by default (`Treatment::Identifier`, `Treatment::Index`) to use after all.
+    #[serde(default)]
+    pub include: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -106,32 +113,98 @@ enum Column {
     Num(Vec<f64>, u32),
 }
 
+/// A column that becomes a feature: its index, kind, and whether its cells need a parse to tell
+/// the numbers from stray words.
+struct Used {
+    j: usize,
+    kind: ColumnKind,
+    strays: bool,
+}
+
+/// A label that may not be what the user meant: numbers that look like a quantity (fractions, or
+/// more than `MAX_LABEL_CLASSES` values), or text with more than that many classes.
+fn label_warning(label: &str, classes: &[String], dc: bool) -> Option<String> {
+    let numbers: Option<Vec<f64>> = classes.iter().map(|c| parse_number(c, dc)).collect();
+    let many = classes.len() > MAX_LABEL_CLASSES;
+    match numbers {
+        Some(values) if many || values.iter().any(|v| v.fract() != 0.0) => Some(format!(
+            "the label column {label:?} holds numbers ({} distinct values): each value is a class of the \
+             client's classifier; if it is a quantity to predict, choose a column of classes as the label",
+            classes.len()
+        )),
+        _ if many => Some(format!(
+            "the label column {label:?} has {} classes (more than {MAX_LABEL_CLASSES}): each is a class of \
+             the client's classifier; is it the label you meant?",
+            classes.len()
+        )),
+        _ => None,
+    }
+}
+
 impl Dataset {
     pub fn from_raw(raw: &RawTable, options: &DatasetOptions) -> Result<Dataset> {
         let label_idx = column_index(raw, &options.label)?;
-        let mut kinds = Vec::with_capacity(raw.headers.len());
-        for j in 0..raw.headers.len() {
-            kinds.push(infer_kind(raw, j));
-        }
+        let mut forced = vec![None; raw.headers.len()];
         for (name, kind) in &options.kinds {
-            kinds[column_index(raw, name)?] = *kind;
+            forced[column_index(raw, name)?] = Some(*kind);
         }
-        let mut used: Vec<usize> = Vec::new();
-        for j in 0..raw.headers.len() {
-            if j != label_idx && !options.ignore.contains(&raw.headers[j]) {
-                used.push(j);
-            }
-        }
-        for name in &options.ignore {
+        for name in options.ignore.iter().chain(&options.include) {
             column_index(raw, name)?;
+        }
+        let dc = raw.dialect.decimal_comma;
+        // Every decision the reading makes is stated: the file's (encoding, repeated headers), then
+        // each column's.
+        let mut warnings = raw.warnings.clone();
+        let mut used: Vec<Used> = Vec::new();
+        for (j, name) in raw.headers.iter().enumerate() {
+            if j == label_idx || options.ignore.contains(name) {
+                continue;
+            }
+            let inferred = infer(raw, j);
+            let put_back = forced[j].is_some() || options.include.contains(name);
+            match inferred.treatment {
+                Treatment::Used => {}
+                Treatment::Identifier | Treatment::Index if put_back => {}
+                _ => {
+                    warnings.push(left_out_warning(name, &inferred));
+                    continue;
+                }
+            }
+            let kind = forced[j].unwrap_or(inferred.kind);
+            let strays = match (kind, inferred.kind) {
+                (ColumnKind::Categorical, _) => None,
+                (ColumnKind::Continuous, ColumnKind::Continuous) => inferred.non_numeric,
+                // Forced continuous: the stray words of a column of numbers count as missing; a
+                // column of words is refused.
+                (ColumnKind::Continuous, ColumnKind::Categorical) => {
+                    forced_continuous(raw, j).map_err(|(line, value)| Error::NotNumeric {
+                        column: name.clone(),
+                        line,
+                        value,
+                    })?
+                }
+            };
+            if let Some(stray) = &strays {
+                warnings.push(stray_warning(name, stray));
+            }
+            used.push(Used {
+                j,
+                kind,
+                strays: strays.is_some(),
+            });
         }
         if used.is_empty() {
             return Err(Error::NoFeatures);
         }
+        // A row is kept when its label and every used cell have a value, and every used numeric
+        // cell is a number (parsed only in the columns that have stray words).
         let keep: Vec<usize> = (0..raw.rows.len())
             .filter(|&i| {
                 let r = &raw.rows[i];
-                !is_missing(&r[label_idx]) && used.iter().all(|&j| !is_missing(&r[j]))
+                !is_missing(&r[label_idx])
+                    && used
+                        .iter()
+                        .all(|u| !is_missing(&r[u.j]) && (!u.strays || parse_number(&r[u.j], dc).is_some()))
             })
             .collect();
         let dropped = raw.rows.len() - keep.len();
@@ -143,12 +216,13 @@ impl Dataset {
             });
         }
 
-        let mut warnings = Vec::new();
         if dropped > 0 {
-            warnings.push(format!(
-                "dropped {dropped} of {} rows with missing values",
-                raw.rows.len()
-            ));
+            let why = if used.iter().any(|u| u.strays) {
+                "missing values or words in a numeric column"
+            } else {
+                "missing values"
+            };
+            warnings.push(format!("dropped {dropped} of {} rows with {why}", raw.rows.len()));
         }
         let mut classes: Vec<String> = keep.iter().map(|&i| raw.rows[i][label_idx].clone()).collect();
         classes.sort();
@@ -159,15 +233,19 @@ impl Dataset {
                 class: classes[0].clone(),
             });
         }
+        if let Some(w) = label_warning(&options.label, &classes, dc) {
+            warnings.push(w);
+        }
         let labels = keep
             .iter()
             .map(|&i| classes.binary_search(&raw.rows[i][label_idx]).unwrap())
             .collect();
 
         let mut columns = Vec::with_capacity(used.len());
-        for &j in &used {
+        for u in &used {
+            let j = u.j;
             let name = &raw.headers[j];
-            columns.push(match kinds[j] {
+            columns.push(match u.kind {
                 ColumnKind::Categorical => Column::Cat(keep.iter().map(|&i| raw.rows[i][j].clone()).collect()),
                 ColumnKind::Continuous => {
                     let mut values = Vec::with_capacity(keep.len());
@@ -175,7 +253,7 @@ impl Dataset {
                     for &i in &keep {
                         let cell = &raw.rows[i][j];
                         let line = raw.lines[i];
-                        let v: f64 = cell.parse().map_err(|_| Error::NotNumeric {
+                        let (v, places) = parse_number_with_decimals(cell, dc).ok_or_else(|| Error::NotNumeric {
                             column: name.clone(),
                             line,
                             value: cell.clone(),
@@ -187,13 +265,14 @@ impl Dataset {
                                 value: cell.clone(),
                             });
                         }
-                        decimals = decimals.max(decimals_of(cell));
+                        decimals = decimals.max(places);
                         values.push(v);
                     }
                     Column::Num(values, decimals)
                 }
             });
         }
+        let used: Vec<usize> = used.iter().map(|u| u.j).collect();
 
         // The encoded width, checked before anything of that width is built.
         let mut widths: Vec<(usize, &str)> = used
@@ -201,7 +280,7 @@ impl Dataset {
             .zip(&columns)
             .map(|(&j, column)| {
                 let width = match column {
-                    Column::Cat(cells) => cells.iter().collect::<std::collections::HashSet<_>>().len(),
+                    Column::Cat(cells) => cells.iter().collect::<FastSet<_>>().len(),
                     Column::Num(..) => 1,
                 };
                 (width, raw.headers[j].as_str())
@@ -410,13 +489,6 @@ pub fn mean_std(values: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
     (mean, std)
 }
 
-fn decimals_of(cell: &str) -> u32 {
-    if cell.contains(['e', 'E']) {
-        return 6;
-    }
-    cell.split_once('.').map_or(0, |(_, frac)| frac.len() as u32)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -483,7 +555,8 @@ mod tests {
             Err(Error::TooFewRows { dropped: 1, .. })
         ));
         assert!(matches!(build("y\nx\nz\n", "y"), Err(Error::NoFeatures)));
-        let raw = parse_csv(b"a,y\n1,x\nfoo,z\n", MAX_CSV_BYTES).unwrap();
+        // Forced continuous on a column of words: refused, naming the first word.
+        let raw = parse_csv(b"a,y\n1,x\nfoo,z\nbar,x\n", MAX_CSV_BYTES).unwrap();
         let opts = DatasetOptions {
             label: "y".into(),
             kinds: vec![("a".into(), ColumnKind::Continuous)],
@@ -518,7 +591,21 @@ mod tests {
         for i in 0..(MAX_ENCODED_WIDTH + 5) {
             text += &format!("user{i},{},{}\n", i % 90, i % 2);
         }
-        let err = build(&text, "y").unwrap_err();
+        // Left out by default; put back, it is too wide.
+        let d = build(&text, "y").unwrap();
+        assert_eq!(d.d(), 1);
+        assert!(
+            d.warnings[0].starts_with("column \"id\" is left out"),
+            "{:?}",
+            d.warnings
+        );
+        let raw = parse_csv(text.as_bytes(), MAX_CSV_BYTES).unwrap();
+        let options = DatasetOptions {
+            label: "y".into(),
+            include: vec!["id".into()],
+            ..Default::default()
+        };
+        let err = Dataset::from_raw(&raw, &options).unwrap_err();
         assert_eq!(
             err,
             Error::TooWide {

@@ -1,10 +1,17 @@
 //! Table: CSV → schema → encoded dataset (SPEC §2).
 pub mod csv_input;
 pub mod dataset;
+pub mod decode;
+pub mod dialect;
 pub mod encoding;
+pub mod inference;
+pub mod number;
 pub mod schema;
 
 pub use csv_input::{MAX_CSV_BYTES, RawTable, parse_csv};
 pub use dataset::{Dataset, DatasetOptions, Feature, FeatureKind, Value};
+pub use decode::TextEncoding;
+pub use dialect::Dialect;
 pub use encoding::Encoding;
+pub use inference::{NonNumeric, Treatment};
 pub use schema::{ColumnInfo, ColumnKind, SchemaSummary, summarize};

@@ -1,10 +1,15 @@
-//! Column kinds: inferred from the cells (numbers → continuous, anything else → categorical),
-//! overridable per column, and the label column chosen by name.
+//! The schema a person sees before running: each column's kind (numbers → continuous, anything
+//! else → categorical, overridable per column), whether it is used and why (`inference`), and the
+//! likely label columns.
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use super::csv_input::RawTable;
+use super::dialect::Dialect;
+use super::inference::{Inferred, MAX_LABEL_CLASSES, NonNumeric, Treatment, infer, left_out_warning, stray_warning};
+use super::number::parse_number;
 use crate::error::{Error, Result};
+use rustc_hash::FxHashSet as FastSet;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "lowercase")]
@@ -14,15 +19,20 @@ pub enum ColumnKind {
 }
 
 /// Cells that mean "no value". The reference drops rows holding any of them.
+#[inline]
 pub fn is_missing(cell: &str) -> bool {
-    cell.is_empty()
-        || cell == "?"
-        || cell.eq_ignore_ascii_case("na")
-        || cell.eq_ignore_ascii_case("nan")
-        || cell.eq_ignore_ascii_case("null")
+    // By length first: a pass over every cell of a large table asks this once per cell.
+    match cell.len() {
+        0 => true,
+        1 => cell == "?",
+        2 => cell.eq_ignore_ascii_case("na"),
+        3 => cell.eq_ignore_ascii_case("nan"),
+        4 => cell.eq_ignore_ascii_case("null"),
+        _ => false,
+    }
 }
 
-/// What a person sees before running: one entry per CSV column.
+/// What a person sees before running: one entry per CSV column, with how it will be read and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct ColumnInfo {
     pub name: String,
@@ -31,37 +41,36 @@ pub struct ColumnInfo {
     pub missing: usize,
     /// A handful of example values, for display.
     pub examples: Vec<String>,
+    /// Used, or left out (an identifier, pandas' index: `include` puts it back), or dropped (empty).
+    pub treatment: Treatment,
+    /// Why the column is read the way it is, when that is not plain (empty otherwise).
+    pub notes: Vec<String>,
+    /// A continuous column's values that are not numbers (read as missing).
+    pub non_numeric: Option<NonNumeric>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct SchemaSummary {
     pub columns: Vec<ColumnInfo>,
     pub rows: usize,
-    /// Rows with a missing value in any column (dropped by default).
+    /// Rows with a missing value in a used column, a stray word in a numeric one counting as
+    /// missing (dropped by default).
     pub rows_with_missing: usize,
-    /// Columns with 2..=20 distinct values, the likely labels, most plausible first.
+    /// Used columns with 2..=20 distinct values, the likely labels, most plausible first.
     pub label_candidates: Vec<String>,
-}
-
-/// The kind a column gets without an override.
-pub fn infer_kind(raw: &RawTable, column: usize) -> ColumnKind {
-    let numeric = raw
-        .rows
-        .iter()
-        .map(|r| r[column].as_str())
-        .filter(|c| !is_missing(c))
-        .all(|c| c.parse::<f64>().is_ok());
-    if numeric {
-        ColumnKind::Continuous
-    } else {
-        ColumnKind::Categorical
-    }
+    /// How the file was read: encoding, delimiter, decimal mark.
+    pub dialect: Dialect,
+    /// Every decision that changes what is read: rows, columns or cells dropped, columns left
+    /// out, the encoding guessed. The same words as a run's report.
+    pub warnings: Vec<String>,
 }
 
 pub fn summarize(raw: &RawTable) -> SchemaSummary {
+    let inferred: Vec<Inferred> = (0..raw.headers.len()).map(|j| infer(raw, j)).collect();
     let mut columns = Vec::with_capacity(raw.headers.len());
-    for (j, name) in raw.headers.iter().enumerate() {
-        let mut seen = std::collections::BTreeSet::new();
+    let mut warnings = raw.warnings.clone();
+    for (j, (name, inf)) in raw.headers.iter().zip(&inferred).enumerate() {
+        let mut seen = FastSet::default();
         let mut missing = 0;
         let mut examples = Vec::new();
         for row in &raw.rows {
@@ -72,20 +81,45 @@ pub fn summarize(raw: &RawTable) -> SchemaSummary {
                 examples.push(cell.to_string());
             }
         }
+        match (inf.treatment, &inf.non_numeric) {
+            (Treatment::Used, Some(stray)) => warnings.push(stray_warning(name, stray)),
+            (Treatment::Used, None) => {}
+            _ => warnings.push(left_out_warning(name, inf)),
+        }
         columns.push(ColumnInfo {
             name: name.clone(),
-            kind: infer_kind(raw, j),
+            kind: inf.kind,
             distinct: seen.len(),
             missing,
             examples,
+            treatment: inf.treatment,
+            notes: inf.notes.clone(),
+            non_numeric: inf.non_numeric.clone(),
         });
     }
-    let rows_with_missing = raw.rows.iter().filter(|r| r.iter().any(|c| is_missing(c))).count();
-    let mut candidates: Vec<&ColumnInfo> = columns.iter().filter(|c| (2..=20).contains(&c.distinct)).collect();
+    // What a run with the defaults drops: a missing value in a used column, or a stray word in a
+    // numeric one.
+    let used: Vec<(usize, bool)> = inferred
+        .iter()
+        .enumerate()
+        .filter(|(_, inf)| inf.treatment == Treatment::Used)
+        .map(|(j, inf)| (j, inf.non_numeric.is_some()))
+        .collect();
+    let dc = raw.dialect.decimal_comma;
+    let rows_with_missing = raw
+        .rows
+        .iter()
+        .filter(|r| {
+            used.iter()
+                .any(|&(j, strays)| is_missing(&r[j]) || strays && parse_number(&r[j], dc).is_none())
+        })
+        .count();
+    let likely = |c: &&ColumnInfo| c.treatment == Treatment::Used && (2..=MAX_LABEL_CLASSES).contains(&c.distinct);
+    let mut candidates: Vec<&ColumnInfo> = columns.iter().filter(likely).collect();
     // Binary categorical columns at the end of the table are the usual label.
     candidates.sort_by_key(|c| (c.distinct != 2, c.kind != ColumnKind::Categorical));
     let mut label_candidates: Vec<String> = candidates.iter().map(|c| c.name.clone()).collect();
-    if let Some(last) = columns.last().filter(|c| (2..=20).contains(&c.distinct)) {
+    if let Some(last) = columns.iter().rfind(|c| c.treatment == Treatment::Used).filter(likely) {
         label_candidates.retain(|n| n != &last.name);
         label_candidates.insert(0, last.name.clone());
     }
@@ -94,6 +128,8 @@ pub fn summarize(raw: &RawTable) -> SchemaSummary {
         rows: raw.rows.len(),
         rows_with_missing,
         label_candidates,
+        dialect: raw.dialect,
+        warnings,
     }
 }
 

@@ -23,6 +23,10 @@ pub struct TableArgs {
     /// Leave a column out (repeatable).
     #[arg(long)]
     pub ignore: Vec<String>,
+    /// Use a column the reading leaves out by default: an identifier or pandas' index column
+    /// (`leakscope inspect` lists them; repeatable).
+    #[arg(long)]
+    pub include: Vec<String>,
 }
 
 /// Where the steps run, and how much the terminal is told.
@@ -194,6 +198,7 @@ pub fn run_options(table: &TableArgs, attack: &AttackArgs, client: Option<&Clien
         label: table.label.clone(),
         kinds: table.kinds.iter().cloned().collect(),
         ignore: table.ignore.clone(),
+        include: table.include.clone(),
         seed: attack.seed,
         ensemble: attack.ensemble,
         lr: attack.lr,

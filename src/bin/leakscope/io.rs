@@ -31,6 +31,7 @@ pub fn load(table: &TableArgs) -> CliResult<Dataset> {
         label: table.label.clone(),
         kinds: table.kinds.clone(),
         ignore: table.ignore.clone(),
+        include: table.include.clone(),
     };
     Dataset::from_raw(&raw, &options).map_err(|e| format!("{}: {e}", table.csv.display()))
 }

@@ -33,10 +33,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Show the columns, their inferred kinds and the likely label columns of a CSV.
+    /// Show how a CSV is read: its encoding and delimiter, each column's kind and whether it is
+    /// used (and why not), what is dropped, and the likely label columns.
     Inspect {
         #[arg(long)]
         csv: std::path::PathBuf,
+        /// Print the schema as JSON: the object the npm package's `inspect` returns.
+        #[arg(long)]
+        json: bool,
     },
     /// Attack one batch drawn from the table and print what leaked.
     Attack {
@@ -139,26 +143,13 @@ fn attack_once(runtime: &Runtime, dataset: &Dataset, config: &AttackConfig, pb: 
 
 fn run(cli: Cli) -> CliResult<()> {
     match cli.command {
-        Command::Inspect { csv } => {
-            let raw = read_csv(&csv)?;
-            let s = summarize(&raw);
-            println!("{} rows, {} with a missing value", s.rows, s.rows_with_missing);
-            println!(
-                "{:<24} {:<12} {:>8} {:>8}  examples",
-                "column", "kind", "distinct", "missing"
-            );
-            for c in &s.columns {
-                let kind = format!("{:?}", c.kind).to_lowercase();
-                println!(
-                    "{:<24} {:<12} {:>8} {:>8}  {}",
-                    c.name,
-                    kind,
-                    c.distinct,
-                    c.missing,
-                    c.examples.join(", ")
-                );
+        Command::Inspect { csv, json } => {
+            let s = summarize(&read_csv(&csv)?);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&s).unwrap());
+            } else {
+                print!("{}", render_schema(&s));
             }
-            println!("label candidates: {}", s.label_candidates.join(", "));
         }
         Command::Attack {
             common,
@@ -273,6 +264,7 @@ fn run(cli: Cli) -> CliResult<()> {
                 label,
                 kinds: Vec::new(),
                 ignore: Vec::new(),
+                include: Vec::new(),
             };
             let dataset = load(&table)?;
             let rt = EngineArgs {
@@ -326,6 +318,47 @@ fn run(cli: Cli) -> CliResult<()> {
         }
     }
     Ok(())
+}
+
+/// `leakscope inspect`'s table: the dialect, a line per column with its notes below it, the
+/// warnings.
+fn render_schema(s: &leakscope::table::SchemaSummary) -> String {
+    use leakscope::table::Treatment;
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(out, "read as {}", s.dialect.describe());
+    let _ = writeln!(out, "{} rows, {} with a missing value", s.rows, s.rows_with_missing);
+    let _ = writeln!(
+        out,
+        "{:<24} {:<12} {:>8} {:>8}  {:<10}  examples",
+        "column", "kind", "distinct", "missing", "use"
+    );
+    for c in &s.columns {
+        let kind = format!("{:?}", c.kind).to_lowercase();
+        let treatment = match c.treatment {
+            Treatment::Used => "used",
+            Treatment::Identifier | Treatment::Index => "left out",
+            Treatment::Empty => "dropped",
+        };
+        let _ = writeln!(
+            out,
+            "{:<24} {:<12} {:>8} {:>8}  {:<10}  {}",
+            c.name,
+            kind,
+            c.distinct,
+            c.missing,
+            treatment,
+            c.examples.join(", ")
+        );
+        for note in &c.notes {
+            let _ = writeln!(out, "{:<24} ↳ {note}", "");
+        }
+    }
+    let _ = writeln!(out, "label candidates: {}", s.label_candidates.join(", "));
+    for w in &s.warnings {
+        let _ = writeln!(out, "note: {w}");
+    }
+    out
 }
 
 fn summary_header() -> String {

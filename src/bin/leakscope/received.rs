@@ -119,6 +119,7 @@ pub fn attack_update(args: AttackUpdateArgs) -> CliResult<()> {
         label: dataset.label.clone(),
         kinds: Vec::new(),
         ignore: Vec::new(),
+        include: Vec::new(),
     };
     let mut options = run_options(&table, &args.attack_args, None);
     options.attack = AttackKind::from(args.attack);
