@@ -188,7 +188,7 @@ export class Leakscope {
     return this.#engine.backend;
   }
 
-  /** The engine's limits: {maxCsvBytes, maxWorkers}. */
+  /** The engine's limits (`Limits` in types.d.ts): {maxCsvBytes, maxWorkers, maxLabelClasses}. */
   get limits() {
     return limits();
   }

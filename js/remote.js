@@ -168,7 +168,7 @@ export class LeakscopeWorker {
     return this.#main.info.backend;
   }
 
-  /** The engine's limits: {maxCsvBytes, maxWorkers}. */
+  /** The engine's limits (`Limits` in types.d.ts): {maxCsvBytes, maxWorkers, maxLabelClasses}. */
   get limits() {
     return this.#main.info.limits;
   }

@@ -108,6 +108,11 @@ label_candidates: Array<string>,
  */
 dialect: Dialect, 
 /**
+ * The dialect in words ("UTF-8, semicolon-separated, decimal comma"), as the CLI and the
+ * page show it.
+ */
+read_as: string, 
+/**
  * Every decision that changes what is read: rows, columns or cells dropped, columns left
  * out, the encoding guessed. The same words as a run's report.
  */

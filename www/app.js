@@ -2,7 +2,7 @@
 // The engine (./leakscope/, copied from the npm package by scripts/build-wasm.sh) does all the work.
 import { LeakscopeWorker } from './leakscope/js/remote.js';
 import { LossChart } from './chart.js';
-import { bytes, renderBuckets, renderCells, renderLegend, renderSchema, renderSummary } from './render.js';
+import { bytes, el, renderBuckets, renderCells, renderLegend, renderSchema, renderSummary } from './render.js';
 import { renderAudit } from './audit.js';
 import { downloadAudit, downloadCsv, downloadJson } from './export.js';
 
@@ -24,6 +24,8 @@ const ui = {
   error: $('error'),
   schemaSection: $('schema-section'),
   schemaSummary: $('schema-summary'),
+  schemaReadAs: $('schema-read-as'),
+  schemaWarnings: $('schema-warnings'),
   schemaBody: document.querySelector('#schema tbody'),
   settingsSection: $('settings-section'),
   settings: $('settings'),
@@ -60,6 +62,7 @@ const state = {
   label: null,
   kinds: {},
   ignore: new Set(),
+  include: new Set(),
   running: null,
   report: null,
   audit: null,
@@ -166,6 +169,7 @@ async function loadFile(file, name, preferredLabel = null) {
     state.schema = schema;
     state.kinds = {};
     state.ignore = new Set();
+    state.include = new Set();
     const names = schema.columns.map((c) => c.name);
     state.label = names.includes(preferredLabel) ? preferredLabel : (schema.label_candidates[0] ?? names.at(-1));
     ui.fileInfo.textContent = `${name}: ${bytes(file.size)}, ${schema.rows} rows, ${schema.columns.length} columns.`;
@@ -189,6 +193,11 @@ function drawSchema() {
     ? `Likely labels: ${s.label_candidates.slice(0, 5).join(', ')}.`
     : 'No column looks like a label (2–20 distinct values): choose one.';
   ui.schemaSummary.textContent = `${s.rows} rows. ${missing} ${candidates} The label is what the model predicts; switch a column’s kind if it was guessed wrong.`;
+  // How the engine read the file, and every decision it took on its own: shown, never silent.
+  const leftOut = s.columns.some((c) => c.treatment === 'identifier' || c.treatment === 'index');
+  ui.schemaReadAs.textContent = `Read as ${s.read_as}.${leftOut ? ' Columns left out by default are unticked under “use”: tick one to put it back.' : ''}`;
+  ui.schemaWarnings.replaceChildren(...s.warnings.map((w) => el('li', { text: w })));
+  ui.schemaWarnings.hidden = s.warnings.length === 0;
   renderSchema(ui.schemaBody, s, state, (change) => {
     if (change.label) {
       state.label = change.label;
@@ -201,8 +210,14 @@ function drawSchema() {
       else state.kinds[name] = kind;
     }
     if (change.use) {
-      const [name, use] = change.use;
-      if (use) state.ignore.delete(name);
+      const [name, use, leftOut] = change.use;
+      if (leftOut) {
+        if (use) state.include.add(name);
+        else {
+          state.include.delete(name);
+          delete state.kinds[name];
+        }
+      } else if (use) state.ignore.delete(name);
       else state.ignore.add(name);
     }
     drawSchema();
@@ -300,6 +315,7 @@ function readAudit(settings) {
       label: state.label,
       kinds: { ...state.kinds },
       ignore: [...state.ignore],
+      include: [...state.include],
       ...pick(settings, ['ensemble', 'iterations', 'labels', 'seed', 'clientLr']),
     },
     batches: number('batches'),
@@ -364,7 +380,7 @@ async function run() {
     showError(describe(error));
     return;
   }
-  const options = { label: state.label, kinds: { ...state.kinds }, ignore: [...state.ignore], ...settings };
+  const options = { label: state.label, kinds: { ...state.kinds }, ignore: [...state.ignore], include: [...state.include], ...settings };
   const controller = startProgress(ui.run, true);
   chart.reset(settings.attack === 'random' ? 1 : settings.iterations);
   let last = null;

@@ -31,9 +31,17 @@ export function renderSchema(tbody, schema, state, onChange) {
     ...schema.columns.map((c) => {
       const isLabel = state.label === c.name;
       const kind = state.kinds[c.name] ?? c.kind;
+      // The engine leaves identifiers, pandas' index and empty columns out by default (its
+      // treatment); a user puts one back with `include`, or leaves a used one out with `ignore`.
+      const leftOut = c.treatment !== 'used';
+      const used = leftOut ? state.include.has(c.name) || c.name in state.kinds : !state.ignore.has(c.name);
       return el(
         'tr',
-        { class: isLabel ? 'is-label' : state.ignore.has(c.name) ? 'is-ignored' : '', 'data-column': c.name },
+        {
+          class: isLabel ? 'is-label' : used ? '' : 'is-ignored',
+          'data-column': c.name,
+          'data-treatment': c.treatment,
+        },
         el(
           'td',
           {},
@@ -43,6 +51,7 @@ export function renderSchema(tbody, schema, state, onChange) {
             value: c.name,
             'aria-label': `use ${c.name} as the label`,
             checked: isLabel,
+            disabled: c.treatment === 'empty',
             onchange: () => onChange({ label: c.name }),
           }),
         ),
@@ -53,9 +62,9 @@ export function renderSchema(tbody, schema, state, onChange) {
             type: 'checkbox',
             class: 'use',
             'aria-label': `attack column ${c.name}`,
-            checked: !state.ignore.has(c.name),
-            disabled: isLabel,
-            onchange: (e) => onChange({ use: [c.name, e.target.checked] }),
+            checked: used && !isLabel,
+            disabled: isLabel || c.treatment === 'empty',
+            onchange: (e) => onChange({ use: [c.name, e.target.checked, leftOut] }),
           }),
         ),
         el('td', { class: 'name', text: c.name }),
@@ -72,6 +81,7 @@ export function renderSchema(tbody, schema, state, onChange) {
         el('td', { class: 'num', text: c.distinct }),
         el('td', { class: 'num', text: c.missing }),
         el('td', { class: 'examples', text: c.examples.join(', ') }),
+        el('td', { class: 'notes', text: c.notes.join(' ') }),
       );
     }),
   );

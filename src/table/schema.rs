@@ -60,6 +60,9 @@ pub struct SchemaSummary {
     pub label_candidates: Vec<String>,
     /// How the file was read: encoding, delimiter, decimal mark.
     pub dialect: Dialect,
+    /// The dialect in words ("UTF-8, semicolon-separated, decimal comma"), as the CLI and the
+    /// page show it.
+    pub read_as: String,
     /// Every decision that changes what is read: rows, columns or cells dropped, columns left
     /// out, the encoding guessed. The same words as a run's report.
     pub warnings: Vec<String>,
@@ -129,6 +132,7 @@ pub fn summarize(raw: &RawTable) -> SchemaSummary {
         rows_with_missing,
         label_candidates,
         dialect: raw.dialect,
+        read_as: raw.dialect.describe(),
         warnings,
     }
 }

@@ -186,7 +186,7 @@ test('a run can be cancelled, the page recovers and runs again; bad files get re
     const cases = [
       ['ragged.csv', 'a,b,label\n1,2,x\n3,y\n', /ragged.csv could not be read: .*line 3/],
       ['empty.csv', '', /empty.csv could not be read: .*empty/i],
-      ['latin1.csv', Buffer.from([0x61, 0x2c, 0x62, 0x0a, 0xe9, 0x2c, 0x31, 0x0a]), /latin1.csv could not be read: .*UTF-8/],
+      ['book.csv', Buffer.concat([Buffer.from([0x50, 0x4b, 0x03, 0x04, 0, 0, 0, 0]), Buffer.from('xl/workbook.xml')]), /book.csv could not be read: .*an Excel workbook \(\.xlsx\).*save the sheet as CSV/],
     ];
     for (const [name, content] of cases) {
       await upload(page, { name, mimeType: 'text/csv', buffer: Buffer.from(content) });
@@ -246,6 +246,54 @@ test('a run can be cancelled, the page recovers and runs again; bad files get re
     await settings(page, { batchSize: 1000, ensemble: 1000, iterations: 10 });
     await runToEnd(page);
     assert.match(await page.textContent('#error'), /an ensemble of 1000 × 1000 rows on a 61-100-100-2 network needs about \d+\.\d GiB .* allows 2 GiB/);
+    assert.deepEqual(problems, []);
+  } finally {
+    await browser.close();
+  }
+});
+
+test('tables as people export them: how each file was read, left-out columns with their reason, warnings, and a column put back', async () => {
+  const { browser, page, problems } = await openPage({ webgpu: false });
+  const tables = join(root, 'tests', 'data', 'tables');
+  try {
+    // Identifiers are left out by default, each with the engine's reason, and can be put back.
+    await upload(page, join(tables, 'identifiers.csv'));
+    assert.match(await page.textContent('#schema-read-as'), /^Read as UTF-8, comma-separated, decimal point\. Columns left out by default are unticked/);
+    const row = (name) => page.locator(`#schema tr[data-column="${name}"]`);
+    assert.equal(await row('customer_id').getAttribute('data-treatment'), 'identifier');
+    assert.equal(await row('customer_id').locator('input.use').isChecked(), false);
+    assert.match(await row('customer_id').locator('td.notes').textContent(), /a distinct value on 25 of 25 rows/);
+    assert.match(await row('email').locator('td.notes').textContent(), /e-mail addresses on 25 of 25 rows/);
+    assert.equal(await row('age').locator('input.use').isChecked(), true);
+    const warnings = await page.locator('#schema-warnings li').allTextContents();
+    assert.ok(warnings.some((w) => /"customer_id" is left out/.test(w)), warnings.join('\n'));
+    assert.ok(warnings.some((w) => /"email" is left out/.test(w)), warnings.join('\n'));
+    await page.screenshot({ path: join(shots, 'schema-warnings.png'), fullPage: true });
+
+    await row('email').locator('input.use').check();
+    assert.equal(await row('email').locator('input.use').isChecked(), true);
+    await page.locator('#schema input[name=label][value=churn]').check();
+    await settings(page, { attack: 'random', batchSize: 4 });
+    await runToEnd(page);
+    const report = await downloadReport(page);
+    assert.deepEqual(report.features.map((f) => f.name), ['email', 'age', 'plan']);
+
+    // Stray words in a numeric column: continuous, the words named and counted.
+    await upload(page, join(tables, 'stray-words.csv'));
+    assert.equal(await row('income').locator('select.kind').inputValue(), 'continuous');
+    assert.match(await row('income').locator('td.notes').textContent(), /3 of 80 values are not numbers \("unknown", "n\/a"\)/);
+    // A spreadsheet's export: semicolons and a decimal comma.
+    await upload(page, join(tables, 'semicolon-decimal-comma.csv'));
+    assert.equal(await page.textContent('#schema-read-as'), 'Read as UTF-8, semicolon-separated, decimal comma.');
+    assert.equal(await row('Einkommen').locator('select.kind').inputValue(), 'continuous');
+    // Not UTF-8: read as Windows-1252, and the page says so.
+    await upload(page, { name: 'latin1.csv', mimeType: 'text/csv', buffer: Buffer.from([0x61, 0x2c, 0x62, 0x0a, 0xe9, 0x2c, 0x31, 0x0a, 0x78, 0x2c, 0x32, 0x0a]) });
+    assert.match(await page.textContent('#schema-read-as'), /Windows-1252/);
+    assert.match(await page.textContent('#schema-warnings'), /Windows-1252/);
+    assert.equal(await page.locator('#schema tbody tr').first().locator('td.examples').textContent(), 'é, x');
+    // A clean file shows no warnings box.
+    await upload(page, german);
+    assert.equal(await page.locator('#schema-warnings').isHidden(), true);
     assert.deepEqual(problems, []);
   } finally {
     await browser.close();

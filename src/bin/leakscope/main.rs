@@ -326,7 +326,7 @@ fn render_schema(s: &leakscope::table::SchemaSummary) -> String {
     use leakscope::table::Treatment;
     use std::fmt::Write;
     let mut out = String::new();
-    let _ = writeln!(out, "read as {}", s.dialect.describe());
+    let _ = writeln!(out, "read as {}", s.read_as);
     let _ = writeln!(out, "{} rows, {} with a missing value", s.rows, s.rows_with_missing);
     let _ = writeln!(
         out,
