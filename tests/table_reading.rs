@@ -267,16 +267,12 @@ fn tab_and_pipe_separated() {
 /// A small table with accents, as a spreadsheet saves it in several encodings.
 const ACCENTS: &str = "name,ville,label\nRené,Besançon,a\nZoë,Orléans,b\nJosé,Besançon,a\n";
 
+/// The text as UTF-16 behind its byte-order mark (U+FEFF), as Excel's "Unicode text" saves it.
 fn utf16(text: &str, big_endian: bool) -> Vec<u8> {
-    let mut out = if big_endian { vec![0xFE, 0xFF] } else { vec![0xFF, 0xFE] };
-    for unit in text.encode_utf16() {
-        out.extend(if big_endian {
-            unit.to_be_bytes()
-        } else {
-            unit.to_le_bytes()
-        });
-    }
-    out
+    let units = std::iter::once(0xFEFF).chain(text.encode_utf16());
+    units
+        .flat_map(|u| if big_endian { u.to_be_bytes() } else { u.to_le_bytes() })
+        .collect()
 }
 
 #[test]
