@@ -184,6 +184,11 @@ async function loadFile(file, name, preferredLabel = null) {
   }
 }
 
+// How the table is read, as the engine's RunOptions take it: the same for a run and an audit.
+function tableOptions() {
+  return { label: state.label, kinds: { ...state.kinds }, ignore: [...state.ignore], include: [...state.include] };
+}
+
 function drawSchema() {
   const s = state.schema;
   const missing = s.rows_with_missing
@@ -312,10 +317,7 @@ function readAudit(settings) {
       });
   return {
     run: {
-      label: state.label,
-      kinds: { ...state.kinds },
-      ignore: [...state.ignore],
-      include: [...state.include],
+      ...tableOptions(),
       ...pick(settings, ['ensemble', 'iterations', 'labels', 'seed', 'clientLr']),
     },
     batches: number('batches'),
@@ -380,7 +382,7 @@ async function run() {
     showError(describe(error));
     return;
   }
-  const options = { label: state.label, kinds: { ...state.kinds }, ignore: [...state.ignore], include: [...state.include], ...settings };
+  const options = { ...tableOptions(), ...settings };
   const controller = startProgress(ui.run, true);
   chart.reset(settings.attack === 'random' ? 1 : settings.iterations);
   let last = null;

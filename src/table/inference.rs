@@ -187,15 +187,16 @@ pub fn infer(raw: &RawTable, j: usize) -> Inferred {
             out.notes.push(format!("{}: read as missing", s.describe()));
         }
     }
-    let cells = || raw.rows.iter().map(|r| r[j].as_str()).filter(|c| !is_missing(c));
-    let identifier = if j == 0 && is_unnamed(name) {
+    if j == 0 && is_unnamed(name) {
         out.treatment = Treatment::Index;
         out.notes.insert(
             0,
             "the unnamed first column, where pandas writes its row index and R its row names".into(),
         );
         return out;
-    } else if !numeric {
+    }
+    let cells = || raw.rows.iter().map(|r| r[j].as_str()).filter(|c| !is_missing(c));
+    let identifier = if !numeric {
         shape(cells(), n).or_else(|| {
             let (distinct, present) = mostly_distinct(cells(), n)?;
             Some(format!(
