@@ -44,6 +44,8 @@ export interface Members {
   x: Float32Array;
   probs: Float32Array;
   loss_curve: [number, number][];
+  /** Steps each member took before it stopped improving. */
+  steps: number[];
 }
 
 export declare class Leakscope {

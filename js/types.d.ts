@@ -75,7 +75,15 @@ lr?: number,
 /**
  * Report progress (and check for cancellation) at least every this many steps.
  */
-reportEvery?: number, };
+reportEvery?: number, 
+/**
+ * The first layer's span as a prior on the rows (default on; see `AttackConfig::subspace`).
+ */
+subspace?: boolean, 
+/**
+ * Stop members whose loss has stopped improving (default on).
+ */
+earlyStop?: boolean, };
 
 export type AttackKind = "tableak" | "cosine" | "dlg" | "random";
 
@@ -219,7 +227,16 @@ privacy: Privacy | null,
 /**
  * After `config.training_epochs` of training: the network's accuracy on the table.
  */
-model_accuracy: number | null, loss_curve: Array<[number, number]>, table_rows: number, dropped_rows: number, warnings: Array<string>, };
+model_accuracy: number | null, loss_curve: Array<[number, number]>, table_rows: number, dropped_rows: number, warnings: Array<string>, 
+/**
+ * The first layer's span as a prior on the rows: its rank, weight and the rows it solved
+ * (null when the attack did not use it).
+ */
+subspace: SubspaceSummary | null, 
+/**
+ * Steps each member of the ensemble took before it stopped improving.
+ */
+member_steps: Array<number>, };
 
 export type Accuracy = { total: number, categorical: number | null, continuous: number | null, 
 /**
@@ -323,7 +340,16 @@ optimiser: Optimiser | null,
  * Read the loss back (and report progress) every this many steps. On a GPU the engine may
  * report less often, so that a slow readback never stalls the device (see `attack::cadence`).
  */
-report_every: number, };
+report_every: number, 
+/**
+ * TabLeak and Cosine: keep the dummy rows in the span of the first layer's gradient
+ * (`attack::subspace`); the prior switches itself off where that span says nothing.
+ */
+subspace: boolean, 
+/**
+ * Members whose loss has stopped improving stop (`attack::driver::EARLY_STOP`).
+ */
+early_stop: boolean, };
 
 /**
  * What the client sends the server (SPEC §3).

@@ -119,6 +119,11 @@ pub struct AttackConfig {
     /// Read the loss back (and report progress) every this many steps. On a GPU the engine may
     /// report less often, so that a slow readback never stalls the device (see `attack::cadence`).
     pub report_every: usize,
+    /// TabLeak and Cosine: keep the dummy rows in the span of the first layer's gradient
+    /// (`attack::subspace`); the prior switches itself off where that span says nothing.
+    pub subspace: bool,
+    /// Members whose loss has stopped improving stop (`attack::driver::EARLY_STOP`).
+    pub early_stop: bool,
 }
 
 impl Default for AttackConfig {
@@ -138,6 +143,8 @@ impl Default for AttackConfig {
             defence: None,
             optimiser: None,
             report_every: 25,
+            subspace: true,
+            early_stop: true,
         }
     }
 }
@@ -482,6 +489,12 @@ pub struct RunOptions {
     /// Report progress (and check for cancellation) at least every this many steps.
     #[ts(as = "Option<_>", optional)]
     pub report_every: usize,
+    /// The first layer's span as a prior on the rows (default on; see `AttackConfig::subspace`).
+    #[ts(as = "Option<_>", optional)]
+    pub subspace: bool,
+    /// Stop members whose loss has stopped improving (default on).
+    #[ts(as = "Option<_>", optional)]
+    pub early_stop: bool,
 }
 
 impl Default for RunOptions {
@@ -512,6 +525,8 @@ impl Default for RunOptions {
             delta: None,
             lr: None,
             report_every: c.report_every,
+            subspace: c.subspace,
+            early_stop: c.early_stop,
         }
     }
 }
@@ -576,6 +591,8 @@ impl RunOptions {
                 ..self.attack.default_optimiser()
             }),
             report_every: self.report_every,
+            subspace: self.subspace,
+            early_stop: self.early_stop,
         }
     }
 }

@@ -7,8 +7,9 @@ use crate::assess::epochs::average_epochs;
 use crate::assess::{matching::Rule, matching::match_rows, pooling::pool, scoring::score};
 use crate::attack::accel::cpu::{self, HostProblem};
 use crate::attack::baselines::random_rows;
-use crate::attack::driver::{Cadence, InversionConfig, Progress};
-use crate::attack::inversion::{self, Problem, Simulation, member_losses};
+use crate::attack::driver::{Cadence, EARLY_STOP, InversionConfig, Progress};
+use crate::attack::inversion::{self, Problem, Simulation, SubspacePrior, member_losses};
+use crate::attack::subspace::{DEFAULT_SUBSPACE_WEIGHT, Subspace, SubspaceSummary};
 use crate::attack::labels::{labels_from_counts, restore_counts};
 use crate::attack::objective::Objective;
 use crate::attack::relax::{Layout, Relaxation};
@@ -24,6 +25,11 @@ use crate::report::reconstruction::ReconstructionReport;
 use crate::report::{PriorFit, Report, build_report};
 use crate::runtime::{BackendInfo, MeasuredRate, Runtime, StepEngine};
 use crate::table::{Dataset, Value};
+
+/// A row decoded in the span must lie in it to within this share of its squared norm...
+const DECODE_TOLERANCE: f64 = 1e-4;
+/// ...and its continuous values within their column's range, give or take this share of it.
+const DECODE_SLACK: f64 = 0.05;
 
 /// Independent streams derived from one seed, so that changing one part keeps the others.
 fn seed_for(seed: u64, stream: u64) -> u64 {
@@ -71,6 +77,9 @@ struct Reconstruction {
     loss_curve: Vec<(usize, f64)>,
     epoch_prior: Option<f64>,
     epoch_prior_fits: Vec<PriorFit>,
+    /// Members' rows whose continuous values were solved in the span, of all their rows.
+    decoded: (usize, usize),
+    steps: Vec<usize>,
 }
 
 /// The inverted members of one range: relaxed rows, softmax probabilities and the mean loss curve.
@@ -80,6 +89,8 @@ pub struct Members {
     pub x: Vec<f32>,
     pub probs: Vec<f32>,
     pub loss_curve: Vec<(usize, f64)>,
+    /// Steps each member took before it stopped (`attack::driver::EarlyStop`).
+    pub steps: Vec<usize>,
 }
 
 /// Everything the server has before it inverts: the simulated client's update, the labels it uses,
@@ -105,6 +116,8 @@ struct Setup<'a> {
     objective: Objective,
     /// The trained network's accuracy on the table (None: attacked at initialisation).
     model_accuracy: Option<f64>,
+    /// The first layer's span, where the attack uses it (`attack::subspace`).
+    subspace: Option<Subspace>,
 }
 
 struct Truth {
@@ -310,9 +323,21 @@ impl<'a> Setup<'a> {
             relaxed,
             objective,
             model_accuracy,
+            subspace: None,
             params,
             observed,
         };
+        // The span prior fits the cosine objective's scale; DLG and the random guess go without.
+        if config.subspace && objective == Objective::Cosine && config.attack != AttackKind::Random {
+            let sizes = &setup.params.sizes;
+            setup.subspace = Some(Subspace::from_first_layer(
+                &setup.observed[0],
+                sizes[0],
+                sizes[1],
+                Some(&setup.layout),
+                DEFAULT_SUBSPACE_WEIGHT,
+            ));
+        }
         // The report names what really computes the steps.
         setup.backend = setup.backend.clone().with_engine(setup.engine());
         Ok(setup)
@@ -341,7 +366,19 @@ impl<'a> Setup<'a> {
             priors: (range.first..range.first + range.count)
                 .map(|m| self.config.prior_of(m))
                 .collect(),
+            subspace: self.active_subspace().map(|s| SubspacePrior {
+                projector: Tensor::from_data(
+                    TensorData::new(s.projector.clone(), [s.d, s.d]),
+                    &self.runtime.device,
+                ),
+                weight: s.weight() as f32,
+            }),
         }
+    }
+
+    /// The subspace prior where it is on (a rank that says something).
+    fn active_subspace(&self) -> Option<&Subspace> {
+        self.subspace.as_ref().filter(|s| s.weight() > 0.0)
     }
 
     /// What the server simulates on a member's dummy rows (see `inversion::Simulation`).
@@ -366,10 +403,11 @@ impl<'a> Setup<'a> {
             let on = self.on_device();
             let mut problem = self.problem(&on, MemberRange { first: 0, count: 0 });
             problem.simulation = shared_rows;
+            problem.subspace = None;
             return member_losses(&problem, projected, members, &self.runtime.device).await;
         }
         // A one-off of N losses: on the host, by the CPU kernel.
-        let host = self.host().with_simulation(shared_rows, Vec::new());
+        let host = self.host_without_priors().with_simulation(shared_rows, Vec::new());
         Ok(cpu::member_losses(&host, &projected))
     }
 
@@ -385,16 +423,23 @@ impl<'a> Setup<'a> {
     /// The problem as host arrays: what the accelerators (the fused CPU kernel, the GPU kernels)
     /// work from.
     fn host(&self) -> HostProblem {
+        let host = self.host_without_priors().with_simulation(
+            self.simulation(),
+            (0..self.members).map(|m| self.config.prior_of(m)).collect(),
+        );
+        match self.active_subspace() {
+            Some(s) => host.with_subspace(s.projector.clone(), s.weight()),
+            None => host,
+        }
+    }
+
+    fn host_without_priors(&self) -> HostProblem {
         HostProblem::new(
             &self.params,
             &self.observed,
             onehot(&self.labels, self.dataset.classes.len()),
             self.relaxed.then_some(&self.layout),
             self.objective,
-        )
-        .with_simulation(
-            self.simulation(),
-            (0..self.members).map(|m| self.config.prior_of(m)).collect(),
         )
     }
 
@@ -432,6 +477,7 @@ impl<'a> Setup<'a> {
             optimiser: config.optimiser(),
             seed: seed_for(config.seed, 6),
             report_every: config.report_every,
+            early_stop: config.early_stop.then_some(EARLY_STOP),
         };
         let inversion = match self.engine() {
             StepEngine::CpuKernel => cpu::invert(&self.host(), &inv_config, cadence, progress).await?,
@@ -452,6 +498,7 @@ impl<'a> Setup<'a> {
             x: inversion.x,
             probs: inversion.probs,
             loss_curve: inversion.loss_curve,
+            steps: inversion.steps,
         })
     }
 
@@ -471,6 +518,14 @@ impl<'a> Setup<'a> {
             }
             let want = p.range.count * len;
             let want_probs = if self.relaxed { want } else { 0 };
+            if p.steps.len() != p.range.count {
+                return Err(Error::Config(format!(
+                    "members {}..{} report the steps of {} members",
+                    p.range.first,
+                    p.range.first + p.range.count,
+                    p.steps.len()
+                )));
+            }
             if p.x.len() != want || p.probs.len() != want_probs {
                 return Err(Error::Config(format!(
                     "members {}..{} hold {} values and {} probabilities; {} rows of {} columns need {want} and {want_probs}",
@@ -498,6 +553,7 @@ impl<'a> Setup<'a> {
             x: parts.iter().flat_map(|p| p.x.iter().copied()).collect(),
             probs: parts.iter().flat_map(|p| p.probs.iter().copied()).collect(),
             loss_curve: join_loss_curves(&parts, self.members),
+            steps: parts.iter().flat_map(|p| p.steps.iter().copied()).collect(),
         })
     }
 
@@ -507,7 +563,8 @@ impl<'a> Setup<'a> {
         let (dataset, config) = (self.dataset, self.config);
         let b = config.rows();
         // Each member's one reconstruction of the client's rows (FedAvg: its epochs averaged).
-        let (x, probs) = self.member_rows(&inversion);
+        let (mut x, mut probs) = self.member_rows(&inversion);
+        let decoded = self.decode_in_span(&mut x, &mut probs);
         let candidates = config.prior_candidates();
         let ensemble = self.members / candidates.len();
         let mut fits = Vec::new();
@@ -543,7 +600,48 @@ impl<'a> Setup<'a> {
             loss_curve: inversion.loss_curve,
             epoch_prior: (candidates.len() > 1 || candidates[0] > 0.0).then_some(candidates[k]),
             epoch_prior_fits: fits,
+            decoded,
+            steps: inversion.steps,
         })
+    }
+
+    /// TabLeak with the subspace prior: each member row decoded exactly in the span (its categorical
+    /// choices searched and its continuous values solved, `subspace::RowDecoder`), where that
+    /// proves itself: the row then lies in the span, with values within their columns' ranges.
+    /// A decoded row's probabilities become its one-hots. Returns (rows decoded, rows).
+    fn decode_in_span(&self, x: &mut [f32], probs: &mut [f32]) -> (usize, usize) {
+        let d = self.dataset.d();
+        let Some(span) = self.active_subspace().filter(|_| self.relaxed) else {
+            return (0, x.len() / d);
+        };
+        let decoder = span.row_decoder(&self.layout);
+        let (lo, hi) = (&self.layout.lo, &self.layout.hi);
+        let mut solved = 0;
+        for (row, p) in x.chunks_exact_mut(d).zip(probs.chunks_exact_mut(d)) {
+            let current: Vec<f64> = row.iter().map(|&v| v as f64).collect();
+            let Some(decoded) = decoder.decode(&current, DECODE_TOLERANCE) else {
+                continue;
+            };
+            let within = self.layout.blocks.iter().filter(|b| !b.2).all(|&(j, ..)| {
+                let slack = DECODE_SLACK * (hi[j] - lo[j]);
+                decoded[j] >= lo[j] - slack && decoded[j] <= hi[j] + slack
+            });
+            if !within {
+                continue;
+            }
+            for &(o, w, categorical) in &self.layout.blocks {
+                for j in o..o + w {
+                    if categorical {
+                        row[j] = decoded[j] as f32;
+                        p[j] = (decoded[j] * self.layout.std[j] + self.layout.mean[j]).round() as f32;
+                    } else {
+                        row[j] = decoded[j].clamp(lo[j], hi[j]) as f32;
+                    }
+                }
+            }
+            solved += 1;
+        }
+        (solved, x.len() / d)
     }
 
     /// Match, pool and score the ensemble (None: the random baseline) into the report.
@@ -561,6 +659,8 @@ impl<'a> Setup<'a> {
                 loss_curve: Vec::new(),
                 epoch_prior: None,
                 epoch_prior_fits: Vec::new(),
+                decoded: (0, 0),
+                steps: Vec::new(),
             },
             Some(inversion) => self.reconstruct(inversion).await?,
         };
@@ -582,7 +682,18 @@ impl<'a> Setup<'a> {
         report.epoch_prior = recon.epoch_prior;
         report.epoch_prior_fits = recon.epoch_prior_fits;
         report.model_accuracy = self.model_accuracy;
+        report.subspace = self.summary(recon.decoded);
+        report.member_steps = recon.steps;
         Ok(report)
+    }
+
+    /// The subspace prior as the report states it, with the rows it solved.
+    fn summary(&self, (decoded_rows, rows): (usize, usize)) -> Option<SubspaceSummary> {
+        self.subspace.as_ref().map(|s| SubspaceSummary {
+            decoded_rows,
+            rows,
+            ..s.summary.clone()
+        })
     }
 
     /// Each member's rows of the client's batch, [N, n, d] (x and probabilities): as inverted, or
@@ -646,16 +757,23 @@ impl<'a> Setup<'a> {
 }
 
 /// The mean loss over the whole ensemble at the steps every share reported: each share's mean
-/// weighted by its member count.
+/// weighted by its member count. A share whose members all stopped early counts at its last.
 pub fn join_loss_curves(parts: &[Members], members: usize) -> Vec<(usize, f64)> {
-    let Some(first) = parts.first() else { return Vec::new() };
-    first
+    let Some(longest) = parts.iter().max_by_key(|p| p.loss_curve.last().map_or(0, |l| l.0)) else {
+        return Vec::new();
+    };
+    longest
         .loss_curve
         .iter()
         .filter_map(|&(step, _)| {
             let mut total = 0.0;
             for p in parts {
-                let (_, loss) = p.loss_curve.iter().find(|&&(s, _)| s == step)?;
+                let &(last, last_loss) = p.loss_curve.last()?;
+                let loss = if step > last {
+                    last_loss
+                } else {
+                    p.loss_curve.iter().find(|&&(s, _)| s == step)?.1
+                };
                 total += loss * p.range.count as f64;
             }
             Some((step, total / members.max(1) as f64))
@@ -705,7 +823,8 @@ pub async fn attack_received(
         )
         .await?;
     let recon = setup.reconstruct(inverted).await?;
-    Ok(ReconstructionReport::build(
+    let subspace = setup.summary(recon.decoded);
+    let mut report = ReconstructionReport::build(
         dataset,
         config,
         &setup.backend,
@@ -716,7 +835,10 @@ pub async fn attack_received(
         recon.epoch_prior,
         recon.epoch_prior_fits,
         start.elapsed().as_secs_f64(),
-    ))
+    );
+    report.subspace = subspace;
+    report.member_steps = recon.steps;
+    Ok(report)
 }
 
 /// Invert a share of the ensemble only (see `MemberRange`); `assess_members` joins the shares.
@@ -764,6 +886,7 @@ pub async fn time_steps(
     let warmup = warmup.max(1);
     let probe = AttackConfig {
         iterations: warmup + steps.max(2),
+        early_stop: false,
         ..config.clone()
     };
     let mut marks: Vec<(usize, f64)> = Vec::new();

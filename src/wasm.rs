@@ -269,7 +269,7 @@ impl Engine {
     }
 
     /// Invert members `first .. first + count` of the ensemble on the CPU: one worker's share.
-    /// Resolves to {range, x, probs, loss_curve} for `assess`.
+    /// Resolves to {range, x, probs, loss_curve, steps} for `assess`.
     #[wasm_bindgen(js_name = invertMembers)]
     pub async fn invert_members(
         &self,
@@ -534,6 +534,7 @@ fn members_to_js(m: &Members) -> Result<JsValue, JsError> {
     set("probs", &js_sys::Float32Array::from(&m.probs[..]).into())
         .map_err(|_| JsError::new("could not build probs"))?;
     set("loss_curve", &to_js(&m.loss_curve)?).map_err(|_| JsError::new("could not build loss_curve"))?;
+    set("steps", &to_js(&m.steps)?).map_err(|_| JsError::new("could not build steps"))?;
     Ok(out.into())
 }
 
@@ -550,6 +551,7 @@ fn members_from_js(value: &JsValue) -> Result<Members, JsError> {
         x: floats("x")?,
         probs: floats("probs")?,
         loss_curve: serde_wasm_bindgen::from_value(get("loss_curve")).map_err(js_error)?,
+        steps: serde_wasm_bindgen::from_value(get("steps")).map_err(js_error)?,
     })
 }
 

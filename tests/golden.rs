@@ -91,6 +91,7 @@ fn two_class_problem<'a>(
         objective,
         simulation: Simulation::Gradient,
         priors: Vec::new(),
+        subspace: None,
     }
 }
 
@@ -431,4 +432,75 @@ fn check_fedavg_update_gradient(rt: &Runtime) {
         &pollster::block_on(read_f32(z_bar[0].clone())).unwrap(),
         &flat(&f["dloss_dz"]),
     );
+}
+
+/// The subspace prior (no PyTorch fixture: it is leakscope's own): the definition's gradient
+/// against central differences in f64, and the CPU kernel against the definition on the relaxed
+/// ensemble fixture with the prior on.
+#[test]
+fn subspace_prior_gradient() {
+    use leakscope::attack::accel::cpu::{HostProblem, loss_and_grad as kernel_loss_and_grad};
+    use leakscope::attack::inversion::{SubspacePrior, subspace_prior};
+    use leakscope::attack::subspace::Subspace;
+    let rt = Runtime::cpu();
+    let (n, b, d) = (2, 3, 5);
+    // A projector on a 2-dimensional span of R^5 (orthonormal u1, u2) and rows around it.
+    let u = [[0.6, 0.0, 0.8, 0.0, 0.0], [0.0, 0.6, 0.0, 0.0, 0.8]];
+    let proj: Vec<f64> = (0..d * d).map(|k| u.iter().map(|v| v[k / d] * v[k % d]).sum()).collect();
+    let x: Vec<f64> = (0..n * b * d).map(|i| ((i * 37 % 11) as f64 - 5.0) / 4.0).collect();
+    let weight = 0.3;
+    let value = |x: &[f64], m: usize| {
+        let rows = &x[m * b * d..(m + 1) * b * d];
+        let a: f64 = rows.iter().map(|v| v * v).sum();
+        let c: f64 = rows
+            .chunks_exact(d)
+            .map(|r| (0..d).map(|j| r[j] * (0..d).map(|i| r[i] * proj[i * d + j]).sum::<f64>()).sum::<f64>())
+            .sum();
+        weight * (1.0 - c / a)
+    };
+    let xt = Tensor::<3>::from_data(TensorData::new(x.iter().map(|&v| v as f32).collect(), [n, b, d]), &rt.device);
+    let pt = Tensor::<2>::from_data(TensorData::new(proj.iter().map(|&v| v as f32).collect(), [d, d]), &rt.device);
+    let (loss, grad) = subspace_prior(&xt, &pt, weight as f32);
+    let loss = pollster::block_on(read_f32(loss)).unwrap();
+    let grad = pollster::block_on(read_f32(grad)).unwrap();
+    assert_close("prior value", &loss, &[value(&x, 0), value(&x, 1)]);
+    let h = 1e-6;
+    let numeric: Vec<f64> = (0..x.len())
+        .map(|i| {
+            let m = i / (b * d);
+            let (mut up, mut down) = (x.clone(), x.clone());
+            up[i] += h;
+            down[i] -= h;
+            (value(&up, m) - value(&down, m)) / (2.0 * h)
+        })
+        .collect();
+    assert_close("prior gradient", &grad, &numeric);
+
+    // The kernel with the prior on, against the definition, on the relaxed ensemble fixture.
+    let base = fixture("mlp_param_grad.json");
+    let p = params(&base);
+    let f = fixture("relaxed_ensemble_grad.json");
+    let layout = fixture_layout(&f);
+    let observed = host_target(&f["g_true"]);
+    let span = Subspace::from_first_layer(&observed[0], p.sizes[0], p.sizes[1], Some(&layout), weight);
+    assert!(span.weight() > 0.0, "the fixture's batch leaves directions out: {:?}", span.summary);
+    let host = HostProblem::new(&p, &observed, onehot(&f["y"], 2), Some(&layout), Objective::Cosine)
+        .with_subspace(span.projector.clone(), weight);
+    let (k_losses, k_grad) = kernel_loss_and_grad(&host, &f32s(&f["z"]));
+    let net = Net::new(&p, &rt.device);
+    let (t, tn) = target(&f["g_true"], &p, &rt);
+    let relaxation = Relaxation::new(&layout, &rt.device);
+    let mut problem = two_class_problem(&net, &t, tn, &f["y"], Some(&relaxation), Objective::Cosine);
+    problem.subspace = Some(SubspacePrior {
+        projector: Tensor::from_data(TensorData::new(span.projector.clone(), [span.d, span.d]), &rt.device),
+        weight: weight as f32,
+    });
+    let n = k_losses.len();
+    let (losses, grad) = pollster::block_on(loss_and_grad(&problem, f32s(&f["z"]), n, &rt.device)).unwrap();
+    let to64 = |v: &[f32]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
+    assert_close("kernel losses with the prior", &k_losses, &to64(&losses));
+    assert_close("kernel gradient with the prior", &k_grad, &to64(&grad));
+    // The prior adds to the plain losses.
+    let plain = flat(&f["losses"]);
+    assert!(losses.iter().zip(&plain).any(|(&l, &p)| l as f64 > p + 1e-4), "{losses:?} {plain:?}");
 }

@@ -217,6 +217,17 @@ export function renderSummary(box, info, report) {
     }
   }
   if (c.training_epochs > 0) setting.push(`after ${c.training_epochs} epochs of training (model accuracy ${pct(report.model_accuracy)})`);
+  const span = report.subspace;
+  if (span) {
+    setting.push(span.weight > 0
+      ? `first-layer span prior: rows kept in a span of ${span.rank} of ${span.feasible} directions (weight ${span.weight}), ${span.decoded_rows} of ${span.rows} member rows decoded exactly in it`
+      : `first-layer span prior off: its rank ${span.rank} of ${span.feasible} directions says nothing`);
+  }
+  if (report.member_steps.length) {
+    const ms = report.member_steps;
+    const mean = ms.reduce((a, b) => a + b, 0) / ms.length;
+    setting.push(`members stopped after ${Math.min(...ms)}–${Math.max(...ms)} steps (mean ${Math.round(mean)} of ${c.iterations})`);
+  }
   info.textContent =
     (setting.length ? `${setting.join('; ')}. ` : '') +
     `${ATTACKS[report.attack]} on a batch of ${c.batch_size} rows (ensemble ${c.ensemble}${steps}, seed ${c.seed}) ` +

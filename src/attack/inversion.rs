@@ -10,7 +10,7 @@ use burn::tensor::{Device, Tensor, TensorData};
 
 use super::driver::{Cadence, Inversion, InversionConfig, Progress, Stepper, drive, member_starts};
 use super::objective::Objective;
-use super::pointwise::{AdamStep, adam};
+use super::pointwise::{AdamStep, adam, subspace_gradient, subspace_terms};
 use super::relax::{Relaxation, Relaxed};
 use super::second_order::{reverse, reverse_local_training};
 use crate::client::fedavg::{LocalTraining, local_training};
@@ -35,6 +35,15 @@ pub struct Problem<'a> {
     pub simulation: Simulation,
     /// The epoch prior's weight per member of this call (empty: none).
     pub priors: Vec<f64>,
+    /// The first layer's span as a prior on every dummy row (`attack::subspace`).
+    pub subspace: Option<SubspacePrior>,
+}
+
+/// The subspace prior on a device: the projector P = UUᵀ on the rows' span [d, d] and its weight.
+#[derive(Debug, Clone)]
+pub struct SubspacePrior {
+    pub projector: Tensor<2>,
+    pub weight: f32,
 }
 
 /// What the server simulates on a member's dummy rows to compare with the observed update.
@@ -68,6 +77,8 @@ struct Definition<'a> {
     d: usize,
     /// The labels of the client's rows, [1, n, C] (shared by the members).
     onehot: Tensor<3>,
+    /// The epoch prior's weight of each member still running.
+    priors: Vec<f64>,
 }
 
 impl<'a> Definition<'a> {
@@ -83,6 +94,7 @@ impl<'a> Definition<'a> {
             b: problem.simulation.rows(rows),
             d,
             onehot,
+            priors: problem.priors.clone(),
         }
     }
 
@@ -103,8 +115,22 @@ impl<'a> Definition<'a> {
         (loss, z_bar)
     }
 
-    /// Per-member loss [N, 1] and, when asked, its gradient w.r.t. the rows x [N·B, d].
+    /// Per-member loss [N, 1] and, when asked, its gradient w.r.t. the rows x [N·B, d]: the
+    /// client's update against the observed one, and the subspace prior on the rows.
     fn loss(&self, x: Tensor<2>, with_grad: bool) -> (Tensor<2>, Option<Tensor<2>>) {
+        let (loss, x_bar) = self.update_loss(x.clone(), with_grad);
+        match &self.problem.subspace {
+            Some(prior) if prior.weight > 0.0 => {
+                let (n, b, d) = (self.n, self.b, self.d);
+                let (value, grad) = subspace_prior(&x.reshape([n, b, d]), &prior.projector, prior.weight);
+                (loss + value, x_bar.map(|xb| xb + grad.reshape([n * b, d])))
+            }
+            _ => (loss, x_bar),
+        }
+    }
+
+    /// The update's part of `loss`.
+    fn update_loss(&self, x: Tensor<2>, with_grad: bool) -> (Tensor<2>, Option<Tensor<2>>) {
         let (n, b, d) = (self.n, self.b, self.d);
         let p = self.problem;
         match p.simulation {
@@ -123,9 +149,9 @@ impl<'a> Definition<'a> {
                 let (update, taken) = local_training(p.net, &epochs, &self.onehot, &training, with_grad);
                 let (mut loss, u_bar) = p.objective.evaluate(&update, p.target, p.target_norm, with_grad);
                 let mut x_bar = u_bar.map(|ub| reverse_local_training(&taken, &ub, training.lr, copies));
-                if copies > 1 && p.priors.iter().any(|&l| l > 0.0) {
+                if copies > 1 && self.priors.iter().any(|&l| l > 0.0) {
                     let lambdas = Tensor::<3>::from_data(
-                        TensorData::new(p.priors.iter().map(|&l| l as f32).collect::<Vec<_>>(), [n, 1, 1]),
+                        TensorData::new(self.priors.iter().map(|&l| l as f32).collect::<Vec<_>>(), [n, 1, 1]),
                         &x.device(),
                     );
                     let (value, grads) = epoch_prior(&epochs, &lambdas);
@@ -171,6 +197,18 @@ pub fn epoch_prior(epochs: &[Tensor<3>], lambdas: &Tensor<3>) -> (Tensor<2>, Vec
     (value, grads)
 }
 
+/// The subspace prior (`attack::subspace`) of each member's rows X ([N, B, d]) with the projector P
+/// on the span: w·(1 − ⟨X, XP⟩/‖X‖²) per member [N, 1], and its gradient w.r.t. X.
+pub fn subspace_prior(x: &Tensor<3>, projector: &Tensor<2>, weight: f32) -> (Tensor<2>, Tensor<3>) {
+    let [n, b, d] = x.dims();
+    let y = x.clone().reshape([n * b, d]).matmul(projector.clone()).reshape([n, b, d]);
+    let a = (x.clone() * x.clone()).reshape([n, b * d]).sum_dim(1);
+    let c = (x.clone() * y.clone()).reshape([n, b * d]).sum_dim(1);
+    let (value, kx, ky) = subspace_terms(a, c, weight);
+    let grad = subspace_gradient(x.clone(), kx.reshape([n, 1, 1]), y, ky.reshape([n, 1, 1]));
+    (value, grad)
+}
+
 /// The definition's state: z and Adam's moments as tensors on the device.
 struct TensorStepper<'a> {
     def: Definition<'a>,
@@ -202,6 +240,35 @@ impl Stepper for TensorStepper<'_> {
             Some((step, loss)) => Ok(Some((step, read_f32(loss).await?))),
             None => Ok(None),
         }
+    }
+
+    async fn retire(&mut self, keep: &[bool]) -> Result<(Vec<f32>, Vec<f32>)> {
+        // Rare (a few times an inversion): through the host, which every backend can do.
+        let (b, d) = (self.def.b, self.def.d);
+        let len = b * d;
+        let device = self.z.device();
+        let split = |v: Vec<f32>| -> (Vec<f32>, Vec<f32>) {
+            let (mut kept, mut gone) = (Vec::new(), Vec::new());
+            for (chunk, &k) in v.chunks_exact(len).zip(keep) {
+                if k { &mut kept } else { &mut gone }.extend_from_slice(chunk);
+            }
+            (kept, gone)
+        };
+        let upload = |v: Vec<f32>| {
+            let rows = v.len() / d;
+            Tensor::<2>::from_data(TensorData::new(v, [rows, d]), &device)
+        };
+        let (z, gone) = split(read_f32(self.z.clone()).await?);
+        let (m, _) = split(read_f32(self.m.clone()).await?);
+        let (v, _) = split(read_f32(self.v.clone()).await?);
+        self.def.n = z.len() / len;
+        self.def.priors = self.def.priors.iter().zip(keep).filter(|(_, k)| **k).map(|(&p, _)| p).collect();
+        (self.z, self.m, self.v) = (upload(z), upload(m), upload(v));
+        let gone = upload(gone);
+        Ok(match self.def.relax(&gone) {
+            Some(r) => (read_f32(r.x).await?, read_f32(r.probs).await?),
+            None => (read_f32(gone).await?, Vec::new()),
+        })
     }
 
     async fn finish(self) -> Result<(Vec<f32>, Vec<f32>)> {

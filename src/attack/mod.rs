@@ -9,6 +9,7 @@ pub mod objective;
 pub mod pointwise;
 pub mod relax;
 pub mod second_order;
+pub mod subspace;
 
 pub use driver::Progress;
 pub use objective::Objective;

@@ -191,6 +191,24 @@ pub fn objective_gradient<T: Pointwise>(target: T, alpha: T, g: T, beta: T) -> T
     target * alpha + g * beta
 }
 
+/// One member's subspace prior (`attack::subspace`) from a = ‖X‖² and c = ⟨X, XP⟩ = ‖XU‖² over its
+/// rows X, P = UUᵀ the projector on the span: (w·(1 − c/a), k_x, k_y) with d/dX = k_x·X + k_y·XP,
+/// k_x = 2w·c/a², k_y = −2w/a.
+#[inline(always)]
+pub fn subspace_terms<T: Pointwise>(a: T, c: T, weight: f32) -> (T, T, T) {
+    let a = a.plus(NORM_FLOOR);
+    let ratio = c / a.clone();
+    let ky = a.recip().times(-2.0 * weight);
+    let kx = ratio.clone() * ky.clone().times(-1.0);
+    (ratio.times(-weight).plus(weight), kx, ky)
+}
+
+/// The prior's gradient at one value: k_x·x + k_y·y, y = (XP) at the same place.
+#[inline(always)]
+pub fn subspace_gradient<T: Pointwise>(x: T, kx: T, y: T, ky: T) -> T {
+    x * kx + y * ky
+}
+
 // ---- sign-Adam ------------------------------------------------------------------------------------
 
 /// Adam's constants at one step, in f32 as both forms use them.

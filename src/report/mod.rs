@@ -1,4 +1,5 @@
 //! What one attack leaked, as a plain serialisable object and as text for a terminal.
+use crate::attack::subspace::SubspaceSummary;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
@@ -162,6 +163,11 @@ pub struct Report {
     pub table_rows: usize,
     pub dropped_rows: usize,
     pub warnings: Vec<String>,
+    /// The first layer's span as a prior on the rows: its rank, weight and the rows it solved
+    /// (null when the attack did not use it).
+    pub subspace: Option<SubspaceSummary>,
+    /// Steps each member of the ensemble took before it stopped improving.
+    pub member_steps: Vec<usize>,
 }
 
 /// Entropy bands of the report, per kind (None: unbounded). The first two inner edges are the
@@ -299,6 +305,8 @@ pub fn build_report(
         table_rows: dataset.n(),
         dropped_rows: dataset.dropped,
         warnings: dataset.warnings.clone(),
+        subspace: None,
+        member_steps: Vec::new(),
     }
 }
 

@@ -1,6 +1,7 @@
 //! What an attack on a received update recovered: the rows and how sure the attacker is of each
 //! cell. There is no ground truth, so no accuracy: the confidence (the ensemble's entropy, read on
 //! the same levels as a simulated report's) is what a user weighs.
+use crate::attack::subspace::SubspaceSummary;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
@@ -41,6 +42,11 @@ pub struct ReconstructionReport {
     pub epoch_prior: Option<f64>,
     pub epoch_prior_fits: Vec<PriorFit>,
     pub loss_curve: Vec<(usize, f64)>,
+    /// The first layer's span as a prior on the rows: its rank, weight and the rows it solved
+    /// (null when the attack did not use it).
+    pub subspace: Option<SubspaceSummary>,
+    /// Steps each member of the ensemble took before it stopped improving.
+    pub member_steps: Vec<usize>,
 }
 
 impl ReconstructionReport {
@@ -115,6 +121,8 @@ impl ReconstructionReport {
             epoch_prior,
             epoch_prior_fits,
             loss_curve,
+            subspace: None,
+            member_steps: Vec::new(),
         }
     }
 

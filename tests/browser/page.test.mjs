@@ -103,6 +103,9 @@ test('CPU fallback: upload, switch a kind, seeded attack, results coloured by co
     const random = percent((await page.textContent('.card[data-metric="overall accuracy"] .detail')).split(':')[1]);
     assert.ok(overall >= 0.7 && overall >= random + 0.15, `accuracy ${overall} vs random ${random}`);
     assert.match(await page.textContent('#results-info'), /on cpu /);
+    // The first layer's span prior and the members' steps come with the report (B = 8 < 100).
+    assert.match(await page.textContent('#results-info'), /span prior: rows kept in a span of 8 of \d+ directions/);
+    assert.match(await page.textContent('#results-info'), /members stopped after \d+–\d+ steps/);
     assert.equal(await page.locator('#cells tr.truth').count(), 8);
     assert.equal(await page.locator('#cells tr.reconstructed').count(), 8);
     assert.equal(await page.locator('#cells th[title="categorical"]', { hasText: 'installment_rate' }).count(), 1);

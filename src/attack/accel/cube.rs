@@ -1,6 +1,6 @@
 //! The inversion on a GPU: the step as CubeCL kernels (`cube_kernels`), launched on the device
 //! burn's wgpu (or CUDA) backend opened, on buffers uploaded once. A step is 5·L + 2 launches
-//! for L layers (17 for the default 100-100 network) and nothing is read back but the losses the
+//! for L layers (17 for the default 100-100 network), 2 more with the subspace prior, and nothing is read back but the losses the
 //! driver asks for, with the copy started at once and awaited a report later.
 use std::collections::VecDeque;
 
@@ -126,7 +126,8 @@ impl Dims {
     }
 }
 
-struct CubeStepper {
+struct CubeStepper<'a> {
+    p: &'a HostProblem,
     client: Client,
     dims: Dims,
     relaxed: bool,
@@ -154,14 +155,17 @@ struct CubeStepper {
     /// dL/da of hidden layers (masked), then dL/dx.
     back: Vec<Handle>,
     losses: Handle,
+    /// The subspace prior: its projector [d, d] and weight, and the rows projected, [rows, d].
+    subspace: Option<(Handle, f32, Handle)>,
     requested: VecDeque<(usize, LossRead)>,
 }
 
-impl CubeStepper {
-    fn new(client: Client, p: &HostProblem, config: &InversionConfig) -> CubeStepper {
+impl<'a> CubeStepper<'a> {
+    /// The stepper of `n` members at z ([n, B, d]) with Adam's moments [m | v] (zero when None).
+    fn new(client: Client, p: &'a HostProblem, n: usize, z: &[f32], moments: Option<&[f32]>) -> CubeStepper<'a> {
         let sizes = p.sizes().to_vec();
         let layers = sizes.len() - 1;
-        let (n, b, d) = (config.members, p.batch(), p.d());
+        let (b, d) = (p.batch(), p.d());
         let rows = n * b;
         let segments_host: Vec<u32> = p
             .segments()
@@ -197,10 +201,11 @@ impl CubeStepper {
         let segments = client.create_from_slice(u32::as_bytes(&segments_host));
         let segments_host = segments_host.clone();
         let onehot = upload(&client, p.onehot());
-        let z = upload(&client, &member_starts(config));
-        let moments = zeros(&client, 2 * rows * d);
+        let z = upload(&client, z);
+        let moments = moments.map_or_else(|| zeros(&client, 2 * rows * d), |m| upload(&client, m));
         let per_layer = |f: &dyn Fn(usize) -> usize| (0..layers).map(|l| zeros(&client, f(l))).collect::<Vec<_>>();
         CubeStepper {
+            p,
             relaxed: p.relax_constants().is_some(),
             cosine: p.objective() == Objective::Cosine,
             target_norm: p.target_norm(),
@@ -220,6 +225,9 @@ impl CubeStepper {
             bars: per_layer(&|l| rows * (sizes[l] + sizes[l + 1])),
             back: per_layer(&|l| rows * sizes[l]),
             losses: zeros(&client, n),
+            subspace: p
+                .subspace()
+                .map(|(projector, weight)| (upload(&client, projector), weight, zeros(&client, rows * d))),
             requested: VecDeque::new(),
             dims,
             client,
@@ -406,6 +414,32 @@ impl CubeStepper {
                     );
                 }
             }
+            // The subspace prior on the rows layer 0 saw, added to their dL/dx and the losses.
+            if let Some((projector, weight, y)) = &self.subspace {
+                let (count, dim) = cubes(c, rows * d);
+                k::subspace_project::launch_unchecked(
+                    c,
+                    count,
+                    dim,
+                    buf(self.input0(), rows * d),
+                    buf(projector, d * d),
+                    buf(y, rows * d),
+                    rows,
+                    d,
+                );
+                k::subspace_prior::launch_unchecked(
+                    c,
+                    CubeCount::Static(dm.members as u32, 1, 1),
+                    CubeDim::new_1d(BLOCK as u32),
+                    buf(self.input0(), rows * d),
+                    buf(y, rows * d),
+                    buf(&self.back[0], rows * d),
+                    buf(&self.losses, dm.members),
+                    dm.batch * d,
+                    *weight,
+                    BLOCK,
+                );
+            }
             let (count, dim) = cubes(c, rows * feats);
             k::relax_back_adam::launch_unchecked(
                 c,
@@ -466,7 +500,7 @@ impl CubeStepper {
     }
 }
 
-impl Stepper for CubeStepper {
+impl Stepper for CubeStepper<'_> {
     fn step(&mut self, adam: &AdamStep) -> Result<()> {
         // Each step writes its losses to a buffer of its own, so a read requested for one step is
         // not overwritten by the next (the pool hands back the same few buffers).
@@ -490,6 +524,31 @@ impl Stepper for CubeStepper {
         Ok(Some((step, f32::from_bytes(&bytes[0]).to_vec())))
     }
 
+    async fn retire(&mut self, keep: &[bool]) -> Result<(Vec<f32>, Vec<f32>)> {
+        // Rare (a few times an inversion): read the state back and start over with fewer members.
+        let len = self.dims.batch * self.dims.d;
+        let total = self.dims.rows * self.dims.d;
+        let z = self.read(&self.z).await?;
+        let moments = self.read(&self.moments).await?;
+        let (mut kz, mut gone, mut km, mut kv) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for (i, &k) in keep.iter().enumerate() {
+            let span = i * len..(i + 1) * len;
+            if k {
+                kz.extend_from_slice(&z[span.clone()]);
+                km.extend_from_slice(&moments[span.clone()]);
+                kv.extend_from_slice(&moments[total + span.start..total + span.end]);
+            } else {
+                gone.extend_from_slice(&z[span]);
+            }
+        }
+        let n = kz.len() / len;
+        km.extend(kv);
+        if n > 0 {
+            *self = CubeStepper::new(self.client.clone(), self.p, n, &kz, Some(&km));
+        }
+        Ok(self.p.relax_rows(gone))
+    }
+
     async fn finish(mut self) -> Result<(Vec<f32>, Vec<f32>)> {
         let d = self.dims.d;
         if !self.relaxed {
@@ -511,7 +570,7 @@ impl Stepper for CubeStepper {
     }
 }
 
-impl CubeStepper {
+impl CubeStepper<'_> {
     fn dims_categorical_mask(&self) -> Vec<bool> {
         let mut mask = vec![false; self.dims.d];
         let segs = self.segments_host.as_slice();
@@ -534,6 +593,6 @@ pub async fn invert(
     cadence: Cadence,
     progress: &mut dyn FnMut(&Progress) -> bool,
 ) -> Result<Inversion> {
-    let stepper = CubeStepper::new(client(runtime)?, p, config);
+    let stepper = CubeStepper::new(client(runtime)?, p, config.members, &member_starts(config), None);
     drive(stepper, config, cadence, progress).await
 }

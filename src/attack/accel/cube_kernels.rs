@@ -624,3 +624,81 @@ pub fn relax_back_adam(
         }
     }
 }
+
+/// The rows projected on the span for the subspace prior, y = x·P ([rows, d]·[d, d]), one unit
+/// per value.
+#[cube(launch_unchecked)]
+pub fn subspace_project(x: &[f32], projector: &[f32], y: &mut [f32], rows: usize, d: usize) {
+    let t = ABSOLUTE_POS;
+    if t < rows * d {
+        let base = (t / d) * d;
+        let j = t % d;
+        let mut acc = f32::new(0.0);
+        for i in 0..d {
+            acc += x[base + i] * projector[i * d + j];
+        }
+        y[t] = acc;
+    }
+}
+
+/// The subspace prior (`pointwise::subspace_terms`), one cube per member of `len` values: the
+/// member's loss gains w·(1 − c/a), a = ‖x‖², c = ⟨x, y⟩, and its dL/dx gains k_x·x + k_y·y.
+#[cube(launch_unchecked)]
+pub fn subspace_prior(
+    x: &[f32],
+    y: &[f32],
+    x_bar: &mut [f32],
+    losses: &mut [f32],
+    len: usize,
+    weight: f32,
+    #[comptime] block: usize,
+) {
+    let k = CUBE_POS;
+    let unit = UNIT_POS as usize;
+    let base = k * len;
+    let mut aa = Shared::<[f32]>::new_slice(block);
+    let mut cc = Shared::<[f32]>::new_slice(block);
+    let mut coef = Shared::<[f32]>::new_slice(2usize);
+    let mut a = f32::new(0.0);
+    let mut c = f32::new(0.0);
+    let mut e = unit;
+    while e < len {
+        let xv = x[base + e];
+        a += xv * xv;
+        c += xv * y[base + e];
+        e += block;
+    }
+    aa[unit] = a;
+    cc[unit] = c;
+    sync_cube();
+    // The same uniform tree as `objective`.
+    let mut active = CUBE_DIM;
+    while active > 1 {
+        active /= 2;
+        if UNIT_POS < active {
+            let from = unit + active as usize;
+            let a2 = aa[from];
+            let c2 = cc[from];
+            aa[unit] += a2;
+            cc[unit] += c2;
+        }
+        sync_cube();
+    }
+    if unit == 0 {
+        let floored = aa[0] + NORM_FLOOR;
+        let ratio = cc[0] / floored;
+        let ky = (f32::new(1.0) / floored) * (f32::new(-2.0) * weight);
+        let kx = ratio * (ky * f32::new(-1.0));
+        losses[k] += ratio * (f32::new(0.0) - weight) + weight;
+        coef[0] = kx;
+        coef[1] = ky;
+    }
+    sync_cube();
+    let kx = coef[0];
+    let ky = coef[1];
+    let mut e = unit;
+    while e < len {
+        x_bar[base + e] += x[base + e] * kx + y[base + e] * ky;
+        e += block;
+    }
+}

@@ -72,6 +72,14 @@ pub struct AttackArgs {
     /// FedAvg: the client's SGD step (default 0.01).
     #[arg(long)]
     pub client_lr: Option<f64>,
+    /// Plain TabLeak / Cosine: do not keep the dummy rows in the span of the first layer's
+    /// gradient (the prior is on by default and switches itself off where the span says nothing).
+    #[arg(long)]
+    pub no_subspace: bool,
+    /// Run every member for all its iterations (by default a member whose best loss has gained
+    /// less than 0.5 % over 200 steps stops).
+    #[arg(long)]
+    pub no_early_stop: bool,
 }
 
 /// What the client does before the server sees its update.
@@ -202,6 +210,8 @@ pub fn run_options(table: &TableArgs, attack: &AttackArgs, client: Option<&Clien
         seed: attack.seed,
         ensemble: attack.ensemble,
         lr: attack.lr,
+        subspace: !attack.no_subspace,
+        early_stop: !attack.no_early_stop,
         ..RunOptions::default()
     };
     match attack.labels {

@@ -290,6 +290,8 @@ fn run(cli: Cli) -> CliResult<()> {
                     ensemble,
                     iterations: iterations.max(2),
                     report_every: 1,
+                    // Every step is timed: no member may stop.
+                    early_stop: false,
                     ..AttackConfig::default()
                 };
                 let mut marks: Vec<(usize, f64)> = Vec::new();
@@ -363,8 +365,17 @@ fn render_schema(s: &leakscope::table::SchemaSummary) -> String {
 
 fn summary_header() -> String {
     format!(
-        "| {:>5} | {:<14} | {:<8} | {:>7} | {:<15} | {:<15} | {:<15} |\n|---|---|---|---|---|---|---|",
-        "batch", "protocol", "attack", "batches", "accuracy %", "categorical %", "continuous %"
+        "| {:>5} | {:<14} | {:<8} | {:>7} | {:<15} | {:<15} | {:<15} | {:>7} | {:>10} | {:<9} |\n|---|---|---|---|---|---|---|---|---|---|",
+        "batch",
+        "protocol",
+        "attack",
+        "batches",
+        "accuracy %",
+        "categorical %",
+        "continuous %",
+        "s/attack",
+        "mean steps",
+        "span rank"
     )
 }
 
@@ -387,8 +398,24 @@ fn summary_line(config: &AttackConfig, kind: AttackKind, reports: &[Report]) -> 
         };
         format!("{:.1} ± {:.1}", 100.0 * mean, 100.0 * sd)
     };
+    let mean = |vals: Vec<f64>| vals.iter().sum::<f64>() / vals.len().max(1) as f64;
+    let steps: Vec<f64> = reports
+        .iter()
+        .flat_map(|r| r.member_steps.iter().map(|&s| s as f64))
+        .collect();
+    let ranks: Vec<&leakscope::attack::subspace::SubspaceSummary> =
+        reports.iter().filter_map(|r| r.subspace.as_ref()).collect();
+    let rank = match ranks.first() {
+        Some(first) => format!(
+            "{:.0}/{}{}",
+            mean(ranks.iter().map(|s| s.rank as f64).collect()),
+            first.feasible,
+            if ranks.iter().all(|s| s.weight == 0.0) { " off" } else { "" }
+        ),
+        None => "—".into(),
+    };
     format!(
-        "| {:>5} | {:<14} | {:<8} | {:>7} | {:<15} | {:<15} | {:<15} |",
+        "| {:>5} | {:<14} | {:<8} | {:>7} | {:<15} | {:<15} | {:<15} | {:>7.1} | {:>10} | {:<9} |",
         b,
         protocol,
         kind.to_string(),
@@ -396,6 +423,9 @@ fn summary_line(config: &AttackConfig, kind: AttackKind, reports: &[Report]) -> 
         stat(reports.iter().map(|r| r.accuracy.total).collect()),
         stat(reports.iter().filter_map(|r| r.accuracy.categorical).collect()),
         stat(reports.iter().filter_map(|r| r.accuracy.continuous).collect()),
+        mean(reports.iter().map(|r| r.seconds).collect()),
+        if steps.is_empty() { "—".to_string() } else { format!("{:.0}", mean(steps)) },
+        rank,
     )
 }
 

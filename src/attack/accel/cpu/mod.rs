@@ -21,7 +21,8 @@ use relax::Relax;
 use crate::attack::driver::{Cadence, Inversion, InversionConfig, Progress, Stepper, drive, member_starts};
 use crate::attack::inversion::Simulation;
 use crate::attack::objective::Objective;
-use crate::attack::pointwise::{AdamStep, adam};
+use crate::attack::pointwise::{AdamStep, adam, subspace_gradient, subspace_terms};
+use gemm::{mm, rm};
 use crate::attack::relax::{HostRelax, Layout};
 use crate::error::Result;
 
@@ -43,6 +44,8 @@ pub struct HostProblem {
     simulation: Simulation,
     /// The epoch prior's weight per member of the ensemble (FedAvg with copies per epoch).
     priors: Vec<f32>,
+    /// The subspace prior: the projector on the rows' span [d, d] and its weight.
+    subspace: Option<(Vec<f32>, f32)>,
 }
 
 impl HostProblem {
@@ -70,7 +73,20 @@ impl HostProblem {
             objective,
             simulation: Simulation::Gradient,
             priors: Vec::new(),
+            subspace: None,
         }
+    }
+
+    /// The same problem with the subspace prior (`attack::subspace`): projector [d, d], weight.
+    pub fn with_subspace(mut self, projector: Vec<f32>, weight: f64) -> HostProblem {
+        assert_eq!(projector.len(), self.d() * self.d());
+        self.subspace = (weight > 0.0).then_some((projector, weight as f32));
+        self
+    }
+
+    /// The subspace prior's projector and weight, where it is on.
+    pub fn subspace(&self) -> Option<(&[f32], f32)> {
+        self.subspace.as_ref().map(|(p, w)| (&p[..], *w))
     }
 
     /// The same problem with the client's local training (FedAvg) and the epoch prior's weight
@@ -173,6 +189,8 @@ struct GroupBuffers {
     sig: Vec<f32>,
     x_bar: Vec<f32>,
     z_bar: Vec<f32>,
+    /// The rows projected on the span (XP), for the subspace prior.
+    y: Vec<f32>,
     loss: Vec<f32>,
     pass: Passes,
 }
@@ -200,6 +218,7 @@ impl GroupBuffers {
             sig: vec![0.0; len],
             x_bar: vec![0.0; len],
             z_bar: vec![0.0; len],
+            y: vec![0.0; if p.subspace.is_some() { len } else { 0 }],
             loss: vec![0.0; g],
             pass,
         }
@@ -235,6 +254,32 @@ impl HostProblem {
                 client.loss(un, &buf.x, &mut buf.loss, grad.then_some(&mut buf.x_bar[..]));
                 if client.copies > 1 && priors.iter().any(|&l| l > 0.0) {
                     self.epoch_prior(buf, client.copies, priors, grad);
+                }
+            }
+        }
+        if self.subspace.is_some() {
+            self.subspace_prior(buf, grad);
+        }
+    }
+
+    /// The subspace prior (the definition's `inversion::subspace_prior`), added to the losses and,
+    /// with `grad`, to dL/dx.
+    fn subspace_prior(&self, buf: &mut GroupBuffers, grad: bool) {
+        let (projector, weight) = self.subspace.as_ref().expect("a subspace prior");
+        let (d, len) = (self.d(), self.member_rows() * self.d());
+        let rows = buf.g * self.member_rows();
+        mm(rows, d, d, &mut buf.y, false, &buf.x, rm(d), projector, rm(d));
+        for k in 0..buf.g {
+            let span = k * len..(k + 1) * len;
+            let (x, y) = (&buf.x[span.clone()], &buf.y[span.clone()]);
+            let a: f64 = x.iter().map(|&v| v as f64 * v as f64).sum();
+            let c: f64 = x.iter().zip(y).map(|(&v, &w)| v as f64 * w as f64).sum();
+            let (value, kx, ky) = subspace_terms(a, c, *weight);
+            buf.loss[k] += value as f32;
+            if grad {
+                let (kx, ky) = (kx as f32, ky as f32);
+                for ((xb, &v), &w) in buf.x_bar[span].iter_mut().zip(x).zip(y) {
+                    *xb += subspace_gradient(v, kx, w, ky);
                 }
             }
         }
@@ -419,17 +464,49 @@ impl Stepper for CpuStepper<'_> {
         Ok(self.requested.pop_front())
     }
 
+    async fn retire(&mut self, keep: &[bool]) -> Result<(Vec<f32>, Vec<f32>)> {
+        let len = self.p.member_rows() * self.p.d();
+        let split = |v: &[f32]| -> (Vec<f32>, Vec<f32>) {
+            let (mut kept, mut gone) = (Vec::new(), Vec::new());
+            for (chunk, &k) in v.chunks_exact(len).zip(keep) {
+                if k { &mut kept } else { &mut gone }.extend_from_slice(chunk);
+            }
+            (kept, gone)
+        };
+        let (z, gone) = split(&self.z);
+        (self.m, _) = split(&self.m);
+        (self.v, _) = split(&self.v);
+        self.z = z;
+        self.priors = self.priors.iter().zip(keep).filter(|(_, k)| **k).map(|(&p, _)| p).collect();
+        self.members = self.z.len() / len;
+        self.per_group = group_size(self.members);
+        self.groups = self
+            .z
+            .chunks(self.per_group * len)
+            .map(|chunk| GroupBuffers::new(self.p, chunk.len() / len))
+            .collect();
+        Ok(self.p.relax_rows(gone))
+    }
+
     /// The final relaxation of every member: only the rows and probabilities are kept.
     async fn finish(self) -> Result<(Vec<f32>, Vec<f32>)> {
-        let Some(r) = &self.p.relax else {
-            return Ok((self.z, Vec::new()));
-        };
         drop(self.groups);
-        let len = self.z.len();
-        let (mut x, mut probs, mut sig) = (vec![0f32; len], vec![0f32; len], vec![0f32; len]);
         drop((self.m, self.v));
-        r.forward_rows(&self.z, &mut x, &mut probs, &mut sig);
-        Ok((x, probs))
+        Ok(self.p.relax_rows(self.z))
+    }
+}
+
+impl HostProblem {
+    /// Members' relaxed rows and block probabilities at z (z itself, and no probabilities, for
+    /// the unrelaxed baselines).
+    pub fn relax_rows(&self, z: Vec<f32>) -> (Vec<f32>, Vec<f32>) {
+        let Some(r) = &self.relax else {
+            return (z, Vec::new());
+        };
+        let len = z.len();
+        let (mut x, mut probs, mut sig) = (vec![0f32; len], vec![0f32; len], vec![0f32; len]);
+        r.forward_rows(&z, &mut x, &mut probs, &mut sig);
+        (x, probs)
     }
 }
 

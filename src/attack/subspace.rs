@@ -1,0 +1,421 @@
+//! The first layer's gradient as a prior on the rows. In FedSGD the first layer's weight gradient
+//! is ∂L/∂W1 = (1/B) Σᵢ xᵢ δᵢᵀ ([d, h]), so every row xᵢ of the batch lies in its column space; in
+//! FedAvg the first layer's update is a sum of such products over the local steps, still in the
+//! span of the client's rows. The server computes that span by an SVD and penalises the part of
+//! each dummy row outside it (`pointwise::subspace_terms`, in the definition and the accelerators
+//! alike). After the optimisation, `decode_continuous` solves a row's continuous values inside the
+//! span given its categorical choices, where that is well posed.
+//!
+//! The rank is read from the singular values against a noise floor measured on the update itself:
+//! a categorical block's encoded columns satisfy Σⱼ stdⱼ·xⱼ = 0 for every row (its one-hot sums to
+//! one), so those directions of the gradient hold no signal, only float error or the noise a
+//! defence added. Signal directions are those above the Marchenko–Pastur edge of that noise.
+use nalgebra::{DMatrix, DVector};
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+use super::relax::Layout;
+
+/// The prior's weight against the cosine loss (which lies in [0, 2]). Measured on 4 Adult batches
+/// of 32 (docs/fidelity.md): 0.3 recovered 90.9 %, 1 90.2 %, 3 82.0 %, 10 67.9 % (none: 85.6 %).
+pub const DEFAULT_SUBSPACE_WEIGHT: f64 = 0.3;
+
+/// Singular values below this share of the largest are float error even without noise (the
+/// update is computed in f32).
+const FLOAT_FLOOR: f64 = 1e-6;
+
+/// A noise edge is raised by this margin so that the largest noise singular value stays below it.
+const EDGE_MARGIN: f64 = 1.1;
+
+/// What the first layer's gradient says about the rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Subspace {
+    pub d: usize,
+    /// Orthonormal basis of the rows' span as columns, [d, rank] column-major.
+    pub basis: Vec<f64>,
+    pub projector: Vec<f32>,
+    pub summary: SubspaceSummary,
+}
+
+/// The prior as the report states it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct SubspaceSummary {
+    /// Dimension of the span the rows were placed in.
+    pub rank: usize,
+    /// Directions an encoded row can take at all (d less one per categorical column).
+    pub feasible: usize,
+    /// The weight the optimisation used (0: the rank says nothing, the prior is off).
+    pub weight: f64,
+    /// Noise per entry of the first layer's update, as measured on the directions that carry no
+    /// signal (float error alone is ~1e-9 of the largest singular value).
+    pub noise: f64,
+    /// Share of the update's first-layer energy inside the span.
+    pub energy_inside: f64,
+    /// Rows whose continuous values were solved exactly in the span (of all members' rows).
+    pub decoded_rows: usize,
+    pub rows: usize,
+}
+
+/// Orthonormal basis of the directions every encoded row is orthogonal to: one per categorical
+/// block, stdⱼ on its columns.
+fn constraint_basis(layout: &Layout) -> DMatrix<f64> {
+    let d = layout.d();
+    let blocks: Vec<_> = layout.blocks.iter().filter(|b| b.2).collect();
+    let mut c = DMatrix::<f64>::zeros(d, blocks.len());
+    for (k, &&(offset, width, _)) in blocks.iter().enumerate() {
+        for j in offset..offset + width {
+            c[(j, k)] = layout.std[j];
+        }
+    }
+    // Blocks are disjoint: normalising each column makes the set orthonormal.
+    for mut col in c.column_iter_mut() {
+        let n = col.norm();
+        if n > 0.0 {
+            col /= n;
+        }
+    }
+    c
+}
+
+/// Gavish & Donoho's hard threshold for an unknown noise level, as a multiple of the median
+/// singular value of an m × n matrix (β = m/n ≤ 1).
+fn gavish_donoho(beta: f64) -> f64 {
+    0.56 * beta.powi(3) - 0.95 * beta.powi(2) + 1.82 * beta + 1.43
+}
+
+impl Subspace {
+    /// The span of the rows from the first layer's weight update ([d, h] row-major, as
+    /// `Params` lays out W: x W + b).
+    pub fn from_first_layer(update: &[f32], d: usize, h: usize, layout: Option<&Layout>, weight: f64) -> Subspace {
+        let g = DMatrix::<f64>::from_row_iterator(d, h, update.iter().map(|&v| v as f64));
+        let total = g.norm_squared();
+        let constraints = layout.map(constraint_basis).unwrap_or_else(|| DMatrix::zeros(d, 0));
+        let k = constraints.ncols();
+        // Split off the constraint directions: what is left there is noise.
+        let inside_c = &constraints * (constraints.transpose() * &g);
+        let free = &g - &inside_c;
+        let svd = free.clone().svd(true, false);
+        let mut order: Vec<usize> = (0..svd.singular_values.len()).collect();
+        order.sort_by(|&a, &b| svd.singular_values[b].total_cmp(&svd.singular_values[a]));
+        let s: Vec<f64> = order.iter().map(|&i| svd.singular_values[i]).collect();
+        let top = s.first().copied().unwrap_or(0.0);
+        let feasible = d - k;
+        let (noise, edge) = if k > 0 {
+            let sigma = (inside_c.norm_squared() / (k * h) as f64).sqrt();
+            (sigma, sigma * ((feasible as f64).sqrt() + (h as f64).sqrt()) * EDGE_MARGIN)
+        } else {
+            // No categorical columns: the median singular value stands in for the noise.
+            let (m, n) = (d.min(h) as f64, d.max(h) as f64);
+            let median = s[s.len() / 2];
+            let sigma = median / (n.sqrt() * (1.0 + (m / n).sqrt()) * 0.5).max(1e-300);
+            (sigma, gavish_donoho(m / n) * median)
+        };
+        let threshold = edge.max(top * FLOAT_FLOOR);
+        let rank = s.iter().take_while(|&&v| v > threshold).count().min(feasible);
+        let u = svd.u.expect("asked for U");
+        let basis_m = DMatrix::from_fn(d, rank, |i, j| u[(i, order[j])]);
+        let projector_m = &basis_m * basis_m.transpose();
+        let inside: f64 = s.iter().take(rank).map(|v| v * v).sum();
+        // The rank says something only when it leaves out feasible directions.
+        let weight = if rank > 0 && rank < feasible { weight } else { 0.0 };
+        Subspace {
+            d,
+            basis: basis_m.as_slice().to_vec(),
+            projector: projector_m.iter().map(|&v| v as f32).collect(),
+            summary: SubspaceSummary {
+                rank,
+                feasible,
+                weight,
+                noise,
+                energy_inside: if total > 0.0 { inside / total } else { 0.0 },
+                decoded_rows: 0,
+                rows: 0,
+            },
+        }
+    }
+
+    pub fn rank(&self) -> usize {
+        self.summary.rank
+    }
+
+    pub fn weight(&self) -> f64 {
+        self.summary.weight
+    }
+
+    fn basis_matrix(&self) -> DMatrix<f64> {
+        DMatrix::from_column_slice(self.d, self.rank(), &self.basis)
+    }
+
+    /// Share of a row's squared norm outside the span.
+    pub fn outside_share(&self, row: &[f64]) -> f64 {
+        let x = DVector::from_column_slice(row);
+        let n = x.norm_squared();
+        if n == 0.0 {
+            return 0.0;
+        }
+        let u = self.basis_matrix();
+        let inside = (u.transpose() * &x).norm_squared();
+        ((n - inside) / n).max(0.0)
+    }
+
+    /// The exact decoder of rows in this span for an encoding (see `RowDecoder`).
+    pub fn row_decoder<'a>(&'a self, layout: &'a Layout) -> RowDecoder<'a> {
+        let u = self.basis_matrix();
+        let continuous: Vec<usize> = layout.blocks.iter().filter(|b| !b.2).map(|b| b.0).collect();
+        let u_cont = DMatrix::from_fn(continuous.len(), self.rank(), |i, j| u[(continuous[i], j)]);
+        // M = SᵀQS = I − U_c U_cᵀ; its pseudo-inverse over the directions the span determines.
+        let m = DMatrix::<f64>::identity(continuous.len(), continuous.len()) - &u_cont * u_cont.transpose();
+        let eig = m.symmetric_eigen();
+        let mut inv = DMatrix::<f64>::zeros(continuous.len(), continuous.len());
+        let mut determined = DMatrix::<f64>::zeros(continuous.len(), continuous.len());
+        let fully_determined = eig.eigenvalues.iter().all(|&l| l > UNDETERMINED * UNDETERMINED);
+        for (k, &l) in eig.eigenvalues.iter().enumerate() {
+            if l > UNDETERMINED * UNDETERMINED {
+                let v = eig.eigenvectors.column(k);
+                inv += (&v * v.transpose()) / l;
+                determined += &v * v.transpose();
+            }
+        }
+        RowDecoder {
+            span: self,
+            layout,
+            u,
+            continuous,
+            u_cont,
+            m_inv: inv,
+            determined,
+            fully_determined,
+        }
+    }
+}
+
+/// Decodes a row exactly in the span: the categorical choices that, with continuous values solved
+/// by least squares, put the row in the span (a row of the batch lies in it exactly; a wrong
+/// choice rarely does). Starting from the optimisation's choices, it changes one block at a time,
+/// each time the change that brings the row closest to the span, until the row lies in it: the
+/// fewest changes first, since a small batch's span can also hold mixtures of its rows. Where a combination of continuous columns lies (nearly)
+/// inside the span the span cannot tell its value: it keeps the optimisation's.
+pub struct RowDecoder<'a> {
+    span: &'a Subspace,
+    layout: &'a Layout,
+    /// The span's basis U [d, rank], and its rows on the continuous columns.
+    u: DMatrix<f64>,
+    continuous: Vec<usize>,
+    u_cont: DMatrix<f64>,
+    /// M⁺ and the projector M M⁺ on the determined directions of the continuous values.
+    m_inv: DMatrix<f64>,
+    determined: DMatrix<f64>,
+    fully_determined: bool,
+}
+
+impl RowDecoder<'_> {
+    /// Encoded value of categorical column j when hot and when cold.
+    fn hot_cold(&self, j: usize) -> (f64, f64) {
+        let (mean, std) = (self.layout.mean[j], self.layout.std[j]);
+        ((1.0 - mean) / std, -mean / std)
+    }
+
+    /// The squared distance to the span of the categorical part a (continuous columns 0, ‖a‖²
+    /// and w = Uᵀa given) with the best continuous values: ‖Qa‖² − tᵀM⁺t, t = SᵀQa = −U_c w.
+    fn residual(&self, a_sq: f64, w: &DVector<f64>) -> f64 {
+        let t = -(&self.u_cont * w);
+        a_sq - w.norm_squared() - (t.transpose() * &self.m_inv * &t)[(0, 0)]
+    }
+
+    /// The row ([d], encoded) decoded in the span, or None when no choice the search reaches puts
+    /// it there to within `tolerance` of its squared norm.
+    pub fn decode(&self, row: &[f64], tolerance: f64) -> Option<Vec<f64>> {
+        let d = self.span.d;
+        let blocks: Vec<(usize, usize)> = self.layout.blocks.iter().filter(|b| b.2).map(|b| (b.0, b.1)).collect();
+        // The optimisation's choices: the largest raw value per block (as `Dataset::decode`).
+        let mut hot: Vec<usize> = blocks
+            .iter()
+            .map(|&(o, w)| {
+                (o..o + w)
+                    .max_by(|&a, &b| {
+                        let raw = |j: usize| row[j] * self.layout.std[j] + self.layout.mean[j];
+                        raw(a).total_cmp(&raw(b))
+                    })
+                    .expect("a block has columns")
+            })
+            .collect();
+        let mut a = DVector::<f64>::zeros(d);
+        for &(o, w) in &blocks {
+            for j in o..o + w {
+                a[j] = self.hot_cold(j).1;
+            }
+        }
+        for &h in &hot {
+            a[h] = self.hot_cold(h).0;
+        }
+        let mut a_sq = a.norm_squared();
+        let mut w = self.u.transpose() * &a;
+        let mut best = self.residual(a_sq, &w);
+        // With continuous directions inside the span, other rows' categorical parts can lie in it
+        // too (measured on Adult at B = 32): the search runs only where every direction counts.
+        let passes = if self.fully_determined { MAX_PASSES } else { 0 };
+        for _ in 0..passes {
+            if best <= tolerance * a_sq {
+                break;
+            }
+            // The one change of one block that brings the row closest to the span.
+            let mut pick = None;
+            for (f, &(o, width)) in blocks.iter().enumerate() {
+                let h = hot[f];
+                let (hh, hc) = self.hot_cold(h);
+                for k in (o..o + width).filter(|&k| k != h) {
+                    let (kh, kc) = self.hot_cold(k);
+                    let sq = a_sq - hh * hh + hc * hc - kc * kc + kh * kh;
+                    let w2 = &w + self.u.row(h).transpose() * (hc - hh) + self.u.row(k).transpose() * (kh - kc);
+                    let r = self.residual(sq, &w2);
+                    if r < best - 1e-12 * a_sq {
+                        best = r;
+                        pick = Some((f, k, sq, w2));
+                    }
+                }
+            }
+            let Some((f, k, sq, w2)) = pick else { break };
+            let h = hot[f];
+            a[h] = self.hot_cold(h).1;
+            a[k] = self.hot_cold(k).0;
+            (a_sq, w, hot[f]) = (sq, w2, k);
+        }
+        // Continuous values: c = −M⁺t on the determined directions, the optimisation's elsewhere.
+        let t = -(&self.u_cont * &w);
+        let c0 = DVector::from_iterator(self.continuous.len(), self.continuous.iter().map(|&j| row[j]));
+        let c = -(&self.m_inv * &t) + &c0 - &self.determined * &c0;
+        let mut x = a;
+        for (k, &j) in self.continuous.iter().enumerate() {
+            x[j] = c[k];
+        }
+        let residual = x.norm_squared() - (self.u.transpose() * &x).norm_squared();
+        (residual <= tolerance * x.norm_squared()).then(|| x.iter().copied().collect())
+    }
+}
+
+/// Most blocks the search changes in a row.
+const MAX_PASSES: usize = 3;
+
+/// A combination of continuous columns whose part outside the span is below this share of its
+/// norm is left where the optimisation put it.
+const UNDETERMINED: f64 = 0.05;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng, rngs::StdRng};
+
+    fn layout(d: usize, cat: &[(usize, usize)]) -> Layout {
+        let mut blocks: Vec<(usize, usize, bool)> = cat.iter().map(|&(o, w)| (o, w, true)).collect();
+        let covered: Vec<usize> = cat.iter().flat_map(|&(o, w)| o..o + w).collect();
+        blocks.extend((0..d).filter(|j| !covered.contains(j)).map(|j| (j, 1, false)));
+        blocks.sort_unstable();
+        // A block of width w has mean 1/w on each of its columns, as `problem`'s rows do.
+        let mut mean = vec![0.0; d];
+        for &(o, w) in cat {
+            (o..o + w).for_each(|j| mean[j] = 1.0 / w as f64);
+        }
+        Layout {
+            blocks,
+            mean,
+            std: vec![1.0; d],
+            lo: vec![-3.0; d],
+            hi: vec![3.0; d],
+        }
+    }
+
+    /// A batch of rows obeying the layout's constraints (each block sums to 0 with std 1), and the
+    /// gradient Σ xᵢ δᵢᵀ they make with random δ, plus noise.
+    fn problem(d: usize, h: usize, b: usize, cat: &[(usize, usize)], noise: f64, seed: u64) -> (Vec<f64>, Vec<f32>) {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut rows = vec![0f64; b * d];
+        for row in rows.chunks_exact_mut(d) {
+            for v in row.iter_mut() {
+                *v = rng.random_range(-1.0..1.0);
+            }
+            for &(o, w) in cat {
+                let hot = rng.random_range(0..w);
+                for j in o..o + w {
+                    row[j] = if j == o + hot { 1.0 } else { 0.0 } - 1.0 / w as f64;
+                }
+            }
+        }
+        let delta: Vec<f64> = (0..b * h).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let mut g = vec![0f32; d * h];
+        for i in 0..d {
+            for j in 0..h {
+                let s: f64 = (0..b).map(|r| rows[r * d + i] * delta[r * h + j]).sum::<f64>() / b as f64;
+                let n: f64 = (0..12).map(|_| rng.random_range(-0.5..0.5)).sum();
+                g[i * h + j] = (s + noise * n) as f32;
+            }
+        }
+        (rows, g)
+    }
+
+    #[test]
+    fn the_rank_of_a_clean_gradient_is_the_batch_and_every_row_lies_in_its_span() {
+        let cat = [(0, 4), (4, 6)];
+        let (rows, g) = problem(24, 30, 7, &cat, 0.0, 1);
+        let s = Subspace::from_first_layer(&g, 24, 30, Some(&layout(24, &cat)), 1.0);
+        assert_eq!(s.rank(), 7);
+        assert_eq!(s.summary.feasible, 22);
+        assert_eq!(s.weight(), 1.0);
+        for row in rows.chunks_exact(24) {
+            assert!(s.outside_share(row) < 1e-10, "{}", s.outside_share(row));
+        }
+        let stray: Vec<f64> = (0..24).map(|j| if j == 12 { 1.0 } else { 0.0 }).collect();
+        assert!(s.outside_share(&stray) > 0.3);
+    }
+
+    #[test]
+    fn a_rank_that_fills_the_feasible_directions_turns_the_prior_off() {
+        let cat = [(0, 4)];
+        let (_, g) = problem(10, 30, 20, &cat, 0.0, 2);
+        let s = Subspace::from_first_layer(&g, 10, 30, Some(&layout(10, &cat)), 1.0);
+        assert_eq!((s.rank(), s.summary.feasible, s.weight()), (9, 9, 0.0));
+    }
+
+    #[test]
+    fn noise_is_measured_on_the_constraint_directions_and_kept_out_of_the_rank() {
+        let cat = [(0, 5), (5, 5), (10, 5), (15, 5)];
+        let (_, clean) = problem(40, 60, 5, &cat, 0.0, 3);
+        let (_, noisy) = problem(40, 60, 5, &cat, 0.01, 3);
+        let l = layout(40, &cat);
+        let a = Subspace::from_first_layer(&clean, 40, 60, Some(&l), 1.0);
+        let b = Subspace::from_first_layer(&noisy, 40, 60, Some(&l), 1.0);
+        assert_eq!(a.rank(), 5);
+        assert!(a.summary.noise < 1e-6, "{}", a.summary.noise);
+        // The sum of 12 U(−½, ½) has variance 1.
+        assert!((b.summary.noise / 0.01 - 1.0).abs() < 0.2, "{}", b.summary.noise);
+        assert!(b.rank() <= 5, "{}", b.rank());
+    }
+
+    #[test]
+    fn a_row_is_decoded_exactly_from_wrong_choices_and_rough_values() {
+        let cat = [(0, 4), (4, 6)];
+        let (rows, g) = problem(16, 40, 3, &cat, 0.0, 4);
+        let l = layout(16, &cat);
+        let s = Subspace::from_first_layer(&g, 16, 40, Some(&l), 1.0);
+        let decoder = s.row_decoder(&l);
+        let row = &rows[16..32];
+        // One block's choice wrong, continuous values off by 0.3.
+        let mut guess = row.to_vec();
+        let hot = (4..10).find(|&j| row[j] > 0.5).unwrap();
+        let wrong = if hot == 4 { 5 } else { 4 };
+        guess[hot] = -1.0 / 6.0;
+        guess[wrong] = 1.0 - 1.0 / 6.0;
+        (10..16).for_each(|j| guess[j] += 0.3);
+        let decoded = decoder.decode(&guess, 1e-8).expect("the row lies in the span");
+        for j in 0..16 {
+            assert!((decoded[j] - row[j]).abs() < 1e-6, "column {j}: {} against {}", decoded[j], row[j]);
+        }
+        // A row from elsewhere ends on a row of the batch (a few choices away) or on none.
+        let stranger: Vec<f64> = problem(16, 40, 1, &cat, 0.0, 99).0;
+        if let Some(snapped) = decoder.decode(&stranger, 1e-8) {
+            assert!(
+                rows.chunks_exact(16).any(|r| r.iter().zip(&snapped).all(|(a, b)| (a - b).abs() < 1e-6)),
+                "{snapped:?}"
+            );
+        }
+    }
+}
