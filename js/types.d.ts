@@ -295,6 +295,37 @@ quarter_cells: number, quarter_accuracy: number, quarter_entropy_max: number, };
 export type PriorFit = { lambda: number, fit: number, };
 
 /**
+ * The prior as the report states it.
+ */
+export type SubspaceSummary = { 
+/**
+ * Dimension of the span the rows were placed in.
+ */
+rank: number, 
+/**
+ * Directions an encoded row can take at all (d less one per categorical column).
+ */
+feasible: number, 
+/**
+ * The weight the optimisation used (0: off, where the rank fills the feasible directions or
+ * noise hides part of the span).
+ */
+weight: number, 
+/**
+ * Noise per entry of the first layer's update, as measured on the directions that carry no
+ * signal (float error alone is ~1e-9 of the largest singular value).
+ */
+noise: number, 
+/**
+ * Share of the update's first-layer energy inside the span.
+ */
+energy_inside: number, 
+/**
+ * Rows whose continuous values were solved exactly in the span (of all members' rows).
+ */
+decoded_rows: number, rows: number, };
+
+/**
  * The (ε, δ) of one release.
  */
 export type Privacy = { 

@@ -57,6 +57,7 @@ fn generated() -> String {
         declaration::<EntropyBucket>(),
         declaration::<ConfidentQuarter>(),
         declaration::<PriorFit>(),
+        declaration::<leakscope::attack::subspace::SubspaceSummary>(),
         declaration::<Privacy>(),
         declaration::<AttackConfig>(),
         declaration::<Protocol>(),
