@@ -9,10 +9,10 @@ use crate::attack::accel::cpu::{self, HostProblem};
 use crate::attack::baselines::random_rows;
 use crate::attack::driver::{Cadence, EARLY_STOP, InversionConfig, Progress};
 use crate::attack::inversion::{self, Problem, Simulation, SubspacePrior, member_losses};
-use crate::attack::subspace::{DEFAULT_SUBSPACE_WEIGHT, Subspace, SubspaceSummary};
 use crate::attack::labels::{labels_from_counts, restore_counts};
 use crate::attack::objective::Objective;
 use crate::attack::relax::{Layout, Relaxation};
+use crate::attack::subspace::{DEFAULT_SUBSPACE_WEIGHT, Subspace, SubspaceSummary};
 use crate::client::defence;
 use crate::client::gradient::ParamGrads;
 use crate::client::network::{Net, Params};
@@ -367,10 +367,7 @@ impl<'a> Setup<'a> {
                 .map(|m| self.config.prior_of(m))
                 .collect(),
             subspace: self.active_subspace().map(|s| SubspacePrior {
-                projector: Tensor::from_data(
-                    TensorData::new(s.projector.clone(), [s.d, s.d]),
-                    &self.runtime.device,
-                ),
+                projector: Tensor::from_data(TensorData::new(s.projector.clone(), [s.d, s.d]), &self.runtime.device),
                 weight: s.weight() as f32,
             }),
         }

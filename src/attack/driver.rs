@@ -27,7 +27,7 @@ pub struct InversionConfig {
 /// A member stops once its best loss so far, looked at every `every` steps, has improved over the
 /// last `window` steps by less than `tolerance` of itself or less than `absolute`. The check is on whole steps, the same
 /// for every engine, so an accelerator stops its members where the definition does.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EarlyStop {
     pub every: usize,
     pub window: usize,
@@ -193,6 +193,16 @@ fn record_step(
     }
 }
 
+/// Split per-member chunks of `len` values by `keep`: (kept, retired), each in member order. What
+/// every stepper's `retire` does to its state.
+pub fn split_members<T: Copy>(values: &[T], len: usize, keep: &[bool]) -> (Vec<T>, Vec<T>) {
+    let (mut kept, mut gone) = (Vec::new(), Vec::new());
+    for (chunk, &k) in values.chunks_exact(len).zip(keep) {
+        if k { &mut kept } else { &mut gone }.extend_from_slice(chunk);
+    }
+    (kept, gone)
+}
+
 /// Which members still run, and what the stopped ones left.
 struct Members {
     /// The members still running, in the stepper's order (indices into this call's members).
@@ -275,7 +285,11 @@ pub async fn drive<S: Stepper>(
             stepper.request_losses(step)?;
             pending += 1;
             // A check needs this step's losses now; so does the last step.
-            let keep = if step == config.iterations || check.is_some() { 0 } else { in_flight };
+            let keep = if step == config.iterations || check.is_some() {
+                0
+            } else {
+                in_flight
+            };
             while pending > keep {
                 let (s, losses) = stepper
                     .take_losses()
@@ -290,15 +304,18 @@ pub async fn drive<S: Stepper>(
                 let keep = members.check(&rule);
                 if keep.iter().any(|&k| !k) {
                     let (x, probs) = stepper.retire(&keep).await?;
-                    let stopped: Vec<usize> =
-                        members.running.iter().zip(&keep).filter(|(_, k)| !**k).map(|(&m, _)| m).collect();
+                    let (running, stopped) = split_members(&members.running, 1, &keep);
                     let len = x.len() / stopped.len();
                     for (i, &m) in stopped.iter().enumerate() {
-                        let p = if probs.is_empty() { Vec::new() } else { probs[i * len..(i + 1) * len].to_vec() };
+                        let p = if probs.is_empty() {
+                            Vec::new()
+                        } else {
+                            probs[i * len..(i + 1) * len].to_vec()
+                        };
                         members.stopped[m] = Some((x[i * len..(i + 1) * len].to_vec(), p));
                         members.steps[m] = step;
                     }
-                    members.running = members.running.iter().zip(&keep).filter(|(_, k)| **k).map(|(&m, _)| m).collect();
+                    members.running = running;
                 }
                 if members.running.is_empty() {
                     break;
@@ -314,7 +331,11 @@ pub async fn drive<S: Stepper>(
     };
     let len = config.batch * config.d;
     for (i, &m) in members.running.iter().enumerate() {
-        let p = if probs_run.is_empty() { Vec::new() } else { probs_run[i * len..(i + 1) * len].to_vec() };
+        let p = if probs_run.is_empty() {
+            Vec::new()
+        } else {
+            probs_run[i * len..(i + 1) * len].to_vec()
+        };
         members.stopped[m] = Some((x_run[i * len..(i + 1) * len].to_vec(), p));
         members.steps[m] = config.iterations;
     }
@@ -442,7 +463,11 @@ mod tests {
             Ok(())
         }
         fn request_losses(&mut self, step: usize) -> Result<()> {
-            let losses = self.running.iter().map(|&m| if m == 0 { 10.0 - step as f32 / 200.0 } else { 1.0 }).collect();
+            let losses = self
+                .running
+                .iter()
+                .map(|&m| if m == 0 { 10.0 - step as f32 / 200.0 } else { 1.0 })
+                .collect();
             self.requested.push_back((step, losses));
             Ok(())
         }
@@ -451,8 +476,20 @@ mod tests {
         }
         async fn retire(&mut self, keep: &[bool]) -> Result<(Vec<f32>, Vec<f32>)> {
             assert!(self.requested.is_empty(), "no request crosses a retirement");
-            let gone: Vec<f32> = self.running.iter().zip(keep).filter(|(_, k)| !**k).map(|(&m, _)| m as f32).collect();
-            self.running = self.running.iter().zip(keep).filter(|(_, k)| **k).map(|(&m, _)| m).collect();
+            let gone: Vec<f32> = self
+                .running
+                .iter()
+                .zip(keep)
+                .filter(|(_, k)| !**k)
+                .map(|(&m, _)| m as f32)
+                .collect();
+            self.running = self
+                .running
+                .iter()
+                .zip(keep)
+                .filter(|(_, k)| **k)
+                .map(|(&m, _)| m)
+                .collect();
             Ok((gone, Vec::new()))
         }
         async fn finish(self) -> Result<(Vec<f32>, Vec<f32>)> {

@@ -8,7 +8,7 @@
 //! step, by tests/step_equality.rs.
 use burn::tensor::{Device, Tensor, TensorData};
 
-use super::driver::{Cadence, Inversion, InversionConfig, Progress, Stepper, drive, member_starts};
+use super::driver::{Cadence, Inversion, InversionConfig, Progress, Stepper, drive, member_starts, split_members};
 use super::objective::Objective;
 use super::pointwise::{AdamStep, adam, subspace_gradient, subspace_terms};
 use super::relax::{Relaxation, Relaxed};
@@ -201,7 +201,11 @@ pub fn epoch_prior(epochs: &[Tensor<3>], lambdas: &Tensor<3>) -> (Tensor<2>, Vec
 /// on the span: w·(1 − ⟨X, XP⟩/‖X‖²) per member [N, 1], and its gradient w.r.t. X.
 pub fn subspace_prior(x: &Tensor<3>, projector: &Tensor<2>, weight: f32) -> (Tensor<2>, Tensor<3>) {
     let [n, b, d] = x.dims();
-    let y = x.clone().reshape([n * b, d]).matmul(projector.clone()).reshape([n, b, d]);
+    let y = x
+        .clone()
+        .reshape([n * b, d])
+        .matmul(projector.clone())
+        .reshape([n, b, d]);
     let a = (x.clone() * x.clone()).reshape([n, b * d]).sum_dim(1);
     let c = (x.clone() * y.clone()).reshape([n, b * d]).sum_dim(1);
     let (value, kx, ky) = subspace_terms(a, c, weight);
@@ -247,22 +251,15 @@ impl Stepper for TensorStepper<'_> {
         let (b, d) = (self.def.b, self.def.d);
         let len = b * d;
         let device = self.z.device();
-        let split = |v: Vec<f32>| -> (Vec<f32>, Vec<f32>) {
-            let (mut kept, mut gone) = (Vec::new(), Vec::new());
-            for (chunk, &k) in v.chunks_exact(len).zip(keep) {
-                if k { &mut kept } else { &mut gone }.extend_from_slice(chunk);
-            }
-            (kept, gone)
-        };
         let upload = |v: Vec<f32>| {
             let rows = v.len() / d;
             Tensor::<2>::from_data(TensorData::new(v, [rows, d]), &device)
         };
-        let (z, gone) = split(read_f32(self.z.clone()).await?);
-        let (m, _) = split(read_f32(self.m.clone()).await?);
-        let (v, _) = split(read_f32(self.v.clone()).await?);
+        let (z, gone) = split_members(&read_f32(self.z.clone()).await?, len, keep);
+        let (m, _) = split_members(&read_f32(self.m.clone()).await?, len, keep);
+        let (v, _) = split_members(&read_f32(self.v.clone()).await?, len, keep);
         self.def.n = z.len() / len;
-        self.def.priors = self.def.priors.iter().zip(keep).filter(|(_, k)| **k).map(|(&p, _)| p).collect();
+        self.def.priors = split_members(&self.def.priors, 1, keep).0;
         (self.z, self.m, self.v) = (upload(z), upload(m), upload(v));
         let gone = upload(gone);
         Ok(match self.def.relax(&gone) {

@@ -107,7 +107,10 @@ impl Subspace {
         let feasible = d - k;
         let (noise, edge) = if k > 0 {
             let sigma = (inside_c.norm_squared() / (k * h) as f64).sqrt();
-            (sigma, sigma * ((feasible as f64).sqrt() + (h as f64).sqrt()) * EDGE_MARGIN)
+            (
+                sigma,
+                sigma * ((feasible as f64).sqrt() + (h as f64).sqrt()) * EDGE_MARGIN,
+            )
         } else {
             // No categorical columns: the median singular value stands in for the noise.
             let (m, n) = (d.min(h) as f64, d.max(h) as f64);
@@ -126,7 +129,11 @@ impl Subspace {
         // Adult at B = 32 the span kept 15 of the batch's 32 directions and the prior cost 10
         // points (docs/fidelity.md), so it is off wherever noise stands above float error.
         let exact = edge <= top * EXACT_SPAN;
-        let weight = if exact && rank > 0 && rank < feasible { weight } else { 0.0 };
+        let weight = if exact && rank > 0 && rank < feasible {
+            weight
+        } else {
+            0.0
+        };
         Subspace {
             d,
             basis: basis_m.as_slice().to_vec(),
@@ -155,18 +162,6 @@ impl Subspace {
         DMatrix::from_column_slice(self.d, self.rank(), &self.basis)
     }
 
-    /// Share of a row's squared norm outside the span.
-    pub fn outside_share(&self, row: &[f64]) -> f64 {
-        let x = DVector::from_column_slice(row);
-        let n = x.norm_squared();
-        if n == 0.0 {
-            return 0.0;
-        }
-        let u = self.basis_matrix();
-        let inside = (u.transpose() * &x).norm_squared();
-        ((n - inside) / n).max(0.0)
-    }
-
     /// The exact decoder of rows in this span for an encoding (see `RowDecoder`).
     pub fn row_decoder<'a>(&'a self, layout: &'a Layout) -> RowDecoder<'a> {
         let u = self.basis_matrix();
@@ -188,6 +183,7 @@ impl Subspace {
         RowDecoder {
             span: self,
             layout,
+            blocks: layout.blocks.iter().filter(|b| b.2).map(|b| (b.0, b.1)).collect(),
             u,
             continuous,
             u_cont,
@@ -207,6 +203,8 @@ impl Subspace {
 pub struct RowDecoder<'a> {
     span: &'a Subspace,
     layout: &'a Layout,
+    /// The categorical blocks, (offset, width).
+    blocks: Vec<(usize, usize)>,
     /// The span's basis U [d, rank], and its rows on the continuous columns.
     u: DMatrix<f64>,
     continuous: Vec<usize>,
@@ -234,8 +232,7 @@ impl RowDecoder<'_> {
     /// The row ([d], encoded) decoded in the span, or None when no choice the search reaches puts
     /// it there to within `tolerance` of its squared norm.
     pub fn decode(&self, row: &[f64], tolerance: f64) -> Option<Vec<f64>> {
-        let d = self.span.d;
-        let blocks: Vec<(usize, usize)> = self.layout.blocks.iter().filter(|b| b.2).map(|b| (b.0, b.1)).collect();
+        let (d, blocks) = (self.span.d, &self.blocks);
         // The optimisation's choices: the largest raw value per block (as `Dataset::decode`).
         let mut hot: Vec<usize> = blocks
             .iter()
@@ -249,7 +246,7 @@ impl RowDecoder<'_> {
             })
             .collect();
         let mut a = DVector::<f64>::zeros(d);
-        for &(o, w) in &blocks {
+        for &(o, w) in blocks.iter() {
             for j in o..o + w {
                 a[j] = self.hot_cold(j).1;
             }
@@ -361,6 +358,13 @@ mod tests {
         (rows, g)
     }
 
+    /// Share of a row's squared norm outside the span.
+    fn outside_share(s: &Subspace, row: &[f64]) -> f64 {
+        let x = DVector::from_column_slice(row);
+        let u = s.basis_matrix();
+        (x.norm_squared() - (u.transpose() * &x).norm_squared()) / x.norm_squared()
+    }
+
     #[test]
     fn the_rank_of_a_clean_gradient_is_the_batch_and_every_row_lies_in_its_span() {
         let cat = [(0, 4), (4, 6)];
@@ -370,10 +374,10 @@ mod tests {
         assert_eq!(s.summary.feasible, 22);
         assert_eq!(s.weight(), 1.0);
         for row in rows.chunks_exact(24) {
-            assert!(s.outside_share(row) < 1e-10, "{}", s.outside_share(row));
+            assert!(outside_share(&s, row) < 1e-10, "{}", outside_share(&s, row));
         }
         let stray: Vec<f64> = (0..24).map(|j| if j == 12 { 1.0 } else { 0.0 }).collect();
-        assert!(s.outside_share(&stray) > 0.3);
+        assert!(outside_share(&s, &stray) > 0.3);
     }
 
     #[test]
@@ -418,13 +422,19 @@ mod tests {
         (10..16).for_each(|j| guess[j] += 0.3);
         let decoded = decoder.decode(&guess, 1e-8).expect("the row lies in the span");
         for j in 0..16 {
-            assert!((decoded[j] - row[j]).abs() < 1e-6, "column {j}: {} against {}", decoded[j], row[j]);
+            assert!(
+                (decoded[j] - row[j]).abs() < 1e-6,
+                "column {j}: {} against {}",
+                decoded[j],
+                row[j]
+            );
         }
         // A row from elsewhere ends on a row of the batch (a few choices away) or on none.
         let stranger: Vec<f64> = problem(16, 40, 1, &cat, 0.0, 99).0;
         if let Some(snapped) = decoder.decode(&stranger, 1e-8) {
             assert!(
-                rows.chunks_exact(16).any(|r| r.iter().zip(&snapped).all(|(a, b)| (a - b).abs() < 1e-6)),
+                rows.chunks_exact(16)
+                    .any(|r| r.iter().zip(&snapped).all(|(a, b)| (a - b).abs() < 1e-6)),
                 "{snapped:?}"
             );
         }

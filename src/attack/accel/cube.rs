@@ -11,7 +11,9 @@ use cubecl::server::Handle;
 
 use super::cpu::HostProblem;
 use super::cube_kernels as k;
-use crate::attack::driver::{Cadence, Inversion, InversionConfig, Progress, Stepper, drive, member_starts};
+use crate::attack::driver::{
+    Cadence, Inversion, InversionConfig, Progress, Stepper, drive, member_starts, split_members,
+};
 use crate::attack::objective::Objective;
 use crate::attack::pointwise::AdamStep;
 use crate::error::{Error, Result};
@@ -530,17 +532,9 @@ impl Stepper for CubeStepper<'_> {
         let total = self.dims.rows * self.dims.d;
         let z = self.read(&self.z).await?;
         let moments = self.read(&self.moments).await?;
-        let (mut kz, mut gone, mut km, mut kv) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for (i, &k) in keep.iter().enumerate() {
-            let span = i * len..(i + 1) * len;
-            if k {
-                kz.extend_from_slice(&z[span.clone()]);
-                km.extend_from_slice(&moments[span.clone()]);
-                kv.extend_from_slice(&moments[total + span.start..total + span.end]);
-            } else {
-                gone.extend_from_slice(&z[span]);
-            }
-        }
+        let (kz, gone) = split_members(&z, len, keep);
+        let (mut km, _) = split_members(&moments[..total], len, keep);
+        let (kv, _) = split_members(&moments[total..], len, keep);
         let n = kz.len() / len;
         km.extend(kv);
         if n > 0 {

@@ -410,7 +410,11 @@ fn summary_line(config: &AttackConfig, kind: AttackKind, reports: &[Report]) -> 
             "{:.0}/{}{}",
             mean(ranks.iter().map(|s| s.rank as f64).collect()),
             first.feasible,
-            if ranks.iter().all(|s| s.weight == 0.0) { " off" } else { "" }
+            if ranks.iter().all(|s| s.weight == 0.0) {
+                " off"
+            } else {
+                ""
+            }
         ),
         None => "—".into(),
     };
@@ -424,7 +428,11 @@ fn summary_line(config: &AttackConfig, kind: AttackKind, reports: &[Report]) -> 
         stat(reports.iter().filter_map(|r| r.accuracy.categorical).collect()),
         stat(reports.iter().filter_map(|r| r.accuracy.continuous).collect()),
         mean(reports.iter().map(|r| r.seconds).collect()),
-        if steps.is_empty() { "—".to_string() } else { format!("{:.0}", mean(steps)) },
+        if steps.is_empty() {
+            "—".to_string()
+        } else {
+            format!("{:.0}", mean(steps))
+        },
         rank,
     )
 }

@@ -18,13 +18,15 @@ use fedavg::{Client, Unrolled};
 use passes::{Weights, Workspace, forward_backward, objective, reverse};
 use relax::Relax;
 
-use crate::attack::driver::{Cadence, Inversion, InversionConfig, Progress, Stepper, drive, member_starts};
+use crate::attack::driver::{
+    Cadence, Inversion, InversionConfig, Progress, Stepper, drive, member_starts, split_members,
+};
 use crate::attack::inversion::Simulation;
 use crate::attack::objective::Objective;
 use crate::attack::pointwise::{AdamStep, adam, subspace_gradient, subspace_terms};
-use gemm::{mm, rm};
 use crate::attack::relax::{HostRelax, Layout};
 use crate::error::Result;
+use gemm::{mm, rm};
 
 /// Everything constant during one inversion, on the host.
 pub struct HostProblem {
@@ -466,18 +468,11 @@ impl Stepper for CpuStepper<'_> {
 
     async fn retire(&mut self, keep: &[bool]) -> Result<(Vec<f32>, Vec<f32>)> {
         let len = self.p.member_rows() * self.p.d();
-        let split = |v: &[f32]| -> (Vec<f32>, Vec<f32>) {
-            let (mut kept, mut gone) = (Vec::new(), Vec::new());
-            for (chunk, &k) in v.chunks_exact(len).zip(keep) {
-                if k { &mut kept } else { &mut gone }.extend_from_slice(chunk);
-            }
-            (kept, gone)
-        };
-        let (z, gone) = split(&self.z);
-        (self.m, _) = split(&self.m);
-        (self.v, _) = split(&self.v);
+        let (z, gone) = split_members(&self.z, len, keep);
+        (self.m, _) = split_members(&self.m, len, keep);
+        (self.v, _) = split_members(&self.v, len, keep);
         self.z = z;
-        self.priors = self.priors.iter().zip(keep).filter(|(_, k)| **k).map(|(&p, _)| p).collect();
+        self.priors = split_members(&self.priors, 1, keep).0;
         self.members = self.z.len() / len;
         self.per_group = group_size(self.members);
         self.groups = self
