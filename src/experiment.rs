@@ -335,6 +335,7 @@ impl<'a> Setup<'a> {
                 sizes[0],
                 sizes[1],
                 Some(&setup.layout),
+                config.rows(),
                 DEFAULT_SUBSPACE_WEIGHT,
             ));
         }

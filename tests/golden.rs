@@ -494,7 +494,14 @@ fn subspace_prior_gradient() {
     let f = fixture("relaxed_ensemble_grad.json");
     let layout = fixture_layout(&f);
     let observed = host_target(&f["g_true"]);
-    let span = Subspace::from_first_layer(&observed[0], p.sizes[0], p.sizes[1], Some(&layout), weight);
+    let span = Subspace::from_first_layer(
+        &observed[0],
+        p.sizes[0],
+        p.sizes[1],
+        Some(&layout),
+        flat(&f["y"]).len(),
+        weight,
+    );
     // The fixture's update is not a clean one of its layout (its noise floor would turn the prior
     // off in an attack), but its span is a projector that leaves directions out: what is tested.
     assert!(

@@ -221,7 +221,7 @@ export function renderSummary(box, info, report) {
   if (span) {
     setting.push(span.weight > 0
       ? `first-layer span prior: rows kept in a span of ${span.rank} of ${span.feasible} directions (weight ${span.weight}), ${span.decoded_rows} of ${span.rows} member rows decoded exactly in it`
-      : `first-layer span prior off: its rank ${span.rank} of ${span.feasible} directions says nothing`);
+      : `first-layer span prior off: ${span.off}`);
   }
   if (report.member_steps.length) {
     const ms = report.member_steps;
