@@ -332,6 +332,7 @@ impl<'a> Setup<'a> {
             let sizes = &setup.params.sizes;
             setup.subspace = Some(Subspace::from_first_layer(
                 &setup.observed[0],
+                &setup.observed[sizes.len() - 1],
                 sizes[0],
                 sizes[1],
                 Some(&setup.layout),

@@ -496,6 +496,7 @@ fn subspace_prior_gradient() {
     let observed = host_target(&f["g_true"]);
     let span = Subspace::from_first_layer(
         &observed[0],
+        &observed[p.layers()],
         p.sizes[0],
         p.sizes[1],
         Some(&layout),

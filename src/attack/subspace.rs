@@ -38,6 +38,8 @@ pub struct Subspace {
     /// Orthonormal basis of the rows' span as columns, [d, rank] column-major.
     pub basis: Vec<f64>,
     pub projector: Vec<f32>,
+    /// v with vᵀxᵢ = 1 for every row (see `hyperplane`), where the bias gradient gives it.
+    pub hyperplane: Option<Vec<f64>>,
     pub summary: SubspaceSummary,
 }
 
@@ -55,6 +57,8 @@ pub struct SubspaceSummary {
     /// Noise per entry of the first layer's update, as measured on the directions that carry no
     /// signal (float error alone is ~1e-9 of the largest singular value).
     pub noise: f64,
+    /// Whether the first layer's bias gradient gave the hyperplane every row lies on.
+    pub hyperplane: bool,
     /// Share of the update's first-layer energy inside the span.
     pub energy_inside: f64,
     /// Rows whose continuous values were solved exactly in the span (of all members' rows).
@@ -83,6 +87,22 @@ fn constraint_basis(layout: &Layout) -> DMatrix<f64> {
     c
 }
 
+/// The hyperplane every row lies on, from the first layer's weight gradient G = (1/B) Xᵀ Δ in the
+/// span's coordinates (C = UᵀG = (1/B) A Δ, xᵢ = U aᵢ) and its bias gradient g = (1/B) Δᵀ1: with
+/// A invertible (the rank is the row count), wᵀC = gᵀ for w = A⁻ᵀ1, so aᵢᵀw = 1, i.e.
+/// xᵢᵀ(Uw) = 1 for every row. FedAvg's update has the same form (each row's δ summed over the
+/// local steps). None when wᵀC = gᵀ does not hold to 1e-4 (then the update is not of that form).
+fn hyperplane(basis: &DMatrix<f64>, g: &DMatrix<f64>, bias: &[f32]) -> Option<Vec<f64>> {
+    let c = basis.transpose() * g;
+    let gb = DVector::from_iterator(bias.len(), bias.iter().map(|&v| v as f64));
+    let w = c.transpose().svd(true, true).solve(&gb, 1e-12).ok()?;
+    let misfit = (c.transpose() * &w - &gb).norm();
+    (misfit <= HYPERPLANE_FIT * gb.norm()).then(|| (basis * w).iter().copied().collect())
+}
+
+/// How closely the bias gradient must fit the span's coordinates for the hyperplane to be used.
+const HYPERPLANE_FIT: f64 = 1e-4;
+
 /// Gavish & Donoho's hard threshold for an unknown noise level, as a multiple of the median
 /// singular value of an m × n matrix (β = m/n ≤ 1).
 fn gavish_donoho(beta: f64) -> f64 {
@@ -94,6 +114,7 @@ impl Subspace {
     /// `Params` lays out W: x W + b) of `rows` rows.
     pub fn from_first_layer(
         update: &[f32],
+        bias: &[f32],
         d: usize,
         h: usize,
         layout: Option<&Layout>,
@@ -148,11 +169,13 @@ impl Subspace {
             None
         };
         let weight = if off.is_none() { weight } else { 0.0 };
+        let hyperplane = off.is_none().then(|| hyperplane(&basis_m, &free, bias)).flatten();
         Subspace {
             d,
             basis: basis_m.as_slice().to_vec(),
             projector: projector_m.iter().map(|&v| v as f32).collect(),
             summary: SubspaceSummary {
+                hyperplane: hyperplane.is_some(),
                 rank,
                 feasible,
                 weight,
@@ -162,6 +185,7 @@ impl Subspace {
                 decoded_rows: 0,
                 rows: 0,
             },
+            hyperplane,
         }
     }
 
@@ -182,8 +206,20 @@ impl Subspace {
         let u = self.basis_matrix();
         let continuous: Vec<usize> = layout.blocks.iter().filter(|b| !b.2).map(|b| b.0).collect();
         let u_cont = DMatrix::from_fn(continuous.len(), self.rank(), |i, j| u[(continuous[i], j)]);
-        // M = SᵀQS = I − U_c U_cᵀ; its pseudo-inverse over the directions the span determines.
-        let m = DMatrix::<f64>::identity(continuous.len(), continuous.len()) - &u_cont * u_cont.transpose();
+        // The hyperplane vᵀx = 1 as v̂ᵀx = β with ‖v̂‖ = 1, so its misfit is a distance as Qx is.
+        let (v_hat, beta) = match &self.hyperplane {
+            Some(v) => {
+                let v = DVector::from_column_slice(v);
+                let n = v.norm();
+                (v / n, 1.0 / n)
+            }
+            None => (DVector::zeros(self.d), 0.0),
+        };
+        let v_cont = DVector::from_iterator(continuous.len(), continuous.iter().map(|&j| v_hat[j]));
+        // M = SᵀQS + SᵀV̂V̂ᵀS = I − U_c U_cᵀ + v_c v_cᵀ; its pseudo-inverse over the directions the
+        // span and the hyperplane determine.
+        let m = DMatrix::<f64>::identity(continuous.len(), continuous.len()) - &u_cont * u_cont.transpose()
+            + &v_cont * v_cont.transpose();
         let eig = m.symmetric_eigen();
         let mut inv = DMatrix::<f64>::zeros(continuous.len(), continuous.len());
         let mut determined = DMatrix::<f64>::zeros(continuous.len(), continuous.len());
@@ -202,6 +238,9 @@ impl Subspace {
             u,
             continuous,
             u_cont,
+            v_hat,
+            v_cont,
+            beta,
             m_inv: inv,
             determined,
             fully_determined,
@@ -224,6 +263,10 @@ pub struct RowDecoder<'a> {
     u: DMatrix<f64>,
     continuous: Vec<usize>,
     u_cont: DMatrix<f64>,
+    /// The hyperplane v̂ᵀx = β (v̂ = 0 without one), and v̂ on the continuous columns.
+    v_hat: DVector<f64>,
+    v_cont: DVector<f64>,
+    beta: f64,
     /// M⁺ and the projector M M⁺ on the determined directions of the continuous values.
     m_inv: DMatrix<f64>,
     determined: DMatrix<f64>,
@@ -237,11 +280,17 @@ impl RowDecoder<'_> {
         ((1.0 - mean) / std, -mean / std)
     }
 
-    /// The squared distance to the span of the categorical part a (continuous columns 0, ‖a‖²
-    /// and w = Uᵀa given) with the best continuous values: ‖Qa‖² − tᵀM⁺t, t = SᵀQa = −U_c w.
-    fn residual(&self, a_sq: f64, w: &DVector<f64>) -> f64 {
-        let t = -(&self.u_cont * w);
-        a_sq - w.norm_squared() - (t.transpose() * &self.m_inv * &t)[(0, 0)]
+    /// t = SᵀQa + v_c·e for the categorical part a (continuous columns 0) with w = Uᵀa and
+    /// e = v̂ᵀa − β: the best continuous values are −M⁺t.
+    fn t(&self, w: &DVector<f64>, e: f64) -> DVector<f64> {
+        -(&self.u_cont * w) + &self.v_cont * e
+    }
+
+    /// The squared distance of the categorical part a (‖a‖², w and e given) to the span and the
+    /// hyperplane, with the best continuous values: ‖Qa‖² + e² − tᵀM⁺t.
+    fn residual(&self, a_sq: f64, w: &DVector<f64>, e: f64) -> f64 {
+        let t = self.t(w, e);
+        a_sq - w.norm_squared() + e * e - (t.transpose() * &self.m_inv * &t)[(0, 0)]
     }
 
     /// The row ([d], encoded) decoded in the span, or None when no choice the search reaches puts
@@ -271,7 +320,8 @@ impl RowDecoder<'_> {
         }
         let mut a_sq = a.norm_squared();
         let mut w = self.u.transpose() * &a;
-        let mut best = self.residual(a_sq, &w);
+        let mut e = self.v_hat.dot(&a) - self.beta;
+        let mut best = self.residual(a_sq, &w, e);
         // With continuous directions inside the span, other rows' categorical parts can lie in it
         // too (measured on Adult at B = 32): the search runs only where every direction counts.
         let passes = if self.fully_determined { MAX_PASSES } else { 0 };
@@ -288,28 +338,30 @@ impl RowDecoder<'_> {
                     let (kh, kc) = self.hot_cold(k);
                     let sq = a_sq - hh * hh + hc * hc - kc * kc + kh * kh;
                     let w2 = &w + self.u.row(h).transpose() * (hc - hh) + self.u.row(k).transpose() * (kh - kc);
-                    let r = self.residual(sq, &w2);
+                    let e2 = e + self.v_hat[h] * (hc - hh) + self.v_hat[k] * (kh - kc);
+                    let r = self.residual(sq, &w2, e2);
                     if r < best - 1e-12 * a_sq {
                         best = r;
-                        pick = Some((f, k, sq, w2));
+                        pick = Some((f, k, sq, w2, e2));
                     }
                 }
             }
-            let Some((f, k, sq, w2)) = pick else { break };
+            let Some((f, k, sq, w2, e2)) = pick else { break };
             let h = hot[f];
             a[h] = self.hot_cold(h).1;
             a[k] = self.hot_cold(k).0;
-            (a_sq, w, hot[f]) = (sq, w2, k);
+            (a_sq, w, e, hot[f]) = (sq, w2, e2, k);
         }
         // Continuous values: c = −M⁺t on the determined directions, the optimisation's elsewhere.
-        let t = -(&self.u_cont * &w);
+        let t = self.t(&w, e);
         let c0 = DVector::from_iterator(self.continuous.len(), self.continuous.iter().map(|&j| row[j]));
         let c = -(&self.m_inv * &t) + &c0 - &self.determined * &c0;
         let mut x = a;
         for (k, &j) in self.continuous.iter().enumerate() {
             x[j] = c[k];
         }
-        let residual = x.norm_squared() - (self.u.transpose() * &x).norm_squared();
+        let misfit = self.v_hat.dot(&x) - self.beta;
+        let residual = x.norm_squared() - (self.u.transpose() * &x).norm_squared() + misfit * misfit;
         (residual <= tolerance * x.norm_squared()).then(|| x.iter().copied().collect())
     }
 }
@@ -347,7 +399,14 @@ mod tests {
 
     /// A batch of rows obeying the layout's constraints (each block sums to 0 with std 1), and the
     /// gradient Σ xᵢ δᵢᵀ they make with random δ, plus noise.
-    fn problem(d: usize, h: usize, b: usize, cat: &[(usize, usize)], noise: f64, seed: u64) -> (Vec<f64>, Vec<f32>) {
+    fn problem(
+        d: usize,
+        h: usize,
+        b: usize,
+        cat: &[(usize, usize)],
+        noise: f64,
+        seed: u64,
+    ) -> (Vec<f64>, Vec<f32>, Vec<f32>) {
         let mut rng = StdRng::seed_from_u64(seed);
         let mut rows = vec![0f64; b * d];
         for row in rows.chunks_exact_mut(d) {
@@ -370,7 +429,10 @@ mod tests {
                 g[i * h + j] = (s + noise * n) as f32;
             }
         }
-        (rows, g)
+        let bias = (0..h)
+            .map(|j| ((0..b).map(|r| delta[r * h + j]).sum::<f64>() / b as f64) as f32)
+            .collect();
+        (rows, g, bias)
     }
 
     /// Share of a row's squared norm outside the span.
@@ -383,18 +445,22 @@ mod tests {
     #[test]
     fn the_rank_of_a_clean_gradient_is_the_batch_and_every_row_lies_in_its_span() {
         let cat = [(0, 4), (4, 6)];
-        let (rows, g) = problem(24, 30, 7, &cat, 0.0, 1);
-        let s = Subspace::from_first_layer(&g, 24, 30, Some(&layout(24, &cat)), 7, 1.0);
+        let (rows, g, bias) = problem(24, 30, 7, &cat, 0.0, 1);
+        let s = Subspace::from_first_layer(&g, &bias, 24, 30, Some(&layout(24, &cat)), 7, 1.0);
         assert_eq!(s.rank(), 7);
         assert_eq!(s.summary.feasible, 22);
         assert_eq!(s.weight(), 1.0);
+        // Every row lies in the span, and on the hyperplane the bias gradient gives.
+        let v = s.hyperplane.as_ref().expect("a hyperplane");
         for row in rows.chunks_exact(24) {
             assert!(outside_share(&s, row) < 1e-10, "{}", outside_share(&s, row));
+            let on: f64 = row.iter().zip(v).map(|(a, b)| a * b).sum();
+            assert!((on - 1.0).abs() < 1e-4, "vᵀx = {on}");
         }
         let stray: Vec<f64> = (0..24).map(|j| if j == 12 { 1.0 } else { 0.0 }).collect();
         assert!(outside_share(&s, &stray) > 0.3);
         // Said to come from 9 rows, a span of rank 7 cannot hold them all: the prior is off.
-        let short = Subspace::from_first_layer(&g, 24, 30, Some(&layout(24, &cat)), 9, 1.0);
+        let short = Subspace::from_first_layer(&g, &bias, 24, 30, Some(&layout(24, &cat)), 9, 1.0);
         assert_eq!(short.weight(), 0.0);
         assert!(
             short.summary.off.as_deref().unwrap().contains("rank 7"),
@@ -406,19 +472,19 @@ mod tests {
     #[test]
     fn a_rank_that_fills_the_feasible_directions_turns_the_prior_off() {
         let cat = [(0, 4)];
-        let (_, g) = problem(10, 30, 20, &cat, 0.0, 2);
-        let s = Subspace::from_first_layer(&g, 10, 30, Some(&layout(10, &cat)), 20, 1.0);
+        let (_, g, bias) = problem(10, 30, 20, &cat, 0.0, 2);
+        let s = Subspace::from_first_layer(&g, &bias, 10, 30, Some(&layout(10, &cat)), 20, 1.0);
         assert_eq!((s.rank(), s.summary.feasible, s.weight()), (9, 9, 0.0));
     }
 
     #[test]
     fn noise_is_measured_on_the_constraint_directions_and_kept_out_of_the_rank() {
         let cat = [(0, 5), (5, 5), (10, 5), (15, 5)];
-        let (_, clean) = problem(40, 60, 5, &cat, 0.0, 3);
-        let (_, noisy) = problem(40, 60, 5, &cat, 0.01, 3);
+        let (_, clean, clean_bias) = problem(40, 60, 5, &cat, 0.0, 3);
+        let (_, noisy, noisy_bias) = problem(40, 60, 5, &cat, 0.01, 3);
         let l = layout(40, &cat);
-        let a = Subspace::from_first_layer(&clean, 40, 60, Some(&l), 5, 1.0);
-        let b = Subspace::from_first_layer(&noisy, 40, 60, Some(&l), 5, 1.0);
+        let a = Subspace::from_first_layer(&clean, &clean_bias, 40, 60, Some(&l), 5, 1.0);
+        let b = Subspace::from_first_layer(&noisy, &noisy_bias, 40, 60, Some(&l), 5, 1.0);
         assert_eq!(a.rank(), 5);
         assert!(a.summary.noise < 1e-6, "{}", a.summary.noise);
         // The sum of 12 U(−½, ½) has variance 1.
@@ -431,9 +497,9 @@ mod tests {
     #[test]
     fn a_row_is_decoded_exactly_from_wrong_choices_and_rough_values() {
         let cat = [(0, 4), (4, 6)];
-        let (rows, g) = problem(16, 40, 3, &cat, 0.0, 4);
+        let (rows, g, bias) = problem(16, 40, 3, &cat, 0.0, 4);
         let l = layout(16, &cat);
-        let s = Subspace::from_first_layer(&g, 16, 40, Some(&l), 3, 1.0);
+        let s = Subspace::from_first_layer(&g, &bias, 16, 40, Some(&l), 3, 1.0);
         let decoder = s.row_decoder(&l);
         let row = &rows[16..32];
         // One block's choice wrong, continuous values off by 0.3.
