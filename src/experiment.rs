@@ -563,7 +563,8 @@ impl<'a> Setup<'a> {
         let b = config.rows();
         // Each member's one reconstruction of the client's rows (FedAvg: its epochs averaged).
         let (mut x, mut probs) = self.member_rows(&inversion);
-        let decoded = self.decode_in_span(&mut x, &mut probs);
+        let in_span = self.decode_in_span(&mut x, &mut probs);
+        let decoded = (in_span.iter().filter(|&&c| c).count(), in_span.len());
         let candidates = config.prior_candidates();
         let ensemble = self.members / candidates.len();
         let mut fits = Vec::new();
@@ -576,7 +577,13 @@ impl<'a> Setup<'a> {
             } else {
                 &probs[span.clone()]
             };
-            let (rows, entropy) = self.pool(&x[span], member_probs, ensemble).await?;
+            let rows_span = k * ensemble * b..(k + 1) * ensemble * b;
+            let certified = if in_span.is_empty() {
+                &in_span[..]
+            } else {
+                &in_span[rows_span]
+            };
+            let (rows, entropy) = self.pool(&x[span], member_probs, certified, ensemble).await?;
             // Several priors: keep the one whose pooled rows fit the update best.
             let fit = if candidates.len() > 1 {
                 let fit = self.projected_losses(encode_rows(dataset, &rows), 1).await?[0];
@@ -607,18 +614,20 @@ impl<'a> Setup<'a> {
     /// TabLeak with the subspace prior: each member row decoded exactly in the span (its categorical
     /// choices searched and its continuous values solved, `subspace::RowDecoder`), where that
     /// proves itself: the row then lies in the span, with values within their columns' ranges.
-    /// A decoded row's probabilities become its one-hots. Returns (rows decoded, rows).
-    fn decode_in_span(&self, x: &mut [f32], probs: &mut [f32]) -> (usize, usize) {
+    /// A decoded row's probabilities become its one-hots. Returns, per member row, whether it was
+    /// decoded (it then lies in the span: certified).
+    fn decode_in_span(&self, x: &mut [f32], probs: &mut [f32]) -> Vec<bool> {
         let d = self.dataset.d();
         let Some(span) = self.active_subspace().filter(|_| self.relaxed) else {
-            return (0, x.len() / d);
+            return vec![false; x.len() / d];
         };
         let decoder = span.row_decoder(&self.layout);
         let (lo, hi) = (&self.layout.lo, &self.layout.hi);
-        let mut solved = 0;
+        let mut solved = Vec::with_capacity(x.len() / d);
         for (row, p) in x.chunks_exact_mut(d).zip(probs.chunks_exact_mut(d)) {
             let current: Vec<f64> = row.iter().map(|&v| v as f64).collect();
             let Some(decoded) = decoder.decode(&current, DECODE_TOLERANCE) else {
+                solved.push(false);
                 continue;
             };
             let within = self.layout.blocks.iter().filter(|b| !b.2).all(|&(j, ..)| {
@@ -626,6 +635,7 @@ impl<'a> Setup<'a> {
                 decoded[j] >= lo[j] - slack && decoded[j] <= hi[j] + slack
             });
             if !within {
+                solved.push(false);
                 continue;
             }
             for &(o, w, categorical) in &self.layout.blocks {
@@ -638,9 +648,9 @@ impl<'a> Setup<'a> {
                     }
                 }
             }
-            solved += 1;
+            solved.push(true);
         }
-        (solved, x.len() / d)
+        solved
     }
 
     /// Match, pool and score the ensemble (None: the random baseline) into the report.
@@ -727,6 +737,7 @@ impl<'a> Setup<'a> {
         &self,
         x: &[f32],
         probs: &[f32],
+        certified: &[bool],
         members: usize,
     ) -> Result<(Vec<Vec<Value>>, Option<Vec<Vec<Option<f64>>>>)> {
         let (dataset, b, d) = (self.dataset, self.config.rows(), self.dataset.d());
@@ -747,7 +758,7 @@ impl<'a> Setup<'a> {
             .iter()
             .map(|rows| match_rows(&self.rules, &decoded[anchor], rows))
             .collect();
-        let pooled = pool(&self.layout, x, probs, members, b, &perm);
+        let pooled = pool(&self.layout, x, probs, certified, members, b, &perm);
         Ok((
             pooled.rows.iter().map(|r| dataset.decode(r)).collect(),
             Some(pooled.entropy),

@@ -77,7 +77,7 @@ pub struct AttackArgs {
     #[arg(long)]
     pub no_subspace: bool,
     /// Run every member for all its iterations (by default a member whose best loss has gained
-    /// less than 0.5 % over 200 steps stops).
+    /// less than 0.5 % (or 3e-4) over 400 steps stops).
     #[arg(long)]
     pub no_early_stop: bool,
 }
