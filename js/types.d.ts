@@ -303,19 +303,26 @@ export type SubspaceSummary = {
  */
 rank: number, 
 /**
- * Directions an encoded row can take at all (d less one per categorical column).
+ * Directions an encoded row can take at all (d less one per categorical feature).
  */
 feasible: number, 
 /**
- * The weight the optimisation used (0: off, where the rank fills the feasible directions or
- * noise hides part of the span).
+ * The weight the optimisation used (0 when off).
  */
 weight: number, 
+/**
+ * Why the prior is off, when it is.
+ */
+off: string | null, 
 /**
  * Noise per entry of the first layer's update, as measured on the directions that carry no
  * signal (float error alone is ~1e-9 of the largest singular value).
  */
 noise: number, 
+/**
+ * Whether the first layer's bias gradient gave the hyperplane every row lies on.
+ */
+hyperplane: boolean, 
 /**
  * Share of the update's first-layer energy inside the span.
  */

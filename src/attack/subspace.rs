@@ -3,8 +3,9 @@
 //! FedAvg the first layer's update is a sum of such products over the local steps, still in the
 //! span of the client's rows. The server computes that span by an SVD and penalises the part of
 //! each dummy row outside it (`pointwise::subspace_terms`, in the definition and the accelerators
-//! alike). After the optimisation, `decode_continuous` solves a row's continuous values inside the
-//! span given its categorical choices, where that is well posed.
+//! alike). The first layer's bias gradient adds a hyperplane every row lies on (`hyperplane`).
+//! After the optimisation, `RowDecoder` solves a member row's continuous values inside the span
+//! (and on the hyperplane) given its categorical choices, where that is well posed.
 //!
 //! The rank is read from the singular values against a noise floor measured on the update itself:
 //! a categorical block's encoded columns satisfy Σⱼ stdⱼ·xⱼ = 0 for every row (its one-hot sums to
@@ -48,7 +49,7 @@ pub struct Subspace {
 pub struct SubspaceSummary {
     /// Dimension of the span the rows were placed in.
     pub rank: usize,
-    /// Directions an encoded row can take at all (d less one per categorical column).
+    /// Directions an encoded row can take at all (d less one per categorical feature).
     pub feasible: usize,
     /// The weight the optimisation used (0 when off).
     pub weight: f64,
