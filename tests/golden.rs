@@ -533,3 +533,81 @@ fn subspace_prior_gradient() {
         "{losses:?} {plain:?}"
     );
 }
+
+/// Early stopping retires the same members at the same steps on the CPU kernel and the GPU kernels
+/// as on the definition, with the same rows: a strict rule (less than 10 % gained in 20 steps)
+/// stops the relaxed ensemble fixture's members one by one (at steps 40, 90 and 200 here).
+#[test]
+fn early_stopping_retires_the_same_members_on_the_kernel_and_the_definition() {
+    use leakscope::attack::accel::cpu::{self, HostProblem};
+    use leakscope::attack::driver::{Cadence, EarlyStop, InversionConfig};
+    use leakscope::attack::inversion::invert;
+    let rt = Runtime::cpu();
+    let base = fixture("mlp_param_grad.json");
+    let p = params(&base);
+    let f = fixture("relaxed_ensemble_grad.json");
+    let layout = fixture_layout(&f);
+    let n = f["z"].as_array().unwrap().len();
+    let b = f["z"][0].as_array().unwrap().len();
+    let config = InversionConfig {
+        members: n,
+        first_member: 0,
+        batch: b,
+        d: layout.d(),
+        iterations: 300,
+        optimiser: leakscope::Optimiser::default(),
+        seed: 3,
+        report_every: 10,
+        early_stop: Some(EarlyStop {
+            every: 10,
+            window: 20,
+            tolerance: 0.1,
+            absolute: 0.0,
+        }),
+    };
+    let host = HostProblem::new(
+        &p,
+        &host_target(&f["g_true"]),
+        onehot(&f["y"], 2),
+        Some(&layout),
+        Objective::Cosine,
+    );
+    let kernel = pollster::block_on(cpu::invert(&host, &config, Cadence::Every(10), &mut |_| true)).unwrap();
+    let net = Net::new(&p, &rt.device);
+    let (t, tn) = target(&f["g_true"], &p, &rt);
+    let relaxation = Relaxation::new(&layout, &rt.device);
+    let problem = two_class_problem(&net, &t, tn, &f["y"], Some(&relaxation), Objective::Cosine);
+    let definition =
+        pollster::block_on(invert(&problem, &config, Cadence::Every(10), &rt.device, &mut |_| true)).unwrap();
+    eprintln!("steps: kernel {:?}, definition {:?}", kernel.steps, definition.steps);
+    let mut distinct = definition.steps.clone();
+    distinct.dedup();
+    assert!(
+        distinct.len() > 1 && definition.steps.iter().any(|&s| s < 300),
+        "members should stop one by one: {:?}",
+        definition.steps
+    );
+    let worst_gap = |x: &[f32]| {
+        x.iter()
+            .zip(&definition.x)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max)
+    };
+    assert_eq!(kernel.steps, definition.steps);
+    assert!(worst_gap(&kernel.x) < 1e-4, "rows differ by {}", worst_gap(&kernel.x));
+    // The GPU kernels too, where LEAKSCOPE_WGPU=1 says a Vulkan driver is installed.
+    if std::env::var("LEAKSCOPE_WGPU").as_deref() == Ok("1") {
+        let gpu = pollster::block_on(Runtime::wgpu()).expect("a wgpu adapter");
+        let cube = pollster::block_on(leakscope::attack::accel::cube::invert(
+            &gpu,
+            &host,
+            &config,
+            Cadence::Every(10),
+            &mut |_| true,
+        ))
+        .unwrap();
+        eprintln!("steps: GPU kernels {:?}", cube.steps);
+        assert_eq!(cube.steps, definition.steps);
+        assert!(worst_gap(&cube.x) < 1e-4, "GPU rows differ by {}", worst_gap(&cube.x));
+    }
+}
