@@ -330,7 +330,12 @@ energy_inside: number,
 /**
  * Rows whose continuous values were solved exactly in the span (of all members' rows).
  */
-decoded_rows: number, rows: number, };
+decoded_rows: number, rows: number, 
+/**
+ * Rows of the batch proved exactly from the first layer's ReLU pattern (`attack::activity`):
+ * the ensemble agrees on each.
+ */
+proved_rows: number, };
 
 /**
  * The (ε, δ) of one release.

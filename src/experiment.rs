@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::assess::epochs::average_epochs;
 use crate::assess::{matching::Rule, matching::match_rows, pooling::pool, scoring::score};
 use crate::attack::accel::cpu::{self, HostProblem};
+use crate::attack::activity::ActivitySolver;
 use crate::attack::baselines::random_rows;
 use crate::attack::driver::{Cadence, EARLY_STOP, InversionConfig, Progress};
 use crate::attack::inversion::{self, Problem, Simulation, SubspacePrior, member_losses};
@@ -24,7 +25,8 @@ use crate::received::ReceivedUpdate;
 use crate::report::reconstruction::ReconstructionReport;
 use crate::report::{PriorFit, Report, build_report};
 use crate::runtime::{BackendInfo, MeasuredRate, Runtime, StepEngine};
-use crate::table::{Dataset, Value};
+use crate::table::{Dataset, FeatureKind, Value};
+use pathfinding::{kuhn_munkres::kuhn_munkres_min, matrix::Matrix};
 
 /// A row decoded in the span must lie in it to within this share of its squared norm...
 const DECODE_TOLERANCE: f64 = 1e-4;
@@ -79,6 +81,8 @@ struct Reconstruction {
     epoch_prior_fits: Vec<PriorFit>,
     /// Members' rows whose continuous values were solved in the span, of all their rows.
     decoded: (usize, usize),
+    /// Rows proved exactly from the ReLU pattern (`attack::activity`).
+    proved: usize,
     steps: Vec<usize>,
 }
 
@@ -563,7 +567,8 @@ impl<'a> Setup<'a> {
         let b = config.rows();
         // Each member's one reconstruction of the client's rows (FedAvg: its epochs averaged).
         let (mut x, mut probs) = self.member_rows(&inversion);
-        let in_span = self.decode_in_span(&mut x, &mut probs);
+        let mut in_span = self.decode_in_span(&mut x, &mut probs);
+        let proved = self.solve_by_activity(&mut x, &mut probs, &mut in_span);
         let decoded = (in_span.iter().filter(|&&c| c).count(), in_span.len());
         let candidates = config.prior_candidates();
         let ensemble = self.members / candidates.len();
@@ -607,6 +612,7 @@ impl<'a> Setup<'a> {
             epoch_prior: (candidates.len() > 1 || candidates[0] > 0.0).then_some(candidates[k]),
             epoch_prior_fits: fits,
             decoded,
+            proved,
             steps: inversion.steps,
         })
     }
@@ -653,6 +659,65 @@ impl<'a> Setup<'a> {
         solved
     }
 
+    /// TabLeak with the subspace prior on FedSGD: the batch's rows proved exactly from the first
+    /// layer's ReLU pattern (`attack::activity`), the members' rows as candidates. Every member's
+    /// row nearest a proved row becomes it (and certified), so the pooled row is the proved one
+    /// and the ensemble agrees on it. Returns how many rows were proved.
+    fn solve_by_activity(&self, x: &mut [f32], probs: &mut [f32], in_span: &mut [bool]) -> usize {
+        let (d, b) = (self.dataset.d(), self.config.rows());
+        let Some(span) = self.active_subspace().filter(|_| self.relaxed) else {
+            return 0;
+        };
+        let (Protocol::Fedsgd, Some(v)) = (self.config.protocol, span.hyperplane.as_ref()) else {
+            return 0;
+        };
+        let sizes = &self.params.sizes;
+        let mut step = vec![None; d];
+        for f in &self.dataset.features {
+            if let FeatureKind::Continuous { decimals, .. } = f.kind {
+                step[f.offset] = Some(10f64.powi(-(decimals as i32)));
+            }
+        }
+        let Some(solver) = ActivitySolver::new(
+            &self.observed[0],
+            &self.params.weights[0],
+            &self.params.biases[0],
+            v,
+            (sizes[0], sizes[1], b),
+            &self.layout,
+            step,
+        ) else {
+            return 0;
+        };
+        let proved = solver.solve(x).rows;
+        if proved.is_empty() {
+            return 0;
+        }
+        let members = x.chunks_exact_mut(b * d).zip(probs.chunks_exact_mut(b * d));
+        for (m, (mx, mp)) in members.enumerate() {
+            // Each member keeps its own row order: each proved row takes the member's row nearest it.
+            let costs = Matrix::from_fn(proved.len(), b, |(k, i)| {
+                let row = &mx[i * d..(i + 1) * d];
+                let sq: f64 = row.iter().zip(&proved[k]).map(|(&a, &c)| (a as f64 - c).powi(2)).sum();
+                (sq.min(1e12) * 1e6) as i64
+            });
+            let assignment = kuhn_munkres_min(&costs).1;
+            for (k, &i) in assignment.iter().enumerate() {
+                let (row, p) = (&mut mx[i * d..(i + 1) * d], &mut mp[i * d..(i + 1) * d]);
+                for &(o, w, categorical) in &self.layout.blocks {
+                    for j in o..o + w {
+                        row[j] = proved[k][j] as f32;
+                        if categorical {
+                            p[j] = (proved[k][j] * self.layout.std[j] + self.layout.mean[j]).round() as f32;
+                        }
+                    }
+                }
+                in_span[m * b + i] = true;
+            }
+        }
+        proved.len()
+    }
+
     /// Match, pool and score the ensemble (None: the random baseline) into the report.
     async fn assess(&self, inverted: Option<Members>, seconds: f64) -> Result<Report> {
         let (dataset, config) = (self.dataset, self.config);
@@ -669,6 +734,7 @@ impl<'a> Setup<'a> {
                 epoch_prior: None,
                 epoch_prior_fits: Vec::new(),
                 decoded: (0, 0),
+                proved: 0,
                 steps: Vec::new(),
             },
             Some(inversion) => self.reconstruct(inversion).await?,
@@ -691,16 +757,17 @@ impl<'a> Setup<'a> {
         report.epoch_prior = recon.epoch_prior;
         report.epoch_prior_fits = recon.epoch_prior_fits;
         report.model_accuracy = self.model_accuracy;
-        report.subspace = self.summary(recon.decoded);
+        report.subspace = self.summary(recon.decoded, recon.proved);
         report.member_steps = recon.steps;
         Ok(report)
     }
 
     /// The subspace prior as the report states it, with the rows it solved.
-    fn summary(&self, (decoded_rows, rows): (usize, usize)) -> Option<SubspaceSummary> {
+    fn summary(&self, (decoded_rows, rows): (usize, usize), proved_rows: usize) -> Option<SubspaceSummary> {
         self.subspace.as_ref().map(|s| SubspaceSummary {
             decoded_rows,
             rows,
+            proved_rows,
             ..s.summary.clone()
         })
     }
@@ -833,7 +900,7 @@ pub async fn attack_received(
         )
         .await?;
     let recon = setup.reconstruct(inverted).await?;
-    let subspace = setup.summary(recon.decoded);
+    let subspace = setup.summary(recon.decoded, recon.proved);
     let mut report = ReconstructionReport::build(
         dataset,
         config,

@@ -53,6 +53,50 @@ fn tableak_on_adult_batches_of_8() {
     assert!(r.loss_curve.last().unwrap().1 < r.loss_curve[0].1, "the loss goes down");
 }
 
+/// Full TabLeak settings on two Adult batches of 32 (seeds 0-1): the first layer's ReLU pattern
+/// proves rows of the batch exactly (`attack::activity`), every proved row is a row of the batch,
+/// and the ensemble agrees on it (zero entropy).
+#[test]
+fn the_relu_pattern_proves_rows_of_adult_batches_of_32() {
+    let data = dataset("adult-sample.csv", "salary");
+    for seed in 0..2 {
+        let r = attack(
+            &data,
+            AttackConfig {
+                batch_size: 32,
+                seed,
+                ..Default::default()
+            },
+        );
+        let span = r.subspace.as_ref().expect("TabLeak reports the span");
+        eprintln!(
+            "  seed {seed}: {:.3}, {} rows proved",
+            r.accuracy.total, span.proved_rows
+        );
+        assert!(span.proved_rows >= 24, "seed {seed}: {} rows proved", span.proved_rows);
+        let exact = r.rows.iter().filter(|row| row.correct.iter().all(|&c| c)).count();
+        assert!(
+            exact >= span.proved_rows,
+            "seed {seed}: {exact} exact rows, {} proved",
+            span.proved_rows
+        );
+        assert!(r.accuracy.total >= 0.95, "seed {seed}: accuracy {}", r.accuracy.total);
+        let certain = r
+            .rows
+            .iter()
+            .filter(|row| {
+                row.entropy
+                    .iter()
+                    .all(|e| e.is_some_and(|e| e.abs() < 1e-9 || e < -12.0))
+            })
+            .count();
+        assert!(
+            certain >= span.proved_rows,
+            "seed {seed}: {certain} rows with zero entropy"
+        );
+    }
+}
+
 /// German Credit at B=16 with restored labels: the label restoration is exact or nearly so and
 /// the attack still beats the random baseline by far.
 #[test]

@@ -220,7 +220,7 @@ export function renderSummary(box, info, report) {
   const span = report.subspace;
   if (span) {
     setting.push(span.weight > 0
-      ? `first-layer span prior: rows kept in a span of ${span.rank} of ${span.feasible} directions (weight ${span.weight}), ${span.decoded_rows} of ${span.rows} member rows decoded exactly in it`
+      ? `first-layer span prior: rows kept in a span of ${span.rank} of ${span.feasible} directions (weight ${span.weight}), ${span.decoded_rows} of ${span.rows} member rows decoded exactly in it; ${span.proved_rows} of the batch's rows proved exactly from the first layer's ReLU pattern`
       : `first-layer span prior off: ${span.off}`);
   }
   if (report.member_steps.length) {

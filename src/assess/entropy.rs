@@ -31,8 +31,13 @@ fn normalised_entropy(p: &[f64]) -> f64 {
     h / (p.len() as f64).ln()
 }
 
+/// The variance below which members' standardised values agree to f32 resolution.
+const AGREEMENT_VARIANCE: f64 = 1e-12;
+
 /// Gaussian entropy 0.5 + 0.5·log(2π s²) of the members' standardised values, with the unbiased
-/// sample variance s². −∞ when the members agree exactly; None for a single member.
+/// sample variance s², floored at f32 resolution (a spread of 1e-6): members that agree exactly
+/// (rows proved by `attack::activity`) get about −12.3, not −∞, which JSON cannot carry. None for
+/// a single member.
 pub fn continuous(values: &[f64]) -> Option<f64> {
     let n = values.len();
     if n < 2 {
@@ -40,5 +45,6 @@ pub fn continuous(values: &[f64]) -> Option<f64> {
     }
     let mean = values.iter().sum::<f64>() / n as f64;
     let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    let var = var.max(AGREEMENT_VARIANCE);
     Some(0.5 + 0.5 * (std::f64::consts::TAU * var).ln())
 }

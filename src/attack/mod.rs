@@ -1,6 +1,7 @@
 //! Attack: the relaxation, the objective, the attacker's second derivative, the inversion (defined
 //! once on tensors, driven by one loop, accelerated per device), label restoration and baselines.
 pub mod accel;
+pub mod activity;
 pub mod baselines;
 pub mod driver;
 pub mod inversion;

@@ -65,6 +65,9 @@ pub struct SubspaceSummary {
     /// Rows whose continuous values were solved exactly in the span (of all members' rows).
     pub decoded_rows: usize,
     pub rows: usize,
+    /// Rows of the batch proved exactly from the first layer's ReLU pattern (`attack::activity`):
+    /// the ensemble agrees on each.
+    pub proved_rows: usize,
 }
 
 /// Orthonormal basis of the directions every encoded row is orthogonal to: one per categorical
@@ -185,6 +188,7 @@ impl Subspace {
                 energy_inside: if total > 0.0 { inside / total } else { 0.0 },
                 decoded_rows: 0,
                 rows: 0,
+                proved_rows: 0,
             },
             hyperplane,
         }

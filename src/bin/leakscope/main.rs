@@ -365,7 +365,7 @@ fn render_schema(s: &leakscope::table::SchemaSummary) -> String {
 
 fn summary_header() -> String {
     format!(
-        "| {:>5} | {:<14} | {:<8} | {:>7} | {:<15} | {:<15} | {:<15} | {:>7} | {:>10} | {:<9} |\n|---|---|---|---|---|---|---|---|---|---|",
+        "| {:>5} | {:<14} | {:<8} | {:>7} | {:<15} | {:<15} | {:<15} | {:>7} | {:>10} | {:<9} | {:>7} |\n|---|---|---|---|---|---|---|---|---|---|---|",
         "batch",
         "protocol",
         "attack",
@@ -375,7 +375,8 @@ fn summary_header() -> String {
         "continuous %",
         "s/attack",
         "mean steps",
-        "span rank"
+        "span rank",
+        "proved"
     )
 }
 
@@ -419,7 +420,7 @@ fn summary_line(config: &AttackConfig, kind: AttackKind, reports: &[Report]) -> 
         None => "—".into(),
     };
     format!(
-        "| {:>5} | {:<14} | {:<8} | {:>7} | {:<15} | {:<15} | {:<15} | {:>7.1} | {:>10} | {:<9} |",
+        "| {:>5} | {:<14} | {:<8} | {:>7} | {:<15} | {:<15} | {:<15} | {:>7.1} | {:>10} | {:<9} | {:>7} |",
         b,
         protocol,
         kind.to_string(),
@@ -434,6 +435,15 @@ fn summary_line(config: &AttackConfig, kind: AttackKind, reports: &[Report]) -> 
             format!("{:.0}", mean(steps))
         },
         rank,
+        // Rows proved exactly from the ReLU pattern, over all batches.
+        match ranks.is_empty() {
+            true => "—".to_string(),
+            false => format!(
+                "{:.0} %",
+                100.0 * ranks.iter().map(|s| s.proved_rows as f64).sum::<f64>()
+                    / (reports.len() * config.rows()).max(1) as f64
+            ),
+        },
     )
 }
 

@@ -1,0 +1,511 @@
+//! The whole batch, exactly, from the first layer's ReLU pattern. In FedSGD the first layer's
+//! weight gradient is G = (1/B) Σᵢ xᵢ δᵢᵀ ([d, h]) with δᵢ = ∂L/∂zᵢ the gradient at row i's first
+//! pre-activations, and δᵢⱼ = 0 at every unit j the row leaves inactive (zᵢⱼ < 0): about half of
+//! them. Where G has rank B, every δᵢ lies in G's row space, δᵢ = R uᵢ (R [h, B] orthonormal), and
+//! the rows are X = (G R U⁻ᵀ)ᵀ up to a scale per row, which the bias gradient's hyperplane
+//! (xᵢᵀv = 1, `subspace::hyperplane`) fixes. So the batch follows from the B vectors uᵢ.
+//!
+//! A candidate row (a member's reconstruction, nearly right) names its inactive units; if they
+//! are row i's, the rows of R at its B + 4 most inactive units have a one-dimensional null space,
+//! and it is uᵢ: 36 generic equations in 32 unknowns have no solution, so a null space is a
+//! certificate. Where two rows share those units the null space is two-dimensional, and more
+//! units are taken. δ = R u must also be nonzero where the candidate clearly activates a unit,
+//! and a u in the span of two found ones is refused: two rows with the same second-layer pattern
+//! have δ's proportional where both are active, so a combination of their u's can pass the
+//! null-space test (measured on Adult). With K of the B vectors found, the rows not yet found lie
+//! in the span of G R w for w ⊥ {uₖ}, of dimension B − K: candidates projected there find the rest.
+//!
+//! A set of B vectors gives B rows; a row is kept only when it is a row the table can hold (one
+//! hot per categorical block, continuous values in range and at their column's precision) and its
+//! own ReLU pattern is its δ's zero pattern. A wrong u in the set spoils only the rows it mixes
+//! (U' = U T with T mixing two columns), and those fail the test: their continuous values are
+//! combinations of two rows'. Their u's are dropped and searched for again.
+use nalgebra::{DMatrix, DVector};
+
+use super::relax::Layout;
+
+/// Extra equations over the B unknowns a certificate asks for at first, and per widening.
+const EXTRA_EQUATIONS: usize = 4;
+/// The null space's singular value against the largest: float error is ~1e-8, a wrong pattern ~1e-2.
+const NULL_RATIO: f64 = 1e-5;
+/// The next singular value must stand clear, so that the null space is one-dimensional.
+const SECOND_RATIO: f64 = 1e-3;
+/// A certificate refuses δ's entries below this share of its largest where the candidate is active.
+const CERTIFY_ZERO: f64 = 1e-4;
+/// In a recovered row's test, δ's entries below this share are zero: an inactive unit's float error
+/// reaches 1.2e-6 of the largest on Adult, an active unit's smallest true entry 5e-5.
+const ROW_ZERO: f64 = 1e-5;
+/// Pre-activations within this of zero may go either way.
+const BOUNDARY: f64 = 1e-4;
+/// A u within this distance of the span of two found ones is their combination.
+const COMBINATION: f64 = 1e-3;
+/// Candidates' projection rounds onto the span of the rows not yet found.
+const ROUNDS: usize = 5;
+/// Recoveries, each dropping the u's of the rows that failed and searching again.
+const RECOVERIES: usize = 3;
+/// How far (relative) a recovered categorical entry may sit from its hot or cold value.
+const VALID: f64 = 1e-3;
+
+/// How strictly a certificate reads the candidate's active units: δ must be nonzero where the
+/// candidate's pre-activation exceeds `margin`, with at most `misses` exceptions. Tried in order.
+const LEVELS: [(f64, usize); 4] = [(0.02, 0), (0.1, 0), (0.05, 1), (0.2, 0)];
+
+/// The first layer's update and weights as the solver needs them.
+pub struct ActivitySolver<'a> {
+    layout: &'a Layout,
+    /// Per encoded column, the step of its values (10^-decimals) for continuous columns.
+    step: Vec<Option<f64>>,
+    d: usize,
+    h: usize,
+    b: usize,
+    /// W1 [d, h] as `Params` lays it out (x W + b), and b1 [h].
+    w1: DMatrix<f64>,
+    b1: DVector<f64>,
+    /// G R [d, B], and R [h, B].
+    gr: DMatrix<f64>,
+    r: DMatrix<f64>,
+    /// The hyperplane v with vᵀxᵢ = 1.
+    v: DVector<f64>,
+}
+
+/// What the solver recovered: the rows it proved ([d], encoded), of the batch's `rows`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Solved {
+    pub rows: Vec<Vec<f64>>,
+    pub batch: usize,
+}
+
+/// Singular values in decreasing order, with the matching rows of Vᵀ.
+fn sorted_svd(m: DMatrix<f64>) -> (Vec<f64>, DMatrix<f64>) {
+    let svd = m.svd(false, true);
+    let v_t = svd.v_t.expect("asked for Vᵀ");
+    let mut order: Vec<usize> = (0..svd.singular_values.len()).collect();
+    order.sort_by(|&a, &b| svd.singular_values[b].total_cmp(&svd.singular_values[a]));
+    let s = order.iter().map(|&k| svd.singular_values[k]).collect();
+    let rows = DMatrix::from_fn(order.len(), v_t.ncols(), |i, j| v_t[(order[i], j)]);
+    (s, rows)
+}
+
+impl<'a> ActivitySolver<'a> {
+    /// None where G's rank is not the row count B (then δ's rows are dependent and U is singular)
+    /// or B + 4 exceeds the first layer's width. `step`: per encoded column, the spacing of a
+    /// continuous column's values in raw units (None for categorical columns).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        update: &[f32],
+        w1: &[f32],
+        b1: &[f32],
+        hyperplane: &[f64],
+        (d, h, rows): (usize, usize, usize),
+        layout: &'a Layout,
+        step: Vec<Option<f64>>,
+    ) -> Option<ActivitySolver<'a>> {
+        if rows + EXTRA_EQUATIONS > h || rows == 0 || rows > d {
+            return None;
+        }
+        let g = DMatrix::<f64>::from_row_iterator(d, h, update.iter().map(|&v| v as f64));
+        let (s, v_t) = sorted_svd(g.clone());
+        if s.len() < rows || s[rows - 1] <= 1e-6 * s[0] {
+            return None;
+        }
+        let r = DMatrix::from_fn(h, rows, |i, k| v_t[(k, i)]);
+        Some(ActivitySolver {
+            layout,
+            step,
+            d,
+            h,
+            b: rows,
+            w1: DMatrix::from_row_iterator(d, h, w1.iter().map(|&v| v as f64)),
+            b1: DVector::from_iterator(h, b1.iter().map(|&v| v as f64)),
+            gr: &g * &r,
+            r,
+            v: DVector::from_column_slice(hyperplane),
+        })
+    }
+
+    /// First-layer pre-activations of an encoded row.
+    fn preactivations(&self, x: &DVector<f64>) -> DVector<f64> {
+        self.w1.tr_mul(x) + &self.b1
+    }
+
+    /// uᵢ for the row whose inactive units `x` names, if the certificate holds.
+    fn certify(&self, x: &DVector<f64>, (margin, misses): (f64, usize)) -> Option<DVector<f64>> {
+        let z = self.preactivations(x);
+        let mut units: Vec<usize> = (0..self.h).collect();
+        units.sort_by(|&a, &b| z[a].total_cmp(&z[b]));
+        let mut k = self.b + EXTRA_EQUATIONS;
+        let u = loop {
+            if k > self.h || z[units[k - 1]] >= 0.0 {
+                return None;
+            }
+            let rs = DMatrix::from_fn(k, self.b, |i, c| self.r[(units[i], c)]);
+            let (s, v_t) = sorted_svd(rs);
+            let last = self.b - 1;
+            if s[0] <= 0.0 || s[last] > NULL_RATIO * s[0] {
+                return None;
+            }
+            if s[last - 1] >= SECOND_RATIO * s[0] {
+                break v_t.row(last).transpose();
+            }
+            // Two rows share these units: take more.
+            k += EXTRA_EQUATIONS;
+        };
+        let delta = &self.r * &u;
+        let big = delta.amax();
+        let wrong = (0..self.h)
+            .filter(|&j| z[j] > margin && delta[j].abs() < CERTIFY_ZERO * big)
+            .count();
+        (wrong <= misses).then_some(u)
+    }
+
+    /// Adds `u` unless it is (up to sign) one already found or a combination of two found.
+    fn add(found: &mut Vec<DVector<f64>>, u: DVector<f64>) {
+        if found.iter().any(|f| f.dot(&u).abs() >= 0.9999) {
+            return;
+        }
+        for a in 0..found.len() {
+            for c in a + 1..found.len() {
+                let pair = DMatrix::from_columns(&[found[a].clone(), found[c].clone()]);
+                let Some(coef) = pair.clone().svd(true, true).solve(&u, 1e-12).ok() else {
+                    continue;
+                };
+                if (&pair * coef - &u).norm() < COMBINATION {
+                    return;
+                }
+            }
+        }
+        found.push(u);
+    }
+
+    /// The rows the candidates ([n, d] row-major, encoded) prove, possibly none.
+    pub fn solve(&self, candidates: &[f32]) -> Solved {
+        let rows: Vec<DVector<f64>> = candidates
+            .chunks_exact(self.d)
+            .map(|c| DVector::from_iterator(self.d, c.iter().map(|&v| v as f64)))
+            .collect();
+        let mut found = Vec::new();
+        for &level in &LEVELS {
+            if found.len() >= self.b {
+                break;
+            }
+            for x in &rows {
+                if let Some(u) = self.certify(x, level) {
+                    Self::add(&mut found, u);
+                }
+            }
+            self.project_rounds(&rows, &mut found, level);
+        }
+        let mut best = Vec::new();
+        for _ in 0..RECOVERIES {
+            if found.len() != self.b {
+                break;
+            }
+            let Some(recovered) = self.recover(&found) else { break };
+            let valid: Vec<bool> = recovered.iter().zip(&found).map(|(x, u)| self.valid(x, u)).collect();
+            let proved: Vec<Vec<f64>> = recovered
+                .iter()
+                .zip(&valid)
+                .filter(|(_, ok)| **ok)
+                .map(|(x, _)| x.iter().copied().collect())
+                .collect();
+            if proved.len() > best.len() {
+                best = proved;
+            }
+            if best.len() == self.b {
+                break;
+            }
+            // Keep the u's whose rows proved themselves; search for the rest again.
+            found = found
+                .into_iter()
+                .zip(&valid)
+                .filter(|(_, ok)| **ok)
+                .map(|(u, _)| u)
+                .collect();
+            self.project_rounds(&rows, &mut found, LEVELS[LEVELS.len() - 1]);
+        }
+        Solved {
+            rows: best,
+            batch: self.b,
+        }
+    }
+
+    /// Candidates projected onto the span of the rows whose u is not yet found, certified there.
+    fn project_rounds(&self, rows: &[DVector<f64>], found: &mut Vec<DVector<f64>>, level: (f64, usize)) {
+        for _ in 0..ROUNDS {
+            if found.len() >= self.b || found.is_empty() {
+                return;
+            }
+            let before = found.len();
+            let rest = self.rest_basis(found);
+            for x in rows {
+                let mut p = &rest * rest.tr_mul(x);
+                let scale = self.v.dot(&p);
+                if scale.abs() < 1e-12 {
+                    continue;
+                }
+                p /= scale;
+                if let Some(u) = self.certify(&p, level) {
+                    Self::add(found, u);
+                }
+            }
+            if found.len() == before {
+                return;
+            }
+        }
+    }
+
+    /// Orthonormal basis [d, B − K] of the span holding the rows whose u is not yet found:
+    /// G R w for w orthogonal to every found u.
+    fn rest_basis(&self, found: &[DVector<f64>]) -> DMatrix<f64> {
+        let q = DMatrix::from_columns(found).svd(true, false).u.expect("asked for U");
+        let perp = DMatrix::<f64>::identity(self.b, self.b) - &q * q.transpose();
+        // Gram–Schmidt on the complement's projector picks B − K orthonormal directions.
+        let mut basis: Vec<DVector<f64>> = Vec::new();
+        for k in 0..self.b {
+            if basis.len() == self.b - found.len() {
+                break;
+            }
+            let mut c: DVector<f64> = perp.column(k).into_owned();
+            for e in &basis {
+                c -= e * e.dot(&c);
+            }
+            let n = c.norm();
+            if n > 1e-6 {
+                basis.push(c / n);
+            }
+        }
+        let span = &self.gr * DMatrix::from_columns(&basis);
+        span.svd(true, false).u.expect("asked for U")
+    }
+
+    /// X = (G R U⁻ᵀ)ᵀ, each row scaled onto the hyperplane.
+    fn recover(&self, set: &[DVector<f64>]) -> Option<Vec<DVector<f64>>> {
+        let inv_t = DMatrix::from_columns(set).try_inverse()?.transpose();
+        let y = &self.gr * inv_t;
+        y.column_iter()
+            .map(|col| {
+                let scale = self.v.dot(&col);
+                (scale.abs() > 1e-12).then(|| col / scale)
+            })
+            .collect()
+    }
+
+    /// A row the table can hold (one hot per categorical block, continuous values in range and at
+    /// their precision) whose inactive units are exactly δ's zeros.
+    fn valid(&self, x: &DVector<f64>, u: &DVector<f64>) -> bool {
+        let l = self.layout;
+        let near = |a: f64, b: f64| (a - b).abs() < VALID * (1.0 + b.abs());
+        for &(o, w, categorical) in &l.blocks {
+            if categorical {
+                let mut hot = 0;
+                for j in o..o + w {
+                    let (m, s) = (l.mean[j], l.std[j]);
+                    if near(x[j], (1.0 - m) / s) {
+                        hot += 1;
+                    } else if !near(x[j], -m / s) {
+                        return false;
+                    }
+                }
+                if hot != 1 {
+                    return false;
+                }
+            } else {
+                let slack = 0.05 * (l.hi[o] - l.lo[o]);
+                if !(x[o] >= l.lo[o] - slack && x[o] <= l.hi[o] + slack) {
+                    return false;
+                }
+                if let Some(step) = self.step[o] {
+                    // Off-grid values: a combination of two rows' values. Columns whose spread
+                    // dwarfs their step (fnlwgt) cannot be read this finely and pass.
+                    let units = (x[o] * l.std[o] + l.mean[o]) / step;
+                    let tolerance = (1e-4 * l.std[o] / step).max(0.05);
+                    if (units - units.round()).abs() > tolerance {
+                        return false;
+                    }
+                }
+            }
+        }
+        let z = self.preactivations(x);
+        let delta = &self.r * u;
+        let big = delta.amax();
+        (0..self.h).all(|j| z[j].abs() < BOUNDARY || (z[j] < 0.0) == (delta[j].abs() < ROW_ZERO * big))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attack::subspace::Subspace;
+    use rand::{Rng, SeedableRng, rngs::StdRng};
+
+    const CAT: [(usize, usize); 3] = [(3, 4), (7, 5), (12, 3)];
+    const D: usize = 15;
+    const H: usize = 40;
+    const B: usize = 6;
+
+    /// Three continuous columns on a 0.1 grid (mean 0, std 1) and three categorical blocks.
+    fn layout() -> Layout {
+        let mut blocks: Vec<(usize, usize, bool)> = CAT.iter().map(|&(o, w)| (o, w, true)).collect();
+        blocks.extend((0..3).map(|j| (j, 1, false)));
+        blocks.sort_unstable();
+        let mut mean = vec![0.0; D];
+        for &(o, w) in &CAT {
+            (o..o + w).for_each(|j| mean[j] = 1.0 / w as f64);
+        }
+        Layout {
+            blocks,
+            mean,
+            std: vec![1.0; D],
+            lo: vec![-3.0; D],
+            hi: vec![3.0; D],
+        }
+    }
+
+    fn random_row(rng: &mut StdRng) -> Vec<f64> {
+        let mut row = vec![0.0; D];
+        for v in row.iter_mut().take(3) {
+            *v = (rng.random_range(-2.0f64..2.0) * 10.0).round() / 10.0;
+        }
+        for &(o, w) in &CAT {
+            let hot = rng.random_range(0..w);
+            for j in o..o + w {
+                row[j] = if j == o + hot { 1.0 } else { 0.0 } - 1.0 / w as f64;
+            }
+        }
+        row
+    }
+
+    /// A batch, a first layer, and the update G = (1/B) Σ xᵢ δᵢᵀ with δᵢ zero at row i's inactive
+    /// units (random elsewhere, as the layers above make it), and its bias gradient.
+    struct Case {
+        rows: Vec<Vec<f64>>,
+        w1: Vec<f32>,
+        b1: Vec<f32>,
+        update: Vec<f32>,
+        bias: Vec<f32>,
+    }
+
+    fn case(seed: u64) -> Case {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let rows: Vec<Vec<f64>> = (0..B).map(|_| random_row(&mut rng)).collect();
+        let bound = 1.0 / (D as f32).sqrt();
+        let w1: Vec<f32> = (0..D * H).map(|_| rng.random_range(-bound..bound)).collect();
+        let b1: Vec<f32> = (0..H).map(|_| rng.random_range(-bound..bound)).collect();
+        let (mut update, mut bias) = (vec![0f64; D * H], vec![0f64; H]);
+        for x in &rows {
+            for j in 0..H {
+                let z: f64 = b1[j] as f64 + (0..D).map(|i| x[i] * w1[i * H + j] as f64).sum::<f64>();
+                let delta = if z > 0.0 { rng.random_range(-1.0..1.0) } else { 0.0 };
+                bias[j] += delta / B as f64;
+                for i in 0..D {
+                    update[i * H + j] += x[i] * delta / B as f64;
+                }
+            }
+        }
+        Case {
+            rows,
+            w1,
+            b1,
+            update: update.iter().map(|&v| v as f32).collect(),
+            bias: bias.iter().map(|&v| v as f32).collect(),
+        }
+    }
+
+    fn solver<'a>(c: &Case, layout: &'a Layout, span: &Subspace) -> ActivitySolver<'a> {
+        let step = (0..D).map(|j| (j < 3).then_some(0.1)).collect();
+        let v = span.hyperplane.as_ref().expect("the bias gives the hyperplane");
+        ActivitySolver::new(&c.update, &c.w1, &c.b1, v, (D, H, B), layout, step).expect("rank B")
+    }
+
+    fn span(c: &Case, layout: &Layout) -> Subspace {
+        Subspace::from_first_layer(&c.update, &c.bias, D, H, Some(layout), B, 0.3)
+    }
+
+    /// Candidates: each row of the batch three times, off by `noise` per entry, shuffled.
+    fn candidates(c: &Case, noise: f64, rng: &mut StdRng) -> Vec<f32> {
+        let mut out: Vec<Vec<f64>> = Vec::new();
+        for _ in 0..3 {
+            for x in &c.rows {
+                out.push(x.iter().map(|&v| v + noise * rng.random_range(-1.0..1.0)).collect());
+            }
+        }
+        out.sort_by(|a, b| a[0].total_cmp(&b[0]).then(a[1].total_cmp(&b[1])));
+        out.iter().flatten().map(|&v| v as f32).collect()
+    }
+
+    #[test]
+    fn near_rows_prove_the_whole_batch_exactly() {
+        for seed in 0..5 {
+            let (c, layout) = (case(seed), layout());
+            let s = span(&c, &layout);
+            let solved = solver(&c, &layout, &s).solve(&candidates(&c, 0.01, &mut StdRng::seed_from_u64(seed)));
+            assert_eq!(solved.rows.len(), B, "seed {seed}");
+            for x in &c.rows {
+                let nearest = solved
+                    .rows
+                    .iter()
+                    .map(|r| r.iter().zip(x).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max))
+                    .fold(f64::INFINITY, f64::min);
+                assert!(nearest < 1e-4, "seed {seed}: a row of the batch is off by {nearest}");
+            }
+        }
+    }
+
+    /// Whatever the candidates, a proved row is a row of the batch.
+    #[test]
+    fn rows_from_elsewhere_prove_only_rows_of_the_batch() {
+        let layout = layout();
+        let mut proved = 0;
+        for seed in 0..5 {
+            let c = case(seed);
+            let s = span(&c, &layout);
+            let mut rng = StdRng::seed_from_u64(99 + seed);
+            let others: Vec<f32> = (0..10 * B)
+                .flat_map(|_| random_row(&mut rng))
+                .map(|v| v as f32)
+                .collect();
+            let solved = solver(&c, &layout, &s).solve(&others);
+            for r in &solved.rows {
+                let nearest = c
+                    .rows
+                    .iter()
+                    .map(|x| r.iter().zip(x).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max))
+                    .fold(f64::INFINITY, f64::min);
+                assert!(
+                    nearest < 1e-4,
+                    "seed {seed}: a proved row is not in the batch (off by {nearest})"
+                );
+            }
+            proved += solved.rows.len();
+        }
+        assert!(proved < 5 * B, "random rows proved every batch");
+    }
+
+    #[test]
+    fn a_combination_of_two_rows_u_spoils_only_their_rows_and_they_fail() {
+        let (c, layout) = (case(2), layout());
+        let s = span(&c, &layout);
+        let solver = solver(&c, &layout, &s);
+        let cands = candidates(&c, 0.0, &mut StdRng::seed_from_u64(0));
+        let mut found = Vec::new();
+        for x in cands.chunks_exact(D) {
+            let x = DVector::from_iterator(D, x.iter().map(|&v| v as f64));
+            if let Some(u) = solver.certify(&x, LEVELS[0]) {
+                ActivitySolver::add(&mut found, u);
+            }
+        }
+        assert_eq!(found.len(), B);
+        let all = solver.recover(&found).unwrap();
+        assert!(all.iter().zip(&found).all(|(x, u)| solver.valid(x, u)));
+        // The add step refuses a combination of two found u's.
+        let mixed = (&found[0] * 0.6 + &found[1] * 0.8).normalize();
+        let mut with_mixed = found.clone();
+        ActivitySolver::add(&mut with_mixed, mixed.clone());
+        assert_eq!(with_mixed.len(), B);
+        // Put in for row 1's, it spoils rows 0 and 1 only, and they fail the test.
+        found[1] = mixed;
+        let rows = solver.recover(&found).unwrap();
+        let valid: Vec<bool> = rows.iter().zip(&found).map(|(x, u)| solver.valid(x, u)).collect();
+        assert_eq!(valid, [false, false, true, true, true, true]);
+    }
+}
