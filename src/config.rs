@@ -19,6 +19,19 @@ pub enum AttackKind {
     Dlg,
     /// Rows drawn from the table's marginals: what an attacker knows without the update.
     Random,
+    /// Attribute reconstruction (Lyu & Chen): the server knows every column of the client's rows
+    /// but `AttackConfig::attribute`'s and relaxes that one alone (`attack::attribute`).
+    Attribute,
+}
+
+/// The attribute attack's settings (`AttackKind::Attribute`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct AttributeConfig {
+    /// The sensitive column the server does not know (categorical).
+    pub column: String,
+    /// Match the updates by squared error instead of cosine (the paper's L2 baseline).
+    #[serde(default)]
+    pub l2: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
@@ -124,6 +137,8 @@ pub struct AttackConfig {
     pub subspace: bool,
     /// Members whose loss has stopped improving stop (`attack::driver::EARLY_STOP`).
     pub early_stop: bool,
+    /// The attribute attack's sensitive column (`AttackKind::Attribute` only).
+    pub attribute: Option<AttributeConfig>,
 }
 
 impl Default for AttackConfig {
@@ -145,6 +160,7 @@ impl Default for AttackConfig {
             report_every: 25,
             subspace: true,
             early_stop: true,
+            attribute: None,
         }
     }
 }
@@ -156,6 +172,7 @@ impl std::fmt::Display for AttackKind {
             AttackKind::Cosine => "Cosine",
             AttackKind::Dlg => "DLG",
             AttackKind::Random => "Random",
+            AttackKind::Attribute => "Attribute",
         })
     }
 }
@@ -167,7 +184,7 @@ impl AttackKind {
     /// that they stay comparable with the published numbers.
     pub fn default_optimiser(self) -> Optimiser {
         match self {
-            AttackKind::Tableak => Optimiser {
+            AttackKind::Tableak | AttackKind::Attribute => Optimiser {
                 lr: 0.1,
                 ..Optimiser::default()
             },
@@ -201,6 +218,7 @@ impl AttackConfig {
     pub fn members(&self) -> usize {
         match self.attack {
             AttackKind::Tableak => self.ensemble * self.prior_candidates().len(),
+            AttackKind::Attribute => self.ensemble,
             AttackKind::Cosine | AttackKind::Dlg => 1,
             AttackKind::Random => 0,
         }
@@ -300,6 +318,31 @@ impl AttackConfig {
         }
         if self.ensemble == 0 || self.ensemble > 1000 {
             return fail(format!("ensemble size {} must be between 1 and 1000", self.ensemble));
+        }
+        match (self.attack, &self.attribute) {
+            (AttackKind::Attribute, None) => {
+                return fail("the attribute attack needs the sensitive column it reconstructs".into());
+            }
+            (AttackKind::Attribute, Some(a)) => {
+                let Some(f) = dataset.features.iter().find(|f| f.name == a.column) else {
+                    return fail(format!(
+                        "no column is named {:?}; the columns are: {}",
+                        a.column,
+                        dataset.features.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", ")
+                    ));
+                };
+                if !f.is_categorical() {
+                    return fail(format!(
+                        "the sensitive column {:?} is continuous; the attribute attack reconstructs a categorical one",
+                        a.column
+                    ));
+                }
+                if self.labels == LabelMode::Restored {
+                    return fail("the attribute attack takes the labels as known".into());
+                }
+            }
+            (_, Some(_)) => return fail("a sensitive column is for the attribute attack (attack \"attribute\")".into()),
+            _ => {}
         }
         if self.iterations == 0 && self.attack != AttackKind::Random {
             return fail("iterations must be at least 1".into());
@@ -495,6 +538,12 @@ pub struct RunOptions {
     /// Stop members whose loss has stopped improving (default on).
     #[ts(as = "Option<_>", optional)]
     pub early_stop: bool,
+    /// The attribute attack: the sensitive column it reconstructs.
+    #[ts(optional)]
+    pub sensitive: Option<String>,
+    /// The attribute attack: match the updates by squared error (the L2 baseline), not cosine.
+    #[ts(as = "Option<_>", optional)]
+    pub l2: bool,
 }
 
 impl Default for RunOptions {
@@ -527,6 +576,8 @@ impl Default for RunOptions {
             report_every: c.report_every,
             subspace: c.subspace,
             early_stop: c.early_stop,
+            sensitive: None,
+            l2: false,
         }
     }
 }
@@ -576,7 +627,10 @@ impl RunOptions {
         AttackConfig {
             attack: self.attack,
             batch_size: self.batch_size,
-            ensemble: self.ensemble.unwrap_or_else(|| protocol.default_ensemble()),
+            ensemble: self.ensemble.unwrap_or_else(|| match self.attack {
+                AttackKind::Attribute => crate::attack::attribute::DEFAULT_ENSEMBLE,
+                _ => protocol.default_ensemble(),
+            }),
             protocol,
             epoch_prior: self.epoch_prior,
             iterations: self.iterations,
@@ -593,6 +647,7 @@ impl RunOptions {
             report_every: self.report_every,
             subspace: self.subspace,
             early_stop: self.early_stop,
+            attribute: self.sensitive.clone().map(|column| AttributeConfig { column, l2: self.l2 }),
         }
     }
 }

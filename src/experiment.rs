@@ -4,9 +4,12 @@ use rand::{SeedableRng, rngs::StdRng, seq::index::sample};
 use serde::{Deserialize, Serialize};
 
 use crate::assess::epochs::average_epochs;
+use crate::assess::scoring::{Accuracy, score_aligned};
 use crate::assess::{matching::Rule, matching::match_rows, pooling::pool, scoring::score};
 use crate::attack::accel::cpu::{self, HostProblem};
 use crate::attack::activity::ActivitySolver;
+use crate::attack::attribute::{self, AttributeReport, SoftmaxRegression};
+use crate::attack::known::KnownCells;
 use crate::attack::baselines::random_rows;
 use crate::attack::driver::{Cadence, EARLY_STOP, InversionConfig, Progress};
 use crate::attack::inversion::{self, Problem, Simulation, SubspacePrior, member_losses};
@@ -122,10 +125,14 @@ struct Setup<'a> {
     model_accuracy: Option<f64>,
     /// The first layer's span, where the attack uses it (`attack::subspace`).
     subspace: Option<Subspace>,
+    /// The cells the server knows (the attribute attack, `attack::known`).
+    known: Option<KnownCells>,
 }
 
 struct Truth {
     rows: Vec<Vec<Value>>,
+    /// The rows' indices in the table (sorted).
+    indices: Vec<usize>,
     /// Share of the rows' labels the server had right (1 with known labels).
     label_accuracy: f64,
 }
@@ -191,11 +198,21 @@ impl<'a> Setup<'a> {
                 .sum::<usize>() as f64
                 / rows as f64
         };
+        let known = (config.attack == AttackKind::Attribute).then(|| {
+            let unknown: Vec<(usize, usize)> = config
+                .attribute
+                .iter()
+                .filter_map(|a| dataset.features.iter().find(|f| f.name == a.column))
+                .map(|f| (f.offset, f.width()))
+                .collect();
+            KnownCells::all_but(&encode_rows(dataset, &truth), dataset.d(), &unknown)
+        });
         let truth = Truth {
             rows: truth,
+            indices: batch,
             label_accuracy,
         };
-        Setup::assemble(
+        let mut setup = Setup::assemble(
             runtime,
             dataset,
             config,
@@ -204,7 +221,10 @@ impl<'a> Setup<'a> {
             labels,
             Some(truth),
             model_accuracy,
-        )
+        )?;
+        setup.known = known;
+        setup.backend = setup.backend.clone().with_engine(setup.engine());
+        Ok(setup)
     }
 
     /// A received update: no table, no truth; the labels as the update carries them, or
@@ -216,6 +236,12 @@ impl<'a> Setup<'a> {
         received: &ReceivedUpdate,
     ) -> Result<Setup<'a>> {
         config.validate_for_update(dataset)?;
+        if config.attack == AttackKind::Attribute {
+            return Err(Error::Config(
+                "the attribute attack knows the client's rows but one column; a received update comes without them"
+                    .into(),
+            ));
+        }
         let sizes = &received.params.sizes;
         if sizes[0] != dataset.d() || *sizes.last().unwrap() != dataset.classes.len() {
             return Err(Error::Config(format!(
@@ -312,6 +338,10 @@ impl<'a> Setup<'a> {
             AttackKind::Tableak => (true, Objective::Cosine),
             AttackKind::Cosine | AttackKind::Random => (false, Objective::Cosine),
             AttackKind::Dlg => (false, Objective::SquaredError),
+            AttackKind::Attribute => match &config.attribute {
+                Some(a) if a.l2 => (true, Objective::SquaredError),
+                _ => (true, Objective::Cosine),
+            },
         };
         let mut setup = Setup {
             runtime,
@@ -328,11 +358,13 @@ impl<'a> Setup<'a> {
             objective,
             model_accuracy,
             subspace: None,
+            known: None,
             params,
             observed,
         };
         // The span prior fits the cosine objective's scale; DLG and the random guess go without.
-        if config.subspace && objective == Objective::Cosine && config.attack != AttackKind::Random {
+        let prior_applies = matches!(config.attack, AttackKind::Tableak | AttackKind::Cosine);
+        if config.subspace && objective == Objective::Cosine && prior_applies {
             let sizes = &setup.params.sizes;
             setup.subspace = Some(Subspace::from_first_layer(
                 &setup.observed[0],
@@ -375,6 +407,11 @@ impl<'a> Setup<'a> {
             subspace: self.active_subspace().map(|s| SubspacePrior {
                 projector: Tensor::from_data(TensorData::new(s.projector.clone(), [s.d, s.d]), &self.runtime.device),
                 weight: s.weight() as f32,
+            }),
+            known: self.known.as_ref().map(|k| {
+                let (rows, d) = (k.free.len() / self.dataset.d(), self.dataset.d());
+                let upload = |v: &[f32]| Tensor::<3>::from_data(TensorData::new(v.to_vec(), [1, rows, d]), &self.runtime.device);
+                (upload(&k.free), upload(&k.fixed))
             }),
         }
     }
@@ -419,6 +456,8 @@ impl<'a> Setup<'a> {
     fn engine(&self) -> StepEngine {
         match (self.runtime.engine(), &self.config.protocol) {
             (StepEngine::CubeKernels, Protocol::Fedavg(_)) => StepEngine::Definition,
+            // Known cells (the attribute attack) are pinned by the definition and the CPU kernel.
+            (StepEngine::CubeKernels, _) if self.known.is_some() => StepEngine::Definition,
             (engine, _) => engine,
         }
     }
@@ -444,6 +483,7 @@ impl<'a> Setup<'a> {
             self.relaxed.then_some(&self.layout),
             self.objective,
         )
+        .with_known(self.known.clone())
     }
 
     fn check_range(&self, range: MemberRange) -> Result<()> {
@@ -718,9 +758,120 @@ impl<'a> Setup<'a> {
         proved.len()
     }
 
+    /// The attribute attack's report: the sensitive column guessed per row from the members' mean
+    /// probabilities, scored row by row (the rows are the client's own, not matched), against the
+    /// baselines of an attacker without the update (`attack::attribute`).
+    fn assess_attribute(&self, inverted: Members, seconds: f64) -> Result<Report> {
+        let (dataset, config) = (self.dataset, self.config);
+        let Some(truth) = &self.truth else {
+            return Err(Error::Config("the attribute attack needs the client's rows".into()));
+        };
+        let column = &config.attribute.as_ref().expect("validated").column;
+        let fi = dataset.features.iter().position(|f| &f.name == column).expect("validated");
+        let feature = &dataset.features[fi];
+        let (block, k) = ((feature.offset, feature.width()), feature.width());
+        let (rows, d) = (config.rows(), dataset.d());
+        let guesses = attribute::guesses(&inverted.probs, self.members, rows, d, block);
+        let means = attribute::mean_probs(&inverted.probs, self.members, rows, d, block);
+        let value = |v: Value| match v {
+            Value::Cat(c) => c as usize,
+            Value::Num(_) => unreachable!("the sensitive column is categorical"),
+        };
+        let truth_values: Vec<usize> = truth.rows.iter().map(|r| value(r[fi])).collect();
+        let reconstructed: Vec<Vec<Value>> = truth
+            .rows
+            .iter()
+            .zip(&guesses)
+            .map(|(r, &g)| {
+                let mut r = r.clone();
+                r[fi] = Value::Cat(g as u32);
+                r
+            })
+            .collect();
+        // Only the sensitive cells were reconstructed: only they carry an entropy.
+        let entropy: Vec<Vec<Option<f64>>> = means
+            .iter()
+            .map(|p| {
+                (0..dataset.features.len())
+                    .map(|j| (j == fi).then(|| crate::assess::entropy::categorical_soft(&[&p[..]])))
+                    .collect()
+            })
+            .collect();
+        let acc = attribute::accuracy(&guesses, &truth_values);
+
+        // What the server has without the update: the public split's values, and a classifier
+        // on it from the other columns and the label.
+        let public = attribute::public_split(dataset.n(), &truth.indices, seed_for(config.seed, 8));
+        let public_values: Vec<usize> = public.iter().map(|&i| value(dataset.rows[i][fi])).collect();
+        let marginal = attribute::accuracy(&vec![attribute::most_frequent(&public_values, k); rows], &truth_values);
+        let features_of = |i: usize| -> Vec<f64> {
+            let mut x: Vec<f64> = dataset
+                .encode(&dataset.rows[i])
+                .into_iter()
+                .enumerate()
+                .filter(|(j, _)| !(block.0..block.0 + block.1).contains(j))
+                .map(|(_, v)| v)
+                .collect();
+            x.extend((0..dataset.classes.len()).map(|c| (dataset.labels[i] == c) as u8 as f64));
+            x
+        };
+        let classifier = SoftmaxRegression::train(
+            &public.iter().map(|&i| features_of(i)).collect::<Vec<_>>(),
+            &public_values,
+            k,
+        );
+        let classified: Vec<usize> = truth.indices.iter().map(|&i| classifier.predict(&features_of(i))).collect();
+        let public_classifier = attribute::accuracy(&classified, &truth_values);
+
+        let uniform = 1.0 / k as f64;
+        let scored = score_aligned(&self.rules, &truth.rows, &reconstructed);
+        let random = Accuracy {
+            total: uniform,
+            categorical: Some(uniform),
+            continuous: None,
+            per_feature: (0..dataset.features.len()).map(|j| if j == fi { uniform } else { 1.0 }).collect(),
+            exact_rows: uniform,
+        };
+        let mut report = build_report(
+            dataset,
+            config,
+            &self.backend,
+            &truth.rows,
+            &reconstructed,
+            Some(&entropy),
+            &scored,
+            random,
+            truth.label_accuracy,
+            inverted.loss_curve,
+            seconds,
+        );
+        // The attack's accuracy is the sensitive column's: every other cell was given.
+        report.accuracy.total = acc;
+        report.accuracy.categorical = Some(acc);
+        report.accuracy.continuous = None;
+        report.accuracy.exact_rows = acc;
+        report.gain_over_random = acc - uniform;
+        report.member_steps = inverted.steps;
+        report.attribute = Some(AttributeReport {
+            column: column.clone(),
+            values: k,
+            l2: self.objective == Objective::SquaredError,
+            accuracy: acc,
+            random: uniform,
+            marginal,
+            public_classifier,
+            public_rows: public.len(),
+        });
+        Ok(report)
+    }
+
     /// Match, pool and score the ensemble (None: the random baseline) into the report.
     async fn assess(&self, inverted: Option<Members>, seconds: f64) -> Result<Report> {
         let (dataset, config) = (self.dataset, self.config);
+        if config.attack == AttackKind::Attribute {
+            let inverted = inverted.ok_or_else(|| Error::Config("the attribute attack inverts".into()))?;
+            return self.assess_attribute(inverted, seconds);
+        }
         let Some(truth) = &self.truth else {
             return Err(Error::Config("a received update has no truth to score against".into()));
         };

@@ -92,6 +92,7 @@ fn two_class_problem<'a>(
         simulation: Simulation::Gradient,
         priors: Vec::new(),
         subspace: None,
+        known: None,
     }
 }
 

@@ -26,7 +26,16 @@ pub struct Scored {
 }
 
 pub fn score(rules: &[Rule], truth: &[Vec<Value>], reconstructed: &[Vec<Value>]) -> Scored {
-    let assignment = match_rows(rules, truth, reconstructed);
+    score_assigned(rules, truth, reconstructed, match_rows(rules, truth, reconstructed))
+}
+
+/// Scoring of rows that are aligned already (row i reconstructs row i): the attacks that know
+/// which row is which (attribute reconstruction, CAFE) are not matched.
+pub fn score_aligned(rules: &[Rule], truth: &[Vec<Value>], reconstructed: &[Vec<Value>]) -> Scored {
+    score_assigned(rules, truth, reconstructed, (0..truth.len()).collect())
+}
+
+fn score_assigned(rules: &[Rule], truth: &[Vec<Value>], reconstructed: &[Vec<Value>], assignment: Vec<usize>) -> Scored {
     let correct: Vec<Vec<bool>> = truth
         .iter()
         .zip(&assignment)

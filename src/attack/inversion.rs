@@ -37,6 +37,8 @@ pub struct Problem<'a> {
     pub priors: Vec<f64>,
     /// The first layer's span as a prior on every dummy row (`attack::subspace`).
     pub subspace: Option<SubspacePrior>,
+    /// Cells the server knows (`attack::known`), as [1, rows, d] tensors (free, fixed).
+    pub known: Option<(Tensor<3>, Tensor<3>)>,
 }
 
 /// The subspace prior on a device: the projector P = UUᵀ on the rows' span [d, d] and its weight.
@@ -98,16 +100,29 @@ impl<'a> Definition<'a> {
         }
     }
 
-    fn relax(&self, z: &Tensor<2>) -> Option<Relaxed> {
-        self.problem.relaxation.map(|r| r.forward(z))
+    /// The relaxed rows at z (z itself without a relaxation), with the known cells pinned.
+    fn relax(&self, z: &Tensor<2>) -> (Tensor<2>, Option<Relaxed>) {
+        let relaxed = self.problem.relaxation.map(|r| r.forward(z));
+        let x = relaxed.as_ref().map_or(z.clone(), |r| r.x.clone());
+        (self.pin(x, 1), relaxed)
+    }
+
+    /// x ⊙ free + fixed (`attack::known`), or with `part` 0 the gradient's x_bar ⊙ free.
+    fn pin(&self, x: Tensor<2>, part: usize) -> Tensor<2> {
+        let Some((free, fixed)) = &self.problem.known else {
+            return x;
+        };
+        let (n, b, d) = (x.dims()[0] / self.b, self.b, self.d);
+        let x = x.reshape([n, b, d]) * free.clone();
+        let x = if part == 1 { x + fixed.clone() } else { x };
+        x.reshape([n * b, d])
     }
 
     /// Per-member loss [N, 1] at z and the gradient of their sum w.r.t. z [N·B, d].
     fn loss_and_grad(&self, z: &Tensor<2>) -> (Tensor<2>, Tensor<2>) {
-        let relaxed = self.relax(z);
-        let x = relaxed.as_ref().map_or(z.clone(), |r| r.x.clone());
+        let (x, relaxed) = self.relax(z);
         let (loss, x_bar) = self.loss(x, true);
-        let x_bar = x_bar.expect("asked for the gradient");
+        let x_bar = self.pin(x_bar.expect("asked for the gradient"), 0);
         let z_bar = match (&relaxed, self.problem.relaxation) {
             (Some(r), Some(rel)) => rel.backward(r, x_bar),
             _ => x_bar,
@@ -262,16 +277,18 @@ impl Stepper for TensorStepper<'_> {
         self.def.priors = split_members(&self.def.priors, 1, keep).0;
         (self.z, self.m, self.v) = (upload(z), upload(m), upload(v));
         let gone = upload(gone);
-        Ok(match self.def.relax(&gone) {
-            Some(r) => (read_f32(r.x).await?, read_f32(r.probs).await?),
-            None => (read_f32(gone).await?, Vec::new()),
+        let (x, relaxed) = self.def.relax(&gone);
+        Ok(match relaxed {
+            Some(r) => (read_f32(x).await?, read_f32(r.probs).await?),
+            None => (read_f32(x).await?, Vec::new()),
         })
     }
 
     async fn finish(self) -> Result<(Vec<f32>, Vec<f32>)> {
-        Ok(match self.def.relax(&self.z) {
-            Some(r) => (read_f32(r.x).await?, read_f32(r.probs).await?),
-            None => (read_f32(self.z).await?, Vec::new()),
+        let (x, relaxed) = self.def.relax(&self.z);
+        Ok(match relaxed {
+            Some(r) => (read_f32(x).await?, read_f32(r.probs).await?),
+            None => (read_f32(x).await?, Vec::new()),
         })
     }
 }

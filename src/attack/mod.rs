@@ -2,9 +2,11 @@
 //! once on tensors, driven by one loop, accelerated per device), label restoration and baselines.
 pub mod accel;
 pub mod activity;
+pub mod attribute;
 pub mod baselines;
 pub mod driver;
 pub mod inversion;
+pub mod known;
 pub mod labels;
 pub mod objective;
 pub mod pointwise;

@@ -29,6 +29,7 @@ fn colour(a: AttackKind) -> &'static str {
         AttackKind::Cosine => "#2471a3",
         AttackKind::Dlg => "#7d3c98",
         AttackKind::Random => "#7f8c8d",
+        AttackKind::Attribute => "#b9770e",
     }
 }
 

@@ -3,6 +3,8 @@ use crate::attack::subspace::SubspaceSummary;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
+use crate::attack::attribute::AttributeReport;
+
 use crate::assess::scoring::{Accuracy, Scored};
 use crate::client::privacy::Privacy;
 use crate::config::{AttackConfig, AttackKind, LabelMode, Protocol};
@@ -168,6 +170,9 @@ pub struct Report {
     pub subspace: Option<SubspaceSummary>,
     /// Steps each member of the ensemble took before it stopped improving.
     pub member_steps: Vec<usize>,
+    /// The attribute attack: the sensitive column's accuracy against the baselines (null for the
+    /// other attacks).
+    pub attribute: Option<AttributeReport>,
 }
 
 /// Entropy bands of the report, per kind (None: unbounded). The first two inner edges are the
@@ -307,6 +312,7 @@ pub fn build_report(
         warnings: dataset.warnings.clone(),
         subspace: None,
         member_steps: Vec::new(),
+        attribute: None,
     }
 }
 
@@ -349,6 +355,7 @@ pub fn render_text(r: &Report, max_rows: usize) -> String {
         AttackKind::Cosine => "Cosine baseline".into(),
         AttackKind::Dlg => "DLG baseline".into(),
         AttackKind::Random => "Random baseline".into(),
+        AttackKind::Attribute => "Attribute reconstruction".into(),
     };
     let labels = match c.labels {
         LabelMode::Known => "known labels".to_string(),

@@ -80,15 +80,22 @@ pub struct AttackArgs {
     /// less than 0.5 % (or 3e-4) over 400 steps stops).
     #[arg(long)]
     pub no_early_stop: bool,
+    /// The attribute attack: the sensitive (categorical) column the server reconstructs, knowing
+    /// every other column of the client's rows and their labels.
+    #[arg(long)]
+    pub sensitive: Option<String>,
+    /// The attribute attack: match the updates by squared error (the paper's L2 baseline).
+    #[arg(long)]
+    pub l2: bool,
 }
 
 /// What the client does before the server sees its update.
 #[derive(Args)]
 pub struct ClientArgs {
     /// What the client sends: a gradient (fedsgd) or θ0 − θE after local training (fedavg, with
-    /// `--batch-size` as its rows).
-    #[arg(long, value_enum, default_value = "fedsgd")]
-    pub protocol: ProtocolArg,
+    /// `--batch-size` as its rows). Default fedsgd; fedavg for the attribute attack.
+    #[arg(long, value_enum)]
+    pub protocol: Option<ProtocolArg>,
     /// FedAvg: rows per local step (default 32).
     #[arg(long)]
     pub local_batch: Option<usize>,
@@ -122,9 +129,10 @@ pub enum AttackArg {
     Cosine,
     Dlg,
     Random,
+    Attribute,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, ValueEnum, PartialEq)]
 pub enum ProtocolArg {
     Fedsgd,
     Fedavg,
@@ -181,6 +189,7 @@ impl From<AttackArg> for AttackKind {
             AttackArg::Cosine => AttackKind::Cosine,
             AttackArg::Dlg => AttackKind::Dlg,
             AttackArg::Random => AttackKind::Random,
+            AttackArg::Attribute => AttackKind::Attribute,
         }
     }
 }
@@ -212,6 +221,8 @@ pub fn run_options(table: &TableArgs, attack: &AttackArgs, client: Option<&Clien
         lr: attack.lr,
         subspace: !attack.no_subspace,
         early_stop: !attack.no_early_stop,
+        sensitive: attack.sensitive.clone(),
+        l2: attack.l2,
         ..RunOptions::default()
     };
     match attack.labels {
@@ -233,8 +244,10 @@ pub fn run_options(table: &TableArgs, attack: &AttackArgs, client: Option<&Clien
     }
     if let Some(c) = client {
         o.protocol = match c.protocol {
-            ProtocolArg::Fedsgd => ProtocolKind::Fedsgd,
-            ProtocolArg::Fedavg => ProtocolKind::Fedavg,
+            Some(ProtocolArg::Fedavg) => ProtocolKind::Fedavg,
+            // The attribute attack (Lyu & Chen) faces FedAvg unless told otherwise.
+            None if attack.sensitive.is_some() => ProtocolKind::Fedavg,
+            _ => ProtocolKind::Fedsgd,
         };
         if let Some(v) = c.local_batch {
             o.local_batch = v;

@@ -196,7 +196,8 @@ fn run(cli: Cli) -> CliResult<()> {
             let mut all: Vec<Report> = Vec::new();
             let mut lines = Vec::new();
             // FedAvg sweeps its local epochs × local batches too (one point each for FedSGD).
-            let fedavg = matches!(common.client.protocol, args::ProtocolArg::Fedavg);
+            let fedavg = common.client.protocol == Some(args::ProtocolArg::Fedavg)
+                || (common.client.protocol.is_none() && common.attack.sensitive.is_some());
             let epochs_axis: Vec<Option<usize>> = if fedavg && !local_epochs_list.is_empty() {
                 local_epochs_list.iter().map(|&e| Some(e)).collect()
             } else {

@@ -24,6 +24,7 @@ use crate::attack::driver::{
 use crate::attack::inversion::Simulation;
 use crate::attack::objective::Objective;
 use crate::attack::pointwise::{AdamStep, adam, subspace_gradient, subspace_terms};
+use crate::attack::known::KnownCells;
 use crate::attack::relax::{HostRelax, Layout};
 use crate::error::Result;
 use gemm::{mm, rm};
@@ -48,6 +49,8 @@ pub struct HostProblem {
     priors: Vec<f32>,
     /// The subspace prior: the projector on the rows' span [d, d] and its weight.
     subspace: Option<(Vec<f32>, f32)>,
+    /// Cells the server knows (`attack::known`).
+    known: Option<KnownCells>,
 }
 
 impl HostProblem {
@@ -76,6 +79,7 @@ impl HostProblem {
             simulation: Simulation::Gradient,
             priors: Vec::new(),
             subspace: None,
+            known: None,
         }
     }
 
@@ -83,6 +87,12 @@ impl HostProblem {
     pub fn with_subspace(mut self, projector: Vec<f32>, weight: f64) -> HostProblem {
         assert_eq!(projector.len(), self.d() * self.d());
         self.subspace = (weight > 0.0).then_some((projector, weight as f32));
+        self
+    }
+
+    /// The same problem with cells the server knows (`attack::known`).
+    pub fn with_known(mut self, known: Option<KnownCells>) -> HostProblem {
+        self.known = known;
         self
     }
 
@@ -334,7 +344,13 @@ impl HostProblem {
             Some(r) => r.forward_rows(z, &mut buf.x, &mut buf.probs, &mut buf.sig),
             None => buf.x.copy_from_slice(z),
         }
+        if let Some(k) = &self.known {
+            k.apply(&mut buf.x);
+        }
         self.loss(buf, priors, true);
+        if let Some(k) = &self.known {
+            k.mask(&mut buf.x_bar);
+        }
         match &self.relax {
             Some(r) => r.reverse_rows(&buf.x_bar, &buf.probs, &buf.sig, &mut buf.z_bar),
             None => buf.z_bar.copy_from_slice(&buf.x_bar),
@@ -495,12 +511,18 @@ impl HostProblem {
     /// Members' relaxed rows and block probabilities at z (z itself, and no probabilities, for
     /// the unrelaxed baselines).
     pub fn relax_rows(&self, z: Vec<f32>) -> (Vec<f32>, Vec<f32>) {
-        let Some(r) = &self.relax else {
-            return (z, Vec::new());
+        let (mut x, probs) = match &self.relax {
+            None => (z, Vec::new()),
+            Some(r) => {
+                let len = z.len();
+                let (mut x, mut probs, mut sig) = (vec![0f32; len], vec![0f32; len], vec![0f32; len]);
+                r.forward_rows(&z, &mut x, &mut probs, &mut sig);
+                (x, probs)
+            }
         };
-        let len = z.len();
-        let (mut x, mut probs, mut sig) = (vec![0f32; len], vec![0f32; len], vec![0f32; len]);
-        r.forward_rows(&z, &mut x, &mut probs, &mut sig);
+        if let Some(k) = &self.known {
+            k.apply(&mut x);
+        }
         (x, probs)
     }
 }
