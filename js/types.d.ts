@@ -83,9 +83,17 @@ subspace?: boolean,
 /**
  * Stop members whose loss has stopped improving (default on).
  */
-earlyStop?: boolean, };
+earlyStop?: boolean, 
+/**
+ * The attribute attack: the sensitive column it reconstructs.
+ */
+sensitive?: string, 
+/**
+ * The attribute attack: match the updates by squared error (the L2 baseline), not cosine.
+ */
+l2?: boolean, };
 
-export type AttackKind = "tableak" | "cosine" | "dlg" | "random";
+export type AttackKind = "tableak" | "cosine" | "dlg" | "random" | "attribute";
 
 /**
  * The protocol by name, for flat options (the CLI's and the page's).
@@ -236,7 +244,12 @@ subspace: SubspaceSummary | null,
 /**
  * Steps each member of the ensemble took before it stopped improving.
  */
-member_steps: Array<number>, };
+member_steps: Array<number>, 
+/**
+ * The attribute attack: the sensitive column's accuracy against the baselines (null for the
+ * other attacks).
+ */
+attribute: AttributeReport | null, };
 
 export type Accuracy = { total: number, categorical: number | null, continuous: number | null, 
 /**
@@ -338,6 +351,45 @@ decoded_rows: number, rows: number,
 proved_rows: number, };
 
 /**
+ * The attribute attack as the report states it.
+ */
+export type AttributeReport = { 
+/**
+ * The sensitive column and how many values it takes.
+ */
+column: string, values: number, 
+/**
+ * Whether the updates were matched by squared error (the L2 baseline) rather than cosine.
+ */
+l2: boolean, 
+/**
+ * Share of the client's rows whose sensitive value the attack got right.
+ */
+accuracy: number, 
+/**
+ * What an attacker gets without the update: a uniform guess (1/K), the public split's most
+ * frequent value, and a classifier trained on the public split.
+ */
+random: number, marginal: number, public_classifier: number, 
+/**
+ * Rows of the public split the baselines learnt from.
+ */
+public_rows: number, };
+
+/**
+ * The attribute attack's settings (`AttackKind::Attribute`).
+ */
+export type AttributeConfig = { 
+/**
+ * The sensitive column the server does not know (categorical).
+ */
+column: string, 
+/**
+ * Match the updates by squared error instead of cosine (the paper's L2 baseline).
+ */
+l2: boolean, };
+
+/**
  * The (ε, δ) of one release.
  */
 export type Privacy = { 
@@ -392,7 +444,11 @@ subspace: boolean,
 /**
  * Members whose loss has stopped improving stop (`attack::driver::EARLY_STOP`).
  */
-early_stop: boolean, };
+early_stop: boolean, 
+/**
+ * The attribute attack's sensitive column (`AttackKind::Attribute` only).
+ */
+attribute: AttributeConfig | null, };
 
 /**
  * What the client sends the server (SPEC §3).

@@ -328,7 +328,12 @@ impl AttackConfig {
                     return fail(format!(
                         "no column is named {:?}; the columns are: {}",
                         a.column,
-                        dataset.features.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", ")
+                        dataset
+                            .features
+                            .iter()
+                            .map(|f| f.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ));
                 };
                 if !f.is_categorical() {
@@ -341,7 +346,9 @@ impl AttackConfig {
                     return fail("the attribute attack takes the labels as known".into());
                 }
             }
-            (_, Some(_)) => return fail("a sensitive column is for the attribute attack (attack \"attribute\")".into()),
+            (_, Some(_)) => {
+                return fail("a sensitive column is for the attribute attack (attack \"attribute\")".into());
+            }
             _ => {}
         }
         if self.iterations == 0 && self.attack != AttackKind::Random {
@@ -647,7 +654,10 @@ impl RunOptions {
             report_every: self.report_every,
             subspace: self.subspace,
             early_stop: self.early_stop,
-            attribute: self.sensitive.clone().map(|column| AttributeConfig { column, l2: self.l2 }),
+            attribute: self
+                .sensitive
+                .clone()
+                .map(|column| AttributeConfig { column, l2: self.l2 }),
         }
     }
 }

@@ -9,10 +9,10 @@ use crate::assess::{matching::Rule, matching::match_rows, pooling::pool, scoring
 use crate::attack::accel::cpu::{self, HostProblem};
 use crate::attack::activity::ActivitySolver;
 use crate::attack::attribute::{self, AttributeReport, SoftmaxRegression};
-use crate::attack::known::KnownCells;
 use crate::attack::baselines::random_rows;
 use crate::attack::driver::{Cadence, EARLY_STOP, InversionConfig, Progress};
 use crate::attack::inversion::{self, Problem, Simulation, SubspacePrior, member_losses};
+use crate::attack::known::KnownCells;
 use crate::attack::labels::{labels_from_counts, restore_counts};
 use crate::attack::objective::Objective;
 use crate::attack::relax::{Layout, Relaxation};
@@ -410,7 +410,8 @@ impl<'a> Setup<'a> {
             }),
             known: self.known.as_ref().map(|k| {
                 let (rows, d) = (k.free.len() / self.dataset.d(), self.dataset.d());
-                let upload = |v: &[f32]| Tensor::<3>::from_data(TensorData::new(v.to_vec(), [1, rows, d]), &self.runtime.device);
+                let upload =
+                    |v: &[f32]| Tensor::<3>::from_data(TensorData::new(v.to_vec(), [1, rows, d]), &self.runtime.device);
                 (upload(&k.free), upload(&k.fixed))
             }),
         }
@@ -767,7 +768,11 @@ impl<'a> Setup<'a> {
             return Err(Error::Config("the attribute attack needs the client's rows".into()));
         };
         let column = &config.attribute.as_ref().expect("validated").column;
-        let fi = dataset.features.iter().position(|f| &f.name == column).expect("validated");
+        let fi = dataset
+            .features
+            .iter()
+            .position(|f| &f.name == column)
+            .expect("validated");
         let feature = &dataset.features[fi];
         let (block, k) = ((feature.offset, feature.width()), feature.width());
         let (rows, d) = (config.rows(), dataset.d());
@@ -820,7 +825,11 @@ impl<'a> Setup<'a> {
             &public_values,
             k,
         );
-        let classified: Vec<usize> = truth.indices.iter().map(|&i| classifier.predict(&features_of(i))).collect();
+        let classified: Vec<usize> = truth
+            .indices
+            .iter()
+            .map(|&i| classifier.predict(&features_of(i)))
+            .collect();
         let public_classifier = attribute::accuracy(&classified, &truth_values);
 
         let uniform = 1.0 / k as f64;
@@ -829,7 +838,9 @@ impl<'a> Setup<'a> {
             total: uniform,
             categorical: Some(uniform),
             continuous: None,
-            per_feature: (0..dataset.features.len()).map(|j| if j == fi { uniform } else { 1.0 }).collect(),
+            per_feature: (0..dataset.features.len())
+                .map(|j| if j == fi { uniform } else { 1.0 })
+                .collect(),
             exact_rows: uniform,
         };
         let mut report = build_report(

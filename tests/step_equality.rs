@@ -116,6 +116,46 @@ fn the_cpu_kernel_follows_the_definition_through_fedavg() {
     }
 }
 
+/// The attribute attack on `relationship` over 2 local epochs of 2 steps.
+fn attribute_config(iterations: usize) -> AttackConfig {
+    use leakscope::client::fedavg::LocalTraining;
+    use leakscope::config::{AttributeConfig, Protocol};
+    AttackConfig {
+        protocol: Protocol::Fedavg(LocalTraining {
+            epochs: 2,
+            local_batch: 4,
+            lr: 0.01,
+        }),
+        attribute: Some(AttributeConfig {
+            column: "relationship".into(),
+            l2: false,
+        }),
+        ..config(AttackKind::Attribute, iterations, 5)
+    }
+}
+
+/// The attribute attack: every cell but the sensitive column's pinned (`attack::known`), through
+/// FedAvg's local steps; the pinned cells come back exactly as given on both.
+#[test]
+fn the_cpu_kernel_follows_the_definition_on_the_attribute_attack() {
+    let data = adult();
+    let c = attribute_config(50);
+    let reference = invert(&Runtime::cpu().definition(), &data, &c);
+    let kernel = invert(&Runtime::cpu(), &data, &c);
+    assert_follows("attribute kernel", &reference, &kernel);
+    // Only the sensitive block moved: every other cell is the same in every member.
+    let f = data.features.iter().find(|f| f.name == "relationship").unwrap();
+    let d = data.d();
+    let rows: Vec<&[f32]> = kernel.x.chunks_exact(d).collect();
+    let per_member = rows.len() / c.ensemble;
+    for (i, row) in rows.iter().enumerate() {
+        let first = rows[i % per_member];
+        for j in (0..d).filter(|j| !(f.offset..f.offset + f.width()).contains(j)) {
+            assert_eq!(row[j], first[j], "row {i} column {j}: a known cell moved");
+        }
+    }
+}
+
 #[test]
 fn the_cpu_kernel_gives_the_definitions_report() {
     let data = adult();
@@ -171,6 +211,13 @@ fn the_gpu_kernels_follow_the_definition_step_by_step() {
     );
     assert_eq!(a.accuracy, b.accuracy);
     assert_eq!(b.backend.kind, leakscope::BackendKind::Wgpu);
+    // The attribute attack pins known cells in the definition, which runs it on the GPU too.
+    let c = attribute_config(20);
+    assert_follows(
+        "attribute on wgpu",
+        &invert(&definition, &data, &c),
+        &invert(&gpu, &data, &c),
+    );
 }
 
 /// A step of the GPU kernels is at most 25 kernel launches (issue 7's target), counted by

@@ -58,6 +58,8 @@ fn generated() -> String {
         declaration::<ConfidentQuarter>(),
         declaration::<PriorFit>(),
         declaration::<leakscope::attack::subspace::SubspaceSummary>(),
+        declaration::<leakscope::attack::attribute::AttributeReport>(),
+        declaration::<leakscope::config::AttributeConfig>(),
         declaration::<Privacy>(),
         declaration::<AttackConfig>(),
         declaration::<Protocol>(),

@@ -35,7 +35,12 @@ pub fn score_aligned(rules: &[Rule], truth: &[Vec<Value>], reconstructed: &[Vec<
     score_assigned(rules, truth, reconstructed, (0..truth.len()).collect())
 }
 
-fn score_assigned(rules: &[Rule], truth: &[Vec<Value>], reconstructed: &[Vec<Value>], assignment: Vec<usize>) -> Scored {
+fn score_assigned(
+    rules: &[Rule],
+    truth: &[Vec<Value>],
+    reconstructed: &[Vec<Value>],
+    assignment: Vec<usize>,
+) -> Scored {
     let correct: Vec<Vec<bool>> = truth
         .iter()
         .zip(&assignment)

@@ -60,7 +60,13 @@ pub fn guesses(probs: &[f32], members: usize, rows: usize, d: usize, (offset, wi
 }
 
 /// Mean probability of each value per row across members ([rows][width]).
-pub fn mean_probs(probs: &[f32], members: usize, rows: usize, d: usize, (offset, width): (usize, usize)) -> Vec<Vec<f64>> {
+pub fn mean_probs(
+    probs: &[f32],
+    members: usize,
+    rows: usize,
+    d: usize,
+    (offset, width): (usize, usize),
+) -> Vec<Vec<f64>> {
     (0..rows)
         .map(|i| {
             (0..width)
@@ -80,7 +86,10 @@ pub fn public_split(n: usize, private: &[usize], seed: u64) -> Vec<usize> {
     let outside: Vec<usize> = (0..n).filter(|i| private.binary_search(i).is_err()).collect();
     let take = ((outside.len() as f64 * PUBLIC_SHARE).round() as usize).clamp(1.min(outside.len()), outside.len());
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut picked: Vec<usize> = sample(&mut rng, outside.len(), take).into_iter().map(|k| outside[k]).collect();
+    let mut picked: Vec<usize> = sample(&mut rng, outside.len(), take)
+        .into_iter()
+        .map(|k| outside[k])
+        .collect();
     picked.sort_unstable();
     picked
 }
@@ -103,7 +112,11 @@ pub struct SoftmaxRegression {
 impl SoftmaxRegression {
     pub fn train(x: &[Vec<f64>], y: &[usize], k: usize) -> SoftmaxRegression {
         let f = x.first().map_or(0, |r| r.len()) + 1;
-        let mut model = SoftmaxRegression { w: vec![0.0; f * k], f, k };
+        let mut model = SoftmaxRegression {
+            w: vec![0.0; f * k],
+            f,
+            k,
+        };
         let n = x.len().max(1) as f64;
         for _ in 0..CLASSIFIER_STEPS {
             let mut grad: Vec<f64> = model.w.iter().map(|w| CLASSIFIER_L2 * w).collect();
@@ -170,7 +183,9 @@ mod tests {
     #[test]
     fn softmax_regression_learns_a_separable_rule() {
         // Class = which of the two features is larger.
-        let x: Vec<Vec<f64>> = (0..40).map(|i| vec![(i % 7) as f64 / 7.0, (i % 5) as f64 / 5.0]).collect();
+        let x: Vec<Vec<f64>> = (0..40)
+            .map(|i| vec![(i % 7) as f64 / 7.0, (i % 5) as f64 / 5.0])
+            .collect();
         let y: Vec<usize> = x.iter().map(|r| (r[1] > r[0]) as usize).collect();
         let m = SoftmaxRegression::train(&x, &y, 2);
         let guess: Vec<usize> = x.iter().map(|r| m.predict(r)).collect();

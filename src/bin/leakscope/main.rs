@@ -195,6 +195,7 @@ fn run(cli: Cli) -> CliResult<()> {
             let rt = common.engine.runtime()?;
             let mut all: Vec<Report> = Vec::new();
             let mut lines = Vec::new();
+            let mut attribute_lines = Vec::new();
             // FedAvg sweeps its local epochs × local batches too (one point each for FedSGD).
             let fedavg = common.client.protocol == Some(args::ProtocolArg::Fedavg)
                 || (common.client.protocol.is_none() && common.attack.sensitive.is_some());
@@ -231,6 +232,10 @@ fn run(cli: Cli) -> CliResult<()> {
                             }
                             lines.push(summary_line(&reports[0].config, kind, &reports));
                             eprintln!("{}", lines.last().unwrap());
+                            if kind == AttackKind::Attribute {
+                                attribute_lines.push(attribute_line(&reports[0].config, &reports));
+                                eprintln!("{}", attribute_lines.last().unwrap());
+                            }
                             all.extend(reports);
                         }
                     }
@@ -239,6 +244,12 @@ fn run(cli: Cli) -> CliResult<()> {
             println!("\n{}", summary_header());
             for l in &lines {
                 println!("{l}");
+            }
+            if !attribute_lines.is_empty() {
+                println!("\n{}", attribute_header());
+                for l in &attribute_lines {
+                    println!("{l}");
+                }
             }
             println!("backend: {}", rt.info.label);
             if let Some(path) = &common.json {
@@ -378,6 +389,44 @@ fn summary_header() -> String {
         "mean steps",
         "span rank",
         "proved"
+    )
+}
+
+fn attribute_header() -> String {
+    "| column | rows | local batch | matching | batches | attack % | public classifier % | most frequent % | uniform % | s/attack |\n|---|---|---|---|---|---|---|---|---|---|".into()
+}
+
+/// The attribute attack against its baselines, mean ± std over the batches.
+fn attribute_line(config: &AttackConfig, reports: &[Report]) -> String {
+    let stat = |f: &dyn Fn(&leakscope::attack::attribute::AttributeReport) -> f64| {
+        let v: Vec<f64> = reports.iter().filter_map(|r| r.attribute.as_ref()).map(f).collect();
+        let n = v.len().max(1) as f64;
+        let mean = v.iter().sum::<f64>() / n;
+        let sd = if v.len() > 1 {
+            (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+        } else {
+            0.0
+        };
+        format!("{:.1} ± {:.1}", 100.0 * mean, 100.0 * sd)
+    };
+    let first = reports[0].attribute.as_ref();
+    let local = match &config.protocol {
+        leakscope::config::Protocol::Fedavg(t) if t.local_batch >= config.batch_size => "all".to_string(),
+        leakscope::config::Protocol::Fedavg(t) => t.local_batch.to_string(),
+        leakscope::config::Protocol::Fedsgd => "FedSGD".into(),
+    };
+    format!(
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} |",
+        first.map_or("—", |a| a.column.as_str()),
+        config.batch_size,
+        local,
+        if first.is_some_and(|a| a.l2) { "L2" } else { "cosine" },
+        reports.len(),
+        stat(&|a| a.accuracy),
+        stat(&|a| a.public_classifier),
+        stat(&|a| a.marginal),
+        stat(&|a| a.random),
+        reports.iter().map(|r| r.seconds).sum::<f64>() / reports.len().max(1) as f64,
     )
 }
 

@@ -22,9 +22,9 @@ use crate::attack::driver::{
     Cadence, Inversion, InversionConfig, Progress, Stepper, drive, member_starts, split_members,
 };
 use crate::attack::inversion::Simulation;
+use crate::attack::known::KnownCells;
 use crate::attack::objective::Objective;
 use crate::attack::pointwise::{AdamStep, adam, subspace_gradient, subspace_terms};
-use crate::attack::known::KnownCells;
 use crate::attack::relax::{HostRelax, Layout};
 use crate::error::Result;
 use gemm::{mm, rm};
