@@ -29,6 +29,8 @@ const ui = {
   schemaBody: document.querySelector('#schema tbody'),
   settingsSection: $('settings-section'),
   settings: $('settings'),
+  sensitiveChoice: $('sensitive-choice'),
+  attributeHint: $('attribute-hint'),
   run: $('run'),
   audit: $('audit'),
   auditSettings: $('audit-settings'),
@@ -227,7 +229,39 @@ function drawSchema() {
     }
     drawSchema();
   });
+  drawSensitive();
 }
+
+// The attribute attack's column choice: the table's categorical columns other than the label.
+function drawSensitive() {
+  const s = state.schema;
+  const select = ui.settings.elements.sensitive;
+  const before = select.value;
+  const used = (c) => (c.treatment === 'used' ? !state.ignore.has(c.name) : state.include.has(c.name));
+  const names = s.columns
+    .filter((c) => c.name !== state.label && used(c) && (state.kinds[c.name] ?? c.kind) === 'categorical')
+    .map((c) => c.name);
+  select.replaceChildren(...names.map((n) => el('option', { value: n, text: n })));
+  if (names.includes(before)) select.value = before;
+}
+
+// The attribute attack faces FedAvg (Lyu & Chen) and shows its column choice; the others hide it.
+function attackChanged() {
+  const attribute = ui.settings.elements.attack.value === 'attribute';
+  ui.sensitiveChoice.hidden = !attribute;
+  ui.attributeHint.hidden = !attribute;
+  if (attribute) {
+    ui.settings.elements.protocol.value = 'fedavg';
+    // Its client's local training is part of the question: show it.
+    $('federation').open = true;
+    ui.settings.elements.ensemble.placeholder = '5';
+    // Blank: the attribute attack's own ensemble (5 members).
+    ui.settings.elements.ensemble.value = '';
+  } else {
+    ui.settings.elements.ensemble.placeholder = '30 (FedAvg 15)';
+  }
+}
+ui.settings.elements.attack.addEventListener('change', attackChanged);
 
 ui.file.addEventListener('change', () => {
   const file = ui.file.files[0];
@@ -255,7 +289,7 @@ window.addEventListener('drop', (e) => e.preventDefault());
 
 // ---- running --------------------------------------------------------------------------------------
 
-const SETTINGS = ['attack', 'batchSize', 'ensemble', 'iterations', 'labels', 'seed'];
+const SETTINGS = ['attack', 'sensitive', 'batchSize', 'ensemble', 'iterations', 'labels', 'seed'];
 const FEDERATION = ['protocol', 'localEpochs', 'localBatch', 'clientLr', 'clients', 'clip', 'noise', 'trainingEpochs'];
 const WHOLE = ['batchSize', 'ensemble', 'iterations', 'seed', 'localEpochs', 'localBatch', 'clients', 'trainingEpochs'];
 
@@ -266,6 +300,13 @@ function readSettings() {
   for (const name of [...SETTINGS, ...FEDERATION]) {
     const raw = String(f.get(name) ?? '').trim();
     if (name === 'attack' || name === 'labels' || name === 'protocol') out[name] = raw;
+    else if (name === 'sensitive') {
+      // The sensitive column is the attribute attack's alone.
+      if (out.attack === 'attribute') {
+        if (!raw) throw new Error('choose the sensitive column the attribute attack reconstructs');
+        out.sensitive = raw;
+      }
+    }
     else if (raw === '') {
       // Blank: no clipping, or the protocol's own ensemble (30 members for FedSGD, 15 for FedAvg).
       if (name !== 'clip' && name !== 'ensemble') throw new Error(`${label(ui.settings, name)} needs a value`);

@@ -176,7 +176,7 @@ export function renderBuckets(box, report) {
   );
 }
 
-const ATTACKS = { tableak: 'TabLeak', cosine: 'Cosine', dlg: 'DLG', random: 'Random baseline' };
+const ATTACKS = { tableak: 'TabLeak', cosine: 'Cosine', dlg: 'DLG', random: 'Random baseline', attribute: 'Attribute reconstruction' };
 
 const epsilon = (e) => (!Number.isFinite(e) ? '∞' : e >= 1000 ? e.toExponential(2) : e.toPrecision(3));
 
@@ -186,7 +186,20 @@ export function renderSummary(box, info, report) {
   const card = (name, value, detail, cls = '') =>
     el('div', { class: `card ${cls}`, 'data-metric': name }, el('div', { class: 'value', text: value }), el('div', { class: 'name', text: name }), el('div', { class: 'detail', text: detail }));
   const c = report.config;
-  box.replaceChildren(
+  const attr = report.attribute;
+  if (attr) {
+    // The attribute attack: one column, scored row by row, against what the server has without
+    // the update.
+    box.replaceChildren(
+      card(`${attr.column} recovered`, pct(attr.accuracy), `of ${report.rows.length} rows (${attr.l2 ? 'L2' : 'cosine'} matching)`, attr.accuracy > Math.max(attr.public_classifier, attr.marginal) ? 'leak' : ''),
+      card('public classifier', pct(attr.public_classifier), `trained on ${attr.public_rows} public rows`),
+      card('most frequent value', pct(attr.marginal), 'of the public rows'),
+      card('uniform guess', pct(attr.random), `1 of ${attr.values} values`),
+      ...report.confident_quarter.map((q) =>
+        card(`surest quarter of ${attr.column}`, pct(q.quarter_accuracy), `${q.quarter_cells} of ${q.cells} rows; all: ${pct(q.accuracy)}`, q.quarter_accuracy > q.accuracy ? 'leak' : ''),
+      ),
+    );
+  } else box.replaceChildren(
     card('overall accuracy', pct(a.total), `random guessing: ${pct(report.random_baseline)}`, a.total > report.random_baseline ? 'leak' : ''),
     card('categorical', pct(a.categorical), `random: ${pct(r.categorical)}`),
     card('continuous', pct(a.continuous), `random: ${pct(r.continuous)} (within tolerance)`),

@@ -311,6 +311,39 @@ async function auditToEnd(page, timeout = 600_000) {
   await page.waitForFunction((n) => Number(document.body.dataset.audits ?? 0) > n, before, { timeout });
 }
 
+test('attribute reconstruction: the page offers the table\'s categorical columns, runs FedAvg on the chosen one and shows it against the baselines', async () => {
+  const { browser, page, problems } = await openPage({ webgpu: false });
+  try {
+    await upload(page, german);
+    assert.equal(await page.locator('#sensitive-choice').isHidden(), true);
+    await settings(page, { attack: 'attribute' });
+    assert.equal(await page.locator('#sensitive-choice').isVisible(), true);
+    // Categorical columns only, never the label; the protocol switches to FedAvg.
+    const choices = await page.locator('#settings [name=sensitive] option').allTextContents();
+    assert.ok(choices.includes('personal_status_sex') && choices.includes('housing'), choices.join(', '));
+    assert.ok(!choices.includes('credit_risk') && !choices.includes('credit_amount'), choices.join(', '));
+    assert.equal(await page.inputValue('#settings [name=protocol]'), 'fedavg');
+    await settings(page, { sensitive: 'personal_status_sex', batchSize: 50, localBatch: 8, iterations: 400, seed: 2 });
+    await runToEnd(page);
+    assert.equal(await page.locator('#error').isHidden(), true, await page.textContent('#error'));
+    const recovered = await metric(page, 'personal_status_sex recovered');
+    const classifier = await metric(page, 'public classifier');
+    const uniform = await metric(page, 'uniform guess');
+    assert.ok(recovered >= 0.8 && recovered > classifier, `recovered ${recovered}, public classifier ${classifier}`);
+    assert.equal(uniform, 0.25);
+    const report = await downloadReport(page);
+    assert.equal(report.attack, 'attribute');
+    assert.equal(report.config.attribute.column, 'personal_status_sex');
+    assert.equal(report.config.protocol.kind, 'fedavg');
+    assert.equal(report.attribute.accuracy, report.accuracy.total);
+    assert.equal(report.rows.length, 50);
+    await page.screenshot({ path: join(shots, 'attribute-results.png'), fullPage: true });
+    assert.deepEqual(problems, []);
+  } finally {
+    await browser.close();
+  }
+});
+
 test('FedAvg and defences from the form; an audit runs its cells across the workers and shows the verdict, plots and tables', async () => {
   const { browser, page, problems } = await openPage({ webgpu: false });
   try {
