@@ -64,6 +64,35 @@ test('the installed package inspects a CSV and runs a seeded attack well above t
   assert.ok(r.accuracy.total >= 0.7, `accuracy ${r.accuracy.total}`);
 });
 
+test('the installed package runs attribute reconstruction of one column after FedAvg, against its baselines', () => {
+  const out = runIn(
+    project,
+    `
+    import { readFileSync } from 'node:fs';
+    import { Leakscope } from 'leakscope';
+    const csv = readFileSync('german.csv');
+    const engine = await Leakscope.create({ backend: 'cpu' });
+    const report = await engine.run(csv, { label: 'credit_risk', attack: 'attribute', sensitive: 'housing', protocol: 'fedavg',
+      batchSize: 50, localBatch: 8, iterations: 400, seed: 3 });
+    let missing = null;
+    try { await engine.run(csv, { label: 'credit_risk', attack: 'attribute', protocol: 'fedavg' }); } catch (e) { missing = e.message; }
+    let continuous = null;
+    try { await engine.run(csv, { label: 'credit_risk', attack: 'attribute', sensitive: 'age', protocol: 'fedavg' }); } catch (e) { continuous = e.message; }
+    console.log(JSON.stringify({ report, missing, continuous }));
+    `,
+  );
+  const r = out.report;
+  assert.equal(r.attack, 'attribute');
+  assert.equal(r.config.ensemble, 5);
+  assert.equal(r.attribute.column, 'housing');
+  assert.equal(r.attribute.values, 3);
+  assert.equal(r.accuracy.total, r.attribute.accuracy);
+  assert.ok(r.attribute.accuracy >= 0.8 && r.attribute.accuracy > r.attribute.public_classifier,
+    `housing ${r.attribute.accuracy} vs public classifier ${r.attribute.public_classifier}`);
+  assert.match(out.missing, /needs the sensitive column/);
+  assert.match(out.continuous, /"age" is continuous/);
+});
+
 test('the installed package audits a table over a small grid: FedAvg, noise with ε, progress to the end, plots', () => {
   const out = runIn(
     project,
