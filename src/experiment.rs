@@ -831,6 +831,12 @@ impl<'a> Setup<'a> {
             .map(|&i| classifier.predict(&features_of(i)))
             .collect();
         let public_classifier = attribute::accuracy(&classified, &truth_values);
+        let prior: Vec<Vec<f64>> = truth
+            .indices
+            .iter()
+            .map(|&i| classifier.probs(&features_of(i)))
+            .collect();
+        let with_public_prior = attribute::accuracy(&attribute::combine(&means, &prior), &truth_values);
 
         let uniform = 1.0 / k as f64;
         let scored = score_aligned(&self.rules, &truth.rows, &reconstructed);
@@ -872,6 +878,7 @@ impl<'a> Setup<'a> {
             marginal,
             public_classifier,
             public_rows: public.len(),
+            with_public_prior,
         });
         Ok(report)
     }

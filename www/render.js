@@ -192,6 +192,7 @@ export function renderSummary(box, info, report) {
     // the update.
     box.replaceChildren(
       card(`${attr.column} recovered`, pct(attr.accuracy), `of ${report.rows.length} rows (${attr.l2 ? 'L2' : 'cosine'} matching)`, attr.accuracy > Math.max(attr.public_classifier, attr.marginal) ? 'leak' : ''),
+      card('with the public prior', pct(attr.with_public_prior), 'the attack × the public classifier', attr.with_public_prior > Math.max(attr.public_classifier, attr.marginal) ? 'leak' : ''),
       card('public classifier', pct(attr.public_classifier), `trained on ${attr.public_rows} public rows`),
       card('most frequent value', pct(attr.marginal), 'of the public rows'),
       card('uniform guess', pct(attr.random), `1 of ${attr.values} values`),

@@ -42,6 +42,25 @@ pub struct AttributeReport {
     pub public_classifier: f64,
     /// Rows of the public split the baselines learnt from.
     pub public_rows: usize,
+    /// The attack with the public classifier as a prior: per row the value maximising
+    /// log p̄_attack + log p_public (p̄: the members' mean probability). An attacker holding public
+    /// data would use both; where the update says little (large clients) the prior decides.
+    pub with_public_prior: f64,
+}
+
+/// Per row, the value maximising log(p̄ + ε) + log(q + ε): the attack's mean probabilities `p` and
+/// a prior's `q`, both [rows][K].
+const ATTACK_WEIGHT: f64 = 2.0;
+
+pub fn combine(p: &[Vec<f64>], q: &[Vec<f64>]) -> Vec<usize> {
+    const EPS: f64 = 1e-6;
+    p.iter()
+        .zip(q)
+        .map(|(a, b)| {
+            let score = |k: usize| ATTACK_WEIGHT * (a[k] + EPS).ln() + (b[k] + EPS).ln();
+            (0..a.len()).max_by(|&x, &y| score(x).total_cmp(&score(y))).unwrap_or(0)
+        })
+        .collect()
 }
 
 /// The guess per row: the value whose probability, averaged over the members, is largest.
@@ -134,7 +153,7 @@ impl SoftmaxRegression {
         model
     }
 
-    fn probs(&self, row: &[f64]) -> Vec<f64> {
+    pub fn probs(&self, row: &[f64]) -> Vec<f64> {
         let mut logits = vec![0.0; self.k];
         for (j, v) in row.iter().chain(std::iter::once(&1.0)).enumerate().take(self.f) {
             for (c, l) in logits.iter_mut().enumerate() {

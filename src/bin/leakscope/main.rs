@@ -393,7 +393,7 @@ fn summary_header() -> String {
 }
 
 fn attribute_header() -> String {
-    "| column | rows | local batch | matching | batches | attack % | public classifier % | most frequent % | uniform % | s/attack |\n|---|---|---|---|---|---|---|---|---|---|".into()
+    "| column | rows | local batch | matching | batches | attack % | attack + public prior % | public classifier % | most frequent % | uniform % | s/attack |\n|---|---|---|---|---|---|---|---|---|---|---|".into()
 }
 
 /// The attribute attack against its baselines, mean ± std over the batches.
@@ -416,13 +416,14 @@ fn attribute_line(config: &AttackConfig, reports: &[Report]) -> String {
         leakscope::config::Protocol::Fedsgd => "FedSGD".into(),
     };
     format!(
-        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} |",
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} |",
         first.map_or("—", |a| a.column.as_str()),
         config.batch_size,
         local,
         if first.is_some_and(|a| a.l2) { "L2" } else { "cosine" },
         reports.len(),
         stat(&|a| a.accuracy),
+        stat(&|a| a.with_public_prior),
         stat(&|a| a.public_classifier),
         stat(&|a| a.marginal),
         stat(&|a| a.random),
