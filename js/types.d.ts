@@ -377,7 +377,7 @@ random: number, marginal: number, public_classifier: number,
 public_rows: number, 
 /**
  * The attack with the public classifier as a prior: per row the value maximising
- * log p̄_attack + log p_public (p̄: the members' mean probability). An attacker holding public
+ * 2·log p̄_attack + log p_public (p̄: the members' mean probability; see `combine`). An attacker holding public
  * data would use both; where the update says little (large clients) the prior decides.
  */
 with_public_prior: number, };
