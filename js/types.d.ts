@@ -91,7 +91,11 @@ sensitive?: string,
 /**
  * The attribute attack: match the updates by squared error (the L2 baseline), not cosine.
  */
-l2?: boolean, };
+l2?: boolean, 
+/**
+ * The attribute attack: whether the server knows which rows the client used (default known).
+ */
+membership?: Membership, };
 
 export type AttackKind = "tableak" | "cosine" | "dlg" | "random" | "attribute";
 
@@ -380,7 +384,11 @@ public_rows: number,
  * 2·log p̄_attack + log p_public (p̄: the members' mean probability; see `combine`). An attacker holding public
  * data would use both; where the update says little (large clients) the prior decides.
  */
-with_public_prior: number, };
+with_public_prior: number, 
+/**
+ * With unknown membership: how well the server told the client's rows from the others.
+ */
+membership: MembershipReport | null, };
 
 /**
  * The attribute attack's settings (`AttackKind::Attribute`).
@@ -393,7 +401,38 @@ column: string,
 /**
  * Match the updates by squared error instead of cosine (the paper's L2 baseline).
  */
-l2: boolean, };
+l2: boolean, 
+/**
+ * Whether the server knows which rows the client trained on (`attack::membership`).
+ */
+membership: Membership, };
+
+/**
+ * Whether the server knows which rows the client trained on.
+ */
+export type Membership = "known" | "unknown";
+
+/**
+ * Membership as the report states it.
+ */
+export type MembershipReport = { 
+/**
+ * "span" (distance to the first layer's span) or "gradient variance" (the paper's mixture).
+ */
+method: string, 
+/**
+ * Candidate rows the server held (the client's and as many others).
+ */
+candidates: number, 
+/**
+ * Share of the rows taken as the client's that were: precision and recall alike, as the
+ * server takes exactly as many as the client used.
+ */
+accuracy: number, 
+/**
+ * The mixture's two means and weights on the score's logarithm (the lower is the members').
+ */
+means: [number, number], weights: [number, number], };
 
 /**
  * The (ε, δ) of one release.

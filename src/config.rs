@@ -32,6 +32,19 @@ pub struct AttributeConfig {
     /// Match the updates by squared error instead of cosine (the paper's L2 baseline).
     #[serde(default)]
     pub l2: bool,
+    /// Whether the server knows which rows the client trained on (`attack::membership`).
+    #[serde(default)]
+    pub membership: Membership,
+}
+
+/// Whether the server knows which rows the client trained on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, TS)]
+#[serde(rename_all = "lowercase")]
+pub enum Membership {
+    #[default]
+    Known,
+    /// It holds the client's rows among as many others and infers which (`attack::membership`).
+    Unknown,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
@@ -294,6 +307,19 @@ impl AttackConfig {
         if self.clients == 0 || self.clients > MAX_CLIENTS {
             return fail(format!("clients {} must be between 1 and {MAX_CLIENTS}", self.clients));
         }
+        if has_rows
+            && self
+                .attribute
+                .as_ref()
+                .is_some_and(|a| a.membership == Membership::Unknown)
+            && 2 * self.rows() > dataset.n()
+        {
+            return fail(format!(
+                "unknown membership needs as many other rows as the client's {}: the table has {}",
+                self.rows(),
+                dataset.n()
+            ));
+        }
         if has_rows && self.rows() > dataset.n() {
             return fail(format!(
                 "{} clients of {} rows each need {} distinct rows; the table has {}",
@@ -551,6 +577,9 @@ pub struct RunOptions {
     /// The attribute attack: match the updates by squared error (the L2 baseline), not cosine.
     #[ts(as = "Option<_>", optional)]
     pub l2: bool,
+    /// The attribute attack: whether the server knows which rows the client used (default known).
+    #[ts(as = "Option<_>", optional)]
+    pub membership: Membership,
 }
 
 impl Default for RunOptions {
@@ -585,6 +614,7 @@ impl Default for RunOptions {
             early_stop: c.early_stop,
             sensitive: None,
             l2: false,
+            membership: Membership::Known,
         }
     }
 }
@@ -654,10 +684,11 @@ impl RunOptions {
             report_every: self.report_every,
             subspace: self.subspace,
             early_stop: self.early_stop,
-            attribute: self
-                .sensitive
-                .clone()
-                .map(|column| AttributeConfig { column, l2: self.l2 }),
+            attribute: self.sensitive.clone().map(|column| AttributeConfig {
+                column,
+                l2: self.l2,
+                membership: self.membership,
+            }),
         }
     }
 }

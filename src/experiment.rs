@@ -14,6 +14,7 @@ use crate::attack::driver::{Cadence, EARLY_STOP, InversionConfig, Progress};
 use crate::attack::inversion::{self, Problem, Simulation, SubspacePrior, member_losses};
 use crate::attack::known::KnownCells;
 use crate::attack::labels::{labels_from_counts, restore_counts};
+use crate::attack::membership::{self, MembershipReport};
 use crate::attack::objective::Objective;
 use crate::attack::relax::{Layout, Relaxation};
 use crate::attack::subspace::{DEFAULT_SUBSPACE_WEIGHT, Subspace, SubspaceSummary};
@@ -22,7 +23,7 @@ use crate::client::gradient::ParamGrads;
 use crate::client::network::{Net, Params};
 use crate::client::simulate::{Round, simulate_round};
 use crate::client::training;
-use crate::config::{AttackConfig, AttackKind, LabelMode, MemberRange, Protocol};
+use crate::config::{AttackConfig, AttackKind, LabelMode, MemberRange, Membership, Protocol};
 use crate::error::{Error, Result};
 use crate::received::ReceivedUpdate;
 use crate::report::reconstruction::ReconstructionReport;
@@ -48,6 +49,97 @@ pub fn draw_batch(dataset: &Dataset, batch_size: usize, seed: u64) -> Vec<usize>
     let mut rows = sample(&mut rng, dataset.n(), batch_size).into_vec();
     rows.sort_unstable();
     rows
+}
+
+/// Unknown membership: the client's `batch` among as many other rows of the table, and the ones
+/// the server takes for the client's by their last-layer gradients after the update
+/// (`attack::membership`), the sensitive column averaged over its values.
+fn infer_members(
+    dataset: &Dataset,
+    config: &AttackConfig,
+    params: &Params,
+    observed: &[Vec<f32>],
+    batch: &[usize],
+    column: &str,
+) -> (Vec<usize>, MembershipReport) {
+    let n = batch.len();
+    let outside: Vec<usize> = (0..dataset.n()).filter(|i| batch.binary_search(i).is_err()).collect();
+    let mut rng = StdRng::seed_from_u64(seed_for(config.seed, 9));
+    let mut candidates: Vec<usize> = batch.to_vec();
+    candidates.extend(sample(&mut rng, outside.len(), n).into_iter().map(|k| outside[k]));
+    candidates.sort_unstable();
+    let fi = dataset
+        .features
+        .iter()
+        .position(|f| f.name == column)
+        .expect("validated");
+    let trained = membership::trained(params, observed);
+    let labels: Vec<usize> = candidates.iter().map(|&i| dataset.labels[i]).collect();
+    let values = dataset.features[fi].width();
+    // Each candidate encoded with every value of the unknown column.
+    let encoded: Vec<Vec<f64>> = (0..values)
+        .map(|v| {
+            candidates
+                .iter()
+                .flat_map(|&i| {
+                    let mut r = dataset.rows[i].clone();
+                    r[fi] = Value::Cat(v as u32);
+                    dataset.encode(&r)
+                })
+                .collect()
+        })
+        .collect();
+    let sizes = &params.sizes;
+    let layout = Layout::of(dataset);
+    let span = Subspace::from_first_layer(
+        &observed[0],
+        &observed[sizes.len() - 1],
+        sizes[0],
+        sizes[1],
+        Some(&layout),
+        n,
+        1.0,
+    );
+    // The span ranks candidates wherever it is read without noise and leaves directions out, even
+    // when its rank falls short of the rows (it then holds most of each client row, not all).
+    let (method, score): (&str, Vec<f64>) = if span.exact && span.summary.rank < span.summary.feasible {
+        // Share of the row outside the span, at the unknown column's best value.
+        let d = dataset.d();
+        let score = (0..candidates.len())
+            .map(|c| {
+                (0..values)
+                    .map(|v| span.outside_share(&encoded[v][c * d..(c + 1) * d]))
+                    .fold(f64::INFINITY, f64::min)
+            })
+            .collect();
+        ("span", score)
+    } else {
+        let mut variance = vec![0f64; candidates.len()];
+        for x in &encoded {
+            for (acc, g) in variance
+                .iter_mut()
+                .zip(membership::gradient_variances(&trained, x, &labels))
+            {
+                *acc += g / values as f64;
+            }
+        }
+        ("gradient variance", variance)
+    };
+    let logs: Vec<f64> = score.iter().map(|v| v.max(1e-300).ln()).collect();
+    let (posterior, means, weights) = membership::two_gaussians(&logs);
+    let chosen: Vec<usize> = membership::most_likely(&logs, &posterior, n)
+        .into_iter()
+        .map(|c| candidates[c])
+        .collect();
+    let right = chosen.iter().filter(|i| batch.binary_search(i).is_ok()).count();
+    let report = MembershipReport {
+        method: method.into(),
+        candidates: candidates.len(),
+        accuracy: right as f64 / n.max(1) as f64,
+        means,
+        weights,
+    };
+    (chosen, report)
 }
 
 fn onehot(labels: &[usize], classes: usize) -> Vec<f32> {
@@ -127,6 +219,10 @@ struct Setup<'a> {
     subspace: Option<Subspace>,
     /// The cells the server knows (the attribute attack, `attack::known`).
     known: Option<KnownCells>,
+    /// The attribute attack: the table rows it attacks (the client's, or those the server took
+    /// for the client's), sorted; and how well it told them apart.
+    attack_rows: Vec<usize>,
+    membership: Option<MembershipReport>,
 }
 
 struct Truth {
@@ -179,7 +275,20 @@ impl<'a> Setup<'a> {
 
         // The server's view of the labels: for a gradient their counts are all that matters; on
         // FedAvg the server is given them in the client's order (local batches are contiguous).
+        // The attribute attack's rows: the client's, or with unknown membership those of the
+        // candidates the server takes for the client's (`attack::membership`).
+        let (attack_rows, membership) = match &config.attribute {
+            Some(a) if config.attack == AttackKind::Attribute && a.membership == Membership::Unknown => {
+                let (rows, report) = infer_members(dataset, config, &params, &observed, &batch, &a.column);
+                (rows, Some(report))
+            }
+            _ => (batch.clone(), None),
+        };
         let labels = match config.labels {
+            // The attribute attack knows each of its rows' labels, in their order.
+            LabelMode::Known if config.attack == AttackKind::Attribute => {
+                attack_rows.iter().map(|&i| dataset.labels[i]).collect()
+            }
             LabelMode::Known if matches!(config.protocol, Protocol::Fedavg(_)) => true_labels.clone(),
             LabelMode::Known => {
                 let mut l = true_labels.clone();
@@ -205,7 +314,8 @@ impl<'a> Setup<'a> {
                 .filter_map(|a| dataset.features.iter().find(|f| f.name == a.column))
                 .map(|f| (f.offset, f.width()))
                 .collect();
-            KnownCells::all_but(&encode_rows(dataset, &truth), dataset.d(), &unknown)
+            let rows: Vec<Vec<Value>> = attack_rows.iter().map(|&i| dataset.rows[i].clone()).collect();
+            KnownCells::all_but(&encode_rows(dataset, &rows), dataset.d(), &unknown)
         });
         let truth = Truth {
             rows: truth,
@@ -223,6 +333,8 @@ impl<'a> Setup<'a> {
             model_accuracy,
         )?;
         setup.known = known;
+        setup.attack_rows = attack_rows;
+        setup.membership = membership;
         setup.backend = setup.backend.clone().with_engine(setup.engine());
         Ok(setup)
     }
@@ -359,6 +471,8 @@ impl<'a> Setup<'a> {
             model_accuracy,
             subspace: None,
             known: None,
+            attack_rows: Vec::new(),
+            membership: None,
             params,
             observed,
         };
@@ -761,7 +875,9 @@ impl<'a> Setup<'a> {
 
     /// The attribute attack's report: the sensitive column guessed per row from the members' mean
     /// probabilities, scored row by row (the rows are the client's own, not matched), against the
-    /// baselines of an attacker without the update (`attack::attribute`).
+    /// baselines of an attacker without the update (`attack::attribute`). With unknown membership
+    /// the attack ran on the rows the server took as the client's; a client row it missed gets the
+    /// public classifier's guess.
     fn assess_attribute(&self, inverted: Members, seconds: f64) -> Result<Report> {
         let (dataset, config) = (self.dataset, self.config);
         let Some(truth) = &self.truth else {
@@ -776,33 +892,11 @@ impl<'a> Setup<'a> {
         let feature = &dataset.features[fi];
         let (block, k) = ((feature.offset, feature.width()), feature.width());
         let (rows, d) = (config.rows(), dataset.d());
-        let guesses = attribute::guesses(&inverted.probs, self.members, rows, d, block);
-        let means = attribute::mean_probs(&inverted.probs, self.members, rows, d, block);
         let value = |v: Value| match v {
             Value::Cat(c) => c as usize,
             Value::Num(_) => unreachable!("the sensitive column is categorical"),
         };
         let truth_values: Vec<usize> = truth.rows.iter().map(|r| value(r[fi])).collect();
-        let reconstructed: Vec<Vec<Value>> = truth
-            .rows
-            .iter()
-            .zip(&guesses)
-            .map(|(r, &g)| {
-                let mut r = r.clone();
-                r[fi] = Value::Cat(g as u32);
-                r
-            })
-            .collect();
-        // Only the sensitive cells were reconstructed: only they carry an entropy.
-        let entropy: Vec<Vec<Option<f64>>> = means
-            .iter()
-            .map(|p| {
-                (0..dataset.features.len())
-                    .map(|j| (j == fi).then(|| crate::assess::entropy::categorical_soft(&[&p[..]])))
-                    .collect()
-            })
-            .collect();
-        let acc = attribute::accuracy(&guesses, &truth_values);
 
         // What the server has without the update: the public split's values, and a classifier
         // on it from the other columns and the label.
@@ -825,18 +919,59 @@ impl<'a> Setup<'a> {
             &public_values,
             k,
         );
+        let prior: Vec<Vec<f64>> = truth
+            .indices
+            .iter()
+            .map(|&i| classifier.probs(&features_of(i)))
+            .collect();
         let classified: Vec<usize> = truth
             .indices
             .iter()
             .map(|&i| classifier.predict(&features_of(i)))
             .collect();
         let public_classifier = attribute::accuracy(&classified, &truth_values);
-        let prior: Vec<Vec<f64>> = truth
+
+        // The attack's mean probabilities per client row: from the attack row that is it, or
+        // none (uniform) where the server did not take the row as the client's.
+        let attacked = attribute::mean_probs(&inverted.probs, self.members, self.attack_rows.len(), d, block);
+        let means: Vec<Option<&Vec<f64>>> = truth
             .indices
             .iter()
-            .map(|&i| classifier.probs(&features_of(i)))
+            .map(|t| self.attack_rows.binary_search(t).ok().map(|p| &attacked[p]))
             .collect();
-        let with_public_prior = attribute::accuracy(&attribute::combine(&means, &prior), &truth_values);
+        let argmax = |p: &[f64]| (0..p.len()).max_by(|&a, &b| p[a].total_cmp(&p[b])).unwrap_or(0);
+        let guesses: Vec<usize> = means
+            .iter()
+            .zip(&classified)
+            .map(|(m, &c)| m.map_or(c, |p| argmax(p)))
+            .collect();
+        let uniform_probs = vec![1.0 / k as f64; k];
+        let combined_means: Vec<Vec<f64>> = means.iter().map(|m| m.unwrap_or(&uniform_probs).clone()).collect();
+        let with_public_prior = attribute::accuracy(&attribute::combine(&combined_means, &prior), &truth_values);
+        let reconstructed: Vec<Vec<Value>> = truth
+            .rows
+            .iter()
+            .zip(&guesses)
+            .map(|(r, &g)| {
+                let mut r = r.clone();
+                r[fi] = Value::Cat(g as u32);
+                r
+            })
+            .collect();
+        // Only the sensitive cells were reconstructed: only they carry an entropy (none where
+        // the attack did not reach the row).
+        let entropy: Vec<Vec<Option<f64>>> = means
+            .iter()
+            .map(|m| {
+                (0..dataset.features.len())
+                    .map(|j| {
+                        m.filter(|_| j == fi)
+                            .map(|p| crate::assess::entropy::categorical_soft(&[&p[..]]))
+                    })
+                    .collect()
+            })
+            .collect();
+        let acc = attribute::accuracy(&guesses, &truth_values);
 
         let uniform = 1.0 / k as f64;
         let scored = score_aligned(&self.rules, &truth.rows, &reconstructed);
@@ -879,6 +1014,7 @@ impl<'a> Setup<'a> {
             public_classifier,
             public_rows: public.len(),
             with_public_prior,
+            membership: self.membership.clone(),
         });
         Ok(report)
     }

@@ -120,6 +120,7 @@ fn attribute_reconstruction_of_sex_and_relationship_on_adult() {
                     attribute: Some(AttributeConfig {
                         column: column.into(),
                         l2: false,
+                        membership: Default::default(),
                     }),
                     seed,
                     ..Default::default()
@@ -144,6 +145,43 @@ fn attribute_reconstruction_of_sex_and_relationship_on_adult() {
             }
         }
     }
+}
+
+/// Unknown membership: the server holds the client's 50 Adult rows among 50 others. The first
+/// layer's span tells most of them apart (far better than chance), and the report says how well.
+#[test]
+fn attribute_reconstruction_infers_which_rows_the_client_used() {
+    use leakscope::client::fedavg::LocalTraining;
+    use leakscope::config::{AttributeConfig, Membership, Protocol};
+    let data = dataset("adult-sample.csv", "salary");
+    let r = attack(
+        &data,
+        AttackConfig {
+            attack: AttackKind::Attribute,
+            batch_size: 50,
+            ensemble: 3,
+            iterations: 600,
+            protocol: Protocol::Fedavg(LocalTraining {
+                local_batch: 8,
+                ..Default::default()
+            }),
+            attribute: Some(AttributeConfig {
+                column: "sex".into(),
+                l2: false,
+                membership: Membership::Unknown,
+            }),
+            seed: 0,
+            ..Default::default()
+        },
+    );
+    let a = r.attribute.as_ref().unwrap();
+    let m = a.membership.as_ref().expect("membership was inferred");
+    eprintln!("  membership {:.2} by {}, sex {:.3}", m.accuracy, m.method, a.accuracy);
+    assert_eq!(m.candidates, 100);
+    assert_eq!(m.method, "span");
+    assert!(m.accuracy >= 0.75, "membership {}", m.accuracy);
+    assert_eq!(r.rows.len(), 50, "scored on the client's own rows");
+    assert!(a.accuracy > a.random, "sex {} against a uniform guess", a.accuracy);
 }
 
 /// German Credit at B=16 with restored labels: the label restoration is exact or nearly so and

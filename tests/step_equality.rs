@@ -129,6 +129,7 @@ fn attribute_config(iterations: usize) -> AttackConfig {
         attribute: Some(AttributeConfig {
             column: "relationship".into(),
             l2: false,
+            membership: Default::default(),
         }),
         ..config(AttackKind::Attribute, iterations, 5)
     }

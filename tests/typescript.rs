@@ -60,6 +60,8 @@ fn generated() -> String {
         declaration::<leakscope::attack::subspace::SubspaceSummary>(),
         declaration::<leakscope::attack::attribute::AttributeReport>(),
         declaration::<leakscope::config::AttributeConfig>(),
+        declaration::<leakscope::config::Membership>(),
+        declaration::<leakscope::attack::membership::MembershipReport>(),
         declaration::<Privacy>(),
         declaration::<AttackConfig>(),
         declaration::<Protocol>(),

@@ -13,6 +13,8 @@ use rand::{SeedableRng, rngs::StdRng, seq::index::sample};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
+use super::membership::MembershipReport;
+
 /// Members the attribute attack averages by default: one unknown column is far easier than a
 /// whole row, and a few members steady the guess of rows the update says little about.
 pub const DEFAULT_ENSEMBLE: usize = 5;
@@ -46,6 +48,8 @@ pub struct AttributeReport {
     /// 2·log p̄_attack + log p_public (p̄: the members' mean probability; see `combine`). An attacker holding public
     /// data would use both; where the update says little (large clients) the prior decides.
     pub with_public_prior: f64,
+    /// With unknown membership: how well the server told the client's rows from the others.
+    pub membership: Option<MembershipReport>,
 }
 
 /// The attack's log-weight against the prior's. On Adult's marital-status (seeds 0-2, one local

@@ -8,6 +8,7 @@ pub mod driver;
 pub mod inversion;
 pub mod known;
 pub mod labels;
+pub mod membership;
 pub mod objective;
 pub mod pointwise;
 pub mod relax;

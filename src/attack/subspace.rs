@@ -41,6 +41,8 @@ pub struct Subspace {
     pub projector: Vec<f32>,
     /// v with vᵀxᵢ = 1 for every row (see `hyperplane`), where the bias gradient gives it.
     pub hyperplane: Option<Vec<f64>>,
+    /// Whether no noise hides directions (the span read is the update's own).
+    pub exact: bool,
     pub summary: SubspaceSummary,
 }
 
@@ -161,7 +163,8 @@ impl Subspace {
         // short where δ's rows are dependent (on Adult: rank 30–31 in 2 of 10 batches of 32, 42–51
         // in every batch of 64), and where a defence's noise hides directions (σ = 0.001 at B = 32
         // kept 15 and cost 10 points). It says something only when the rows leave out directions.
-        let off = if edge > top * EXACT_SPAN {
+        let exact = edge <= top * EXACT_SPAN;
+        let off = if !exact {
             Some(format!("noise of about {noise:.1e} per entry hides part of the span"))
         } else if rows >= feasible {
             Some(format!("{rows} rows can fill all {feasible} directions a row can take"))
@@ -191,6 +194,20 @@ impl Subspace {
                 proved_rows: 0,
             },
             hyperplane,
+            exact,
+        }
+    }
+
+    /// ‖x − Px‖² / ‖x‖² of an encoded row: 0 for a row in the span.
+    pub fn outside_share(&self, x: &[f64]) -> f64 {
+        let u = self.basis_matrix();
+        let x = DVector::from_column_slice(x);
+        let inside = u.tr_mul(&x).norm_squared();
+        let total = x.norm_squared();
+        if total > 0.0 {
+            ((total - inside) / total).max(0.0)
+        } else {
+            0.0
         }
     }
 

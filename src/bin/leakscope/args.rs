@@ -87,6 +87,16 @@ pub struct AttackArgs {
     /// The attribute attack: match the updates by squared error (the paper's L2 baseline).
     #[arg(long)]
     pub l2: bool,
+    /// The attribute attack: whether the server knows which rows the client trained on, or holds
+    /// them among as many others and infers which (a Gaussian mixture on last-layer gradients).
+    #[arg(long, value_enum, default_value = "known")]
+    pub membership: MembershipArg,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq)]
+pub enum MembershipArg {
+    Known,
+    Unknown,
 }
 
 /// What the client does before the server sees its update.
@@ -223,6 +233,10 @@ pub fn run_options(table: &TableArgs, attack: &AttackArgs, client: Option<&Clien
         early_stop: !attack.no_early_stop,
         sensitive: attack.sensitive.clone(),
         l2: attack.l2,
+        membership: match attack.membership {
+            MembershipArg::Known => leakscope::config::Membership::Known,
+            MembershipArg::Unknown => leakscope::config::Membership::Unknown,
+        },
         ..RunOptions::default()
     };
     match attack.labels {

@@ -393,7 +393,7 @@ fn summary_header() -> String {
 }
 
 fn attribute_header() -> String {
-    "| column | rows | local batch | matching | batches | attack % | attack + public prior % | public classifier % | most frequent % | uniform % | s/attack |\n|---|---|---|---|---|---|---|---|---|---|---|".into()
+    "| column | rows | local batch | matching | membership | batches | attack % | attack + public prior % | public classifier % | most frequent % | uniform % | s/attack |\n|---|---|---|---|---|---|---|---|---|---|---|---|".into()
 }
 
 /// The attribute attack against its baselines, mean ± std over the batches.
@@ -416,11 +416,22 @@ fn attribute_line(config: &AttackConfig, reports: &[Report]) -> String {
         leakscope::config::Protocol::Fedsgd => "FedSGD".into(),
     };
     format!(
-        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} |",
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} |",
         first.map_or("—", |a| a.column.as_str()),
         config.batch_size,
         local,
         if first.is_some_and(|a| a.l2) { "L2" } else { "cosine" },
+        match reports
+            .iter()
+            .filter_map(|r| r.attribute.as_ref()?.membership.as_ref())
+            .collect::<Vec<_>>()
+        {
+            m if m.is_empty() => "known".to_string(),
+            m => format!(
+                "inferred {:.0} %",
+                100.0 * m.iter().map(|m| m.accuracy).sum::<f64>() / m.len() as f64
+            ),
+        },
         reports.len(),
         stat(&|a| a.accuracy),
         stat(&|a| a.with_public_prior),
