@@ -60,8 +60,10 @@ fn fedavg_tableak_beats_cosine_and_guessing() {
 }
 
 /// Adult batches of 8: TabLeak recovers nearly everything undefended; clipping to 1 with noise
-/// σ = 0.01 costs it a fair part, σ = 0.1 leaves it guessing; averaging 4 clients (32 rows in one
-/// update) and CAFE's fake gradients cost it less.
+/// σ = 0.01 costs it a fair part, σ = 0.1 leaves it guessing; CAFE's fake gradients cost it less.
+/// Averaging 4 clients (secure aggregation: 32 rows in one update) no longer protects at all: the
+/// averaged gradient is one of 32 rows, and the first layer's ReLU pattern proves them
+/// (`attack::activity`; it cost TabLeak 17 points before).
 #[test]
 fn defences_pull_tableak_toward_guessing() {
     let data = adult();
@@ -107,7 +109,7 @@ fn defences_pull_tableak_toward_guessing() {
         "σ = 0.01: {some_noise}"
     );
     assert!(
-        four <= open - 0.05 && four >= random_of_32 + 0.1,
+        four >= 0.9 && four >= random_of_32 + 0.25,
         "4 clients: {four} vs random {random_of_32}"
     );
     assert!(fake <= open - 0.1 && fake >= random + 0.1, "fake gradients: {fake}");
