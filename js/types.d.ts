@@ -95,9 +95,14 @@ l2?: boolean,
 /**
  * The attribute attack: whether the server knows which rows the client used (default known).
  */
-membership?: Membership, };
+membership?: Membership, 
+/**
+ * CAFE: parties (default 4), rows they share (default 800), rounds observed (default 2000);
+ * `batchSize` is the indices per round.
+ */
+parties?: number, cafeRows?: number, rounds?: number, };
 
-export type AttackKind = "tableak" | "cosine" | "dlg" | "random" | "attribute";
+export type AttackKind = "tableak" | "cosine" | "dlg" | "random" | "attribute" | "cafe";
 
 /**
  * The protocol by name, for flat options (the CLI's and the page's).
@@ -253,7 +258,11 @@ member_steps: Array<number>,
  * The attribute attack: the sensitive column's accuracy against the baselines (null for the
  * other attacks).
  */
-attribute: AttributeReport | null, };
+attribute: AttributeReport | null, 
+/**
+ * CAFE: its vertical setting and how well each step recovered (null for the other attacks).
+ */
+cafe: CafeReport | null, };
 
 export type Accuracy = { total: number, categorical: number | null, continuous: number | null, 
 /**
@@ -435,6 +444,40 @@ accuracy: number,
 means: [number, number], weights: [number, number], };
 
 /**
+ * CAFE's vertical setting (`AttackKind::Cafe`).
+ */
+export type CafeConfig = { 
+/**
+ * Parties holding column groups of the rows.
+ */
+parties: number, 
+/**
+ * Rows the parties share (the attack recovers all of them).
+ */
+rows: number, 
+/**
+ * Rounds the server observes, each on `batch_size` indices it chooses.
+ */
+rounds: number, };
+
+/**
+ * CAFE as the report states it.
+ */
+export type CafeReport = { parties: number, 
+/**
+ * The parties' rows (all recovered), the rounds observed and the indices per round.
+ */
+rows: number, rounds: number, batch: number, 
+/**
+ * Rows at least one round sampled.
+ */
+covered: number, 
+/**
+ * Relative error of step I's V and of step II's X against the simulation's own (‖·‖_F).
+ */
+step1_error: number, step2_error: number, };
+
+/**
  * The (ε, δ) of one release.
  */
 export type Privacy = { 
@@ -493,7 +536,11 @@ early_stop: boolean,
 /**
  * The attribute attack's sensitive column (`AttackKind::Attribute` only).
  */
-attribute: AttributeConfig | null, };
+attribute: AttributeConfig | null, 
+/**
+ * CAFE's vertical setting (`AttackKind::Cafe` only; None: its defaults).
+ */
+cafe: CafeConfig | null, };
 
 /**
  * What the client sends the server (SPEC §3).

@@ -22,6 +22,32 @@ pub enum AttackKind {
     /// Attribute reconstruction (Lyu & Chen): the server knows every column of the client's rows
     /// but `AttackConfig::attribute`'s and relaxes that one alone (`attack::attribute`).
     Attribute,
+    /// CAFE (Jin et al.) on vertically split rows: `AttackConfig::cafe`'s n rows over its rounds of
+    /// `batch_size` indices each (`attack::cafe`).
+    Cafe,
+}
+
+/// CAFE's vertical setting (`AttackKind::Cafe`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, TS)]
+#[serde(default)]
+pub struct CafeConfig {
+    /// Parties holding column groups of the rows.
+    pub parties: usize,
+    /// Rows the parties share (the attack recovers all of them).
+    pub rows: usize,
+    /// Rounds the server observes, each on `batch_size` indices it chooses.
+    pub rounds: usize,
+}
+
+impl Default for CafeConfig {
+    /// The paper's setting: 4 parties, 800 rows; 2000 rounds (each row sampled 100 times at K = 40).
+    fn default() -> Self {
+        CafeConfig {
+            parties: 4,
+            rows: 800,
+            rounds: 2000,
+        }
+    }
 }
 
 /// The attribute attack's settings (`AttackKind::Attribute`).
@@ -152,6 +178,8 @@ pub struct AttackConfig {
     pub early_stop: bool,
     /// The attribute attack's sensitive column (`AttackKind::Attribute` only).
     pub attribute: Option<AttributeConfig>,
+    /// CAFE's vertical setting (`AttackKind::Cafe` only; None: its defaults).
+    pub cafe: Option<CafeConfig>,
 }
 
 impl Default for AttackConfig {
@@ -174,6 +202,7 @@ impl Default for AttackConfig {
             subspace: true,
             early_stop: true,
             attribute: None,
+            cafe: None,
         }
     }
 }
@@ -186,6 +215,7 @@ impl std::fmt::Display for AttackKind {
             AttackKind::Dlg => "DLG",
             AttackKind::Random => "Random",
             AttackKind::Attribute => "Attribute",
+            AttackKind::Cafe => "CAFE",
         })
     }
 }
@@ -210,6 +240,10 @@ const GIB: f64 = (1u64 << 30) as f64;
 
 /// Most clients one simulated aggregate averages.
 pub const MAX_CLIENTS: usize = 1024;
+/// Most rows and rounds CAFE simulates (its normal equations are rows × rows).
+pub const MAX_CAFE_ROWS: usize = 4000;
+pub const MAX_CAFE_ROUNDS: usize = 100_000;
+
 /// Most epochs of training before an attack.
 pub const MAX_TRAINING_EPOCHS: usize = 100;
 
@@ -232,6 +266,7 @@ impl AttackConfig {
         match self.attack {
             AttackKind::Tableak => self.ensemble * self.prior_candidates().len(),
             AttackKind::Attribute => self.ensemble,
+            AttackKind::Cafe => 0,
             AttackKind::Cosine | AttackKind::Dlg => 1,
             AttackKind::Random => 0,
         }
@@ -376,6 +411,44 @@ impl AttackConfig {
                 return fail("a sensitive column is for the attribute attack (attack \"attribute\")".into());
             }
             _ => {}
+        }
+        if self.attack == AttackKind::Cafe {
+            let c = self.cafe.unwrap_or_default();
+            if c.rows == 0 || (has_rows && c.rows > dataset.n()) || c.rows > MAX_CAFE_ROWS {
+                return fail(format!(
+                    "CAFE's rows {} must be between 1 and the table's {} (at most {MAX_CAFE_ROWS})",
+                    c.rows,
+                    dataset.n()
+                ));
+            }
+            if self.batch_size > c.rows {
+                return fail(format!(
+                    "CAFE's batch of {} indices must be at most its {} rows",
+                    self.batch_size, c.rows
+                ));
+            }
+            if c.parties == 0 || c.parties > dataset.features.len() {
+                return fail(format!(
+                    "CAFE's {} parties must be between 1 and the table's {} columns",
+                    c.parties,
+                    dataset.features.len()
+                ));
+            }
+            if c.rounds == 0 || c.rounds > MAX_CAFE_ROUNDS {
+                return fail(format!(
+                    "CAFE's rounds {} must be between 1 and {MAX_CAFE_ROUNDS}",
+                    c.rounds
+                ));
+            }
+            if !matches!(self.protocol, Protocol::Fedsgd) || self.defence.is_some() || self.clients > 1 {
+                return fail(
+                    "CAFE simulates its own vertical rounds: FedAvg, defences and averaged clients do not apply \
+                     (fake gradients against it are not built yet)"
+                        .into(),
+                );
+            }
+        } else if self.cafe.is_some() {
+            return fail("parties and rounds are CAFE's (attack \"cafe\")".into());
         }
         if self.iterations == 0 && self.attack != AttackKind::Random {
             return fail("iterations must be at least 1".into());
@@ -580,6 +653,14 @@ pub struct RunOptions {
     /// The attribute attack: whether the server knows which rows the client used (default known).
     #[ts(as = "Option<_>", optional)]
     pub membership: Membership,
+    /// CAFE: parties (default 4), rows they share (default 800), rounds observed (default 2000);
+    /// `batchSize` is the indices per round.
+    #[ts(optional)]
+    pub parties: Option<usize>,
+    #[ts(optional)]
+    pub cafe_rows: Option<usize>,
+    #[ts(optional)]
+    pub rounds: Option<usize>,
 }
 
 impl Default for RunOptions {
@@ -615,6 +696,9 @@ impl Default for RunOptions {
             sensitive: None,
             l2: false,
             membership: Membership::Known,
+            parties: None,
+            cafe_rows: None,
+            rounds: None,
         }
     }
 }
@@ -684,6 +768,14 @@ impl RunOptions {
             report_every: self.report_every,
             subspace: self.subspace,
             early_stop: self.early_stop,
+            cafe: (self.attack == AttackKind::Cafe).then(|| {
+                let d = CafeConfig::default();
+                CafeConfig {
+                    parties: self.parties.unwrap_or(d.parties),
+                    rows: self.cafe_rows.unwrap_or(d.rows),
+                    rounds: self.rounds.unwrap_or(d.rounds),
+                }
+            }),
             attribute: self.sensitive.clone().map(|column| AttributeConfig {
                 column,
                 l2: self.l2,

@@ -10,6 +10,7 @@ use crate::attack::accel::cpu::{self, HostProblem};
 use crate::attack::activity::ActivitySolver;
 use crate::attack::attribute::{self, AttributeReport, SoftmaxRegression};
 use crate::attack::baselines::random_rows;
+use crate::attack::cafe::{self, CafeReport};
 use crate::attack::driver::{Cadence, EARLY_STOP, InversionConfig, Progress};
 use crate::attack::inversion::{self, Problem, Simulation, SubspacePrior, member_losses};
 use crate::attack::known::KnownCells;
@@ -23,6 +24,7 @@ use crate::client::gradient::ParamGrads;
 use crate::client::network::{Net, Params};
 use crate::client::simulate::{Round, simulate_round};
 use crate::client::training;
+use crate::client::vertical;
 use crate::config::{AttackConfig, AttackKind, LabelMode, MemberRange, Membership, Protocol};
 use crate::error::{Error, Result};
 use crate::received::ReceivedUpdate;
@@ -244,6 +246,11 @@ impl<'a> Setup<'a> {
     /// A simulated round: the batch drawn from the table by the seed, the clients' updates.
     async fn new(runtime: &'a Runtime, dataset: &'a Dataset, config: &'a AttackConfig) -> Result<Setup<'a>> {
         config.validate(dataset)?;
+        if config.attack == AttackKind::Cafe {
+            return Err(Error::Config(
+                "CAFE has no ensemble to invert in shares: run it whole (run_attack)".into(),
+            ));
+        }
         let (rows, classes) = (config.rows(), dataset.classes.len());
         let batch = draw_batch(dataset, rows, config.seed);
         let truth: Vec<Vec<Value>> = batch.iter().map(|&i| dataset.rows[i].clone()).collect();
@@ -448,7 +455,8 @@ impl<'a> Setup<'a> {
         let target_norm = defence::l2_norm(&observed);
         let (relaxed, objective) = match config.attack {
             AttackKind::Tableak => (true, Objective::Cosine),
-            AttackKind::Cosine | AttackKind::Random => (false, Objective::Cosine),
+            // CAFE runs on its own (`run_cafe`), never through a setup.
+            AttackKind::Cosine | AttackKind::Random | AttackKind::Cafe => (false, Objective::Cosine),
             AttackKind::Dlg => (false, Objective::SquaredError),
             AttackKind::Attribute => match &config.attribute {
                 Some(a) if a.l2 => (true, Objective::SquaredError),
@@ -1171,12 +1179,89 @@ pub async fn run_attack(
     progress: &mut dyn FnMut(&Progress) -> bool,
 ) -> Result<Report> {
     let start = web_time::Instant::now();
+    if config.attack == AttackKind::Cafe {
+        return run_cafe(runtime, dataset, config, progress, start);
+    }
     let setup = Setup::new(runtime, dataset, config).await?;
     let inverted = match setup.members {
         0 => None,
         count => Some(setup.invert(MemberRange { first: 0, count }, progress).await?),
     };
     setup.assess(inverted, start.elapsed().as_secs_f64()).await
+}
+
+/// CAFE (`attack::cafe`): the vertical rounds simulated on `cafe.rows` rows drawn by the seed, the
+/// rows recovered from them, scored row by row (the server knows each row's index).
+fn run_cafe(
+    runtime: &Runtime,
+    dataset: &Dataset,
+    config: &AttackConfig,
+    progress: &mut dyn FnMut(&Progress) -> bool,
+    start: web_time::Instant,
+) -> Result<Report> {
+    config.validate(dataset)?;
+    let c = config.cafe.unwrap_or_default();
+    let (n, k, d) = (c.rows, config.batch_size, dataset.d());
+    let indices = draw_batch(dataset, n, config.seed);
+    let truth: Vec<Vec<Value>> = indices.iter().map(|&i| dataset.rows[i].clone()).collect();
+    let labels: Vec<usize> = indices.iter().map(|&i| dataset.labels[i]).collect();
+    let params = Params::init(&config.layer_sizes(dataset), seed_for(config.seed, 2));
+    let h = params.sizes[1];
+    let x: Vec<f64> = truth.iter().flat_map(|r| dataset.encode(r)).collect();
+    let deltas = vertical::first_layer_deltas(&params, &x, &labels);
+    let rounds = vertical::simulate(&x, &deltas, n, d, h, k, c.rounds, seed_for(config.seed, 10));
+    let phase = |step: usize| Progress {
+        phase: "cafe".into(),
+        step,
+        of: 3,
+        loss: None,
+        elapsed: start.elapsed().as_secs_f64(),
+    };
+    if !progress(&phase(1)) {
+        return Err(Error::Cancelled);
+    }
+    let v = cafe::recover_deltas(&rounds, n, h);
+    if !progress(&phase(2)) {
+        return Err(Error::Cancelled);
+    }
+    let xs = cafe::recover_inputs(&rounds, &v, n, d, h);
+    progress(&phase(3));
+    let relative = |a: &[f64], b: &[f64]| {
+        let num: f64 = a.iter().zip(b).map(|(p, q)| (p - q).powi(2)).sum();
+        let den: f64 = b.iter().map(|q| q * q).sum();
+        (num / den.max(1e-300)).sqrt()
+    };
+    // Step III: the relaxation's projection of each recovered row.
+    let rows: Vec<Vec<Value>> = xs
+        .chunks_exact(d)
+        .map(|r| dataset.decode(&r.iter().map(|&v| v as f32).collect::<Vec<_>>()))
+        .collect();
+    let rules = Rule::of(&dataset.features);
+    let scored = score_aligned(&rules, &truth, &rows);
+    let random = score_aligned(&rules, &truth, &random_rows(dataset, n, seed_for(config.seed, 5)));
+    let mut report = build_report(
+        dataset,
+        config,
+        &runtime.info,
+        &truth,
+        &rows,
+        None,
+        &scored,
+        random.accuracy,
+        1.0,
+        Vec::new(),
+        start.elapsed().as_secs_f64(),
+    );
+    report.cafe = Some(CafeReport {
+        parties: c.parties,
+        rows: n,
+        rounds: c.rounds,
+        batch: k,
+        covered: cafe::covered(&rounds, n).iter().filter(|&&s| s).count(),
+        step1_error: relative(&v, &deltas),
+        step2_error: relative(&xs, &x),
+    });
+    Ok(report)
 }
 
 /// Attack an update received from elsewhere (see `received`) with the table's encoding as

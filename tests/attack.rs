@@ -184,6 +184,64 @@ fn attribute_reconstruction_infers_which_rows_the_client_used() {
     assert!(a.accuracy > a.random, "sex {} against a uniform guess", a.accuracy);
 }
 
+/// CAFE on 200 vertically split Adult rows, 10 indices a round: with too few rounds step I is
+/// underdetermined and the rows come back only in part; with enough, every row comes back exactly
+/// (rows aligned by index, no matching). Bad settings are refused by name.
+#[test]
+fn cafe_recovers_every_row_given_enough_rounds() {
+    use leakscope::config::CafeConfig;
+    let data = dataset("adult-sample.csv", "salary");
+    let cafe = |rounds| AttackConfig {
+        attack: AttackKind::Cafe,
+        batch_size: 10,
+        cafe: Some(CafeConfig {
+            parties: 4,
+            rows: 200,
+            rounds,
+        }),
+        ..Default::default()
+    };
+    let few = attack(&data, cafe(20));
+    let enough = attack(&data, cafe(400));
+    let (f, e) = (few.cafe.as_ref().unwrap(), enough.cafe.as_ref().unwrap());
+    eprintln!(
+        "CAFE 200 rows: 20 rounds {:.3} (step I error {:.2}), 400 rounds {:.3} (step I error {:.1e})",
+        few.accuracy.total, f.step1_error, enough.accuracy.total, e.step1_error
+    );
+    assert_eq!(enough.rows.len(), 200);
+    assert_eq!(enough.accuracy.total, 1.0);
+    assert!(e.step1_error < 1e-4 && e.step2_error < 1e-4, "{e:?}");
+    assert!(f.step1_error > 0.3, "20 rounds of 10 cannot determine 200 rows: {f:?}");
+    assert!(
+        few.accuracy.total < 0.95 && few.accuracy.total > few.random_baseline,
+        "{}",
+        few.accuracy.total
+    );
+    for (bad, want) in [
+        (
+            AttackConfig {
+                batch_size: 300,
+                ..cafe(10)
+            },
+            "at most its 200 rows",
+        ),
+        (
+            AttackConfig {
+                cafe: Some(CafeConfig {
+                    parties: 99,
+                    rows: 200,
+                    rounds: 10,
+                }),
+                ..cafe(10)
+            },
+            "parties must be between 1 and the table's 14 columns",
+        ),
+    ] {
+        let err = pollster::block_on(run_attack(&Runtime::cpu(), &data, &bad, &mut |_| true)).unwrap_err();
+        assert!(err.to_string().contains(want), "{err}");
+    }
+}
+
 /// German Credit at B=16 with restored labels: the label restoration is exact or nearly so and
 /// the attack still beats the random baseline by far.
 #[test]

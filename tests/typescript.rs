@@ -62,6 +62,8 @@ fn generated() -> String {
         declaration::<leakscope::config::AttributeConfig>(),
         declaration::<leakscope::config::Membership>(),
         declaration::<leakscope::attack::membership::MembershipReport>(),
+        declaration::<leakscope::config::CafeConfig>(),
+        declaration::<leakscope::attack::cafe::CafeReport>(),
         declaration::<Privacy>(),
         declaration::<AttackConfig>(),
         declaration::<Protocol>(),

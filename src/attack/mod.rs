@@ -4,6 +4,7 @@ pub mod accel;
 pub mod activity;
 pub mod attribute;
 pub mod baselines;
+pub mod cafe;
 pub mod driver;
 pub mod inversion;
 pub mod known;

@@ -30,6 +30,7 @@ fn colour(a: AttackKind) -> &'static str {
         AttackKind::Dlg => "#7d3c98",
         AttackKind::Random => "#7f8c8d",
         AttackKind::Attribute => "#b9770e",
+        AttackKind::Cafe => "#117a65",
     }
 }
 

@@ -6,6 +6,7 @@ pub mod network;
 pub mod privacy;
 pub mod simulate;
 pub mod training;
+pub mod vertical;
 
 pub use gradient::{ParamGrads, param_grads};
 pub use network::{Net, Params};

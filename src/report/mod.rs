@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use crate::attack::attribute::AttributeReport;
+use crate::attack::cafe::CafeReport;
 
 use crate::assess::scoring::{Accuracy, Scored};
 use crate::client::privacy::Privacy;
@@ -173,6 +174,8 @@ pub struct Report {
     /// The attribute attack: the sensitive column's accuracy against the baselines (null for the
     /// other attacks).
     pub attribute: Option<AttributeReport>,
+    /// CAFE: its vertical setting and how well each step recovered (null for the other attacks).
+    pub cafe: Option<CafeReport>,
 }
 
 /// Entropy bands of the report, per kind (None: unbounded). The first two inner edges are the
@@ -313,6 +316,7 @@ pub fn build_report(
         subspace: None,
         member_steps: Vec::new(),
         attribute: None,
+        cafe: None,
     }
 }
 
@@ -356,6 +360,7 @@ pub fn render_text(r: &Report, max_rows: usize) -> String {
         AttackKind::Dlg => "DLG baseline".into(),
         AttackKind::Random => "Random baseline".into(),
         AttackKind::Attribute => "Attribute reconstruction".into(),
+        AttackKind::Cafe => "CAFE".into(),
     };
     let labels = match c.labels {
         LabelMode::Known => "known labels".to_string(),

@@ -91,6 +91,15 @@ pub struct AttackArgs {
     /// them among as many others and infers which (a Gaussian mixture on last-layer gradients).
     #[arg(long, value_enum, default_value = "known")]
     pub membership: MembershipArg,
+    /// CAFE: parties holding column groups of the rows (default 4).
+    #[arg(long)]
+    pub parties: Option<usize>,
+    /// CAFE: rows the parties share, all recovered (default 800).
+    #[arg(long)]
+    pub rows: Option<usize>,
+    /// CAFE: rounds the server observes, each on `--batch-size` indices (default 2000).
+    #[arg(long)]
+    pub rounds: Option<usize>,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq)]
@@ -140,6 +149,7 @@ pub enum AttackArg {
     Dlg,
     Random,
     Attribute,
+    Cafe,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq)]
@@ -200,6 +210,7 @@ impl From<AttackArg> for AttackKind {
             AttackArg::Dlg => AttackKind::Dlg,
             AttackArg::Random => AttackKind::Random,
             AttackArg::Attribute => AttackKind::Attribute,
+            AttackArg::Cafe => AttackKind::Cafe,
         }
     }
 }
@@ -237,6 +248,9 @@ pub fn run_options(table: &TableArgs, attack: &AttackArgs, client: Option<&Clien
             MembershipArg::Known => leakscope::config::Membership::Known,
             MembershipArg::Unknown => leakscope::config::Membership::Unknown,
         },
+        parties: attack.parties,
+        cafe_rows: attack.rows,
+        rounds: attack.rounds,
         ..RunOptions::default()
     };
     match attack.labels {

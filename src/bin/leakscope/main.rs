@@ -52,7 +52,7 @@ enum Command {
         batch_size: usize,
         /// Rows to print (the JSON report holds them all).
         #[arg(long, default_value_t = 8)]
-        rows: usize,
+        show: usize,
     },
     /// Many batches × batch sizes × attacks: mean ± std of accuracy (the paper's Table 1 layout).
     Sweep {
@@ -155,7 +155,7 @@ fn run(cli: Cli) -> CliResult<()> {
             common,
             attack,
             batch_size,
-            rows,
+            show,
         } => {
             let dataset = load(&common.table)?;
             let rt = common.engine.runtime()?;
@@ -167,7 +167,7 @@ fn run(cli: Cli) -> CliResult<()> {
             );
             let report = attack_once(&rt, &dataset, &config, &pb)?;
             pb.finish_and_clear();
-            print!("{}", render_text(&report, rows));
+            print!("{}", render_text(&report, show));
             if let Some(path) = &common.json {
                 write_atomically(path, &serde_json::to_string_pretty(&report).unwrap())?;
                 println!("report written to {}", path.display());
