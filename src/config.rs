@@ -37,6 +37,8 @@ pub struct CafeConfig {
     pub rows: usize,
     /// Rounds the server observes, each on `batch_size` indices it chooses.
     pub rounds: usize,
+    /// CAFE's countermeasure: each party sends fake gradients, the closest of this many draws.
+    pub fake_gradients: Option<usize>,
 }
 
 impl Default for CafeConfig {
@@ -46,6 +48,7 @@ impl Default for CafeConfig {
             parties: 4,
             rows: 800,
             rounds: 2000,
+            fake_gradients: None,
         }
     }
 }
@@ -440,14 +443,27 @@ impl AttackConfig {
                     c.rounds
                 ));
             }
-            if !matches!(self.protocol, Protocol::Fedsgd) || self.defence.is_some() || self.clients > 1 {
-                return fail(
-                    "CAFE simulates its own vertical rounds: FedAvg, defences and averaged clients do not apply \
-                     (fake gradients against it are not built yet)"
-                        .into(),
-                );
+            if let Some(k) = c.fake_gradients
+                && !(1..=crate::client::defence::MAX_FAKE_DRAWS).contains(&k)
+            {
+                return fail(format!(
+                    "fake gradients take 1 to {} draws, not {k}",
+                    crate::client::defence::MAX_FAKE_DRAWS
+                ));
             }
-        } else if self.cafe.is_some() {
+        }
+        if self.attack == AttackKind::Cafe
+            && (!matches!(self.protocol, Protocol::Fedsgd)
+                || self.defence.is_some_and(|d| d.clip.is_some() || d.noise > 0.0)
+                || self.clients > 1)
+        {
+            return fail(
+                "CAFE simulates its own vertical rounds: FedAvg, clipping, noise and averaged clients do not apply \
+                 (its countermeasure is --fake-gradients)"
+                    .into(),
+            );
+        }
+        if self.attack != AttackKind::Cafe && self.cafe.is_some() {
             return fail("parties and rounds are CAFE's (attack \"cafe\")".into());
         }
         if self.iterations == 0 && self.attack != AttackKind::Random {
@@ -774,6 +790,7 @@ impl RunOptions {
                     parties: self.parties.unwrap_or(d.parties),
                     rows: self.cafe_rows.unwrap_or(d.rows),
                     rounds: self.rounds.unwrap_or(d.rounds),
+                    fake_gradients: self.fake_gradients,
                 }
             }),
             attribute: self.sensitive.clone().map(|column| AttributeConfig {

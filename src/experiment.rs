@@ -1209,7 +1209,33 @@ fn run_cafe(
     let h = params.sizes[1];
     let x: Vec<f64> = truth.iter().flat_map(|r| dataset.encode(r)).collect();
     let deltas = vertical::first_layer_deltas(&params, &x, &labels);
-    let rounds = vertical::simulate(&x, &deltas, n, d, h, k, c.rounds, seed_for(config.seed, 10));
+    let mut rounds = vertical::simulate(&x, &deltas, n, d, h, k, c.rounds, seed_for(config.seed, 10));
+    // Each party's encoded columns: its features' blocks, contiguous.
+    let columns: Vec<(usize, usize)> = vertical::party_columns(dataset.features.len(), c.parties)
+        .into_iter()
+        .map(|(first, count)| {
+            let fs = &dataset.features[first..first + count];
+            (fs[0].offset, fs.iter().map(|f| f.width()).sum())
+        })
+        .collect();
+    let mut training = (None, None);
+    if let Some(draws) = c.fake_gradients {
+        vertical::fake_rounds(&mut rounds, &columns, h, draws, seed_for(config.seed, 11));
+        // What the countermeasure costs the model: the same training with true and fake gradients.
+        let train = |fake| {
+            vertical::train_rounds(
+                &params,
+                &x,
+                &labels,
+                k,
+                c.rounds,
+                cafe::TRAINING_LR,
+                fake,
+                seed_for(config.seed, 12),
+            )
+        };
+        training = (Some(train(None)), Some(train(Some((&columns[..], draws)))));
+    }
     let phase = |step: usize| Progress {
         phase: "cafe".into(),
         step,
@@ -1260,6 +1286,9 @@ fn run_cafe(
         covered: cafe::covered(&rounds, n).iter().filter(|&&s| s).count(),
         step1_error: relative(&v, &deltas),
         step2_error: relative(&xs, &x),
+        fake_gradients: c.fake_gradients,
+        training_loss: training.0,
+        training_loss_fake: training.1,
     });
     Ok(report)
 }

@@ -32,7 +32,15 @@ pub struct CafeReport {
     /// Relative error of step I's V and of step II's X against the simulation's own (‖·‖_F).
     pub step1_error: f64,
     pub step2_error: f64,
+    /// With fake gradients: the draws, and the training loss over the rows after `rounds` SGD
+    /// steps (lr `TRAINING_LR`) with the true gradients and with the fake ones.
+    pub fake_gradients: Option<usize>,
+    pub training_loss: Option<f64>,
+    pub training_loss_fake: Option<f64>,
 }
+
+/// SGD step of the training whose loss measures the countermeasure's cost.
+pub const TRAINING_LR: f64 = 0.1;
 
 /// Tikhonov weight relative to the normal matrix's mean diagonal: keeps rows the rounds leave
 /// undetermined at 0 (their column means) instead of blowing up.

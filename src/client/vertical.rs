@@ -107,6 +107,148 @@ pub fn simulate(
         .collect()
 }
 
+/// CAFE's countermeasure (`defence::fake_gradients`): each party sends, for its own columns' rows of
+/// the first layer's weight gradient (and party 0 for the bias gradient too), the closest of
+/// `draws` random vectors rearranged into the true gradient's element order. `columns`: each
+/// party's encoded columns as (offset, width), in order.
+pub fn fake_rounds(rounds: &mut [Round], columns: &[(usize, usize)], h: usize, draws: usize, seed: u64) {
+    for (t, r) in rounds.iter_mut().enumerate() {
+        for (p, &(offset, width)) in columns.iter().enumerate() {
+            let mut parts = vec![
+                r.weight[offset * h..(offset + width) * h]
+                    .iter()
+                    .map(|&v| v as f32)
+                    .collect::<Vec<_>>(),
+            ];
+            if p == 0 {
+                parts.push(r.bias.iter().map(|&v| v as f32).collect());
+            }
+            super::defence::fake_gradients(&mut parts, draws, seed ^ ((t as u64) << 8) ^ p as u64);
+            for (w, &v) in r.weight[offset * h..(offset + width) * h].iter_mut().zip(&parts[0]) {
+                *w = v as f64;
+            }
+            if p == 0 {
+                r.bias.iter_mut().zip(&parts[1]).for_each(|(b, &v)| *b = v as f64);
+            }
+        }
+    }
+}
+
+/// Mean cross-entropy of rows `indices` and its gradient: per layer, the weight gradient
+/// ([fan_in, fan_out] row-major) and the bias gradient, as `Params` lays them out.
+pub fn batch_gradient(
+    params: &Params,
+    x: &[f64],
+    labels: &[usize],
+    indices: &[usize],
+) -> (f64, Vec<Vec<f64>>, Vec<Vec<f64>>) {
+    let layers = params.layers();
+    let d = params.sizes[0];
+    let mut gw: Vec<Vec<f64>> = (0..layers)
+        .map(|l| vec![0.0; params.sizes[l] * params.sizes[l + 1]])
+        .collect();
+    let mut gb: Vec<Vec<f64>> = (0..layers).map(|l| vec![0.0; params.sizes[l + 1]]).collect();
+    let k = indices.len().max(1) as f64;
+    let mut loss = 0.0;
+    for &i in indices {
+        let mut acts: Vec<Vec<f64>> = vec![x[i * d..(i + 1) * d].to_vec()];
+        let mut pre: Vec<Vec<f64>> = Vec::with_capacity(layers);
+        for l in 0..layers {
+            let fan_out = params.sizes[l + 1];
+            let mut z: Vec<f64> = params.biases[l].iter().map(|&b| b as f64).collect();
+            for (kk, &v) in acts[l].iter().enumerate() {
+                let w = &params.weights[l][kk * fan_out..(kk + 1) * fan_out];
+                z.iter_mut().zip(w).for_each(|(z, &w)| *z += v * w as f64);
+            }
+            acts.push(if l + 1 < layers {
+                z.iter().map(|v| v.max(0.0)).collect()
+            } else {
+                z.clone()
+            });
+            pre.push(z);
+        }
+        let logits = &pre[layers - 1];
+        let max = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let e: Vec<f64> = logits.iter().map(|v| (v - max).exp()).collect();
+        let s: f64 = e.iter().sum();
+        loss += (s.ln() + max - logits[labels[i]]) / k;
+        let mut delta: Vec<f64> = e
+            .iter()
+            .enumerate()
+            .map(|(c, v)| v / s - (c == labels[i]) as u8 as f64)
+            .collect();
+        for l in (0..layers).rev() {
+            let fan_out = params.sizes[l + 1];
+            for (kk, &a) in acts[l].iter().enumerate() {
+                gw[l][kk * fan_out..(kk + 1) * fan_out]
+                    .iter_mut()
+                    .zip(&delta)
+                    .for_each(|(g, dl)| *g += a * dl / k);
+            }
+            gb[l].iter_mut().zip(&delta).for_each(|(g, dl)| *g += dl / k);
+            if l > 0 {
+                let fan_in = params.sizes[l];
+                delta = (0..fan_in)
+                    .map(|kk| {
+                        if pre[l - 1][kk] <= 0.0 {
+                            return 0.0;
+                        }
+                        let w = &params.weights[l][kk * fan_out..(kk + 1) * fan_out];
+                        w.iter().zip(&delta).map(|(&w, dl)| w as f64 * dl).sum()
+                    })
+                    .collect();
+            }
+        }
+    }
+    (loss, gw, gb)
+}
+
+/// The cost of CAFE's countermeasure to training: `rounds` SGD steps (step `lr`) on `k` rows a
+/// round, the first layer's gradient as the parties send it (fake where `fake` says: each party's
+/// columns and the draws), then the mean cross-entropy over all n rows.
+#[allow(clippy::too_many_arguments)]
+pub fn train_rounds(
+    params: &Params,
+    x: &[f64],
+    labels: &[usize],
+    k: usize,
+    rounds: usize,
+    lr: f64,
+    fake: Option<(&[(usize, usize)], usize)>,
+    seed: u64,
+) -> f64 {
+    let n = labels.len();
+    let h = params.sizes[1];
+    let mut p = params.clone();
+    let mut rng = StdRng::seed_from_u64(seed);
+    for t in 0..rounds {
+        let indices = sample(&mut rng, n, k).into_vec();
+        let (_, mut gw, mut gb) = batch_gradient(&p, x, labels, &indices);
+        if let Some((columns, draws)) = fake {
+            let mut r = [Round {
+                indices: Vec::new(),
+                weight: std::mem::take(&mut gw[0]),
+                bias: std::mem::take(&mut gb[0]),
+            }];
+            fake_rounds(&mut r, columns, h, draws, seed ^ ((t as u64) << 20));
+            let [r] = r;
+            (gw[0], gb[0]) = (r.weight, r.bias);
+        }
+        for l in 0..p.layers() {
+            p.weights[l]
+                .iter_mut()
+                .zip(&gw[l])
+                .for_each(|(w, g)| *w -= (lr * g) as f32);
+            p.biases[l]
+                .iter_mut()
+                .zip(&gb[l])
+                .for_each(|(b, g)| *b -= (lr * g) as f32);
+        }
+    }
+    let all: Vec<usize> = (0..n).collect();
+    batch_gradient(&p, x, labels, &all).0
+}
+
 /// The parties' column groups: features split into `parties` contiguous groups as evenly as
 /// possible, as (first feature, feature count).
 pub fn party_columns(features: usize, parties: usize) -> Vec<(usize, usize)> {
