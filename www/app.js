@@ -248,6 +248,17 @@ function drawSensitive() {
 // The attribute attack faces FedAvg (Lyu & Chen) and shows its column choice; the others hide it.
 function attackChanged() {
   const attribute = ui.settings.elements.attack.value === 'attribute';
+  const cafe = ui.settings.elements.attack.value === 'cafe';
+  for (const node of ui.settings.querySelectorAll('.cafe-only')) node.hidden = !cafe;
+  $('cafe-hint').hidden = !cafe;
+  if (cafe) {
+    // The engine's defaults are the paper's (800 rows, 2000 rounds, 4 parties): smaller here.
+    const f = ui.settings.elements;
+    if (!f.cafeRows.value) f.cafeRows.value = '200';
+    if (!f.rounds.value) f.rounds.value = '400';
+    if (!f.parties.value) f.parties.value = '4';
+    ui.settings.elements.protocol.value = 'fedsgd';
+  }
   ui.sensitiveChoice.hidden = !attribute;
   ui.attributeHint.hidden = !attribute;
   if (attribute) {
@@ -289,9 +300,10 @@ window.addEventListener('drop', (e) => e.preventDefault());
 
 // ---- running --------------------------------------------------------------------------------------
 
-const SETTINGS = ['attack', 'sensitive', 'batchSize', 'ensemble', 'iterations', 'labels', 'seed'];
+const SETTINGS = ['attack', 'sensitive', 'cafeRows', 'rounds', 'parties', 'batchSize', 'ensemble', 'iterations', 'labels', 'seed'];
+const CAFE = ['cafeRows', 'rounds', 'parties'];
 const FEDERATION = ['protocol', 'localEpochs', 'localBatch', 'clientLr', 'clients', 'clip', 'noise', 'trainingEpochs'];
-const WHOLE = ['batchSize', 'ensemble', 'iterations', 'seed', 'localEpochs', 'localBatch', 'clients', 'trainingEpochs'];
+const WHOLE = ['batchSize', 'ensemble', 'iterations', 'seed', 'localEpochs', 'localBatch', 'clients', 'trainingEpochs', ...CAFE];
 
 // The form's values as the engine's options; a blank optional number (the clip norm) is left out.
 function readSettings() {
@@ -300,6 +312,7 @@ function readSettings() {
   for (const name of [...SETTINGS, ...FEDERATION]) {
     const raw = String(f.get(name) ?? '').trim();
     if (name === 'attack' || name === 'labels' || name === 'protocol') out[name] = raw;
+    else if (CAFE.includes(name) && out.attack !== 'cafe') continue;
     else if (name === 'sensitive') {
       // The sensitive column is the attribute attack's alone.
       if (out.attack === 'attribute') {
@@ -308,8 +321,9 @@ function readSettings() {
       }
     }
     else if (raw === '') {
-      // Blank: no clipping, or the protocol's own ensemble (30 members for FedSGD, 15 for FedAvg).
-      if (name !== 'clip' && name !== 'ensemble') throw new Error(`${label(ui.settings, name)} needs a value`);
+      // Blank: no clipping, the protocol's own ensemble (30 members for FedSGD, 15 for FedAvg), or
+      // CAFE's own defaults.
+      if (name !== 'clip' && name !== 'ensemble' && !CAFE.includes(name)) throw new Error(`${label(ui.settings, name)} needs a value`);
     } else {
       const value = Number(raw);
       if (!Number.isFinite(value) || value < 0 || (WHOLE.includes(name) && !Number.isInteger(value))) {

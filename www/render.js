@@ -176,7 +176,7 @@ export function renderBuckets(box, report) {
   );
 }
 
-const ATTACKS = { tableak: 'TabLeak', cosine: 'Cosine', dlg: 'DLG', random: 'Random baseline', attribute: 'Attribute reconstruction' };
+const ATTACKS = { tableak: 'TabLeak', cosine: 'Cosine', dlg: 'DLG', random: 'Random baseline', attribute: 'Attribute reconstruction', cafe: 'CAFE' };
 
 const epsilon = (e) => (!Number.isFinite(e) ? '∞' : e >= 1000 ? e.toExponential(2) : e.toPrecision(3));
 
@@ -199,6 +199,17 @@ export function renderSummary(box, info, report) {
       ...report.confident_quarter.map((q) =>
         card(`surest quarter of ${attr.column}`, pct(q.quarter_accuracy), `${q.quarter_cells} of ${q.cells} rows; all: ${pct(q.accuracy)}`, q.quarter_accuracy > q.accuracy ? 'leak' : ''),
       ),
+    );
+  } else if (report.cafe) {
+    // CAFE: every shared row, aligned by its index; how well each step recovered.
+    const cf = report.cafe;
+    box.replaceChildren(
+      card('cells recovered', pct(a.total), `random guessing: ${pct(report.random_baseline)}`, a.total > report.random_baseline ? 'leak' : ''),
+      card('rows fully recovered', `${Math.round(a.exact_rows * report.rows.length)} / ${report.rows.length}`, 'every cell right'),
+      card('rounds', String(cf.rounds), `of ${cf.batch} indices; ${cf.covered} of ${cf.rows} rows sampled`),
+      card('step I error', cf.step1_error.toExponential(1), '∇U per row, relative'),
+      card('step II error', cf.step2_error.toExponential(1), 'first-layer inputs, relative'),
+      ...(cf.fake_gradients === null ? [] : [card('training loss', cf.training_loss_fake.toFixed(3), `with fake gradients; ${cf.training_loss.toFixed(3)} without`)]),
     );
   } else box.replaceChildren(
     card('overall accuracy', pct(a.total), `random guessing: ${pct(report.random_baseline)}`, a.total > report.random_baseline ? 'leak' : ''),
@@ -244,7 +255,9 @@ export function renderSummary(box, info, report) {
   }
   info.textContent =
     (setting.length ? `${setting.join('; ')}. ` : '') +
-    `${ATTACKS[report.attack]} on a batch of ${c.batch_size} rows (ensemble ${c.ensemble}${steps}, seed ${c.seed}) ` +
+    (report.cafe
+      ? `CAFE on ${report.cafe.rows} rows shared by ${report.cafe.parties} parties, ${report.cafe.rounds} rounds of ${c.batch_size} indices (seed ${c.seed}) `
+      : `${ATTACKS[report.attack]} on a batch of ${c.batch_size} rows (ensemble ${c.ensemble}${steps}, seed ${c.seed}) `) +
     `drawn from ${report.table_rows} rows${report.dropped_rows ? ` (${report.dropped_rows} with missing values dropped)` : ''}; ` +
     `${report.seconds.toFixed(1)} s on ${report.backend.label}.` +
     (report.warnings.length ? ` Warnings: ${report.warnings.join('; ')}` : '');

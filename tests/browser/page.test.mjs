@@ -344,6 +344,33 @@ test('attribute reconstruction: the page offers the table\'s categorical columns
   }
 });
 
+test('CAFE from the page: shared rows, rounds and parties, every row recovered with enough rounds', async () => {
+  const { browser, page, problems } = await openPage({ webgpu: false });
+  try {
+    await upload(page, german);
+    await settings(page, { attack: 'cafe' });
+    assert.equal(await page.locator('#settings [name=cafeRows]').isVisible(), true);
+    await settings(page, { cafeRows: 100, rounds: 200, parties: 2, batchSize: 10, seed: 1 });
+    await runToEnd(page);
+    assert.equal(await page.locator('#error').isHidden(), true, await page.textContent('#error'));
+    assert.equal(await metric(page, 'cells recovered'), 1);
+    assert.equal(await page.textContent('.card[data-metric="rows fully recovered"] .value'), '100 / 100');
+    assert.match(await page.textContent('#results-info'), /CAFE on 100 rows shared by 2 parties, 200 rounds of 10 indices/);
+    const report = await downloadReport(page);
+    assert.equal(report.attack, 'cafe');
+    assert.deepEqual([report.cafe.rows, report.cafe.rounds, report.cafe.parties, report.cafe.batch], [100, 200, 2, 10]);
+    // Too few rounds: step I is underdetermined and the page says how far off it is.
+    await settings(page, { rounds: 5 });
+    await runToEnd(page);
+    assert.ok((await metric(page, 'cells recovered')) < 0.9);
+    assert.ok(Number.parseFloat(await page.textContent('.card[data-metric="step I error"] .value')) > 0.1);
+    await page.screenshot({ path: join(shots, 'cafe-results.png'), fullPage: true });
+    assert.deepEqual(problems, []);
+  } finally {
+    await browser.close();
+  }
+});
+
 test('FedAvg and defences from the form; an audit runs its cells across the workers and shows the verdict, plots and tables', async () => {
   const { browser, page, problems } = await openPage({ webgpu: false });
   try {
