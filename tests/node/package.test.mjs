@@ -93,6 +93,29 @@ test('the installed package runs attribute reconstruction of one column after Fe
   assert.match(out.continuous, /"age" is continuous/);
 });
 
+test('the installed package runs CAFE on vertically split rows and its fake-gradients countermeasure', () => {
+  const out = runIn(
+    project,
+    `
+    import { readFileSync } from 'node:fs';
+    import { Leakscope } from 'leakscope';
+    const csv = readFileSync('german.csv');
+    const engine = await Leakscope.create({ backend: 'cpu' });
+    const base = { label: 'credit_risk', attack: 'cafe', cafeRows: 100, rounds: 200, parties: 2, batchSize: 10, seed: 1 };
+    const clean = await engine.run(csv, base);
+    const fake = await engine.run(csv, { ...base, fakeGradients: 10 });
+    console.log(JSON.stringify({ clean, fake }));
+    `,
+  );
+  assert.equal(out.clean.attack, 'cafe');
+  assert.equal(out.clean.accuracy.total, 1);
+  assert.equal(out.clean.rows.length, 100);
+  assert.ok(out.clean.cafe.step1_error < 1e-4, JSON.stringify(out.clean.cafe));
+  assert.equal(out.fake.cafe.fake_gradients, 10);
+  assert.ok(out.fake.cafe.step2_error > 1e-2 && out.fake.accuracy.total < 1, JSON.stringify(out.fake.cafe));
+  assert.ok(out.fake.cafe.training_loss > 0 && out.fake.cafe.training_loss_fake > 0);
+});
+
 test('the installed package audits a table over a small grid: FedAvg, noise with ε, progress to the end, plots', () => {
   const out = runIn(
     project,
