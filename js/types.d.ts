@@ -458,7 +458,11 @@ rows: number,
 /**
  * Rounds the server observes, each on `batch_size` indices it chooses.
  */
-rounds: number, };
+rounds: number, 
+/**
+ * CAFE's countermeasure: each party sends fake gradients, the closest of this many draws.
+ */
+fake_gradients: number | null, };
 
 /**
  * CAFE as the report states it.
@@ -475,7 +479,12 @@ covered: number,
 /**
  * Relative error of step I's V and of step II's X against the simulation's own (‖·‖_F).
  */
-step1_error: number, step2_error: number, };
+step1_error: number, step2_error: number, 
+/**
+ * With fake gradients: the draws, and the training loss over the rows after `rounds` SGD
+ * steps (lr `TRAINING_LR`) with the true gradients and with the fake ones.
+ */
+fake_gradients: number | null, training_loss: number | null, training_loss_fake: number | null, };
 
 /**
  * The (ε, δ) of one release.
