@@ -464,7 +464,7 @@ impl AttackConfig {
             );
         }
         if self.attack != AttackKind::Cafe && self.cafe.is_some() {
-            return fail("parties and rounds are CAFE's (attack \"cafe\")".into());
+            return fail("shared rows, parties and rounds are CAFE's settings (attack \"cafe\")".into());
         }
         if self.iterations == 0 && self.attack != AttackKind::Random {
             return fail("iterations must be at least 1".into());
@@ -784,7 +784,12 @@ impl RunOptions {
             report_every: self.report_every,
             subspace: self.subspace,
             early_stop: self.early_stop,
-            cafe: (self.attack == AttackKind::Cafe).then(|| {
+            // CAFE's settings given to another attack reach validation, which names them.
+            cafe: (self.attack == AttackKind::Cafe
+                || self.parties.is_some()
+                || self.cafe_rows.is_some()
+                || self.rounds.is_some())
+            .then(|| {
                 let d = CafeConfig::default();
                 CafeConfig {
                     parties: self.parties.unwrap_or(d.parties),

@@ -261,6 +261,13 @@ fn cafe_recovers_every_row_given_enough_rounds() {
             },
             "parties must be between 1 and the table's 14 columns",
         ),
+        (
+            AttackConfig {
+                attack: AttackKind::Tableak,
+                ..cafe(10)
+            },
+            "are CAFE's settings",
+        ),
     ] {
         let err = pollster::block_on(run_attack(&Runtime::cpu(), &data, &bad, &mut |_| true)).unwrap_err();
         assert!(err.to_string().contains(want), "{err}");
