@@ -98,7 +98,7 @@ l2?: boolean,
 membership?: Membership, 
 /**
  * CAFE: parties (default 4), rows they share (default 800), rounds observed (default 2000);
- * `batchSize` is the indices per round.
+ * `batchSize` is the indices per round. `rounds` is also the attribute attack's (default 1).
  */
 parties?: number, cafeRows?: number, rounds?: number, };
 
@@ -414,7 +414,12 @@ l2: boolean,
 /**
  * Whether the server knows which rows the client trained on (`attack::membership`).
  */
-membership: Membership, };
+membership: Membership, 
+/**
+ * Rounds the server observes (the first ones): in each the client trains from the model the
+ * previous round's update left, and the attack sums the rounds' losses. 1 by default.
+ */
+rounds: number, };
 
 /**
  * Whether the server knows which rows the client trained on.

@@ -64,6 +64,14 @@ pub struct AttributeConfig {
     /// Whether the server knows which rows the client trained on (`attack::membership`).
     #[serde(default)]
     pub membership: Membership,
+    /// Rounds the server observes (the first ones): in each the client trains from the model the
+    /// previous round's update left, and the attack sums the rounds' losses. 1 by default.
+    #[serde(default = "one_round")]
+    pub rounds: usize,
+}
+
+fn one_round() -> usize {
+    1
 }
 
 /// Whether the server knows which rows the client trained on.
@@ -243,6 +251,9 @@ const GIB: f64 = (1u64 << 30) as f64;
 
 /// Most clients one simulated aggregate averages.
 pub const MAX_CLIENTS: usize = 1024;
+/// Most rounds the attribute attack observes (each is a whole simulated training in every step).
+pub const MAX_ATTRIBUTE_ROUNDS: usize = 20;
+
 /// Most rows and rounds CAFE simulates (its normal equations are rows × rows).
 pub const MAX_CAFE_ROWS: usize = 4000;
 pub const MAX_CAFE_ROUNDS: usize = 100_000;
@@ -408,6 +419,15 @@ impl AttackConfig {
                 }
                 if self.labels == LabelMode::Restored {
                     return fail("the attribute attack takes the labels as known".into());
+                }
+                if a.rounds == 0 || a.rounds > MAX_ATTRIBUTE_ROUNDS {
+                    return fail(format!(
+                        "the attribute attack observes 1 to {MAX_ATTRIBUTE_ROUNDS} rounds, not {}",
+                        a.rounds
+                    ));
+                }
+                if a.rounds > 1 && a.membership == Membership::Unknown {
+                    return fail("unknown membership is inferred from one round: use --rounds 1".into());
                 }
             }
             (_, Some(_)) => {
@@ -670,7 +690,7 @@ pub struct RunOptions {
     #[ts(as = "Option<_>", optional)]
     pub membership: Membership,
     /// CAFE: parties (default 4), rows they share (default 800), rounds observed (default 2000);
-    /// `batchSize` is the indices per round.
+    /// `batchSize` is the indices per round. `rounds` is also the attribute attack's (default 1).
     #[ts(optional)]
     pub parties: Option<usize>,
     #[ts(optional)]
@@ -788,20 +808,24 @@ impl RunOptions {
             cafe: (self.attack == AttackKind::Cafe
                 || self.parties.is_some()
                 || self.cafe_rows.is_some()
-                || self.rounds.is_some())
-            .then(|| {
-                let d = CafeConfig::default();
-                CafeConfig {
-                    parties: self.parties.unwrap_or(d.parties),
-                    rows: self.cafe_rows.unwrap_or(d.rows),
-                    rounds: self.rounds.unwrap_or(d.rounds),
-                    fake_gradients: self.fake_gradients,
-                }
-            }),
+                || (self.rounds.is_some() && self.attack != AttackKind::Attribute))
+                .then(|| {
+                    let d = CafeConfig::default();
+                    CafeConfig {
+                        parties: self.parties.unwrap_or(d.parties),
+                        rows: self.cafe_rows.unwrap_or(d.rows),
+                        rounds: self.rounds.unwrap_or(d.rounds),
+                        fake_gradients: self.fake_gradients,
+                    }
+                }),
             attribute: self.sensitive.clone().map(|column| AttributeConfig {
                 column,
                 l2: self.l2,
                 membership: self.membership,
+                rounds: self
+                    .rounds
+                    .filter(|_| self.attack == AttackKind::Attribute)
+                    .unwrap_or(1),
             }),
         }
     }

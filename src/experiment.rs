@@ -225,6 +225,8 @@ struct Setup<'a> {
     /// for the client's), sorted; and how well it told them apart.
     attack_rows: Vec<usize>,
     membership: Option<MembershipReport>,
+    /// The attribute attack's rounds after the first: the model the server sent, and the update.
+    later_rounds: Vec<(Params, Vec<Vec<f32>>)>,
 }
 
 struct Truth {
@@ -240,6 +242,8 @@ struct OnDevice {
     net: Net,
     target: ParamGrads,
     relaxation: Relaxation,
+    /// The attribute attack's further rounds: network, update and its norm.
+    rounds: Vec<(Net, ParamGrads, f64)>,
 }
 
 impl<'a> Setup<'a> {
@@ -324,6 +328,7 @@ impl<'a> Setup<'a> {
             let rows: Vec<Vec<Value>> = attack_rows.iter().map(|&i| dataset.rows[i].clone()).collect();
             KnownCells::all_but(&encode_rows(dataset, &rows), dataset.d(), &unknown)
         });
+        let client_x = encode_rows(dataset, &truth);
         let truth = Truth {
             rows: truth,
             indices: batch,
@@ -340,6 +345,20 @@ impl<'a> Setup<'a> {
             model_accuracy,
         )?;
         setup.known = known;
+        // Further rounds: the client trains from the model its last update left (the server
+        // applies it), and sends again.
+        let rounds = config.attribute.as_ref().map_or(1, |a| a.rounds);
+        let mut model = setup.params.clone();
+        let mut update = setup.observed.clone();
+        for r in 1..rounds {
+            model = membership::trained(&model, &update);
+            let round = Round {
+                seed: seed_for(config.seed, 20 + r as u64),
+                ..round
+            };
+            update = simulate_round(&model, &client_x, &true_labels, classes, &round).await?;
+            setup.later_rounds.push((model.clone(), update.clone()));
+        }
         setup.attack_rows = attack_rows;
         setup.membership = membership;
         setup.backend = setup.backend.clone().with_engine(setup.engine());
@@ -481,6 +500,7 @@ impl<'a> Setup<'a> {
             known: None,
             attack_rows: Vec::new(),
             membership: None,
+            later_rounds: Vec::new(),
             params,
             observed,
         };
@@ -510,6 +530,17 @@ impl<'a> Setup<'a> {
             net: Net::new(&self.params, device),
             target: upload_grads(&self.observed, &self.params.sizes, device),
             relaxation: Relaxation::new(&self.layout, device),
+            rounds: self
+                .later_rounds
+                .iter()
+                .map(|(params, update)| {
+                    (
+                        Net::new(params, device),
+                        upload_grads(update, &params.sizes, device),
+                        defence::l2_norm(update),
+                    )
+                })
+                .collect(),
         }
     }
 
@@ -530,6 +561,7 @@ impl<'a> Setup<'a> {
                 projector: Tensor::from_data(TensorData::new(s.projector.clone(), [s.d, s.d]), &self.runtime.device),
                 weight: s.weight() as f32,
             }),
+            rounds: on.rounds.iter().map(|(n, t, norm)| (n, t, *norm)).collect(),
             known: self.known.as_ref().map(|k| {
                 let (rows, d) = (k.free.len() / self.dataset.d(), self.dataset.d());
                 let upload =
@@ -581,6 +613,8 @@ impl<'a> Setup<'a> {
             (StepEngine::CubeKernels, Protocol::Fedavg(_)) => StepEngine::Definition,
             // Known cells (the attribute attack) are pinned by the definition and the CPU kernel.
             (StepEngine::CubeKernels, _) if self.known.is_some() => StepEngine::Definition,
+            // Several rounds: the definition sums them; the accelerators take one.
+            _ if !self.later_rounds.is_empty() => StepEngine::Definition,
             (engine, _) => engine,
         }
     }

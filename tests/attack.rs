@@ -121,6 +121,7 @@ fn attribute_reconstruction_of_sex_and_relationship_on_adult() {
                         column: column.into(),
                         l2: false,
                         membership: Default::default(),
+                        rounds: 1,
                     }),
                     seed,
                     ..Default::default()
@@ -169,6 +170,7 @@ fn attribute_reconstruction_infers_which_rows_the_client_used() {
                 column: "sex".into(),
                 l2: false,
                 membership: Membership::Unknown,
+                rounds: 1,
             }),
             seed: 0,
             ..Default::default()
@@ -272,6 +274,43 @@ fn cafe_recovers_every_row_given_enough_rounds() {
         let err = pollster::block_on(run_attack(&Runtime::cpu(), &data, &bad, &mut |_| true)).unwrap_err();
         assert!(err.to_string().contains(want), "{err}");
     }
+}
+
+/// The attribute attack over three rounds: the client trains from the model its last update left,
+/// the attack sums the rounds' losses on the definition (the accelerators take one round), and the
+/// column still comes back.
+#[test]
+fn attribute_reconstruction_over_three_rounds() {
+    use leakscope::client::fedavg::LocalTraining;
+    use leakscope::config::{AttributeConfig, Protocol};
+    use leakscope::runtime::StepEngine;
+    let data = dataset("adult-sample.csv", "salary");
+    let config = |rounds| AttackConfig {
+        attack: AttackKind::Attribute,
+        batch_size: 40,
+        ensemble: 2,
+        iterations: 300,
+        protocol: Protocol::Fedavg(LocalTraining {
+            local_batch: 20,
+            ..Default::default()
+        }),
+        attribute: Some(AttributeConfig {
+            column: "sex".into(),
+            l2: false,
+            membership: Default::default(),
+            rounds,
+        }),
+        seed: 1,
+        ..Default::default()
+    };
+    let three = attack(&data, config(3));
+    let a = three.attribute.as_ref().unwrap();
+    eprintln!("  sex over 3 rounds: {:.3} on {}", a.accuracy, three.backend.label);
+    assert_eq!(three.backend.engine, StepEngine::Definition);
+    assert_eq!(three.config.attribute.as_ref().unwrap().rounds, 3);
+    assert!(a.accuracy >= 0.85, "{}", a.accuracy);
+    let err = pollster::block_on(run_attack(&Runtime::cpu(), &data, &config(0), &mut |_| true)).unwrap_err();
+    assert!(err.to_string().contains("observes 1 to 20 rounds"), "{err}");
 }
 
 /// German Credit at B=16 with restored labels: the label restoration is exact or nearly so and

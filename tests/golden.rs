@@ -93,6 +93,7 @@ fn two_class_problem<'a>(
         priors: Vec::new(),
         subspace: None,
         known: None,
+        rounds: Vec::new(),
     }
 }
 

@@ -130,6 +130,7 @@ fn attribute_config(iterations: usize) -> AttackConfig {
             column: "relationship".into(),
             l2: false,
             membership: Default::default(),
+            rounds: 1,
         }),
         ..config(AttackKind::Attribute, iterations, 5)
     }

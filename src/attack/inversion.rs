@@ -39,6 +39,9 @@ pub struct Problem<'a> {
     pub subspace: Option<SubspacePrior>,
     /// Cells the server knows (`attack::known`), as [1, rows, d] tensors (free, fixed).
     pub known: Option<(Tensor<3>, Tensor<3>)>,
+    /// Further rounds the server observed of the same rows (the attribute attack): each round's
+    /// network and update, and that update's norm; their losses add to the first round's.
+    pub rounds: Vec<(&'a Net, &'a ParamGrads, f64)>,
 }
 
 /// The subspace prior on a device: the projector P = UUᵀ on the rows' span [d, d] and its weight.
@@ -144,15 +147,34 @@ impl<'a> Definition<'a> {
         }
     }
 
-    /// The update's part of `loss`.
+    /// The update's part of `loss`: the first round's, plus every further round's.
     fn update_loss(&self, x: Tensor<2>, with_grad: bool) -> (Tensor<2>, Option<Tensor<2>>) {
+        let p = self.problem;
+        let (mut loss, mut x_bar) = self.round_loss(p.net, p.target, p.target_norm, x.clone(), with_grad);
+        for &(net, target, norm) in &p.rounds {
+            let (l, xb) = self.round_loss(net, target, norm, x.clone(), with_grad);
+            loss = loss + l;
+            x_bar = x_bar.zip(xb).map(|(a, b)| a + b);
+        }
+        (loss, x_bar)
+    }
+
+    /// One round's update against the observed one, on network `net`.
+    fn round_loss(
+        &self,
+        net: &Net,
+        target: &ParamGrads,
+        target_norm: f64,
+        x: Tensor<2>,
+        with_grad: bool,
+    ) -> (Tensor<2>, Option<Tensor<2>>) {
         let (n, b, d) = (self.n, self.b, self.d);
         let p = self.problem;
         match p.simulation {
             Simulation::Gradient => {
-                let (g, tape) = param_grads(p.net, &x.reshape([n, b, d]), &self.onehot);
-                let (loss, g_bar) = p.objective.evaluate(&g, p.target, p.target_norm, with_grad);
-                let x_bar = g_bar.map(|gb| reverse(p.net, &tape, &gb, false).0.reshape([n * b, d]));
+                let (g, tape) = param_grads(net, &x.reshape([n, b, d]), &self.onehot);
+                let (loss, g_bar) = p.objective.evaluate(&g, target, target_norm, with_grad);
+                let x_bar = g_bar.map(|gb| reverse(net, &tape, &gb, false).0.reshape([n * b, d]));
                 (loss, x_bar)
             }
             Simulation::LocalTraining { training, copies } => {
@@ -161,8 +183,8 @@ impl<'a> Definition<'a> {
                 let epochs: Vec<Tensor<3>> = (0..copies)
                     .map(|e| x.clone().slice([0..n, e..e + 1, 0..rows, 0..d]).reshape([n, rows, d]))
                     .collect();
-                let (update, taken) = local_training(p.net, &epochs, &self.onehot, &training, with_grad);
-                let (mut loss, u_bar) = p.objective.evaluate(&update, p.target, p.target_norm, with_grad);
+                let (update, taken) = local_training(net, &epochs, &self.onehot, &training, with_grad);
+                let (mut loss, u_bar) = p.objective.evaluate(&update, target, target_norm, with_grad);
                 let mut x_bar = u_bar.map(|ub| reverse_local_training(&taken, &ub, training.lr, copies));
                 if copies > 1 && self.priors.iter().any(|&l| l > 0.0) {
                     let lambdas = Tensor::<3>::from_data(

@@ -393,7 +393,7 @@ fn summary_header() -> String {
 }
 
 fn attribute_header() -> String {
-    "| column | rows | local batch | matching | membership | batches | attack % | attack + public prior % | public classifier % | most frequent % | uniform % | s/attack |\n|---|---|---|---|---|---|---|---|---|---|---|---|".into()
+    "| column | rows | local batch | rounds | matching | membership | batches | attack % | attack + public prior % | public classifier % | most frequent % | uniform % | s/attack |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|".into()
 }
 
 /// The attribute attack against its baselines, mean ± std over the batches.
@@ -416,10 +416,11 @@ fn attribute_line(config: &AttackConfig, reports: &[Report]) -> String {
         leakscope::config::Protocol::Fedsgd => "FedSGD".into(),
     };
     format!(
-        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} |",
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} |",
         first.map_or("—", |a| a.column.as_str()),
         config.batch_size,
         local,
+        config.attribute.as_ref().map_or(1, |a| a.rounds),
         if first.is_some_and(|a| a.l2) { "L2" } else { "cosine" },
         match reports
             .iter()
