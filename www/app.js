@@ -249,13 +249,15 @@ function drawSensitive() {
 function attackChanged() {
   const attribute = ui.settings.elements.attack.value === 'attribute';
   const cafe = ui.settings.elements.attack.value === 'cafe';
-  for (const node of ui.settings.querySelectorAll('.cafe-only')) node.hidden = !cafe;
+  for (const node of ui.settings.querySelectorAll('.cafe-only, .attribute-only')) {
+    node.hidden = !((cafe && node.classList.contains('cafe-only')) || (attribute && node.classList.contains('attribute-only')));
+  }
   $('cafe-hint').hidden = !cafe;
   if (cafe) {
     // The engine's defaults are the paper's (800 rows, 2000 rounds, 4 parties): smaller here.
     const f = ui.settings.elements;
     if (!f.cafeRows.value) f.cafeRows.value = '200';
-    if (!f.rounds.value) f.rounds.value = '400';
+    f.rounds.value = '400';
     if (!f.parties.value) f.parties.value = '4';
     ui.settings.elements.protocol.value = 'fedsgd';
   }
@@ -266,8 +268,9 @@ function attackChanged() {
     // Its client's local training is part of the question: show it.
     $('federation').open = true;
     ui.settings.elements.ensemble.placeholder = '5';
-    // Blank: the attribute attack's own ensemble (5 members).
+    // Blank: the attribute attack's own ensemble (5 members); one round unless asked.
     ui.settings.elements.ensemble.value = '';
+    ui.settings.elements.rounds.value = '1';
   } else {
     ui.settings.elements.ensemble.placeholder = '30 (FedAvg 15)';
   }
@@ -300,7 +303,7 @@ window.addEventListener('drop', (e) => e.preventDefault());
 
 // ---- running --------------------------------------------------------------------------------------
 
-const SETTINGS = ['attack', 'sensitive', 'cafeRows', 'rounds', 'parties', 'batchSize', 'ensemble', 'iterations', 'labels', 'seed'];
+const SETTINGS = ['attack', 'sensitive', 'membership', 'cafeRows', 'rounds', 'parties', 'batchSize', 'ensemble', 'iterations', 'labels', 'seed'];
 const CAFE = ['cafeRows', 'rounds', 'parties'];
 const FEDERATION = ['protocol', 'localEpochs', 'localBatch', 'clientLr', 'clients', 'clip', 'noise', 'trainingEpochs'];
 const WHOLE = ['batchSize', 'ensemble', 'iterations', 'seed', 'localEpochs', 'localBatch', 'clients', 'trainingEpochs', ...CAFE];
@@ -312,7 +315,12 @@ function readSettings() {
   for (const name of [...SETTINGS, ...FEDERATION]) {
     const raw = String(f.get(name) ?? '').trim();
     if (name === 'attack' || name === 'labels' || name === 'protocol') out[name] = raw;
-    else if (CAFE.includes(name) && out.attack !== 'cafe') continue;
+    else if (name === 'membership') {
+      if (out.attack === 'attribute') out.membership = raw;
+    } else if (name === 'rounds' && out.attack === 'attribute') {
+      // The attribute attack's observed rounds (blank: one).
+      if (raw !== '') out.rounds = wholeNumber(name, raw);
+    } else if (CAFE.includes(name) && out.attack !== 'cafe') continue;
     else if (name === 'sensitive') {
       // The sensitive column is the attribute attack's alone.
       if (out.attack === 'attribute') {
@@ -333,6 +341,12 @@ function readSettings() {
     }
   }
   return out;
+}
+
+function wholeNumber(name, raw) {
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`${label(ui.settings, name)} must be a whole number ≥ 1, not “${raw}”`);
+  return value;
 }
 
 function label(form, name) {

@@ -196,6 +196,9 @@ export function renderSummary(box, info, report) {
       card('public classifier', pct(attr.public_classifier), `trained on ${attr.public_rows} public rows`),
       card('most frequent value', pct(attr.marginal), 'of the public rows'),
       card('uniform guess', pct(attr.random), `1 of ${attr.values} values`),
+      ...(attr.membership
+        ? [card('client rows told apart', pct(attr.membership.accuracy), `of ${attr.membership.candidates} candidates, by ${attr.membership.method}`)]
+        : []),
       ...report.confident_quarter.map((q) =>
         card(`surest quarter of ${attr.column}`, pct(q.quarter_accuracy), `${q.quarter_cells} of ${q.cells} rows; all: ${pct(q.accuracy)}`, q.quarter_accuracy > q.accuracy ? 'leak' : ''),
       ),

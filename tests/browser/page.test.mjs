@@ -338,6 +338,16 @@ test('attribute reconstruction: the page offers the table\'s categorical columns
     assert.equal(report.attribute.accuracy, report.accuracy.total);
     assert.equal(report.rows.length, 50);
     await page.screenshot({ path: join(shots, 'attribute-results.png'), fullPage: true });
+    // Unknown membership: the server holds the 50 rows among 50 others and says how well it told them apart.
+    assert.equal(await page.inputValue('#settings [name=rounds]'), '1');
+    await settings(page, { membership: 'unknown' });
+    await runToEnd(page);
+    assert.equal(await page.locator('#error').isHidden(), true, await page.textContent('#error'));
+    const unknown = await downloadReport(page);
+    assert.equal(unknown.config.attribute.membership, 'unknown');
+    assert.equal(unknown.attribute.membership.candidates, 100);
+    assert.ok(unknown.attribute.membership.accuracy > 0.5, JSON.stringify(unknown.attribute.membership));
+    assert.equal((await metric(page, 'client rows told apart')).toFixed(2), unknown.attribute.membership.accuracy.toFixed(2));
     assert.deepEqual(problems, []);
   } finally {
     await browser.close();
