@@ -53,97 +53,6 @@ pub fn draw_batch(dataset: &Dataset, batch_size: usize, seed: u64) -> Vec<usize>
     rows
 }
 
-/// Unknown membership: the client's `batch` among as many other rows of the table, and the ones
-/// the server takes for the client's by their last-layer gradients after the update
-/// (`attack::membership`), the sensitive column averaged over its values.
-fn infer_members(
-    dataset: &Dataset,
-    config: &AttackConfig,
-    params: &Params,
-    observed: &[Vec<f32>],
-    batch: &[usize],
-    column: &str,
-) -> (Vec<usize>, MembershipReport) {
-    let n = batch.len();
-    let outside: Vec<usize> = (0..dataset.n()).filter(|i| batch.binary_search(i).is_err()).collect();
-    let mut rng = StdRng::seed_from_u64(seed_for(config.seed, 9));
-    let mut candidates: Vec<usize> = batch.to_vec();
-    candidates.extend(sample(&mut rng, outside.len(), n).into_iter().map(|k| outside[k]));
-    candidates.sort_unstable();
-    let fi = dataset
-        .features
-        .iter()
-        .position(|f| f.name == column)
-        .expect("validated");
-    let trained = membership::trained(params, observed);
-    let labels: Vec<usize> = candidates.iter().map(|&i| dataset.labels[i]).collect();
-    let values = dataset.features[fi].width();
-    // Each candidate encoded with every value of the unknown column.
-    let encoded: Vec<Vec<f64>> = (0..values)
-        .map(|v| {
-            candidates
-                .iter()
-                .flat_map(|&i| {
-                    let mut r = dataset.rows[i].clone();
-                    r[fi] = Value::Cat(v as u32);
-                    dataset.encode(&r)
-                })
-                .collect()
-        })
-        .collect();
-    let sizes = &params.sizes;
-    let layout = Layout::of(dataset);
-    let span = Subspace::from_first_layer(
-        &observed[0],
-        &observed[sizes.len() - 1],
-        sizes[0],
-        sizes[1],
-        Some(&layout),
-        n,
-        1.0,
-    );
-    // The span ranks candidates wherever it is read without noise and leaves directions out, even
-    // when its rank falls short of the rows (it then holds most of each client row, not all).
-    let (method, score): (&str, Vec<f64>) = if span.exact && span.summary.rank < span.summary.feasible {
-        // Share of the row outside the span, at the unknown column's best value.
-        let d = dataset.d();
-        let score = (0..candidates.len())
-            .map(|c| {
-                (0..values)
-                    .map(|v| span.outside_share(&encoded[v][c * d..(c + 1) * d]))
-                    .fold(f64::INFINITY, f64::min)
-            })
-            .collect();
-        ("span", score)
-    } else {
-        let mut variance = vec![0f64; candidates.len()];
-        for x in &encoded {
-            for (acc, g) in variance
-                .iter_mut()
-                .zip(membership::gradient_variances(&trained, x, &labels))
-            {
-                *acc += g / values as f64;
-            }
-        }
-        ("gradient variance", variance)
-    };
-    let logs: Vec<f64> = score.iter().map(|v| v.max(1e-300).ln()).collect();
-    let (posterior, means, weights) = membership::two_gaussians(&logs);
-    let chosen: Vec<usize> = membership::most_likely(&logs, &posterior, n)
-        .into_iter()
-        .map(|c| candidates[c])
-        .collect();
-    let right = chosen.iter().filter(|i| batch.binary_search(i).is_ok()).count();
-    let report = MembershipReport {
-        method: method.into(),
-        candidates: candidates.len(),
-        accuracy: right as f64 / n.max(1) as f64,
-        means,
-        weights,
-    };
-    (chosen, report)
-}
-
 fn onehot(labels: &[usize], classes: usize) -> Vec<f32> {
     let mut out = vec![0f32; labels.len() * classes];
     for (i, &c) in labels.iter().enumerate() {
@@ -290,7 +199,8 @@ impl<'a> Setup<'a> {
         // candidates the server takes for the client's (`attack::membership`).
         let (attack_rows, membership) = match &config.attribute {
             Some(a) if config.attack == AttackKind::Attribute && a.membership == Membership::Unknown => {
-                let (rows, report) = infer_members(dataset, config, &params, &observed, &batch, &a.column);
+                let (rows, report) =
+                    membership::infer(dataset, &params, &observed, &batch, &a.column, seed_for(config.seed, 9));
                 (rows, Some(report))
             }
             _ => (batch.clone(), None),
@@ -351,7 +261,7 @@ impl<'a> Setup<'a> {
         let mut model = setup.params.clone();
         let mut update = setup.observed.clone();
         for r in 1..rounds {
-            model = membership::trained(&model, &update);
+            model = model.minus(&update);
             let round = Round {
                 seed: seed_for(config.seed, 20 + r as u64),
                 ..round
@@ -966,11 +876,7 @@ impl<'a> Setup<'a> {
             .iter()
             .map(|&i| classifier.probs(&features_of(i)))
             .collect();
-        let classified: Vec<usize> = truth
-            .indices
-            .iter()
-            .map(|&i| classifier.predict(&features_of(i)))
-            .collect();
+        let classified: Vec<usize> = prior.iter().map(|p| attribute::argmax(p)).collect();
         let public_classifier = attribute::accuracy(&classified, &truth_values);
 
         // The attack's mean probabilities per client row: from the attack row that is it, or
@@ -981,11 +887,10 @@ impl<'a> Setup<'a> {
             .iter()
             .map(|t| self.attack_rows.binary_search(t).ok().map(|p| &attacked[p]))
             .collect();
-        let argmax = |p: &[f64]| (0..p.len()).max_by(|&a, &b| p[a].total_cmp(&p[b])).unwrap_or(0);
         let guesses: Vec<usize> = means
             .iter()
             .zip(&classified)
-            .map(|(m, &c)| m.map_or(c, |p| argmax(p)))
+            .map(|(m, &c)| m.map_or(c, |p| attribute::argmax(p)))
             .collect();
         let uniform_probs = vec![1.0 / k as f64; k];
         let combined_means: Vec<Vec<f64>> = means.iter().map(|m| m.unwrap_or(&uniform_probs).clone()).collect();

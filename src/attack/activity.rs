@@ -345,20 +345,14 @@ mod tests {
 
     /// Three continuous columns on a 0.1 grid (mean 0, std 1) and three categorical blocks.
     fn layout() -> Layout {
-        let mut blocks: Vec<(usize, usize, bool)> = CAT.iter().map(|&(o, w)| (o, w, true)).collect();
-        blocks.extend((0..3).map(|j| (j, 1, false)));
-        blocks.sort_unstable();
-        let mut mean = vec![0.0; D];
-        for &(o, w) in &CAT {
-            (o..o + w).for_each(|j| mean[j] = 1.0 / w as f64);
-        }
-        Layout {
-            blocks,
-            mean,
-            std: vec![1.0; D],
-            lo: vec![-3.0; D],
-            hi: vec![3.0; D],
-        }
+        crate::attack::subspace::tests::layout(D, &CAT)
+    }
+
+    /// The largest entry difference between `row` and the nearest of `rows`.
+    fn distance_to_nearest(row: &[f64], rows: &[Vec<f64>]) -> f64 {
+        rows.iter()
+            .map(|r| r.iter().zip(row).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max))
+            .fold(f64::INFINITY, f64::min)
     }
 
     fn random_row(rng: &mut StdRng) -> Vec<f64> {
@@ -441,11 +435,7 @@ mod tests {
             let solved = solver(&c, &layout, &s).solve(&candidates(&c, 0.01, &mut StdRng::seed_from_u64(seed)));
             assert_eq!(solved.rows.len(), B, "seed {seed}");
             for x in &c.rows {
-                let nearest = solved
-                    .rows
-                    .iter()
-                    .map(|r| r.iter().zip(x).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max))
-                    .fold(f64::INFINITY, f64::min);
+                let nearest = distance_to_nearest(x, &solved.rows);
                 assert!(nearest < 1e-4, "seed {seed}: a row of the batch is off by {nearest}");
             }
         }
@@ -466,11 +456,7 @@ mod tests {
                 .collect();
             let solved = solver(&c, &layout, &s).solve(&others);
             for r in &solved.rows {
-                let nearest = c
-                    .rows
-                    .iter()
-                    .map(|x| r.iter().zip(x).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max))
-                    .fold(f64::INFINITY, f64::min);
+                let nearest = distance_to_nearest(r, &c.rows);
                 assert!(
                     nearest < 1e-4,
                     "seed {seed}: a proved row is not in the batch (off by {nearest})"

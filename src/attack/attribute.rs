@@ -70,19 +70,9 @@ pub fn combine(p: &[Vec<f64>], q: &[Vec<f64>]) -> Vec<usize> {
         .collect()
 }
 
-/// The guess per row: the value whose probability, averaged over the members, is largest.
-/// `probs`: [members, rows, d] (relaxed probabilities); the block is (offset, width).
-pub fn guesses(probs: &[f32], members: usize, rows: usize, d: usize, (offset, width): (usize, usize)) -> Vec<usize> {
-    (0..rows)
-        .map(|i| {
-            let mean = |k: usize| -> f64 {
-                (0..members)
-                    .map(|m| probs[(m * rows + i) * d + offset + k] as f64)
-                    .sum::<f64>()
-            };
-            (0..width).max_by(|&a, &b| mean(a).total_cmp(&mean(b))).unwrap_or(0)
-        })
-        .collect()
+/// The most probable value (ties: the last of them, as `Iterator::max_by` picks).
+pub fn argmax(p: &[f64]) -> usize {
+    (0..p.len()).max_by(|&a, &b| p[a].total_cmp(&p[b])).unwrap_or(0)
 }
 
 /// Mean probability of each value per row across members ([rows][width]).
@@ -174,8 +164,7 @@ impl SoftmaxRegression {
     }
 
     pub fn predict(&self, row: &[f64]) -> usize {
-        let p = self.probs(row);
-        (0..self.k).max_by(|&a, &b| p[a].total_cmp(&p[b])).unwrap_or(0)
+        argmax(&self.probs(row))
     }
 }
 
@@ -193,8 +182,14 @@ mod tests {
     fn guesses_average_the_members() {
         // 2 members, 1 row, d = 3 with the block at (0, 3).
         let probs = [0.6, 0.3, 0.1, 0.0, 0.5, 0.5];
-        assert_eq!(guesses(&probs, 2, 1, 3, (0, 3)), vec![1]);
-        assert_eq!(guesses(&probs[..3], 1, 1, 3, (0, 3)), vec![0]);
+        let guesses = |probs: &[f32], members| -> Vec<usize> {
+            mean_probs(probs, members, 1, 3, (0, 3))
+                .iter()
+                .map(|p| argmax(p))
+                .collect()
+        };
+        assert_eq!(guesses(&probs, 2), vec![1]);
+        assert_eq!(guesses(&probs[..3], 1), vec![0]);
     }
 
     #[test]

@@ -119,31 +119,41 @@ mod tests {
     use super::*;
     use crate::client::vertical::simulate;
 
+    const N: usize = 30;
+    const D: usize = 6;
+    const H: usize = 8;
+    const K: usize = 5;
+
+    /// Fixed pseudo-random rows [N, D] and deltas [N, H].
+    fn rows_and_deltas() -> (Vec<f64>, Vec<f64>) {
+        let x = (0..N * D).map(|v| ((v * 7919 % 101) as f64 - 50.0) / 25.0).collect();
+        let deltas = (0..N * H).map(|v| ((v * 104729 % 97) as f64 - 48.0) / 40.0).collect();
+        (x, deltas)
+    }
+
+    fn worst(a: &[f64], b: &[f64]) -> f64 {
+        a.iter().zip(b).map(|(p, q)| (p - q).abs()).fold(0.0, f64::max)
+    }
+
     /// With enough rounds both steps are exact: random rows and deltas, recovered to 1e-8.
     #[test]
     fn enough_rounds_recover_every_row_exactly() {
-        let (n, d, h, k) = (30, 6, 8, 5);
-        let x: Vec<f64> = (0..n * d).map(|v| ((v * 7919 % 101) as f64 - 50.0) / 25.0).collect();
-        let deltas: Vec<f64> = (0..n * h).map(|v| ((v * 104729 % 97) as f64 - 48.0) / 40.0).collect();
-        let rounds = simulate(&x, &deltas, n, d, h, k, 80, 3);
-        let v = recover_deltas(&rounds, n, h);
-        let worst = v.iter().zip(&deltas).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
-        assert!(worst < 1e-6, "step I off by {worst}");
-        let xs = recover_inputs(&rounds, &v, n, d, h);
-        let worst = xs.iter().zip(&x).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
-        assert!(worst < 1e-5, "step II off by {worst}");
+        let (x, deltas) = rows_and_deltas();
+        let rounds = simulate(&x, &deltas, N, D, H, K, 80, 3);
+        let v = recover_deltas(&rounds, N, H);
+        let off = worst(&v, &deltas);
+        assert!(off < 1e-6, "step I off by {off}");
+        let off = worst(&recover_inputs(&rounds, &v, N, D, H), &x);
+        assert!(off < 1e-5, "step II off by {off}");
     }
 
     /// Too few rounds leave step I underdetermined: the rows are then not recovered.
     #[test]
     fn too_few_rounds_do_not_pretend() {
-        let (n, d, h, k) = (30, 6, 8, 5);
-        let x: Vec<f64> = (0..n * d).map(|v| ((v * 7919 % 101) as f64 - 50.0) / 25.0).collect();
-        let deltas: Vec<f64> = (0..n * h).map(|v| ((v * 104729 % 97) as f64 - 48.0) / 40.0).collect();
-        let rounds = simulate(&x, &deltas, n, d, h, k, 4, 3);
-        let v = recover_deltas(&rounds, n, h);
-        let worst = v.iter().zip(&deltas).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
-        assert!(worst > 0.1, "4 rounds of 5 cannot give 30 rows' deltas");
-        assert_eq!(covered(&rounds, n).iter().filter(|&&c| c).count() <= 20, true);
+        let (x, deltas) = rows_and_deltas();
+        let rounds = simulate(&x, &deltas, N, D, H, K, 4, 3);
+        let v = recover_deltas(&rounds, N, H);
+        assert!(worst(&v, &deltas) > 0.1, "4 rounds of 5 cannot give 30 rows' deltas");
+        assert!(covered(&rounds, N).iter().filter(|&&c| c).count() <= 20);
     }
 }

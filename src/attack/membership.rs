@@ -13,7 +13,12 @@
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
+use rand::{SeedableRng, rngs::StdRng, seq::index::sample};
+
+use super::relax::Layout;
+use super::subspace::Subspace;
 use crate::client::network::Params;
+use crate::table::{Dataset, Value};
 
 /// Membership as the report states it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
@@ -30,18 +35,93 @@ pub struct MembershipReport {
     pub weights: [f64; 2],
 }
 
-/// θ_E from θ_0 and the update θ_0 − θ_E (weights then biases, as `ParamGrads` lays them out).
-pub fn trained(params: &Params, update: &[Vec<f32>]) -> Params {
-    let layers = params.layers();
-    let mut out = params.clone();
-    for l in 0..layers {
-        out.weights[l].iter_mut().zip(&update[l]).for_each(|(w, u)| *w -= u);
-        out.biases[l]
-            .iter_mut()
-            .zip(&update[layers + l])
-            .for_each(|(b, u)| *b -= u);
-    }
-    out
+/// Unknown membership: the client's `batch` among as many other rows of the table, and the ones
+/// the server takes for the client's by their last-layer gradients after the update
+/// (the first layer's span where it applies, else the mixture), the sensitive column averaged over
+/// its values. `seed` draws the other rows.
+pub fn infer(
+    dataset: &Dataset,
+    params: &Params,
+    observed: &[Vec<f32>],
+    batch: &[usize],
+    column: &str,
+    seed: u64,
+) -> (Vec<usize>, MembershipReport) {
+    let n = batch.len();
+    let outside: Vec<usize> = (0..dataset.n()).filter(|i| batch.binary_search(i).is_err()).collect();
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut candidates: Vec<usize> = batch.to_vec();
+    candidates.extend(sample(&mut rng, outside.len(), n).into_iter().map(|k| outside[k]));
+    candidates.sort_unstable();
+    let fi = dataset
+        .features
+        .iter()
+        .position(|f| f.name == column)
+        .expect("validated");
+    let labels: Vec<usize> = candidates.iter().map(|&i| dataset.labels[i]).collect();
+    let values = dataset.features[fi].width();
+    // Each candidate encoded with every value of the unknown column.
+    let encoded: Vec<Vec<f64>> = (0..values)
+        .map(|v| {
+            candidates
+                .iter()
+                .flat_map(|&i| {
+                    let mut r = dataset.rows[i].clone();
+                    r[fi] = Value::Cat(v as u32);
+                    dataset.encode(&r)
+                })
+                .collect()
+        })
+        .collect();
+    let sizes = &params.sizes;
+    let layout = Layout::of(dataset);
+    let span = Subspace::from_first_layer(
+        &observed[0],
+        &observed[sizes.len() - 1],
+        sizes[0],
+        sizes[1],
+        Some(&layout),
+        n,
+        1.0,
+    );
+    // The span ranks candidates wherever it is read without noise and leaves directions out, even
+    // when its rank falls short of the rows (it then holds most of each client row, not all).
+    let (method, score): (&str, Vec<f64>) = if span.exact && span.summary.rank < span.summary.feasible {
+        // Share of the row outside the span, at the unknown column's best value.
+        let d = dataset.d();
+        let score = (0..candidates.len())
+            .map(|c| {
+                (0..values)
+                    .map(|v| span.outside_share(&encoded[v][c * d..(c + 1) * d]))
+                    .fold(f64::INFINITY, f64::min)
+            })
+            .collect();
+        ("span", score)
+    } else {
+        let trained = params.minus(observed);
+        let mut variance = vec![0f64; candidates.len()];
+        for x in &encoded {
+            for (acc, g) in variance.iter_mut().zip(gradient_variances(&trained, x, &labels)) {
+                *acc += g / values as f64;
+            }
+        }
+        ("gradient variance", variance)
+    };
+    let logs: Vec<f64> = score.iter().map(|v| v.max(1e-300).ln()).collect();
+    let (posterior, means, weights) = two_gaussians(&logs);
+    let chosen: Vec<usize> = most_likely(&logs, &posterior, n)
+        .into_iter()
+        .map(|c| candidates[c])
+        .collect();
+    let right = chosen.iter().filter(|i| batch.binary_search(i).is_ok()).count();
+    let report = MembershipReport {
+        method: method.into(),
+        candidates: candidates.len(),
+        accuracy: right as f64 / n.max(1) as f64,
+        means,
+        weights,
+    };
+    (chosen, report)
 }
 
 /// Per row ([n, d] encoded, labels), the variance of the entries of its last-layer gradient

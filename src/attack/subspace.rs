@@ -396,11 +396,13 @@ const MAX_PASSES: usize = 3;
 const UNDETERMINED: f64 = 0.05;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use rand::{Rng, SeedableRng, rngs::StdRng};
 
-    fn layout(d: usize, cat: &[(usize, usize)]) -> Layout {
+    /// A layout of `d` columns with categorical blocks `cat` (offset, width), the rest continuous;
+    /// std 1, range ±3 (shared with `activity`'s tests).
+    pub(crate) fn layout(d: usize, cat: &[(usize, usize)]) -> Layout {
         let mut blocks: Vec<(usize, usize, bool)> = cat.iter().map(|&(o, w)| (o, w, true)).collect();
         let covered: Vec<usize> = cat.iter().flat_map(|&(o, w)| o..o + w).collect();
         blocks.extend((0..d).filter(|j| !covered.contains(j)).map(|j| (j, 1, false)));

@@ -42,6 +42,21 @@ impl Params {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// The parameters a client's update θ₀ − θ_E leaves: θ_E = θ₀ − update (weights then biases,
+    /// as `ParamGrads` and the observed updates lay them out).
+    pub fn minus(&self, update: &[Vec<f32>]) -> Params {
+        let layers = self.layers();
+        let mut out = self.clone();
+        for l in 0..layers {
+            out.weights[l].iter_mut().zip(&update[l]).for_each(|(w, u)| *w -= u);
+            out.biases[l]
+                .iter_mut()
+                .zip(&update[layers + l])
+                .for_each(|(b, u)| *b -= u);
+        }
+        out
+    }
 }
 
 /// The parameters on a device, with a leading member dimension M: W_l as [M, in, out] and b_l as

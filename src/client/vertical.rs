@@ -19,56 +19,67 @@ pub struct Round {
     pub bias: Vec<f64>,
 }
 
-/// Per row ([n, d] encoded, labels), Vᵢ = ∂ℓᵢ/∂z₁ᵢ of its cross-entropy ([n, h]): the explicit
-/// backward pass of the ReLU network, row by row.
-pub fn first_layer_deltas(params: &Params, x: &[f64], labels: &[usize]) -> Vec<f64> {
-    let n = labels.len();
+/// One row through the ReLU network and back, by the explicit backward pass: its cross-entropy,
+/// each layer's input (`acts[l]`, the row itself for l = 0) and the gradient at each layer's
+/// output pre-activation (`deltas[l]`; `deltas[0]` is Vᵢ).
+struct RowPass {
+    loss: f64,
+    acts: Vec<Vec<f64>>,
+    deltas: Vec<Vec<f64>>,
+}
+
+fn row_pass(params: &Params, row: &[f64], label: usize) -> RowPass {
     let layers = params.layers();
-    let mut out = Vec::with_capacity(n * params.sizes[1]);
-    for (i, &label) in labels.iter().enumerate() {
-        // Forward, keeping every layer's pre-activation.
-        let mut a: Vec<f64> = x[i * params.sizes[0]..(i + 1) * params.sizes[0]].to_vec();
-        let mut pre: Vec<Vec<f64>> = Vec::with_capacity(layers);
-        for l in 0..layers {
-            let (fan_in, fan_out) = (params.sizes[l], params.sizes[l + 1]);
-            let mut z: Vec<f64> = params.biases[l].iter().map(|&b| b as f64).collect();
-            for (k, &v) in a.iter().enumerate().take(fan_in) {
-                let w = &params.weights[l][k * fan_out..(k + 1) * fan_out];
-                z.iter_mut().zip(w).for_each(|(z, &w)| *z += v * w as f64);
-            }
-            a = if l + 1 < layers {
-                z.iter().map(|v| v.max(0.0)).collect()
-            } else {
-                z.clone()
-            };
-            pre.push(z);
+    let mut acts: Vec<Vec<f64>> = vec![row.to_vec()];
+    let mut pre: Vec<Vec<f64>> = Vec::with_capacity(layers);
+    for l in 0..layers {
+        let fan_out = params.sizes[l + 1];
+        let mut z: Vec<f64> = params.biases[l].iter().map(|&b| b as f64).collect();
+        for (k, &v) in acts[l].iter().enumerate() {
+            let w = &params.weights[l][k * fan_out..(k + 1) * fan_out];
+            z.iter_mut().zip(w).for_each(|(z, &w)| *z += v * w as f64);
         }
-        // Softmax cross-entropy: δ at the logits is p − y.
-        let logits = &pre[layers - 1];
-        let max = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let e: Vec<f64> = logits.iter().map(|v| (v - max).exp()).collect();
-        let s: f64 = e.iter().sum();
-        let mut delta: Vec<f64> = e
-            .iter()
-            .enumerate()
-            .map(|(k, v)| v / s - (k == label) as u8 as f64)
-            .collect();
-        // Back down to the first layer's pre-activations.
-        for l in (1..layers).rev() {
-            let (fan_in, fan_out) = (params.sizes[l], params.sizes[l + 1]);
-            let mut below = vec![0f64; fan_in];
-            for (k, b) in below.iter_mut().enumerate() {
-                let w = &params.weights[l][k * fan_out..(k + 1) * fan_out];
-                *b = w.iter().zip(&delta).map(|(&w, d)| w as f64 * d).sum::<f64>();
-                if pre[l - 1][k] <= 0.0 {
-                    *b = 0.0;
-                }
-            }
-            delta = below;
+        if l + 1 < layers {
+            acts.push(z.iter().map(|v| v.max(0.0)).collect());
         }
-        out.extend(delta);
+        pre.push(z);
     }
-    out
+    // Softmax cross-entropy: δ at the logits is p − y.
+    let logits = &pre[layers - 1];
+    let max = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let e: Vec<f64> = logits.iter().map(|v| (v - max).exp()).collect();
+    let s: f64 = e.iter().sum();
+    let loss = s.ln() + max - logits[label];
+    let mut deltas = vec![Vec::new(); layers];
+    deltas[layers - 1] = e
+        .iter()
+        .enumerate()
+        .map(|(k, v)| v / s - (k == label) as u8 as f64)
+        .collect();
+    // Back down to the first layer's pre-activations.
+    for l in (1..layers).rev() {
+        let fan_out = params.sizes[l + 1];
+        deltas[l - 1] = (0..params.sizes[l])
+            .map(|k| {
+                if pre[l - 1][k] <= 0.0 {
+                    return 0.0;
+                }
+                let w = &params.weights[l][k * fan_out..(k + 1) * fan_out];
+                w.iter().zip(&deltas[l]).map(|(&w, d)| w as f64 * d).sum()
+            })
+            .collect();
+    }
+    RowPass { loss, acts, deltas }
+}
+
+/// Per row ([n, d] encoded, labels), Vᵢ = ∂ℓᵢ/∂z₁ᵢ of its cross-entropy ([n, h]).
+pub fn first_layer_deltas(params: &Params, x: &[f64], labels: &[usize]) -> Vec<f64> {
+    let d = params.sizes[0];
+    labels
+        .iter()
+        .enumerate()
+        .flat_map(|(i, &label)| row_pass(params, &x[i * d..(i + 1) * d], label).deltas.swap_remove(0))
+        .collect()
 }
 
 /// `rounds` rounds of `k` indices each out of `n` rows (seeded), and what the server receives.
@@ -151,53 +162,18 @@ pub fn batch_gradient(
     let k = indices.len().max(1) as f64;
     let mut loss = 0.0;
     for &i in indices {
-        let mut acts: Vec<Vec<f64>> = vec![x[i * d..(i + 1) * d].to_vec()];
-        let mut pre: Vec<Vec<f64>> = Vec::with_capacity(layers);
+        let pass = row_pass(params, &x[i * d..(i + 1) * d], labels[i]);
+        loss += pass.loss / k;
         for l in 0..layers {
             let fan_out = params.sizes[l + 1];
-            let mut z: Vec<f64> = params.biases[l].iter().map(|&b| b as f64).collect();
-            for (kk, &v) in acts[l].iter().enumerate() {
-                let w = &params.weights[l][kk * fan_out..(kk + 1) * fan_out];
-                z.iter_mut().zip(w).for_each(|(z, &w)| *z += v * w as f64);
-            }
-            acts.push(if l + 1 < layers {
-                z.iter().map(|v| v.max(0.0)).collect()
-            } else {
-                z.clone()
-            });
-            pre.push(z);
-        }
-        let logits = &pre[layers - 1];
-        let max = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let e: Vec<f64> = logits.iter().map(|v| (v - max).exp()).collect();
-        let s: f64 = e.iter().sum();
-        loss += (s.ln() + max - logits[labels[i]]) / k;
-        let mut delta: Vec<f64> = e
-            .iter()
-            .enumerate()
-            .map(|(c, v)| v / s - (c == labels[i]) as u8 as f64)
-            .collect();
-        for l in (0..layers).rev() {
-            let fan_out = params.sizes[l + 1];
-            for (kk, &a) in acts[l].iter().enumerate() {
+            let delta = &pass.deltas[l];
+            for (kk, &a) in pass.acts[l].iter().enumerate() {
                 gw[l][kk * fan_out..(kk + 1) * fan_out]
                     .iter_mut()
-                    .zip(&delta)
+                    .zip(delta)
                     .for_each(|(g, dl)| *g += a * dl / k);
             }
-            gb[l].iter_mut().zip(&delta).for_each(|(g, dl)| *g += dl / k);
-            if l > 0 {
-                let fan_in = params.sizes[l];
-                delta = (0..fan_in)
-                    .map(|kk| {
-                        if pre[l - 1][kk] <= 0.0 {
-                            return 0.0;
-                        }
-                        let w = &params.weights[l][kk * fan_out..(kk + 1) * fan_out];
-                        w.iter().zip(&delta).map(|(&w, dl)| w as f64 * dl).sum()
-                    })
-                    .collect();
-            }
+            gb[l].iter_mut().zip(delta).for_each(|(g, dl)| *g += dl / k);
         }
     }
     (loss, gw, gb)

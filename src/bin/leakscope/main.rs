@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use indicatif::ProgressBar;
+use leakscope::audit::summary::MeanStd;
 use leakscope::report::render_text;
 use leakscope::table::{Dataset, summarize};
 use leakscope::{AttackConfig, AttackKind, BackendKind, Report, Runtime, run_attack};
@@ -392,6 +393,14 @@ fn summary_header() -> String {
     )
 }
 
+/// Mean ± sample std of shares, in percent ("—" for none).
+fn percent_mean_std(values: Vec<f64>) -> String {
+    match MeanStd::of(&values) {
+        Some(m) => format!("{:.1} ± {:.1}", 100.0 * m.mean, 100.0 * m.std),
+        None => "—".to_string(),
+    }
+}
+
 fn attribute_header() -> String {
     "| column | rows | local batch | rounds | matching | membership | batches | attack % | attack + public prior % | public classifier % | most frequent % | uniform % | s/attack |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|".into()
 }
@@ -399,15 +408,7 @@ fn attribute_header() -> String {
 /// The attribute attack against its baselines, mean ± std over the batches.
 fn attribute_line(config: &AttackConfig, reports: &[Report]) -> String {
     let stat = |f: &dyn Fn(&leakscope::attack::attribute::AttributeReport) -> f64| {
-        let v: Vec<f64> = reports.iter().filter_map(|r| r.attribute.as_ref()).map(f).collect();
-        let n = v.len().max(1) as f64;
-        let mean = v.iter().sum::<f64>() / n;
-        let sd = if v.len() > 1 {
-            (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
-        } else {
-            0.0
-        };
-        format!("{:.1} ± {:.1}", 100.0 * mean, 100.0 * sd)
+        percent_mean_std(reports.iter().filter_map(|r| r.attribute.as_ref()).map(f).collect())
     };
     let first = reports[0].attribute.as_ref();
     let local = match &config.protocol {
@@ -449,19 +450,7 @@ fn summary_line(config: &AttackConfig, kind: AttackKind, reports: &[Report]) -> 
         leakscope::config::Protocol::Fedsgd => "FedSGD".to_string(),
         leakscope::config::Protocol::Fedavg(t) => format!("FedAvg E={} b={}", t.epochs, t.local_batch),
     };
-    let stat = |vals: Vec<f64>| {
-        if vals.is_empty() {
-            return "—".to_string();
-        }
-        let n = vals.len() as f64;
-        let mean = vals.iter().sum::<f64>() / n;
-        let sd = if vals.len() > 1 {
-            (vals.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
-        } else {
-            0.0
-        };
-        format!("{:.1} ± {:.1}", 100.0 * mean, 100.0 * sd)
-    };
+    let stat = percent_mean_std;
     let mean = |vals: Vec<f64>| vals.iter().sum::<f64>() / vals.len().max(1) as f64;
     let steps: Vec<f64> = reports
         .iter()
