@@ -808,9 +808,9 @@ class Tree:
 
     def attack_kind_tests(self):
         out = []
-        reg = os.path.normpath(self.registry) if self.registry else None
+        regs = {os.path.normpath(r) for r in self.registry.split(",")} if self.registry else set()
         for p, f in sorted(self.files.items()):
-            if reg and os.path.normpath(p) == reg:
+            if os.path.normpath(p) in regs:
                 continue
             toks, pairs = f.toks, f.pairs
             # innermost open delimiter of each token
@@ -1023,7 +1023,7 @@ def measure(sources, registry):
         },
         "attack_kind_tests": {
             "registry": registry,
-            "registry_exists": registry in sources,
+            "registry_exists": all(r in sources for r in registry.split(",")),
             "count": len(ak),
             "lines": len({(r["path"], r["line"]) for r in ak}),
             "test_count": sum(1 for r in ak if r["test"]),
@@ -1299,7 +1299,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--check", action="store_true", help="exit 1 if a limit is broken, saying which")
-    ap.add_argument("--registry", default="src/attack/registry.rs", help="file whose AttackKind tests are allowed")
+    ap.add_argument(
+        "--registry",
+        default="src/attack/registry.rs,src/attack/spec.rs",
+        help="the registry's files (comma-separated), whose AttackKind tests are allowed",
+    )
     ap.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                     help="repository root (default: this script's repository)")
     ap.add_argument("--rev", help="measure this git revision instead of the working tree")
@@ -1308,10 +1312,13 @@ def main():
     if a.self_test:
         return self_test()
     sources = read_rev(a.root, a.rev) if a.rev else read_worktree(a.root)
-    registry = a.registry.replace(os.sep, "/")
-    if os.path.isabs(registry):
-        registry = os.path.relpath(registry, a.root).replace(os.sep, "/")
-    r = measure(sources, os.path.normpath(registry))
+    registry = []
+    for one in a.registry.split(","):
+        one = one.replace(os.sep, "/")
+        if os.path.isabs(one):
+            one = os.path.relpath(one, a.root).replace(os.sep, "/")
+        registry.append(os.path.normpath(one))
+    r = measure(sources, ",".join(registry))
     label = "%s at %s" % (a.root, a.rev) if a.rev else "%s (working tree)" % a.root
     if a.json:
         r["source"] = label
