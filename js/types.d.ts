@@ -29,7 +29,8 @@ include?: Array<string>, attack?: AttackKind,
  */
 batchSize?: number, 
 /**
- * TabLeak's members; default 30 for FedSGD, 15 for FedAvg.
+ * Members of the ensemble (TabLeak: default 30 for FedSGD, 15 for FedAvg; the attribute
+ * attack: 5).
  */
 ensemble?: number, iterations?: number, 
 /**
@@ -77,7 +78,8 @@ lr?: number,
  */
 reportEvery?: number, 
 /**
- * The first layer's span as a prior on the rows (default on; see `AttackConfig::subspace`).
+ * TabLeak: the first layer's span as a prior on the rows (default on; see
+ * `TableakSettings::subspace`).
  */
 subspace?: boolean, 
 /**
@@ -102,6 +104,9 @@ membership?: Membership,
  */
 parties?: number, cafeRows?: number, rounds?: number, };
 
+/**
+ * An attack's name, without its settings: what tables, plots and the command line list.
+ */
 export type AttackKind = "tableak" | "cosine" | "dlg" | "random" | "attribute" | "cafe";
 
 /**
@@ -209,7 +214,11 @@ export type Progress = { phase: string, step: number, of: number,
  */
 loss: number | null, elapsed: number, };
 
-export type Report = { attack: AttackKind, backend: BackendInfo, seconds: number, config: AttackConfig, accuracy: Accuracy, 
+export type Report = { 
+/**
+ * `REPORT_FORMAT`.
+ */
+format: string, attack: AttackKind, backend: BackendInfo, seconds: number, config: AttackConfig, accuracy: Accuracy, 
 /**
  * Total accuracy of rows drawn from the marginals, on the same batch.
  */
@@ -228,15 +237,6 @@ confident_quarter: Array<ConfidentQuarter>,
  */
 per_feature_entropy: Array<number | null>, confidence_levels: ConfidenceLevels, 
 /**
- * TabLeak on FedAvg: the epoch prior's weight used (the one `auto` chose)...
- */
-epoch_prior: number | null, 
-/**
- * ...and, when it chose, how well each candidate's pooled rows fit the observed update
- * (1 − cos of their simulated update: lower is better; the truth plays no part).
- */
-epoch_prior_fits: Array<PriorFit>, 
-/**
  * What the defence guarantees one client's update, per release (null without clipping or
  * noise).
  */
@@ -246,23 +246,38 @@ privacy: Privacy | null,
  */
 model_accuracy: number | null, loss_curve: Array<[number, number]>, table_rows: number, dropped_rows: number, warnings: Array<string>, 
 /**
- * The first layer's span as a prior on the rows: its rank, weight and the rows it solved
- * (null when the attack did not use it).
- */
-subspace: SubspaceSummary | null, 
-/**
- * Steps each member of the ensemble took before it stopped improving.
+ * Steps each member of the ensemble took before it stopped improving (empty where none ran).
  */
 member_steps: Array<number>, 
 /**
- * The attribute attack: the sensitive column's accuracy against the baselines (null for the
- * other attacks).
+ * What this attack alone reports.
  */
-attribute: AttributeReport | null, 
+details: AttackDetails, };
+
 /**
- * CAFE: its vertical setting and how well each step recovered (null for the other attacks).
+ * What a report says about one attack alone, by what it reconstructs.
  */
-cafe: CafeReport | null, };
+export type AttackDetails = { "kind": "rows" } & RowDetails | { "kind": "attribute" } & AttributeReport | { "kind": "cafe" } & CafeReport;
+
+/**
+ * What an attack on a table's rows composed: the epoch prior on FedAvg and the first layer's span
+ * (TabLeak; the baselines compose neither).
+ */
+export type RowDetails = { 
+/**
+ * TabLeak on FedAvg: the epoch prior's weight used (the one `auto` chose)...
+ */
+epoch_prior: number | null, 
+/**
+ * ...and, when it chose, how well each candidate's pooled rows fit the observed update
+ * (1 − cos of their simulated update: lower is better; the truth plays no part).
+ */
+epoch_prior_fits: Array<PriorFit>, 
+/**
+ * The first layer's span as a prior on the rows: its rank, weight and the rows it solved
+ * and proved (null when the attack did not use it).
+ */
+subspace: SubspaceSummary | null, };
 
 export type Accuracy = { total: number, categorical: number | null, continuous: number | null, 
 /**
@@ -399,10 +414,32 @@ with_public_prior: number,
  */
 membership: MembershipReport | null, };
 
+export type AttackSpec = { "kind": "tableak" } & TableakSettings | { "kind": "cosine" } | { "kind": "dlg" } | { "kind": "random" } | { "kind": "attribute" } & AttributeSettings | { "kind": "cafe" } & CafeSettings;
+
 /**
- * The attribute attack's settings (`AttackKind::Attribute`).
+ * TabLeak (Vero et al.): a softmax-relaxed ensemble, matched and median-pooled, with entropies.
  */
-export type AttributeConfig = { 
+export type TableakSettings = { 
+/**
+ * Members of the ensemble (per epoch-prior candidate).
+ */
+ensemble: number, 
+/**
+ * On FedAvg: the epoch prior's weight.
+ */
+epoch_prior: EpochPrior, 
+/**
+ * Keep the dummy rows in the span of the first layer's gradient and prove rows from its ReLU
+ * pattern (`attack::subspace`, `attack::activity`); both switch themselves off where the
+ * span says nothing.
+ */
+subspace: boolean, };
+
+/**
+ * Attribute reconstruction (Lyu & Chen): the server knows every column of the client's rows but
+ * `column` and relaxes that one alone.
+ */
+export type AttributeSettings = { 
 /**
  * The sensitive column the server does not know (categorical).
  */
@@ -419,7 +456,11 @@ membership: Membership,
  * Rounds the server observes (the first ones): in each the client trains from the model the
  * previous round's update left, and the attack sums the rounds' losses. 1 by default.
  */
-rounds: number, };
+rounds: number, 
+/**
+ * Members averaged.
+ */
+ensemble: number, };
 
 /**
  * Whether the server knows which rows the client trained on.
@@ -449,9 +490,10 @@ accuracy: number,
 means: [number, number], weights: [number, number], };
 
 /**
- * CAFE's vertical setting (`AttackKind::Cafe`).
+ * CAFE (Jin et al.) on vertically split rows: `rows` rows over `rounds` rounds of `batch_size`
+ * indices each.
  */
-export type CafeConfig = { 
+export type CafeSettings = { 
 /**
  * Parties holding column groups of the rows.
  */
@@ -509,15 +551,19 @@ noise_multiplier: number,
  */
 clients: number, };
 
-export type AttackConfig = { attack: AttackKind, 
+export type AttackConfig = { 
 /**
- * FedSGD's batch, or a FedAvg client's rows.
+ * The attack, with its own settings.
  */
-batch_size: number, ensemble: number, protocol: Protocol, 
+attack: AttackSpec, 
 /**
- * TabLeak on FedAvg: the epoch prior's weight.
+ * FedSGD's batch, or a FedAvg client's rows; CAFE's indices per round.
  */
-epoch_prior: EpochPrior, iterations: number, seed: number, labels: LabelMode, hidden: Array<number>, 
+batch_size: number, protocol: Protocol, 
+/**
+ * Optimisation steps of the attacks that invert.
+ */
+iterations: number, seed: number, labels: LabelMode, hidden: Array<number>, 
 /**
  * Epochs of ordinary training on the whole table (`client::training`) before the attacked
  * round; 0 attacks the network at initialisation, as the paper does.
@@ -530,7 +576,7 @@ training_epochs: number,
  */
 clients: number, defence: Defence | null, 
 /**
- * None: the attack's own default (`AttackKind::default_optimiser`).
+ * None: the attack's own default (`Attack::default_optimiser`).
  */
 optimiser: Optimiser | null, 
 /**
@@ -539,22 +585,9 @@ optimiser: Optimiser | null,
  */
 report_every: number, 
 /**
- * TabLeak and Cosine: keep the dummy rows in the span of the first layer's gradient
- * (`attack::subspace`); the prior switches itself off where that span says nothing.
- */
-subspace: boolean, 
-/**
  * Members whose loss has stopped improving stop (`attack::driver::EARLY_STOP`).
  */
-early_stop: boolean, 
-/**
- * The attribute attack's sensitive column (`AttackKind::Attribute` only).
- */
-attribute: AttributeConfig | null, 
-/**
- * CAFE's vertical setting (`AttackKind::Cafe` only; None: its defaults).
- */
-cafe: CafeConfig | null, };
+early_stop: boolean, };
 
 /**
  * What the client sends the server (SPEC §3).

@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use crate::client::network::Params;
+use crate::config::AttackConfig;
 use crate::error::{Error, Result};
+use crate::table::Dataset;
 
 /// The format tag of a JSON update.
 pub const UPDATE_FORMAT: &str = "leakscope-update/1";
@@ -391,5 +393,45 @@ mod tests {
             let err = ReceivedUpdate::from_json(&text).unwrap_err().to_string();
             assert!(err.contains(want), "{err}\nwanted: {want}");
         }
+    }
+}
+
+impl ReceivedUpdate {
+    /// Check the update against the encoding and the attack's settings: the network's widths, the
+    /// rows, and that nothing describes a simulated client.
+    pub fn check_against(&self, dataset: &Dataset, config: &AttackConfig) -> Result<()> {
+        let sizes = &self.params.sizes;
+        let (inputs, outputs) = (sizes[0], *sizes.last().unwrap_or(&0));
+        if inputs != dataset.d() || outputs != dataset.classes.len() {
+            return fail(format!(
+                "the network takes {inputs} inputs and gives {outputs} outputs, but the encoding makes rows {} wide \
+                 with {} classes ({}): is it the encoding the client used?",
+                dataset.d(),
+                dataset.classes.len(),
+                dataset.classes.join(", ")
+            ));
+        }
+        if config.layer_sizes(dataset) != *sizes {
+            return fail(format!(
+                "the received network's layers are {:?} but the attack's settings say hidden {:?}",
+                sizes, config.hidden
+            ));
+        }
+        if let Some(r) = self.rows
+            && r != config.rows()
+        {
+            return fail(format!(
+                "the update was computed on {r} rows but the attack is set for {}",
+                config.rows()
+            ));
+        }
+        if config.clients > 1 || config.training_epochs > 0 || config.defence.is_some() {
+            return fail(
+                "clients, training epochs and defences describe a simulated client; a received update is \
+                 attacked as it came"
+                    .into(),
+            );
+        }
+        Ok(())
     }
 }

@@ -4,7 +4,6 @@ use burn::tensor::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use crate::attack::driver::Cadence;
 use crate::error::{Error, Result};
 
 /// Where an attack runs.
@@ -170,6 +169,31 @@ pub fn cpu_threads() -> usize {
     1
 }
 
+/// When the losses are read back. `Every` reads at the first step, every n-th and the last: the
+/// CPU's reads are free, and tests compare loss curves step for step. `Timed` (GPUs) starts at n
+/// and widens the interval until reports are at least `MIN_REPORT_SECONDS` apart, so a browser
+/// whose `mapAsync` takes 100 ms never leaves the device waiting on it; the read is pipelined one
+/// report behind, so a report's cost is its copy, not its latency.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Cadence {
+    Every(usize),
+    Timed(usize),
+    /// After step n, after step n + 2 and at the last: timing a few steps after a warm-up
+    /// (`plan`'s probes), with an early look so a slow backend can be cut short.
+    Probe(usize),
+}
+
+/// What an inversion asks of the engine that steps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Needs {
+    /// The client's local training (FedAvg) unrolled in every step.
+    pub local_training: bool,
+    /// Cells the server knows, pinned (`attack::known`).
+    pub known_cells: bool,
+    /// Rounds whose losses are summed.
+    pub rounds: usize,
+}
+
 /// A device and what runs on it.
 #[derive(Debug, Clone)]
 pub struct Runtime {
@@ -195,6 +219,17 @@ impl Runtime {
 
     pub fn engine(&self) -> StepEngine {
         self.info.engine
+    }
+
+    /// What runs the steps of an inversion that needs `needs`: this runtime's accelerator where it
+    /// takes them, the definition otherwise. The GPU kernels do one FedSGD round without known
+    /// cells; the CPU kernel adds FedAvg and known cells; several rounds only the definition sums.
+    pub fn engine_for(&self, needs: &Needs) -> StepEngine {
+        match self.engine() {
+            _ if needs.rounds > 1 => StepEngine::Definition,
+            StepEngine::CubeKernels if needs.local_training || needs.known_cells => StepEngine::Definition,
+            engine => engine,
+        }
     }
 
     /// The same device running the definition itself (burn tensor ops) instead of an accelerator:

@@ -7,10 +7,13 @@ use std::cell::RefCell;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 
+use crate::attack::ensemble::Members;
 use crate::audit::{self, AuditOptions, AuditPlan, AuditReport, CellResult, RunningCell};
-use crate::config::{AttackConfig, Limits, MemberRange, RunOptions};
-use crate::experiment::{Members, time_steps};
+use crate::config::{AttackConfig, MemberRange};
+use crate::options::RunOptions;
+use crate::plan::limits::Limits;
 use crate::plan::{self, Decision, Decisions, Probe, ProblemKey, RunPlan};
+use crate::run::time_steps;
 use crate::runtime::{BackendInfo, BackendKind, EngineInfo, MeasuredRate, Runtime};
 use crate::table::{Dataset, MAX_CSV_BYTES, parse_csv, summarize};
 use crate::{assess_members, run_attack};
@@ -485,7 +488,7 @@ impl Engine {
     /// The table and the attack's settings from a CSV and the caller's options.
     fn prepare(&self, csv: &[u8], options: JsValue) -> Result<(Dataset, AttackConfig), JsError> {
         let o: RunOptions = serde_wasm_bindgen::from_value(options).map_err(js_error)?;
-        let config = o.attack_config();
+        let config = o.attack_config().map_err(js_error)?;
         Ok((self.dataset(csv, &o)?, config))
     }
 

@@ -6,8 +6,8 @@ use common::dataset;
 use leakscope::attack::Progress;
 use leakscope::table::Dataset;
 use leakscope::{
-    AttackConfig, AttackKind, Error, LabelMode, MemberRange, Members, Report, Runtime, assess_members, invert_members,
-    run_attack,
+    AttackConfig, AttackSpec, Error, LabelMode, MemberRange, Members, Report, RunOptions, Runtime, assess_members,
+    invert_members, run_attack,
 };
 
 fn attack(data: &Dataset, config: AttackConfig) -> Report {
@@ -68,7 +68,7 @@ fn the_relu_pattern_proves_rows_of_adult_batches_of_32() {
                 ..Default::default()
             },
         );
-        let span = r.subspace.as_ref().expect("TabLeak reports the span");
+        let span = r.subspace().expect("TabLeak reports the span");
         eprintln!(
             "  seed {seed}: {:.3}, {} rows proved",
             r.accuracy.total, span.proved_rows
@@ -103,31 +103,24 @@ fn the_relu_pattern_proves_rows_of_adult_batches_of_32() {
 #[test]
 fn attribute_reconstruction_of_sex_and_relationship_on_adult() {
     use leakscope::client::fedavg::LocalTraining;
-    use leakscope::config::{AttributeConfig, Protocol};
+    use leakscope::config::Protocol;
     let data = dataset("adult-sample.csv", "salary");
     for column in ["sex", "relationship"] {
         for seed in 0..2 {
             let r = attack(
                 &data,
                 AttackConfig {
-                    attack: AttackKind::Attribute,
+                    attack: AttackSpec::Attribute(common::attribute(column, 5)),
                     batch_size: 100,
-                    ensemble: 5,
                     protocol: Protocol::Fedavg(LocalTraining {
                         local_batch: 8,
                         ..Default::default()
-                    }),
-                    attribute: Some(AttributeConfig {
-                        column: column.into(),
-                        l2: false,
-                        membership: Default::default(),
-                        rounds: 1,
                     }),
                     seed,
                     ..Default::default()
                 },
             );
-            let a = r.attribute.as_ref().expect("the attribute report");
+            let a = r.attribute().expect("the attribute report");
             eprintln!(
                 "  {column} seed {seed}: {:.3} (public classifier {:.3}, most frequent {:.3}, uniform {:.3})",
                 a.accuracy, a.public_classifier, a.marginal, a.random
@@ -153,30 +146,26 @@ fn attribute_reconstruction_of_sex_and_relationship_on_adult() {
 #[test]
 fn attribute_reconstruction_infers_which_rows_the_client_used() {
     use leakscope::client::fedavg::LocalTraining;
-    use leakscope::config::{AttributeConfig, Membership, Protocol};
+    use leakscope::config::{AttributeSettings, Membership, Protocol};
     let data = dataset("adult-sample.csv", "salary");
     let r = attack(
         &data,
         AttackConfig {
-            attack: AttackKind::Attribute,
+            attack: AttackSpec::Attribute(AttributeSettings {
+                membership: Membership::Unknown,
+                ..common::attribute("sex", 3)
+            }),
             batch_size: 50,
-            ensemble: 3,
             iterations: 600,
             protocol: Protocol::Fedavg(LocalTraining {
                 local_batch: 8,
                 ..Default::default()
             }),
-            attribute: Some(AttributeConfig {
-                column: "sex".into(),
-                l2: false,
-                membership: Membership::Unknown,
-                rounds: 1,
-            }),
             seed: 0,
             ..Default::default()
         },
     );
-    let a = r.attribute.as_ref().unwrap();
+    let a = r.attribute().unwrap();
     let m = a.membership.as_ref().expect("membership was inferred");
     eprintln!("  membership {:.2} by {}, sex {:.3}", m.accuracy, m.method, a.accuracy);
     assert_eq!(m.candidates, 100);
@@ -191,22 +180,22 @@ fn attribute_reconstruction_infers_which_rows_the_client_used() {
 /// (rows aligned by index, no matching). Bad settings are refused by name.
 #[test]
 fn cafe_recovers_every_row_given_enough_rounds() {
-    use leakscope::config::CafeConfig;
+    use leakscope::config::CafeSettings;
     let data = dataset("adult-sample.csv", "salary");
+    let settings = |rounds| CafeSettings {
+        parties: 4,
+        rows: 200,
+        rounds,
+        fake_gradients: None,
+    };
     let cafe = |rounds| AttackConfig {
-        attack: AttackKind::Cafe,
+        attack: AttackSpec::Cafe(settings(rounds)),
         batch_size: 10,
-        cafe: Some(CafeConfig {
-            parties: 4,
-            rows: 200,
-            rounds,
-            fake_gradients: None,
-        }),
         ..Default::default()
     };
     let few = attack(&data, cafe(20));
     let enough = attack(&data, cafe(400));
-    let (f, e) = (few.cafe.as_ref().unwrap(), enough.cafe.as_ref().unwrap());
+    let (f, e) = (few.cafe().unwrap(), enough.cafe().unwrap());
     eprintln!(
         "CAFE 200 rows: 20 rounds {:.3} (step I error {:.2}), 400 rounds {:.3} (step I error {:.1e})",
         few.accuracy.total, f.step1_error, enough.accuracy.total, e.step1_error
@@ -227,14 +216,14 @@ fn cafe_recovers_every_row_given_enough_rounds() {
     let fake = attack(
         &data,
         AttackConfig {
-            cafe: Some(CafeConfig {
+            attack: AttackSpec::Cafe(CafeSettings {
                 fake_gradients: Some(10),
-                ..cafe(400).cafe.unwrap()
+                ..settings(400)
             }),
             ..cafe(400)
         },
     );
-    let fc = fake.cafe.as_ref().unwrap();
+    let fc = fake.cafe().unwrap();
     eprintln!(
         "fake gradients: {:.3} (random {:.3}), training loss {:?} → {:?}",
         fake.accuracy.total, fake.random_baseline, fc.training_loss, fc.training_loss_fake
@@ -255,25 +244,26 @@ fn cafe_recovers_every_row_given_enough_rounds() {
         ),
         (
             AttackConfig {
-                cafe: Some(CafeConfig {
+                attack: AttackSpec::Cafe(CafeSettings {
                     parties: 99,
-                    ..cafe(10).cafe.unwrap()
+                    ..settings(10)
                 }),
                 ..cafe(10)
             },
             "parties must be between 1 and the table's 14 columns",
         ),
-        (
-            AttackConfig {
-                attack: AttackKind::Tableak,
-                ..cafe(10)
-            },
-            "are CAFE's settings",
-        ),
     ] {
         let err = pollster::block_on(run_attack(&Runtime::cpu(), &data, &bad, &mut |_| true)).unwrap_err();
         assert!(err.to_string().contains(want), "{err}");
     }
+    // CAFE's settings cannot be given to another attack: the options naming them are refused.
+    let options = RunOptions {
+        label: "salary".into(),
+        parties: Some(4),
+        ..Default::default()
+    };
+    let err = options.attack_config().unwrap_err();
+    assert!(err.to_string().contains("are CAFE's settings"), "{err}");
 }
 
 /// The attribute attack over three rounds: the client trains from the model its last update left,
@@ -282,32 +272,28 @@ fn cafe_recovers_every_row_given_enough_rounds() {
 #[test]
 fn attribute_reconstruction_over_three_rounds() {
     use leakscope::client::fedavg::LocalTraining;
-    use leakscope::config::{AttributeConfig, Protocol};
+    use leakscope::config::{AttributeSettings, Protocol};
     use leakscope::runtime::StepEngine;
     let data = dataset("adult-sample.csv", "salary");
     let config = |rounds| AttackConfig {
-        attack: AttackKind::Attribute,
+        attack: AttackSpec::Attribute(AttributeSettings {
+            rounds,
+            ..common::attribute("sex", 2)
+        }),
         batch_size: 40,
-        ensemble: 2,
         iterations: 300,
         protocol: Protocol::Fedavg(LocalTraining {
             local_batch: 20,
             ..Default::default()
         }),
-        attribute: Some(AttributeConfig {
-            column: "sex".into(),
-            l2: false,
-            membership: Default::default(),
-            rounds,
-        }),
         seed: 1,
         ..Default::default()
     };
     let three = attack(&data, config(3));
-    let a = three.attribute.as_ref().unwrap();
+    let a = three.attribute().unwrap();
     eprintln!("  sex over 3 rounds: {:.3} on {}", a.accuracy, three.backend.label);
     assert_eq!(three.backend.engine, StepEngine::Definition);
-    assert_eq!(three.config.attribute.as_ref().unwrap().rounds, 3);
+    assert!(matches!(&three.config.attack, AttackSpec::Attribute(a) if a.rounds == 3));
     assert!(a.accuracy >= 0.85, "{}", a.accuracy);
     let err = pollster::block_on(run_attack(&Runtime::cpu(), &data, &config(0), &mut |_| true)).unwrap_err();
     assert!(err.to_string().contains("observes 1 to 20 rounds"), "{err}");
@@ -322,7 +308,7 @@ fn tableak_on_german_credit_with_restored_labels() {
         &data,
         AttackConfig {
             batch_size: 16,
-            ensemble: 6,
+            attack: common::tableak(6),
             iterations: 300,
             seed: 3,
             labels: LabelMode::Restored,
@@ -346,7 +332,7 @@ fn baselines_on_adult() {
     let cos = attack(
         &data,
         AttackConfig {
-            attack: AttackKind::Cosine,
+            attack: AttackSpec::Cosine,
             batch_size: 8,
             iterations: 300,
             seed: 1,
@@ -356,7 +342,7 @@ fn baselines_on_adult() {
     let rnd = attack(
         &data,
         AttackConfig {
-            attack: AttackKind::Random,
+            attack: AttackSpec::Random,
             batch_size: 8,
             seed: 1,
             ..Default::default()
@@ -380,7 +366,7 @@ fn a_fixed_seed_gives_the_same_report() {
     let data = dataset("german-credit.csv", "credit_risk");
     let config = AttackConfig {
         batch_size: 4,
-        ensemble: 3,
+        attack: common::tableak(3),
         iterations: 30,
         seed: 11,
         ..Default::default()
@@ -398,7 +384,7 @@ fn an_ensemble_inverted_in_shares_gives_the_same_report() {
     let data = dataset("adult-sample.csv", "salary");
     let config = AttackConfig {
         batch_size: 8,
-        ensemble: 7,
+        attack: common::tableak(7),
         iterations: 120,
         seed: 3,
         ..Default::default()
@@ -443,7 +429,7 @@ fn cancelling_stops_the_attack() {
     let data = dataset("german-credit.csv", "credit_risk");
     let config = AttackConfig {
         batch_size: 4,
-        ensemble: 2,
+        attack: common::tableak(2),
         iterations: 1000,
         report_every: 10,
         ..Default::default()
@@ -471,7 +457,7 @@ fn bad_settings_are_refused() {
             ..Default::default()
         },
         AttackConfig {
-            ensemble: 0,
+            attack: common::tableak(0),
             ..Default::default()
         },
         AttackConfig {
@@ -485,7 +471,7 @@ fn bad_settings_are_refused() {
     // Settings that would need more memory than the engine allows are refused before allocating.
     let huge = AttackConfig {
         batch_size: 1000,
-        ensemble: 1000,
+        attack: common::tableak(1000),
         hidden: vec![1000, 1000],
         ..Default::default()
     };
@@ -504,7 +490,7 @@ fn bad_settings_are_refused() {
     // The random baseline inverts nothing but still simulates the client: its network is checked
     // too, before it is allocated (this one would need 4 TB).
     let random = AttackConfig {
-        attack: AttackKind::Random,
+        attack: AttackSpec::Random,
         hidden: vec![1_000_000, 1_000_000],
         ..Default::default()
     };
@@ -523,7 +509,7 @@ fn malformed_shares_are_refused() {
     let data = dataset("german-credit.csv", "credit_risk");
     let config = AttackConfig {
         batch_size: 4,
-        ensemble: 2,
+        attack: common::tableak(2),
         iterations: 5,
         ..Default::default()
     };
@@ -550,7 +536,7 @@ fn a_report_survives_a_json_round_trip() {
         &data,
         AttackConfig {
             batch_size: 4,
-            ensemble: 3,
+            attack: common::tableak(3),
             iterations: 20,
             ..Default::default()
         },
@@ -600,11 +586,11 @@ fn a_probe_times_steps_after_a_warm_up() {
     let data = dataset("german-credit.csv", "credit_risk");
     let config = AttackConfig {
         batch_size: 8,
-        ensemble: 6,
+        attack: common::tableak(6),
         ..Default::default()
     };
     let mut phases = Vec::new();
-    let rate = pollster::block_on(leakscope::experiment::time_steps(
+    let rate = pollster::block_on(leakscope::run::time_steps(
         &Runtime::cpu(),
         &data,
         &config,

@@ -3,14 +3,17 @@
 mod common;
 
 use common::adult;
-use leakscope::config::ProtocolKind;
+use leakscope::options::ProtocolKind;
 use leakscope::table::Dataset;
 use leakscope::{AttackKind, Report, RunOptions, Runtime, run_attack};
 
 fn attack(data: &Dataset, options: RunOptions) -> Report {
-    pollster::block_on(run_attack(&Runtime::cpu(), data, &options.attack_config(), &mut |_| {
-        true
-    }))
+    pollster::block_on(run_attack(
+        &Runtime::cpu(),
+        data,
+        &options.attack_config().unwrap(),
+        &mut |_| true,
+    ))
     .unwrap()
 }
 

@@ -8,7 +8,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use leakscope::table::Dataset;
-use leakscope::{AttackConfig, AttackKind, Runtime, run_attack};
+use leakscope::{AttackConfig, AttackSpec, Runtime, run_attack};
 
 struct Counting;
 
@@ -56,7 +56,7 @@ fn peak_of(data: &Dataset, config: &AttackConfig) -> usize {
         &AttackConfig {
             iterations: 1,
             batch_size: 2,
-            ensemble: 2,
+            attack: common::tableak(2),
             ..Default::default()
         },
         &mut |_| true,
@@ -74,22 +74,22 @@ fn the_memory_estimate_bounds_what_an_attack_allocates() {
     let cases = [
         AttackConfig {
             batch_size: 32,
-            ensemble: 30,
+            attack: common::tableak(30),
             ..Default::default()
         },
         AttackConfig {
             batch_size: 128,
-            ensemble: 40,
+            attack: common::tableak(40),
             hidden: vec![300, 200],
             ..Default::default()
         },
         AttackConfig {
             batch_size: 8,
-            ensemble: 200,
+            attack: common::tableak(200),
             ..Default::default()
         },
         AttackConfig {
-            attack: AttackKind::Cosine,
+            attack: AttackSpec::Cosine,
             batch_size: 256,
             hidden: vec![1000, 1000],
             ..Default::default()
@@ -104,7 +104,7 @@ fn the_memory_estimate_bounds_what_an_attack_allocates() {
         let estimate = config.working_set_bytes(&data) as f64;
         eprintln!(
             "{} B={} N={} hidden {:?}: peak {:.1} MiB, estimate {:.1} MiB ({:.2}×)",
-            config.attack,
+            config.kind(),
             config.batch_size,
             config.members(),
             config.hidden,

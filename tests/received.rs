@@ -5,7 +5,8 @@ mod common;
 
 use leakscope::client::fedavg::LocalTraining;
 use leakscope::client::simulate::{Round, simulate_round};
-use leakscope::config::{Protocol, ProtocolKind};
+use leakscope::config::Protocol;
+use leakscope::options::ProtocolKind;
 use leakscope::received::ReceivedUpdate;
 use leakscope::table::{Dataset, Encoding};
 use leakscope::{LabelMode, RunOptions, Runtime, attack_received};
@@ -94,7 +95,8 @@ fn a_pytorch_fedsgd_update_is_the_simulated_one_and_reconstructs_the_same() {
         labels: LabelMode::Known,
         ..RunOptions::default()
     }
-    .attack_config();
+    .attack_config()
+    .unwrap();
     let ours = ReceivedUpdate {
         update: ours,
         ..from_st.clone()
@@ -158,7 +160,8 @@ fn a_pytorch_fedavg_update_is_the_simulated_one() {
         hidden: vec![32, 32],
         ..RunOptions::default()
     }
-    .attack_config();
+    .attack_config()
+    .unwrap();
     let report = pollster::block_on(attack_received(
         &Runtime::cpu(),
         &encoding(),
@@ -194,13 +197,18 @@ fn an_update_that_does_not_fit_the_encoding_or_the_settings_is_refused() {
         ..base.clone()
     };
     let cases: Vec<(leakscope::AttackConfig, &ReceivedUpdate, &str)> = vec![
-        (base.attack_config(), &no_labels, "the update carries no labels"),
+        (
+            base.attack_config().unwrap(),
+            &no_labels,
+            "the update carries no labels",
+        ),
         (
             RunOptions {
                 labels: LabelMode::Restored,
                 ..fedavg.clone()
             }
-            .attack_config(),
+            .attack_config()
+            .unwrap(),
             &received,
             "restored labels are for FedSGD",
         ),
@@ -209,7 +217,8 @@ fn an_update_that_does_not_fit_the_encoding_or_the_settings_is_refused() {
                 attack: leakscope::AttackKind::Random,
                 ..base.clone()
             }
-            .attack_config(),
+            .attack_config()
+            .unwrap(),
             &received,
             "the random baseline draws from the table's rows",
         ),

@@ -7,7 +7,9 @@ mod common;
 
 use common::adult;
 use leakscope::table::Dataset;
-use leakscope::{AttackConfig, AttackKind, MemberRange, Members, Report, Runtime, invert_members, run_attack};
+use leakscope::{
+    AttackConfig, AttackKind, AttackSpec, MemberRange, Members, Report, Runtime, invert_members, run_attack,
+};
 
 /// Largest difference allowed between two paths' relaxed values after 50 steps, in standardised
 /// units (a one-hot column spans about 3 of them, a continuous one 4 to 10).
@@ -15,11 +17,19 @@ const X_TOL: f32 = 1e-4;
 /// Largest relative difference between two paths' mean loss at any step.
 const LOSS_TOL: f64 = 1e-4;
 
+/// Members of TabLeak's and the attribute attack's ensembles here.
+const ENSEMBLE: usize = 4;
+
 fn config(attack: AttackKind, iterations: usize, seed: u64) -> AttackConfig {
+    let attack = match attack {
+        AttackKind::Tableak => common::tableak(ENSEMBLE),
+        AttackKind::Cosine => AttackSpec::Cosine,
+        AttackKind::Dlg => AttackSpec::Dlg,
+        other => panic!("{other} has no step to compare here"),
+    };
     AttackConfig {
         attack,
         batch_size: 8,
-        ensemble: 4,
         iterations,
         seed,
         report_every: 1,
@@ -93,7 +103,7 @@ fn the_cpu_kernel_follows_the_definition_step_by_step() {
 #[test]
 fn the_cpu_kernel_follows_the_definition_through_fedavg() {
     use leakscope::client::fedavg::LocalTraining;
-    use leakscope::config::{EpochPrior, Protocol};
+    use leakscope::config::Protocol;
     let data = adult();
     let definition = Runtime::cpu().definition();
     let kernel = Runtime::cpu();
@@ -105,7 +115,6 @@ fn the_cpu_kernel_follows_the_definition_through_fedavg() {
     for attack in [AttackKind::Tableak, AttackKind::Cosine] {
         let c = AttackConfig {
             protocol: fedavg,
-            epoch_prior: EpochPrior::Fixed(0.1),
             ..config(attack, 50, 5)
         };
         assert_follows(
@@ -119,20 +128,15 @@ fn the_cpu_kernel_follows_the_definition_through_fedavg() {
 /// The attribute attack on `relationship` over 2 local epochs of 2 steps.
 fn attribute_config(iterations: usize) -> AttackConfig {
     use leakscope::client::fedavg::LocalTraining;
-    use leakscope::config::{AttributeConfig, Protocol};
+    use leakscope::config::Protocol;
     AttackConfig {
+        attack: AttackSpec::Attribute(common::attribute("relationship", ENSEMBLE)),
         protocol: Protocol::Fedavg(LocalTraining {
             epochs: 2,
             local_batch: 4,
             lr: 0.01,
         }),
-        attribute: Some(AttributeConfig {
-            column: "relationship".into(),
-            l2: false,
-            membership: Default::default(),
-            rounds: 1,
-        }),
-        ..config(AttackKind::Attribute, iterations, 5)
+        ..config(AttackKind::Tableak, iterations, 5)
     }
 }
 
@@ -149,7 +153,7 @@ fn the_cpu_kernel_follows_the_definition_on_the_attribute_attack() {
     let f = data.features.iter().find(|f| f.name == "relationship").unwrap();
     let d = data.d();
     let rows: Vec<&[f32]> = kernel.x.chunks_exact(d).collect();
-    let per_member = rows.len() / c.ensemble;
+    let per_member = rows.len() / ENSEMBLE;
     for (i, row) in rows.iter().enumerate() {
         let first = rows[i % per_member];
         for j in (0..d).filter(|j| !(f.offset..f.offset + f.width()).contains(j)) {

@@ -15,8 +15,10 @@ use leakscope::client::defence::Defence;
 use leakscope::client::fedavg::LocalTraining;
 use leakscope::client::privacy::Privacy;
 use leakscope::config::{
-    AttackConfig, AttackKind, EpochPrior, LabelMode, Limits, MemberRange, Optimiser, Protocol, ProtocolKind, RunOptions,
+    AttackConfig, AttackKind, AttackSpec, EpochPrior, LabelMode, MemberRange, Optimiser, Protocol,
 };
+use leakscope::options::{ProtocolKind, RunOptions};
+use leakscope::plan::limits::Limits;
 use leakscope::plan::{Decision, Probe, RunPlan};
 use leakscope::report::{
     Confidence, ConfidenceLevels, ConfidentQuarter, EntropyBucket, FeatureHeader, PriorFit, Report, RowReport,
@@ -49,6 +51,8 @@ fn generated() -> String {
         declaration::<TextEncoding>(),
         declaration::<Progress>(),
         declaration::<Report>(),
+        declaration::<leakscope::report::AttackDetails>(),
+        declaration::<leakscope::report::RowDetails>(),
         declaration::<Accuracy>(),
         declaration::<FeatureHeader>(),
         declaration::<RowReport>(),
@@ -59,10 +63,12 @@ fn generated() -> String {
         declaration::<PriorFit>(),
         declaration::<leakscope::attack::subspace::SubspaceSummary>(),
         declaration::<leakscope::attack::attribute::AttributeReport>(),
-        declaration::<leakscope::config::AttributeConfig>(),
+        declaration::<AttackSpec>(),
+        declaration::<leakscope::config::TableakSettings>(),
+        declaration::<leakscope::config::AttributeSettings>(),
         declaration::<leakscope::config::Membership>(),
         declaration::<leakscope::attack::membership::MembershipReport>(),
-        declaration::<leakscope::config::CafeConfig>(),
+        declaration::<leakscope::config::CafeSettings>(),
         declaration::<leakscope::attack::cafe::CafeReport>(),
         declaration::<Privacy>(),
         declaration::<AttackConfig>(),

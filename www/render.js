@@ -186,7 +186,10 @@ export function renderSummary(box, info, report) {
   const card = (name, value, detail, cls = '') =>
     el('div', { class: `card ${cls}`, 'data-metric': name }, el('div', { class: 'value', text: value }), el('div', { class: 'name', text: name }), el('div', { class: 'detail', text: detail }));
   const c = report.config;
-  const attr = report.attribute;
+  // What the attack alone reports, by what it reconstructs (report.details.kind).
+  const d = report.details;
+  const attr = d.kind === 'attribute' ? d : null;
+  const cf = d.kind === 'cafe' ? d : null;
   if (attr) {
     // The attribute attack: one column, scored row by row, against what the server has without
     // the update.
@@ -203,9 +206,8 @@ export function renderSummary(box, info, report) {
         card(`surest quarter of ${attr.column}`, pct(q.quarter_accuracy), `${q.quarter_cells} of ${q.cells} rows; all: ${pct(q.accuracy)}`, q.quarter_accuracy > q.accuracy ? 'leak' : ''),
       ),
     );
-  } else if (report.cafe) {
+  } else if (cf) {
     // CAFE: every shared row, aligned by its index; how well each step recovered.
-    const cf = report.cafe;
     box.replaceChildren(
       card('cells recovered', pct(a.total), `random guessing: ${pct(report.random_baseline)}`, a.total > report.random_baseline ? 'leak' : ''),
       card('rows fully recovered', `${Math.round(a.exact_rows * report.rows.length)} / ${report.rows.length}`, 'every cell right'),
@@ -229,7 +231,7 @@ export function renderSummary(box, info, report) {
   const steps = report.attack === 'random' ? '' : `, ${c.iterations} steps`;
   const setting = [];
   if (c.protocol.kind === 'fedavg') {
-    const prior = report.epoch_prior === null ? '' : `, epoch prior λ = ${report.epoch_prior}`;
+    const prior = d.kind !== 'rows' || d.epoch_prior === null ? '' : `, epoch prior λ = ${d.epoch_prior}`;
     setting.push(`FedAvg: ${c.protocol.epochs} local epoch${c.protocol.epochs === 1 ? '' : 's'} in batches of ${c.protocol.local_batch}, lr ${c.protocol.lr}${prior}`);
   }
   if (c.clients > 1) setting.push(`${c.clients} clients averaged (${c.clients * c.batch_size} rows in the update)`);
@@ -245,7 +247,7 @@ export function renderSummary(box, info, report) {
     }
   }
   if (c.training_epochs > 0) setting.push(`after ${c.training_epochs} epochs of training (model accuracy ${pct(report.model_accuracy)})`);
-  const span = report.subspace;
+  const span = d.kind === 'rows' ? d.subspace : null;
   if (span) {
     setting.push(span.weight > 0
       ? `first-layer span prior: rows kept in a span of ${span.rank} of ${span.feasible} directions (weight ${span.weight}), ${span.decoded_rows} of ${span.rows} member rows decoded exactly in it; ${span.proved_rows} of the batch's rows proved exactly from the first layer's ReLU pattern`
@@ -258,9 +260,9 @@ export function renderSummary(box, info, report) {
   }
   info.textContent =
     (setting.length ? `${setting.join('; ')}. ` : '') +
-    (report.cafe
-      ? `CAFE on ${report.cafe.rows} rows shared by ${report.cafe.parties} parties, ${report.cafe.rounds} rounds of ${c.batch_size} indices (seed ${c.seed}) `
-      : `${ATTACKS[report.attack]} on a batch of ${c.batch_size} rows (ensemble ${c.ensemble}${steps}, seed ${c.seed}) `) +
+    (cf
+      ? `CAFE on ${cf.rows} rows shared by ${cf.parties} parties, ${cf.rounds} rounds of ${c.batch_size} indices (seed ${c.seed}) `
+      : `${ATTACKS[report.attack]} on a batch of ${c.batch_size} rows (${c.attack.ensemble ? `ensemble ${c.attack.ensemble}` : 'one run'}${steps}, seed ${c.seed}) `) +
     `drawn from ${report.table_rows} rows${report.dropped_rows ? ` (${report.dropped_rows} with missing values dropped)` : ''}; ` +
     `${report.seconds.toFixed(1)} s on ${report.backend.label}.` +
     (report.warnings.length ? ` Warnings: ${report.warnings.join('; ')}` : '');

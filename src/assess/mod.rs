@@ -3,4 +3,6 @@ pub mod entropy;
 pub mod epochs;
 pub mod matching;
 pub mod pooling;
+pub mod reconstruct;
+pub mod rows;
 pub mod scoring;

@@ -22,7 +22,10 @@
 //! combinations of two rows'. Their u's are dropped and searched for again.
 use nalgebra::{DMatrix, DVector};
 
+use pathfinding::{kuhn_munkres::kuhn_munkres_min, matrix::Matrix};
+
 use super::relax::Layout;
+use crate::table::{Dataset, FeatureKind};
 
 /// Extra equations over the B unknowns a certificate asks for at first, and per widening.
 const EXTRA_EQUATIONS: usize = 4;
@@ -330,6 +333,46 @@ impl<'a> ActivitySolver<'a> {
         let big = delta.amax();
         (0..self.h).all(|j| z[j].abs() < BOUNDARY || (z[j] < 0.0) == (delta[j].abs() < ROW_ZERO * big))
     }
+}
+
+/// Each member's row nearest a proved row becomes it (and certified), so the pooled row is the
+/// proved one and the ensemble agrees on it: members [N, b, d] in x and probs, `in_span` per
+/// member row. Each member keeps its own row order.
+pub fn adopt(proved: &[Vec<f64>], layout: &Layout, b: usize, x: &mut [f32], probs: &mut [f32], in_span: &mut [bool]) {
+    let d = layout.mean.len();
+    let members = x.chunks_exact_mut(b * d).zip(probs.chunks_exact_mut(b * d));
+    for (m, (mx, mp)) in members.enumerate() {
+        // Each proved row takes the member's row nearest it.
+        let costs = Matrix::from_fn(proved.len(), b, |(k, i)| {
+            let row = &mx[i * d..(i + 1) * d];
+            let sq: f64 = row.iter().zip(&proved[k]).map(|(&a, &c)| (a as f64 - c).powi(2)).sum();
+            (sq.min(1e12) * 1e6) as i64
+        });
+        let assignment = kuhn_munkres_min(&costs).1;
+        for (k, &i) in assignment.iter().enumerate() {
+            let (row, p) = (&mut mx[i * d..(i + 1) * d], &mut mp[i * d..(i + 1) * d]);
+            for &(o, w, categorical) in &layout.blocks {
+                for j in o..o + w {
+                    row[j] = proved[k][j] as f32;
+                    if categorical {
+                        p[j] = (proved[k][j] * layout.std[j] + layout.mean[j]).round() as f32;
+                    }
+                }
+            }
+            in_span[m * b + i] = true;
+        }
+    }
+}
+
+/// Each continuous column's precision (the step between its values), where the table states it.
+pub fn precision_steps(dataset: &Dataset) -> Vec<Option<f64>> {
+    let mut step = vec![None; dataset.d()];
+    for f in &dataset.features {
+        if let FeatureKind::Continuous { decimals, .. } = f.kind {
+            step[f.offset] = Some(10f64.powi(-(decimals as i32)));
+        }
+    }
+    step
 }
 
 #[cfg(test)]

@@ -1,8 +1,65 @@
-//! The random baseline: rows drawn feature by feature from the table's marginals, so each cell
-//! is an independent draw (unlike the reference, which gives every row the same continuous value).
+//! The baselines, as published: Cosine (Geiping et al.) and DLG (Zhu et al.) invert one run of the
+//! encoded rows, without relaxation and without leakscope's priors; the random baseline draws
+//! rows feature by feature from the table's marginals, so each cell is an independent draw (unlike
+//! the reference, which gives every row the same continuous value).
 use rand::{Rng, SeedableRng, rngs::StdRng};
 
+use super::objective::Objective;
+use super::registry::{Attack, Inverts};
+use super::spec::{AttackKind, CosineBaseline, DlgBaseline, RandomBaseline};
 use crate::table::{Dataset, Value};
+
+impl Attack for CosineBaseline {
+    fn kind(&self) -> AttackKind {
+        AttackKind::Cosine
+    }
+
+    fn title(&self) -> String {
+        "Cosine baseline".into()
+    }
+
+    fn inversion(&self) -> Option<Inverts> {
+        Some(Inverts {
+            relaxed: false,
+            objective: Objective::Cosine,
+        })
+    }
+}
+
+impl Attack for DlgBaseline {
+    fn kind(&self) -> AttackKind {
+        AttackKind::Dlg
+    }
+
+    fn title(&self) -> String {
+        "DLG baseline".into()
+    }
+
+    fn inversion(&self) -> Option<Inverts> {
+        Some(Inverts {
+            relaxed: false,
+            objective: Objective::SquaredError,
+        })
+    }
+}
+
+impl Attack for RandomBaseline {
+    fn kind(&self) -> AttackKind {
+        AttackKind::Random
+    }
+
+    fn title(&self) -> String {
+        "Random baseline".into()
+    }
+
+    fn inversion(&self) -> Option<Inverts> {
+        None
+    }
+
+    fn refuses_received(&self) -> Option<&'static str> {
+        Some("the random baseline draws from the table's rows, which a received update does not come with")
+    }
+}
 
 pub fn random_rows(dataset: &Dataset, rows: usize, seed: u64) -> Vec<Vec<Value>> {
     let mut rng = StdRng::seed_from_u64(seed);

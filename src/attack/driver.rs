@@ -7,6 +7,8 @@ use ts_rs::TS;
 use super::pointwise::AdamStep;
 use crate::config::Optimiser;
 use crate::error::{Error, Result};
+/// The readback cadence is the runtime's to choose (`Runtime::cadence`); the loop follows it.
+pub use crate::runtime::Cadence;
 
 pub struct InversionConfig {
     /// How many members this call inverts, starting at member `first_member` of the ensemble: several
@@ -92,20 +94,6 @@ pub trait Stepper {
     /// The members' final relaxed rows and block probabilities ([N, B, d] each; probs empty
     /// without a relaxation).
     async fn finish(self) -> Result<(Vec<f32>, Vec<f32>)>;
-}
-
-/// When the losses are read back. `Every` reads at the first step, every n-th and the last: the
-/// CPU's reads are free, and tests compare loss curves step for step. `Timed` (GPUs) starts at n
-/// and widens the interval until reports are at least `MIN_REPORT_SECONDS` apart, so a browser
-/// whose `mapAsync` takes 100 ms never leaves the device waiting on it; the read is pipelined one
-/// report behind, so a report's cost is its copy, not its latency.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Cadence {
-    Every(usize),
-    Timed(usize),
-    /// After step n, after step n + 2 and at the last: timing a few steps after a warm-up
-    /// (`plan`'s probes), with an early look so a slow backend can be cut short.
-    Probe(usize),
 }
 
 /// Reports on a timed cadence are at least this far apart...

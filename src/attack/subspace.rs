@@ -553,3 +553,49 @@ pub(crate) mod tests {
         }
     }
 }
+
+/// A row decoded in the span must lie in it to within this share of its squared norm...
+const DECODE_TOLERANCE: f64 = 1e-4;
+/// ...and its continuous values within their column's range, give or take this share of it.
+const DECODE_SLACK: f64 = 0.05;
+
+impl Subspace {
+    /// TabLeak with the subspace prior: each member row decoded exactly in the span (its categorical
+    /// choices searched and its continuous values solved, `subspace::RowDecoder`), where that
+    /// proves itself: the row then lies in the span, with values within their columns' ranges.
+    /// A decoded row's probabilities become its one-hots. Returns, per member row, whether it was
+    /// decoded (it then lies in the span: certified).
+    pub fn decode_members(&self, layout: &Layout, x: &mut [f32], probs: &mut [f32]) -> Vec<bool> {
+        let d = layout.lo.len();
+        let decoder = self.row_decoder(layout);
+        let (lo, hi) = (&layout.lo, &layout.hi);
+        let mut solved = Vec::with_capacity(x.len() / d);
+        for (row, p) in x.chunks_exact_mut(d).zip(probs.chunks_exact_mut(d)) {
+            let current: Vec<f64> = row.iter().map(|&v| v as f64).collect();
+            let Some(decoded) = decoder.decode(&current, DECODE_TOLERANCE) else {
+                solved.push(false);
+                continue;
+            };
+            let within = layout.blocks.iter().filter(|b| !b.2).all(|&(j, ..)| {
+                let slack = DECODE_SLACK * (hi[j] - lo[j]);
+                decoded[j] >= lo[j] - slack && decoded[j] <= hi[j] + slack
+            });
+            if !within {
+                solved.push(false);
+                continue;
+            }
+            for &(o, w, categorical) in &layout.blocks {
+                for j in o..o + w {
+                    if categorical {
+                        row[j] = decoded[j] as f32;
+                        p[j] = (decoded[j] * layout.std[j] + layout.mean[j]).round() as f32;
+                    } else {
+                        row[j] = decoded[j].clamp(lo[j], hi[j]) as f32;
+                    }
+                }
+            }
+            solved.push(true);
+        }
+        solved
+    }
+}

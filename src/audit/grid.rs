@@ -6,8 +6,9 @@
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use crate::config::{AttackConfig, AttackKind, ProtocolKind, RunOptions};
+use crate::config::{AttackConfig, AttackKind};
 use crate::error::{Error, Result};
+use crate::options::{ProtocolKind, RunOptions};
 use crate::table::Dataset;
 
 /// Most batches an audit averages per setting.
@@ -269,7 +270,7 @@ impl AuditOptions {
                         seed: options.seed + batch as u64,
                         ..options.clone()
                     }
-                    .attack_config();
+                    .attack_config()?;
                     match cells.iter_mut().find(|c| c.config == config) {
                         Some(cell) => cell.points.push(point),
                         None => cells.push(Cell {

@@ -11,36 +11,16 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 pub use grid::{AuditOptions, Cell, Point, Shard, Study};
-pub use pool::{AuditPlan, PlannedCell, RunningCell};
+pub use pool::{AuditPlan, AuditProgress, PlannedCell, RunningCell, cell_cost, config_cost};
 pub use summary::{Audit, CellResult, TableInfo, summarise};
 
 use crate::attack::driver::Progress;
+use crate::config::AttackConfig;
 use crate::error::{Error, Result};
-use crate::experiment::run_attack;
+use crate::report::Report;
+use crate::run::run_attack;
 use crate::runtime::Runtime;
 use crate::table::Dataset;
-
-/// Where an audit is: cells done of the share, and the current cell's progress.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-#[serde(rename_all = "camelCase")]
-pub struct AuditProgress {
-    pub done: usize,
-    pub cells: usize,
-    /// The cell running: its setting and attack.
-    pub current: String,
-    pub step: usize,
-    pub steps: usize,
-    /// The share of the whole work done, 0..1, weighting each cell by its cost.
-    pub fraction: f64,
-}
-
-/// A cell's rough cost, for progress: members × rows × local steps × iterations (a random guess
-/// costs a unit).
-pub fn cell_cost(cell: &Cell) -> f64 {
-    let c = &cell.config;
-    let inversion = c.members() as f64 * c.rows_per_member() as f64 * c.local_steps() as f64 * c.iterations as f64;
-    1.0 + inversion + (c.training_epochs as f64) * 1e5
-}
 
 /// Run one cell: one attack on one batch.
 pub async fn run_cell(
@@ -66,28 +46,33 @@ pub struct ShardResults {
     pub results: Vec<CellResult>,
 }
 
-/// Run the cells of `shard` in order. `progress` returning false cancels.
-pub async fn run_shard(
+/// One attack of many: what progress calls it, and its settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    pub label: String,
+    pub config: AttackConfig,
+}
+
+/// Run attacks one after another: the one runner of the CLI's sweep and of an audit's grid.
+/// Progress is weighted by each attack's cost (`cell_cost`); `done` takes each report as it comes
+/// (with the job's index). `progress` returning false cancels.
+pub async fn run_jobs(
     runtime: &Runtime,
     dataset: &Dataset,
-    options: &AuditOptions,
-    shard: Shard,
+    jobs: &[Job],
     progress: &mut dyn FnMut(&AuditProgress) -> bool,
-) -> Result<ShardResults> {
-    let cells = options.cells(dataset)?;
-    let mine: Vec<&Cell> = cells.iter().filter(|c| shard.holds(c.index)).collect();
-    let total: f64 = mine.iter().map(|c| cell_cost(c)).sum();
+    done: &mut dyn FnMut(usize, Report) -> Result<()>,
+) -> Result<()> {
+    let total: f64 = jobs.iter().map(|j| config_cost(&j.config)).sum();
     let mut spent = 0.0;
-    let mut results = Vec::new();
-    for (k, cell) in mine.iter().enumerate() {
-        let current = pool::cell_label(cell);
-        let cost = cell_cost(cell);
-        let steps = cell.config.iterations;
+    for (k, job) in jobs.iter().enumerate() {
+        let cost = config_cost(&job.config);
+        let steps = job.config.iterations;
         let mut on = |p: &Progress| {
             progress(&AuditProgress {
                 done: k,
-                cells: mine.len(),
-                current: current.clone(),
+                cells: jobs.len(),
+                current: job.label.clone(),
                 step: p.step,
                 steps,
                 fraction: (spent + cost * p.step as f64 / steps.max(1) as f64) / total.max(1.0),
@@ -103,9 +88,36 @@ pub async fn run_shard(
         if !on(&start) {
             return Err(Error::Cancelled);
         }
-        results.push(run_cell(runtime, dataset, cell, &mut on).await?);
+        let report = run_attack(runtime, dataset, &job.config, &mut on).await?;
+        done(k, report)?;
         spent += cost;
     }
+    Ok(())
+}
+
+/// Run the cells of `shard` in order. `progress` returning false cancels.
+pub async fn run_shard(
+    runtime: &Runtime,
+    dataset: &Dataset,
+    options: &AuditOptions,
+    shard: Shard,
+    progress: &mut dyn FnMut(&AuditProgress) -> bool,
+) -> Result<ShardResults> {
+    let cells = options.cells(dataset)?;
+    let mine: Vec<&Cell> = cells.iter().filter(|c| shard.holds(c.index)).collect();
+    let jobs: Vec<Job> = mine
+        .iter()
+        .map(|c| Job {
+            label: pool::cell_label(c),
+            config: c.config.clone(),
+        })
+        .collect();
+    let mut results = Vec::new();
+    run_jobs(runtime, dataset, &jobs, progress, &mut |k, report| {
+        results.push(CellResult::of(mine[k].index, &report));
+        Ok(())
+    })
+    .await?;
     Ok(ShardResults {
         leakscope: env!("CARGO_PKG_VERSION").into(),
         options: options.clone(),

@@ -4,8 +4,33 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use super::grid::Cell;
-use super::{AuditProgress, cell_cost};
-use crate::config::AttackKind;
+use crate::config::{AttackConfig, AttackKind};
+
+/// Where an audit is: cells done of the share, and the current cell's progress.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditProgress {
+    pub done: usize,
+    pub cells: usize,
+    /// The cell running: its setting and attack.
+    pub current: String,
+    pub step: usize,
+    pub steps: usize,
+    /// The share of the whole work done, 0..1, weighting each cell by its cost.
+    pub fraction: f64,
+}
+
+/// A cell's rough cost, for progress: members × rows × local steps × iterations (a random guess
+/// costs a unit).
+pub fn cell_cost(cell: &Cell) -> f64 {
+    config_cost(&cell.config)
+}
+
+/// An attack's rough cost (`cell_cost`).
+pub fn config_cost(c: &AttackConfig) -> f64 {
+    let inversion = c.members() as f64 * c.rows_per_member() as f64 * c.local_steps() as f64 * c.iterations as f64;
+    1.0 + inversion + (c.training_epochs as f64) * 1e5
+}
 
 /// One cell as a dispatcher sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
@@ -48,7 +73,7 @@ pub fn plan(cells: &[Cell], workers: usize) -> AuditPlan {
         .map(|c| PlannedCell {
             index: c.index,
             label: cell_label(c),
-            attack: c.config.attack,
+            attack: c.config.kind(),
             weight: cell_cost(c) / total,
             steps: c.config.iterations,
         })

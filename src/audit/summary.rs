@@ -46,7 +46,7 @@ impl CellResult {
             random_accuracy: r.random_baseline,
             epsilon: r.privacy.and_then(|p| p.epsilon),
             model_accuracy: r.model_accuracy,
-            epoch_prior: r.epoch_prior,
+            epoch_prior: r.row_details().and_then(|d| d.epoch_prior),
             seconds: r.seconds,
             backend: r.backend.label.clone(),
         }
@@ -294,7 +294,7 @@ fn verdict(options: &AuditOptions, rows: &[SummaryRow], features: &[FeatureLeak]
     let attack = if options.attacks.contains(&AttackKind::Tableak) {
         AttackKind::Tableak
     } else {
-        match options.attacks.iter().find(|&&a| a != AttackKind::Random) {
+        match options.attacks.iter().find(|a| !a.is_guess()) {
             Some(&a) => a,
             None => {
                 sentences.push("Only random guessing ran: there is no attack to judge.".into());

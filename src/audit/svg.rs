@@ -23,17 +23,6 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-fn colour(a: AttackKind) -> &'static str {
-    match a {
-        AttackKind::Tableak => "#c0392b",
-        AttackKind::Cosine => "#2471a3",
-        AttackKind::Dlg => "#7d3c98",
-        AttackKind::Random => "#7f8c8d",
-        AttackKind::Attribute => "#b9770e",
-        AttackKind::Cafe => "#117a65",
-    }
-}
-
 /// File name (without .svg) and title of a study's plot.
 pub fn study_name(study: Study) -> (&'static str, &'static str, &'static str) {
     match study {
@@ -143,9 +132,21 @@ pub fn study_svg(audit: &Audit, study: Study) -> Option<String> {
         H - 14.0,
         esc(&axis)
     );
-    // One line per attack, error bars of ± one std.
+    attack_lines(&mut s, &rows, &points, &x, &y);
+    s.push_str("</svg>");
+    Some(s)
+}
+
+/// One line per attack over the study's points, with error bars of ± one std and a legend.
+fn attack_lines(
+    s: &mut String,
+    rows: &[&SummaryRow],
+    points: &[Point],
+    x: &dyn Fn(usize) -> f64,
+    y: &dyn Fn(f64) -> f64,
+) {
     let mut attacks: Vec<AttackKind> = Vec::new();
-    for r in &rows {
+    for r in rows {
         if !attacks.contains(&r.attack) {
             attacks.push(r.attack);
         }
@@ -156,12 +157,8 @@ pub fn study_svg(audit: &Audit, study: Study) -> Option<String> {
             .enumerate()
             .filter_map(|(i, p)| rows.iter().find(|r| r.point == *p && r.attack == a).map(|r| (i, *r)))
             .collect();
-        let c = colour(a);
-        let dash = if a == AttackKind::Random {
-            r#" stroke-dasharray="5 4""#
-        } else {
-            ""
-        };
+        let c = a.colour();
+        let dash = if a.is_guess() { r#" stroke-dasharray="5 4""# } else { "" };
         let path: Vec<String> = line
             .iter()
             .map(|(i, r)| format!("{:.1},{:.1}", x(*i), y(r.accuracy.mean)))
@@ -196,8 +193,6 @@ pub fn study_svg(audit: &Audit, study: Study) -> Option<String> {
             lx = W - RIGHT + 16.0
         );
     }
-    s.push_str("</svg>");
-    Some(s)
 }
 
 /// The columns as bars: the attack's accuracy beside guessing, most leaking first.
@@ -220,18 +215,18 @@ pub fn features_svg(audit: &Audit) -> Option<String> {
         .rows
         .iter()
         .map(|r| r.attack)
-        .find(|&a| a != AttackKind::Random)
+        .find(|a| !a.is_guess())
         .unwrap_or(AttackKind::Tableak);
     let _ = write!(
         s,
         r##"<rect x="{label_w}" y="{:.1}" width="12" height="10" fill="{}"/><text x="{:.1}" y="{:.1}" fill="#222">{attack}</text><rect x="{:.1}" y="{:.1}" width="12" height="10" fill="{}"/><text x="{:.1}" y="{:.1}" fill="#222">guessing from the marginals</text>"##,
         TOP - 4.0,
-        colour(attack),
+        attack.colour(),
         label_w + 16.0,
         TOP + 5.0,
         label_w + 110.0,
         TOP - 4.0,
-        colour(AttackKind::Random),
+        AttackKind::Random.colour(),
         label_w + 126.0,
         TOP + 5.0
     );
@@ -244,7 +239,7 @@ pub fn features_svg(audit: &Audit) -> Option<String> {
             y0 + bar + 4.0,
             esc(&f.feature.name)
         );
-        for (k, (v, c)) in [(f.accuracy, colour(attack)), (f.random, colour(AttackKind::Random))]
+        for (k, (v, c)) in [(f.accuracy, attack.colour()), (f.random, AttackKind::Random.colour())]
             .into_iter()
             .enumerate()
         {

@@ -142,3 +142,15 @@ pub fn param_grads(net: &Net, x: &Tensor<3>, onehot: &Tensor<3>) -> (ParamGrads,
     };
     (grads, tape)
 }
+
+impl Net {
+    /// One step of plain SGD: θ − lr·g (members broadcast: a shared net and per-member gradients
+    /// give a net per member).
+    pub fn sgd_step(&self, g: &ParamGrads, lr: f64) -> Net {
+        let step = |p: &Tensor<3>, q: &Tensor<3>| p.clone() - q.clone().mul_scalar(lr);
+        Net {
+            weights: self.weights.iter().zip(&g.weights).map(|(p, q)| step(p, q)).collect(),
+            biases: self.biases.iter().zip(&g.biases).map(|(p, q)| step(p, q)).collect(),
+        }
+    }
+}

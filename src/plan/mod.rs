@@ -7,6 +7,8 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
+pub mod limits;
+
 use crate::attack::driver::Progress;
 use crate::config::{AttackConfig, AttackKind, MemberRange};
 use crate::runtime::{BackendKind, MeasuredRate};
@@ -30,7 +32,7 @@ pub fn shares(config: &AttackConfig, workers: usize, csv_bytes: usize) -> Vec<Me
     if members == 0 {
         return Vec::new();
     }
-    let k = if config.attack == AttackKind::Tableak && csv_bytes <= SPLIT_MAX_BYTES {
+    let k = if config.attacker().splits_over_workers() && csv_bytes <= SPLIT_MAX_BYTES {
         workers.clamp(1, MAX_WORKERS).min(members)
     } else {
         1
@@ -153,7 +155,7 @@ impl ProblemKey {
     pub fn of(adapter: Option<String>, dataset: &Dataset, config: &AttackConfig, workers: usize) -> ProblemKey {
         ProblemKey {
             adapter,
-            attack: config.attack,
+            attack: config.kind(),
             members: config.members(),
             batch: config.rows_per_member(),
             local_steps: config.local_steps(),
@@ -217,22 +219,19 @@ mod tests {
 
     #[test]
     fn shares_cover_the_ensemble_once_in_order() {
-        let config = AttackConfig {
-            ensemble: 30,
-            ..Default::default()
-        };
+        let config = AttackConfig::default();
         let s = shares(&config, 4, 1000);
         assert_eq!(s.iter().map(|r| r.count).collect::<Vec<_>>(), vec![7, 8, 7, 8]);
         assert!(s.windows(2).all(|w| w[0].first + w[0].count == w[1].first));
         assert_eq!(shares(&config, 64, 1000).len(), MAX_WORKERS);
         assert_eq!(shares(&config, 4, SPLIT_MAX_BYTES + 1).len(), 1);
         let cosine = AttackConfig {
-            attack: AttackKind::Cosine,
+            attack: crate::config::AttackSpec::Cosine,
             ..config.clone()
         };
         assert_eq!(shares(&cosine, 4, 1000), vec![MemberRange { first: 0, count: 1 }]);
         let random = AttackConfig {
-            attack: AttackKind::Random,
+            attack: crate::config::AttackSpec::Random,
             ..config
         };
         assert!(shares(&random, 4, 1000).is_empty());

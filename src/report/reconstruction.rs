@@ -1,11 +1,12 @@
 //! What an attack on a received update recovered: the rows and how sure the attacker is of each
 //! cell. There is no ground truth, so no accuracy: the confidence (the ensemble's entropy, read on
 //! the same levels as a simulated report's) is what a user weighs.
-use crate::attack::subspace::SubspaceSummary;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use super::{CONFIDENCE_LEVELS, Confidence, ConfidenceLevels, ENTROPY_FLOOR, FeatureHeader, PriorFit, confidence_mark};
+use super::{
+    CONFIDENCE_LEVELS, Confidence, ConfidenceLevels, ENTROPY_FLOOR, FeatureHeader, RowDetails, confidence_mark,
+};
 use crate::config::{AttackConfig, AttackKind, Protocol};
 use crate::runtime::BackendInfo;
 use crate::table::{ColumnKind, Dataset, Value};
@@ -26,8 +27,13 @@ pub struct ConfidenceCount {
     pub low: usize,
 }
 
+/// The format of a received update's report: the name and a version that changes when a field does.
+pub const RECONSTRUCTION_FORMAT: &str = "leakscope-reconstruction/2";
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct ReconstructionReport {
+    /// `RECONSTRUCTION_FORMAT`.
+    pub format: String,
     pub attack: AttackKind,
     pub backend: BackendInfo,
     pub seconds: f64,
@@ -39,14 +45,11 @@ pub struct ReconstructionReport {
     pub confidence_counts: Vec<ConfidenceCount>,
     pub per_feature_entropy: Vec<Option<f64>>,
     pub confidence_levels: ConfidenceLevels,
-    pub epoch_prior: Option<f64>,
-    pub epoch_prior_fits: Vec<PriorFit>,
     pub loss_curve: Vec<(usize, f64)>,
-    /// The first layer's span as a prior on the rows: its rank, weight and the rows it solved
-    /// (null when the attack did not use it).
-    pub subspace: Option<SubspaceSummary>,
     /// Steps each member of the ensemble took before it stopped improving.
     pub member_steps: Vec<usize>,
+    /// What the attack composed: the epoch prior, the first layer's span.
+    pub details: RowDetails,
 }
 
 impl ReconstructionReport {
@@ -59,8 +62,7 @@ impl ReconstructionReport {
         entropy: Option<&[Vec<Option<f64>>]>,
         labels: &[usize],
         loss_curve: Vec<(usize, f64)>,
-        epoch_prior: Option<f64>,
-        epoch_prior_fits: Vec<PriorFit>,
+        details: RowDetails,
         seconds: f64,
     ) -> ReconstructionReport {
         let features = FeatureHeader::of(dataset);
@@ -108,7 +110,8 @@ impl ReconstructionReport {
             })
             .collect();
         ReconstructionReport {
-            attack: config.attack,
+            format: RECONSTRUCTION_FORMAT.into(),
+            attack: config.kind(),
             backend: backend.clone(),
             seconds,
             config: config.clone(),
@@ -118,11 +121,9 @@ impl ReconstructionReport {
             confidence_counts,
             per_feature_entropy,
             confidence_levels: CONFIDENCE_LEVELS,
-            epoch_prior,
-            epoch_prior_fits,
             loss_curve,
-            subspace: None,
             member_steps: Vec::new(),
+            details,
         }
     }
 
@@ -144,7 +145,7 @@ impl ReconstructionReport {
             self.attack
         );
         let _ = writeln!(s, "backend {}, {:.2} s", self.backend.label, self.seconds);
-        if let Some(l) = self.epoch_prior {
+        if let Some(l) = self.details.epoch_prior {
             let _ = writeln!(s, "epoch prior λ = {l}");
         }
         let _ = writeln!(s, "labels used: {}", self.labels.join(", "));

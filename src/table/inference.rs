@@ -7,9 +7,9 @@
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
+use super::cell::{ColumnKind, is_missing};
 use super::csv_input::RawTable;
 use super::number::parse_number;
-use super::schema::{ColumnKind, is_missing};
 use rustc_hash::{FxHashMap as FastMap, FxHashSet as FastSet};
 
 /// A column is continuous when at least this share of its values are numbers (and at least

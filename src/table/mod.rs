@@ -1,4 +1,5 @@
 //! Table: CSV → schema → encoded dataset (SPEC §2).
+pub mod cell;
 pub mod csv_input;
 pub mod dataset;
 pub mod decode;

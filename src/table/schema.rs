@@ -4,33 +4,13 @@
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
+pub use super::cell::{ColumnKind, is_missing};
 use super::csv_input::RawTable;
 use super::dialect::Dialect;
 use super::inference::{Inferred, MAX_LABEL_CLASSES, NonNumeric, Treatment, infer, left_out_warning, stray_warning};
 use super::number::parse_number;
 use crate::error::{Error, Result};
 use rustc_hash::FxHashSet as FastSet;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
-#[serde(rename_all = "lowercase")]
-pub enum ColumnKind {
-    Categorical,
-    Continuous,
-}
-
-/// Cells that mean "no value". The reference drops rows holding any of them.
-#[inline]
-pub fn is_missing(cell: &str) -> bool {
-    // By length first: a pass over every cell of a large table asks this once per cell.
-    match cell.len() {
-        0 => true,
-        1 => cell == "?",
-        2 => cell.eq_ignore_ascii_case("na"),
-        3 => cell.eq_ignore_ascii_case("nan"),
-        4 => cell.eq_ignore_ascii_case("null"),
-        _ => false,
-    }
-}
 
 /// What a person sees before running: one entry per CSV column, with how it will be read and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]

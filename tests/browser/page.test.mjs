@@ -333,9 +333,9 @@ test('attribute reconstruction: the page offers the table\'s categorical columns
     assert.equal(uniform, 0.25);
     const report = await downloadReport(page);
     assert.equal(report.attack, 'attribute');
-    assert.equal(report.config.attribute.column, 'personal_status_sex');
+    assert.equal(report.config.attack.column, 'personal_status_sex');
     assert.equal(report.config.protocol.kind, 'fedavg');
-    assert.equal(report.attribute.accuracy, report.accuracy.total);
+    assert.equal(report.details.accuracy, report.accuracy.total);
     assert.equal(report.rows.length, 50);
     await page.screenshot({ path: join(shots, 'attribute-results.png'), fullPage: true });
     // Unknown membership: the server holds the 50 rows among 50 others and says how well it told them apart.
@@ -344,10 +344,10 @@ test('attribute reconstruction: the page offers the table\'s categorical columns
     await runToEnd(page);
     assert.equal(await page.locator('#error').isHidden(), true, await page.textContent('#error'));
     const unknown = await downloadReport(page);
-    assert.equal(unknown.config.attribute.membership, 'unknown');
-    assert.equal(unknown.attribute.membership.candidates, 100);
-    assert.ok(unknown.attribute.membership.accuracy > 0.5, JSON.stringify(unknown.attribute.membership));
-    assert.equal((await metric(page, 'client rows told apart')).toFixed(2), unknown.attribute.membership.accuracy.toFixed(2));
+    assert.equal(unknown.config.attack.membership, 'unknown');
+    assert.equal(unknown.details.membership.candidates, 100);
+    assert.ok(unknown.details.membership.accuracy > 0.5, JSON.stringify(unknown.details.membership));
+    assert.equal((await metric(page, 'client rows told apart')).toFixed(2), unknown.details.membership.accuracy.toFixed(2));
     assert.deepEqual(problems, []);
   } finally {
     await browser.close();
@@ -368,7 +368,7 @@ test('CAFE from the page: shared rows, rounds and parties, every row recovered w
     assert.match(await page.textContent('#results-info'), /CAFE on 100 rows shared by 2 parties, 200 rounds of 10 indices/);
     const report = await downloadReport(page);
     assert.equal(report.attack, 'cafe');
-    assert.deepEqual([report.cafe.rows, report.cafe.rounds, report.cafe.parties, report.cafe.batch], [100, 200, 2, 10]);
+    assert.deepEqual([report.details.rows, report.details.rounds, report.details.parties, report.details.batch], [100, 200, 2, 10]);
     // Too few rounds: step I is underdetermined and the page says how far off it is.
     await settings(page, { rounds: 5 });
     await runToEnd(page);

@@ -20,3 +20,21 @@ pub fn dataset(file: &str, label: &str) -> Dataset {
 pub fn adult() -> Dataset {
     dataset("adult-sample.csv", "salary")
 }
+
+/// TabLeak with `ensemble` members and its other settings at their defaults.
+#[allow(dead_code)]
+pub fn tableak(ensemble: usize) -> leakscope::AttackSpec {
+    leakscope::AttackSpec::Tableak(leakscope::config::TableakSettings {
+        ensemble,
+        ..Default::default()
+    })
+}
+
+/// The attribute attack on `column` with `ensemble` members, one round, known membership.
+#[allow(dead_code)]
+pub fn attribute(column: &str, ensemble: usize) -> leakscope::config::AttributeSettings {
+    leakscope::config::AttributeSettings {
+        ensemble,
+        ..leakscope::config::AttributeSettings::on(column)
+    }
+}

@@ -83,12 +83,14 @@ test('the installed package runs attribute reconstruction of one column after Fe
   );
   const r = out.report;
   assert.equal(r.attack, 'attribute');
-  assert.equal(r.config.ensemble, 5);
-  assert.equal(r.attribute.column, 'housing');
-  assert.equal(r.attribute.values, 3);
-  assert.equal(r.accuracy.total, r.attribute.accuracy);
-  assert.ok(r.attribute.accuracy >= 0.8 && r.attribute.accuracy > r.attribute.public_classifier,
-    `housing ${r.attribute.accuracy} vs public classifier ${r.attribute.public_classifier}`);
+  assert.equal(r.format, 'leakscope-report/2');
+  assert.equal(r.details.kind, 'attribute');
+  assert.equal(r.config.attack.ensemble, 5);
+  assert.equal(r.details.column, 'housing');
+  assert.equal(r.details.values, 3);
+  assert.equal(r.accuracy.total, r.details.accuracy);
+  assert.ok(r.details.accuracy >= 0.8 && r.details.accuracy > r.details.public_classifier,
+    `housing ${r.details.accuracy} vs public classifier ${r.details.public_classifier}`);
   assert.match(out.missing, /needs the sensitive column/);
   assert.match(out.continuous, /"age" is continuous/);
 });
@@ -110,10 +112,10 @@ test('the installed package runs CAFE on vertically split rows and its fake-grad
   assert.equal(out.clean.attack, 'cafe');
   assert.equal(out.clean.accuracy.total, 1);
   assert.equal(out.clean.rows.length, 100);
-  assert.ok(out.clean.cafe.step1_error < 1e-4, JSON.stringify(out.clean.cafe));
-  assert.equal(out.fake.cafe.fake_gradients, 10);
-  assert.ok(out.fake.cafe.step2_error > 1e-2 && out.fake.accuracy.total < 1, JSON.stringify(out.fake.cafe));
-  assert.ok(out.fake.cafe.training_loss > 0 && out.fake.cafe.training_loss_fake > 0);
+  assert.ok(out.clean.details.step1_error < 1e-4, JSON.stringify(out.clean.details));
+  assert.equal(out.fake.details.fake_gradients, 10);
+  assert.ok(out.fake.details.step2_error > 1e-2 && out.fake.accuracy.total < 1, JSON.stringify(out.fake.details));
+  assert.ok(out.fake.details.training_loss > 0 && out.fake.details.training_loss_fake > 0);
 });
 
 test('the installed package audits a table over a small grid: FedAvg, noise with ε, progress to the end, plots', () => {

@@ -13,11 +13,99 @@ use rand::{SeedableRng, rngs::StdRng, seq::index::sample};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use super::membership::MembershipReport;
+pub mod assess;
+pub mod settings;
+pub mod view;
 
-/// Members the attribute attack averages by default: one unknown column is far easier than a
-/// whole row, and a few members steady the guess of rows the update says little about.
-pub const DEFAULT_ENSEMBLE: usize = 5;
+pub use settings::DEFAULT_ENSEMBLE;
+use settings::{AttributeSettings, MAX_ROUNDS, Membership};
+
+use super::membership::MembershipReport;
+use super::objective::Objective;
+use super::registry::{Attack, Inverts};
+use super::spec::AttackKind;
+use crate::config::{AttackConfig, LabelMode, Optimiser};
+use crate::error::{Error, Result};
+use crate::table::Dataset;
+
+impl Attack for AttributeSettings {
+    fn title(&self) -> String {
+        "Attribute reconstruction".into()
+    }
+
+    fn kind(&self) -> AttackKind {
+        AttackKind::Attribute
+    }
+
+    /// TabLeak's relaxation of the one column; cosine, or the paper's L2 baseline.
+    fn inversion(&self) -> Option<Inverts> {
+        Some(Inverts {
+            relaxed: true,
+            objective: if self.l2 {
+                Objective::SquaredError
+            } else {
+                Objective::Cosine
+            },
+        })
+    }
+
+    fn ensemble(&self) -> usize {
+        self.ensemble
+    }
+
+    fn default_optimiser(&self) -> Optimiser {
+        Optimiser {
+            lr: 0.1,
+            ..Optimiser::default()
+        }
+    }
+
+    fn validate(&self, config: &AttackConfig, dataset: &Dataset, has_rows: bool) -> Result<()> {
+        let fail = |m: String| Err(Error::Config(m));
+        let Some(f) = dataset.features.iter().find(|f| f.name == self.column) else {
+            return fail(format!(
+                "no column is named {:?}; the columns are: {}",
+                self.column,
+                dataset
+                    .features
+                    .iter()
+                    .map(|f| f.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        };
+        if !f.is_categorical() {
+            return fail(format!(
+                "the sensitive column {:?} is continuous; the attribute attack reconstructs a categorical one",
+                self.column
+            ));
+        }
+        if config.labels == LabelMode::Restored {
+            return fail("the attribute attack takes the labels as known".into());
+        }
+        if self.rounds == 0 || self.rounds > MAX_ROUNDS {
+            return fail(format!(
+                "the attribute attack observes 1 to {MAX_ROUNDS} rounds, not {}",
+                self.rounds
+            ));
+        }
+        if self.rounds > 1 && self.membership == Membership::Unknown {
+            return fail("unknown membership is inferred from one round: use --rounds 1".into());
+        }
+        if has_rows && self.membership == Membership::Unknown && 2 * config.rows() > dataset.n() {
+            return fail(format!(
+                "unknown membership needs as many other rows as the client's {}: the table has {}",
+                config.rows(),
+                dataset.n()
+            ));
+        }
+        Ok(())
+    }
+
+    fn refuses_received(&self) -> Option<&'static str> {
+        Some("the attribute attack knows the client's rows but one column; a received update comes without them")
+    }
+}
 
 /// Share of the table (outside the client's rows) the server is taken to hold as public data.
 pub const PUBLIC_SHARE: f64 = 0.1;

@@ -17,7 +17,83 @@ use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
+pub mod run;
+pub mod settings;
+
+use settings::{CafeSettings, MAX_ROUNDS, MAX_ROWS};
+
+use super::registry::{Attack, Inverts};
+use super::spec::AttackKind;
+use crate::client::defence::MAX_FAKE_DRAWS;
 use crate::client::vertical::Round;
+use crate::config::{AttackConfig, Protocol};
+use crate::error::{Error, Result};
+use crate::table::Dataset;
+
+impl Attack for CafeSettings {
+    fn title(&self) -> String {
+        "CAFE".into()
+    }
+
+    fn kind(&self) -> AttackKind {
+        AttackKind::Cafe
+    }
+
+    /// Steps I and II are solved by their normal equations: nothing is optimised.
+    fn inversion(&self) -> Option<Inverts> {
+        None
+    }
+
+    fn validate(&self, config: &AttackConfig, dataset: &Dataset, has_rows: bool) -> Result<()> {
+        let fail = |m: String| Err(Error::Config(m));
+        if self.rows == 0 || (has_rows && self.rows > dataset.n()) || self.rows > MAX_ROWS {
+            return fail(format!(
+                "CAFE's rows {} must be between 1 and the table's {} (at most {MAX_ROWS})",
+                self.rows,
+                dataset.n()
+            ));
+        }
+        if config.batch_size > self.rows {
+            return fail(format!(
+                "CAFE's batch of {} indices must be at most its {} rows",
+                config.batch_size, self.rows
+            ));
+        }
+        if self.parties == 0 || self.parties > dataset.features.len() {
+            return fail(format!(
+                "CAFE's {} parties must be between 1 and the table's {} columns",
+                self.parties,
+                dataset.features.len()
+            ));
+        }
+        if self.rounds == 0 || self.rounds > MAX_ROUNDS {
+            return fail(format!(
+                "CAFE's rounds {} must be between 1 and {MAX_ROUNDS}",
+                self.rounds
+            ));
+        }
+        if let Some(k) = self.fake_gradients
+            && !(1..=MAX_FAKE_DRAWS).contains(&k)
+        {
+            return fail(format!("fake gradients take 1 to {MAX_FAKE_DRAWS} draws, not {k}"));
+        }
+        if !matches!(config.protocol, Protocol::Fedsgd)
+            || config.defence.is_some_and(|d| d.clip.is_some() || d.noise > 0.0)
+            || config.clients > 1
+        {
+            return fail(
+                "CAFE simulates its own vertical rounds: FedAvg, clipping, noise and averaged clients do not apply \
+                 (its countermeasure is --fake-gradients)"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+
+    fn refuses_received(&self) -> Option<&'static str> {
+        Some("CAFE simulates its own vertical rounds; a received update is one horizontal client's")
+    }
+}
 
 /// CAFE as the report states it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]

@@ -4,11 +4,13 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use leakscope::config::{EpochPrior, ProtocolKind};
+use leakscope::config::EpochPrior;
+use leakscope::options::ProtocolKind;
 use leakscope::table::ColumnKind;
 use leakscope::{AttackKind, BackendKind, LabelMode, RunOptions, Runtime};
 
-use crate::CliResult;
+/// A command's outcome: its error is the message the terminal shows.
+pub type CliResult<T> = Result<T, String>;
 
 /// Which table, and how to read it.
 #[derive(Args)]

@@ -7,9 +7,9 @@ use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use leakscope::audit::svg::all_svgs;
 use leakscope::audit::{Audit, AuditOptions, Shard, ShardResults, merge, render_table, run_shard};
-use leakscope::config::ProtocolKind;
+use leakscope::options::ProtocolKind;
 
-use crate::CliResult;
+use crate::args::CliResult;
 use crate::args::{AttackArg, AttackArgs, EngineArgs, TableArgs, run_options};
 use crate::io::{load, write_atomically};
 

@@ -5,8 +5,7 @@ use std::path::Path;
 use indicatif::{ProgressBar, ProgressStyle};
 use leakscope::table::{Dataset, DatasetOptions, RawTable, parse_csv};
 
-use crate::CliResult;
-use crate::args::TableArgs;
+use crate::args::{CliResult, TableArgs};
 
 /// Read a CSV, refusing one over the size limit before loading it into memory.
 pub fn read_csv(csv: &Path) -> CliResult<RawTable> {

@@ -10,14 +10,14 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use indicatif::ProgressBar;
 use leakscope::audit::summary::MeanStd;
+use leakscope::audit::{AuditProgress, Job, run_jobs};
+use leakscope::config::TableakSettings;
 use leakscope::report::render_text;
 use leakscope::table::{Dataset, summarize};
-use leakscope::{AttackConfig, AttackKind, BackendKind, Report, Runtime, run_attack};
+use leakscope::{AttackConfig, AttackKind, AttackSpec, BackendKind, Report, Runtime, run_attack};
 
-use args::{AttackArg, AttackArgs, ClientArgs, EngineArgs, TableArgs, run_options};
+use args::{AttackArg, AttackArgs, CliResult, ClientArgs, EngineArgs, TableArgs, run_options};
 use io::{bar, load, read_csv, write_atomically};
-
-pub type CliResult<T> = Result<T, String>;
 
 #[derive(Parser)]
 #[command(
@@ -56,22 +56,7 @@ enum Command {
         show: usize,
     },
     /// Many batches × batch sizes × attacks: mean ± std of accuracy (the paper's Table 1 layout).
-    Sweep {
-        #[command(flatten)]
-        common: Common,
-        #[arg(long, value_delimiter = ',', default_value = "8,32,128")]
-        batch_sizes: Vec<usize>,
-        #[arg(long, default_value_t = 10)]
-        batches: usize,
-        #[arg(long, value_delimiter = ',', value_enum, default_value = "tableak,cosine,random")]
-        attacks: Vec<AttackArg>,
-        /// FedAvg: local epochs to sweep (overrides --local-epochs).
-        #[arg(long = "local-epochs-list", value_delimiter = ',')]
-        local_epochs_list: Vec<usize>,
-        /// FedAvg: local batch sizes to sweep (overrides --local-batch).
-        #[arg(long = "local-batches", value_delimiter = ',')]
-        local_batches: Vec<usize>,
-    },
+    Sweep(Box<SweepArgs>),
     /// A table's exposure over a grid of settings (batch size, noise, clients averaged, FedAvg,
     /// training first): accuracy of each attack, mean ± std over batches, plots and a verdict.
     Audit(Box<audit::AuditArgs>),
@@ -84,25 +69,48 @@ enum Command {
     /// its confidence, without accuracy (there is no ground truth).
     AttackUpdate(Box<received::AttackUpdateArgs>),
     /// Time TabLeak steps at B = 8, 32, 128 and extrapolate a full attack.
-    Bench {
-        #[arg(long, default_value = "data/adult-sample.csv")]
-        csv: std::path::PathBuf,
-        #[arg(long, default_value = "salary")]
-        label: String,
-        #[arg(long, default_value_t = 30)]
-        ensemble: usize,
-        /// Steps actually run per batch size (the rate is extrapolated to --full-steps).
-        #[arg(long, default_value_t = 150)]
-        iterations: usize,
-        #[arg(long, default_value_t = 1500)]
-        full_steps: usize,
-        #[arg(long, value_delimiter = ',', default_value = "8,32,128")]
-        batch_sizes: Vec<usize>,
-        #[arg(long, value_enum, default_value = "cpu")]
-        backend: args::BackendArg,
-        #[arg(long, value_enum, default_value = "accelerated")]
-        engine: args::EngineArg,
-    },
+    Bench(BenchArgs),
+}
+
+/// `leakscope sweep`'s settings.
+#[derive(Args)]
+struct SweepArgs {
+    #[command(flatten)]
+    pub common: Common,
+    #[arg(long, value_delimiter = ',', default_value = "8,32,128")]
+    pub batch_sizes: Vec<usize>,
+    #[arg(long, default_value_t = 10)]
+    pub batches: usize,
+    #[arg(long, value_delimiter = ',', value_enum, default_value = "tableak,cosine,random")]
+    pub attacks: Vec<AttackArg>,
+    /// FedAvg: local epochs to sweep (overrides --local-epochs).
+    #[arg(long = "local-epochs-list", value_delimiter = ',')]
+    pub local_epochs_list: Vec<usize>,
+    /// FedAvg: local batch sizes to sweep (overrides --local-batch).
+    #[arg(long = "local-batches", value_delimiter = ',')]
+    pub local_batches: Vec<usize>,
+}
+
+/// `leakscope bench`'s settings.
+#[derive(Args)]
+struct BenchArgs {
+    #[arg(long, default_value = "data/adult-sample.csv")]
+    pub csv: std::path::PathBuf,
+    #[arg(long, default_value = "salary")]
+    pub label: String,
+    #[arg(long, default_value_t = 30)]
+    pub ensemble: usize,
+    /// Steps actually run per batch size (the rate is extrapolated to --full-steps).
+    #[arg(long, default_value_t = 150)]
+    pub iterations: usize,
+    #[arg(long, default_value_t = 1500)]
+    pub full_steps: usize,
+    #[arg(long, value_delimiter = ',', default_value = "8,32,128")]
+    pub batch_sizes: Vec<usize>,
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub backend: args::BackendArg,
+    #[arg(long, value_enum, default_value = "accelerated")]
+    pub engine: args::EngineArg,
 }
 
 /// One attack's options: the table, the attacker, the client, the engine.
@@ -122,12 +130,12 @@ struct Common {
 }
 
 impl Common {
-    fn config(&self, attack: AttackKind, batch_size: usize, seed: u64) -> AttackConfig {
+    fn config(&self, attack: AttackKind, batch_size: usize, seed: u64) -> CliResult<AttackConfig> {
         let mut o = run_options(&self.table, &self.attack, Some(&self.client));
         o.attack = attack;
         o.batch_size = batch_size;
         o.seed = seed;
-        o.attack_config()
+        o.attack_config().map_err(|e| e.to_string())
     }
 }
 
@@ -160,9 +168,9 @@ fn run(cli: Cli) -> CliResult<()> {
         } => {
             let dataset = load(&common.table)?;
             let rt = common.engine.runtime()?;
-            let config = common.config(attack.into(), batch_size, common.attack.seed);
+            let config = common.config(attack.into(), batch_size, common.attack.seed)?;
             let pb = bar(
-                common.engine.quiet || matches!(attack, AttackArg::Random),
+                common.engine.quiet || config.attacker().inversion().is_none(),
                 config.iterations as u64,
                 "attack".into(),
             );
@@ -174,163 +182,195 @@ fn run(cli: Cli) -> CliResult<()> {
                 println!("report written to {}", path.display());
             }
         }
-        Command::Sweep {
-            mut common,
-            batch_sizes,
-            batches,
-            attacks,
-            local_epochs_list,
-            local_batches,
-        } => {
-            // Batch k is drawn with seed + k: all of them must be seeds, checked before any runs.
-            let seed = common.attack.seed;
-            if seed.checked_add(batches.saturating_sub(1) as u64).is_none() {
-                return Err(format!(
-                    "--seed {} with --batches {batches} runs past the largest seed ({}): use a seed of at most {}",
-                    seed,
-                    u64::MAX,
-                    u64::MAX - batches.saturating_sub(1) as u64
-                ));
-            }
-            let dataset = load(&common.table)?;
-            let rt = common.engine.runtime()?;
-            let mut all: Vec<Report> = Vec::new();
-            let mut lines = Vec::new();
-            let mut attribute_lines = Vec::new();
-            // FedAvg sweeps its local epochs × local batches too (one point each for FedSGD).
-            let fedavg = common.client.protocol == Some(args::ProtocolArg::Fedavg)
-                || (common.client.protocol.is_none() && common.attack.sensitive.is_some());
-            let epochs_axis: Vec<Option<usize>> = if fedavg && !local_epochs_list.is_empty() {
-                local_epochs_list.iter().map(|&e| Some(e)).collect()
-            } else {
-                vec![common.client.local_epochs]
-            };
-            let batches_axis: Vec<Option<usize>> = if fedavg && !local_batches.is_empty() {
-                local_batches.iter().map(|&b| Some(b)).collect()
-            } else {
-                vec![common.client.local_batch]
-            };
-            for &b in &batch_sizes {
-                for &epochs in &epochs_axis {
-                    for &local_batch in &batches_axis {
-                        common.client.local_epochs = epochs;
-                        common.client.local_batch = local_batch;
-                        for &a in &attacks {
-                            let kind: AttackKind = a.into();
-                            let mut reports = Vec::new();
-                            for k in 0..batches {
-                                // Batch k has the same seed for every attack, so attacks are compared on the same rows.
-                                let config = common.config(kind, b, seed + k as u64);
-                                let quiet = common.engine.quiet || kind == AttackKind::Random;
-                                let pb = bar(
-                                    quiet,
-                                    config.iterations as u64,
-                                    format!("{kind} B={b} batch {}/{batches}", k + 1),
-                                );
-                                let r = attack_once(&rt, &dataset, &config, &pb)?;
-                                pb.finish_and_clear();
-                                reports.push(r);
-                            }
-                            lines.push(summary_line(&reports[0].config, kind, &reports));
-                            eprintln!("{}", lines.last().unwrap());
-                            if kind == AttackKind::Attribute {
-                                attribute_lines.push(attribute_line(&reports[0].config, &reports));
-                                eprintln!("{}", attribute_lines.last().unwrap());
-                            }
-                            all.extend(reports);
-                        }
-                    }
-                }
-            }
-            println!("\n{}", summary_header());
-            for l in &lines {
-                println!("{l}");
-            }
-            if !attribute_lines.is_empty() {
-                println!("\n{}", attribute_header());
-                for l in &attribute_lines {
-                    println!("{l}");
-                }
-            }
-            println!("backend: {}", rt.info.label);
-            if let Some(path) = &common.json {
-                write_atomically(path, &serde_json::to_string_pretty(&all).unwrap())?;
-                println!("reports written to {}", path.display());
-            }
-        }
+        Command::Sweep(args) => sweep(*args)?,
         Command::Audit(args) => audit::audit(*args)?,
         Command::Merge(args) => audit::merge_command(args)?,
         Command::Encoding(args) => received::encoding(args)?,
         Command::AttackUpdate(args) => received::attack_update(*args)?,
-        Command::Bench {
-            csv,
-            label,
-            ensemble,
-            iterations,
-            full_steps,
-            batch_sizes,
-            backend: b,
-            engine,
-        } => {
-            let table = TableArgs {
-                csv: csv.clone(),
-                label,
-                kinds: Vec::new(),
-                ignore: Vec::new(),
-                include: Vec::new(),
-            };
-            let dataset = load(&table)?;
-            let rt = EngineArgs {
-                backend: b,
-                engine,
-                quiet: true,
-            }
-            .runtime()?;
-            println!(
-                "TabLeak, ensemble {ensemble}, d = {} ({} rows of {}), {iterations} steps run per size, rate extrapolated to {full_steps}",
-                dataset.d(),
-                dataset.n(),
-                csv.display()
-            );
-            println!("backend: {}", rt.info.label);
-            println!(
-                "| B | ms/step | steps/s | launches/step | setup+matching s | s per {full_steps}-step attack | peak RSS MiB |"
-            );
-            println!("|---|---|---|---|---|---|---|");
-            for &bs in &batch_sizes {
-                let config = AttackConfig {
-                    batch_size: bs,
-                    ensemble,
-                    iterations: iterations.max(2),
-                    report_every: 1,
-                    // Every step is timed: no member may stop.
-                    early_stop: false,
-                    ..AttackConfig::default()
-                };
-                let mut marks: Vec<(usize, f64)> = Vec::new();
-                let t0 = std::time::Instant::now();
-                let mut on_progress = |p: &leakscope::attack::Progress| {
-                    marks.push((p.step, p.elapsed));
-                    true
-                };
-                pollster::block_on(run_attack(&rt, &dataset, &config, &mut on_progress)).map_err(|e| e.to_string())?;
-                let total = t0.elapsed().as_secs_f64();
-                // Steady-state rate between the first and the last report (step 1 pays warm-up).
-                let (s0, t_first) = marks[0];
-                let (s1, t_last) = *marks.last().unwrap();
-                let per_step = (t_last - t_first) / (s1 - s0) as f64;
-                let fixed = (total - t_last).max(0.0) + t_first;
-                println!(
-                    "| {bs} | {:.2} | {:.1} | {} | {:.2} | {:.1} | {:.0} |",
-                    per_step * 1e3,
-                    1.0 / per_step,
-                    launches_per_step(&rt, &dataset, &config)?,
-                    fixed,
-                    fixed + per_step * full_steps as f64,
-                    peak_rss_mib()
-                );
+        Command::Bench(args) => bench(args)?,
+    }
+    Ok(())
+}
+
+/// Attacks on many batches at each setting, with a table of mean ± std.
+fn sweep(args: SweepArgs) -> CliResult<()> {
+    let SweepArgs {
+        mut common,
+        batch_sizes,
+        batches,
+        attacks,
+        local_epochs_list,
+        local_batches,
+    } = args;
+    // Batch k is drawn with seed + k: all of them must be seeds, checked before any runs.
+    let seed = common.attack.seed;
+    if seed.checked_add(batches.saturating_sub(1) as u64).is_none() {
+        return Err(format!(
+            "--seed {} with --batches {batches} runs past the largest seed ({}): use a seed of at most {}",
+            seed,
+            u64::MAX,
+            u64::MAX - batches.saturating_sub(1) as u64
+        ));
+    }
+    let dataset = load(&common.table)?;
+    let rt = common.engine.runtime()?;
+    let mut all: Vec<Report> = Vec::new();
+    let mut lines = Vec::new();
+    let mut attribute_lines = Vec::new();
+    // FedAvg sweeps its local epochs × local batches too (one point each for FedSGD).
+    let fedavg = common.client.protocol == Some(args::ProtocolArg::Fedavg)
+        || (common.client.protocol.is_none() && common.attack.sensitive.is_some());
+    let epochs_axis: Vec<Option<usize>> = if fedavg && !local_epochs_list.is_empty() {
+        local_epochs_list.iter().map(|&e| Some(e)).collect()
+    } else {
+        vec![common.client.local_epochs]
+    };
+    let batches_axis: Vec<Option<usize>> = if fedavg && !local_batches.is_empty() {
+        local_batches.iter().map(|&b| Some(b)).collect()
+    } else {
+        vec![common.client.local_batch]
+    };
+    // Every attack of the sweep, `batches` in a row per setting and attack, run by the audit's
+    // runner.
+    let mut jobs = Vec::new();
+    for &b in &batch_sizes {
+        for &epochs in &epochs_axis {
+            for &local_batch in &batches_axis {
+                common.client.local_epochs = epochs;
+                common.client.local_batch = local_batch;
+                for &a in &attacks {
+                    let kind: AttackKind = a.into();
+                    for k in 0..batches {
+                        // Batch k has the same seed for every attack, so attacks are compared on the same rows.
+                        jobs.push(Job {
+                            label: format!("{kind} B={b} batch {}/{batches}", k + 1),
+                            config: common.config(kind, b, seed + k as u64)?,
+                        });
+                    }
+                }
             }
         }
+    }
+    let pb = bar(common.engine.quiet, 0, String::new());
+    let mut current = usize::MAX;
+    let mut on_progress = |p: &AuditProgress| {
+        if p.done != current {
+            current = p.done;
+            pb.reset();
+            pb.set_length(p.steps as u64);
+            pb.set_prefix(p.current.clone());
+        }
+        pb.set_position(p.step as u64);
+        true
+    };
+    let mut group = Vec::new();
+    let mut on_report = |k: usize, report: Report| {
+        group.push(report);
+        // A setting and attack's batches are done: its line.
+        if (k + 1) % batches.max(1) == 0 {
+            let reports = std::mem::take(&mut group);
+            lines.push(summary_line(&reports[0].config, reports[0].attack, &reports));
+            pb.suspend(|| eprintln!("{}", lines.last().unwrap()));
+            if reports[0].attribute().is_some() {
+                attribute_lines.push(attribute_line(&reports[0].config, &reports));
+                pb.suspend(|| eprintln!("{}", attribute_lines.last().unwrap()));
+            }
+            all.extend(reports);
+        }
+        Ok(())
+    };
+    pollster::block_on(run_jobs(&rt, &dataset, &jobs, &mut on_progress, &mut on_report)).map_err(|e| e.to_string())?;
+    pb.finish_and_clear();
+    println!("\n{}", summary_header());
+    for l in &lines {
+        println!("{l}");
+    }
+    if !attribute_lines.is_empty() {
+        println!("\n{}", attribute_header());
+        for l in &attribute_lines {
+            println!("{l}");
+        }
+    }
+    println!("backend: {}", rt.info.label);
+    if let Some(path) = &common.json {
+        write_atomically(path, &serde_json::to_string_pretty(&all).unwrap())?;
+        println!("reports written to {}", path.display());
+    }
+    Ok(())
+}
+
+/// The engine's speed per batch size: a table of ms per step and seconds per attack.
+fn bench(args: BenchArgs) -> CliResult<()> {
+    let BenchArgs {
+        csv,
+        label,
+        ensemble,
+        iterations,
+        full_steps,
+        batch_sizes,
+        backend: b,
+        engine,
+    } = args;
+    let table = TableArgs {
+        csv: csv.clone(),
+        label,
+        kinds: Vec::new(),
+        ignore: Vec::new(),
+        include: Vec::new(),
+    };
+    let dataset = load(&table)?;
+    let rt = EngineArgs {
+        backend: b,
+        engine,
+        quiet: true,
+    }
+    .runtime()?;
+    println!(
+        "TabLeak, ensemble {ensemble}, d = {} ({} rows of {}), {iterations} steps run per size, rate extrapolated to {full_steps}",
+        dataset.d(),
+        dataset.n(),
+        csv.display()
+    );
+    println!("backend: {}", rt.info.label);
+    println!(
+        "| B | ms/step | steps/s | launches/step | setup+matching s | s per {full_steps}-step attack | peak RSS MiB |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for &bs in &batch_sizes {
+        let config = AttackConfig {
+            batch_size: bs,
+            attack: AttackSpec::Tableak(TableakSettings {
+                ensemble,
+                ..TableakSettings::default()
+            }),
+            iterations: iterations.max(2),
+            report_every: 1,
+            // Every step is timed: no member may stop.
+            early_stop: false,
+            ..AttackConfig::default()
+        };
+        let mut marks: Vec<(usize, f64)> = Vec::new();
+        let t0 = std::time::Instant::now();
+        let mut on_progress = |p: &leakscope::attack::Progress| {
+            marks.push((p.step, p.elapsed));
+            true
+        };
+        pollster::block_on(run_attack(&rt, &dataset, &config, &mut on_progress)).map_err(|e| e.to_string())?;
+        let total = t0.elapsed().as_secs_f64();
+        // Steady-state rate between the first and the last report (step 1 pays warm-up).
+        let (s0, t_first) = marks[0];
+        let (s1, t_last) = *marks.last().unwrap();
+        let per_step = (t_last - t_first) / (s1 - s0) as f64;
+        let fixed = (total - t_last).max(0.0) + t_first;
+        println!(
+            "| {bs} | {:.2} | {:.1} | {} | {:.2} | {:.1} | {:.0} |",
+            per_step * 1e3,
+            1.0 / per_step,
+            launches_per_step(&rt, &dataset, &config)?,
+            fixed,
+            fixed + per_step * full_steps as f64,
+            peak_rss_mib()
+        );
     }
     Ok(())
 }
@@ -408,9 +448,9 @@ fn attribute_header() -> String {
 /// The attribute attack against its baselines, mean ± std over the batches.
 fn attribute_line(config: &AttackConfig, reports: &[Report]) -> String {
     let stat = |f: &dyn Fn(&leakscope::attack::attribute::AttributeReport) -> f64| {
-        percent_mean_std(reports.iter().filter_map(|r| r.attribute.as_ref()).map(f).collect())
+        percent_mean_std(reports.iter().filter_map(|r| r.attribute()).map(f).collect())
     };
-    let first = reports[0].attribute.as_ref();
+    let first = reports[0].attribute();
     let local = match &config.protocol {
         leakscope::config::Protocol::Fedavg(t) if t.local_batch >= config.batch_size => "all".to_string(),
         leakscope::config::Protocol::Fedavg(t) => t.local_batch.to_string(),
@@ -421,11 +461,14 @@ fn attribute_line(config: &AttackConfig, reports: &[Report]) -> String {
         first.map_or("—", |a| a.column.as_str()),
         config.batch_size,
         local,
-        config.attribute.as_ref().map_or(1, |a| a.rounds),
+        match &config.attack {
+            AttackSpec::Attribute(a) => a.rounds,
+            _ => 1,
+        },
         if first.is_some_and(|a| a.l2) { "L2" } else { "cosine" },
         match reports
             .iter()
-            .filter_map(|r| r.attribute.as_ref()?.membership.as_ref())
+            .filter_map(|r| r.attribute()?.membership.as_ref())
             .collect::<Vec<_>>()
         {
             m if m.is_empty() => "known".to_string(),
@@ -457,7 +500,7 @@ fn summary_line(config: &AttackConfig, kind: AttackKind, reports: &[Report]) -> 
         .flat_map(|r| r.member_steps.iter().map(|&s| s as f64))
         .collect();
     let ranks: Vec<&leakscope::attack::subspace::SubspaceSummary> =
-        reports.iter().filter_map(|r| r.subspace.as_ref()).collect();
+        reports.iter().filter_map(|r| r.subspace()).collect();
     let rank = match ranks.first() {
         Some(first) => format!(
             "{:.0}/{}{}",

@@ -3,12 +3,12 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use leakscope::config::ProtocolKind;
+use leakscope::options::ProtocolKind;
 use leakscope::received::ReceivedUpdate;
 use leakscope::table::Encoding;
 use leakscope::{AttackKind, LabelMode, attack_received};
 
-use crate::CliResult;
+use crate::args::CliResult;
 use crate::args::{AttackArg, AttackArgs, EngineArgs, LabelArg, ProtocolArg, TableArgs, run_options};
 use crate::io::{bar, load, write_atomically};
 
@@ -141,7 +141,7 @@ pub fn attack_update(args: AttackUpdateArgs) -> CliResult<()> {
             options.local_epochs = v;
         }
     }
-    let config = options.attack_config();
+    let config = options.attack_config().map_err(|e| e.to_string())?;
     let rt = args.engine.runtime()?;
     let pb = bar(args.engine.quiet, config.iterations as u64, "attack".into());
     let mut on = |p: &leakscope::attack::Progress| {

@@ -1,0 +1,185 @@
+//! The ensemble pooled into one reconstruction: each member's rows (FedAvg's epoch copies
+//! averaged), the priors' decoding where the attack composes them (rows decoded in the span,
+//! rows proved from the ReLU pattern), the anchor member chosen by its fit to the update, every
+//! member matched to it and the cells median-pooled with an entropy each (SPEC §5).
+use crate::assess::epochs::average_epochs;
+use crate::assess::{matching::match_rows, pooling::pool};
+use crate::attack::activity::{self, ActivitySolver};
+use crate::attack::ensemble::Members;
+use crate::attack::setup::Setup;
+use crate::error::Result;
+use crate::report::PriorFit;
+use crate::scenario::encode_rows;
+use crate::table::Value;
+
+/// What the attack produced before scoring.
+pub struct Reconstruction {
+    pub rows: Vec<Vec<Value>>,
+    pub entropy: Option<Vec<Vec<Option<f64>>>>,
+    pub loss_curve: Vec<(usize, f64)>,
+    pub epoch_prior: Option<f64>,
+    pub epoch_prior_fits: Vec<PriorFit>,
+    /// Members' rows whose continuous values were solved in the span, of all their rows.
+    pub decoded: (usize, usize),
+    /// Rows proved exactly from the ReLU pattern (`attack::activity`).
+    pub proved: usize,
+    pub steps: Vec<usize>,
+}
+
+impl Setup<'_> {
+    /// Match and pool the ensemble into one reconstruction (choosing the epoch prior's weight
+    /// where several ran).
+    pub async fn reconstruct(&self, inversion: Members) -> Result<Reconstruction> {
+        let (dataset, config) = (self.dataset, self.config);
+        let b = config.rows();
+        // Each member's one reconstruction of the client's rows (FedAvg: its epochs averaged).
+        let (mut x, mut probs) = self.member_rows(&inversion);
+        let mut in_span = match self.active_subspace().filter(|_| self.inverts.relaxed) {
+            Some(span) => span.decode_members(&self.layout, &mut x, &mut probs),
+            None => vec![false; x.len() / dataset.d()],
+        };
+        let proved = self.prove_rows(&mut x, &mut probs, &mut in_span);
+        let decoded = (in_span.iter().filter(|&&c| c).count(), in_span.len());
+        let candidates = config.prior_candidates();
+        let ensemble = self.members / candidates.len();
+        let mut fits = Vec::new();
+        let mut best: Option<(f32, usize, Vec<Vec<Value>>, Option<Vec<Vec<Option<f64>>>>)> = None;
+        for (k, _) in candidates.iter().enumerate() {
+            let span = k * ensemble * b * dataset.d()..(k + 1) * ensemble * b * dataset.d();
+            // The unrelaxed baselines have no probabilities.
+            let member_probs = if probs.is_empty() {
+                &probs[..]
+            } else {
+                &probs[span.clone()]
+            };
+            let rows_span = k * ensemble * b..(k + 1) * ensemble * b;
+            let certified = if in_span.is_empty() {
+                &in_span[..]
+            } else {
+                &in_span[rows_span]
+            };
+            let (rows, entropy) = self.pool(&x[span], member_probs, certified, ensemble).await?;
+            // Several priors: keep the one whose pooled rows fit the update best.
+            let fit = if candidates.len() > 1 {
+                let fit = self.projected_losses(encode_rows(dataset, &rows), 1).await?[0];
+                fits.push(PriorFit {
+                    lambda: candidates[k],
+                    fit: fit as f64,
+                });
+                fit
+            } else {
+                0.0
+            };
+            if best.as_ref().is_none_or(|(f, ..)| fit < *f) {
+                best = Some((fit, k, rows, entropy));
+            }
+        }
+        let (_, k, rows, entropy) = best.expect("at least one prior candidate");
+        Ok(Reconstruction {
+            rows,
+            entropy,
+            loss_curve: inversion.loss_curve,
+            epoch_prior: (candidates.len() > 1 || candidates[0] > 0.0).then_some(candidates[k]),
+            epoch_prior_fits: fits,
+            decoded,
+            proved,
+            steps: inversion.steps,
+        })
+    }
+
+    /// TabLeak with the subspace prior on FedSGD: the batch's rows proved exactly from the first
+    /// layer's ReLU pattern (`attack::activity`), the members' rows as candidates. Every member's
+    /// row nearest a proved row becomes it (and certified), so the pooled row is the proved one
+    /// and the ensemble agrees on it. Returns how many rows were proved.
+    pub fn prove_rows(&self, x: &mut [f32], probs: &mut [f32], in_span: &mut [bool]) -> usize {
+        let b = self.config.rows();
+        let Some(span) = self
+            .active_subspace()
+            .filter(|_| self.inverts.relaxed && self.config.priors().proof)
+        else {
+            return 0;
+        };
+        let Some(v) = span.hyperplane.as_ref() else {
+            return 0;
+        };
+        let sizes = &self.scenario.params.sizes;
+        let step = activity::precision_steps(self.dataset);
+        let Some(solver) = ActivitySolver::new(
+            &self.scenario.observed[0],
+            &self.scenario.params.weights[0],
+            &self.scenario.params.biases[0],
+            v,
+            (sizes[0], sizes[1], b),
+            &self.layout,
+            step,
+        ) else {
+            return 0;
+        };
+        let proved = solver.solve(x).rows;
+        if proved.is_empty() {
+            return 0;
+        }
+        activity::adopt(&proved, &self.layout, b, x, probs, in_span);
+        proved.len()
+    }
+
+    /// Each member's rows of the client's batch, [N, n, d] (x and probabilities): as inverted, or
+    /// for TabLeak on FedAvg its per-epoch copies matched to the first and averaged.
+    fn member_rows(&self, inversion: &Members) -> (Vec<f32>, Vec<f32>) {
+        let copies = self.config.rows_per_member() / self.config.rows();
+        if copies == 1 {
+            return (inversion.x.clone(), inversion.probs.clone());
+        }
+        let len = self.config.rows_per_member() * self.dataset.d();
+        let (mut x, mut probs) = (Vec::new(), Vec::new());
+        for m in 0..self.members {
+            let span = m * len..(m + 1) * len;
+            let (mx, mp) = average_epochs(
+                &self.layout,
+                &self.rules,
+                &inversion.x[span.clone()],
+                &inversion.probs[span],
+                copies,
+                |row| self.dataset.decode(row),
+            );
+            x.extend(mx);
+            probs.extend(mp);
+        }
+        (x, probs)
+    }
+
+    /// Pool `members` members' rows ([members, n, d]) into one reconstruction: the anchor is the
+    /// member whose projected rows fit the update best; every member is matched to it and the
+    /// cells median-pooled, with an entropy per cell. One member is its own reconstruction.
+    async fn pool(
+        &self,
+        x: &[f32],
+        probs: &[f32],
+        certified: &[bool],
+        members: usize,
+    ) -> Result<(Vec<Vec<Value>>, Option<Vec<Vec<Option<f64>>>>)> {
+        let (dataset, b, d) = (self.dataset, self.config.rows(), self.dataset.d());
+        let decoded: Vec<Vec<Vec<Value>>> = (0..members)
+            .map(|m| {
+                (0..b)
+                    .map(|i| dataset.decode(&x[(m * b + i) * d..(m * b + i + 1) * d]))
+                    .collect()
+            })
+            .collect();
+        if members == 1 {
+            return Ok((decoded.into_iter().next().unwrap(), None));
+        }
+        let projected: Vec<f32> = decoded.iter().flat_map(|rows| encode_rows(dataset, rows)).collect();
+        let scores = self.projected_losses(projected, members).await?;
+        let anchor = (0..members).min_by(|&a, &b| scores[a].total_cmp(&scores[b])).unwrap();
+        let perm: Vec<Vec<usize>> = decoded
+            .iter()
+            .map(|rows| match_rows(&self.rules, &decoded[anchor], rows))
+            .collect();
+        let pooled = pool(&self.layout, x, probs, certified, members, b, &perm);
+        Ok((
+            pooled.rows.iter().map(|r| dataset.decode(r)).collect(),
+            Some(pooled.entropy),
+        ))
+    }
+}

@@ -1,0 +1,82 @@
+//! The assessment of an attack on a table's rows (TabLeak, the baselines): its reconstruction
+//! matched to the true rows and scored, beside the random guess on the same batch; and, for a
+//! received update, the reconstruction with its confidence alone.
+use crate::assess::reconstruct::Reconstruction;
+use crate::assess::scoring::score;
+use crate::attack::baselines::random_rows;
+use crate::attack::ensemble::Members;
+use crate::attack::setup::Setup;
+use crate::error::{Error, Result};
+use crate::report::reconstruction::ReconstructionReport;
+use crate::report::{AttackDetails, Report, RowDetails, build_report};
+use crate::scenario::seed_for;
+
+impl Setup<'_> {
+    /// Match, pool and score the ensemble (None: the random baseline) into the report.
+    pub async fn assess_rows(&self, inverted: Option<Members>, seconds: f64) -> Result<Report> {
+        let (dataset, config) = (self.dataset, self.config);
+        let Some(truth) = &self.scenario.truth else {
+            return Err(Error::Config("a received update has no truth to score against".into()));
+        };
+        // The random baseline: what an attacker knows without the update, scored on the same batch.
+        let random_guess = random_rows(dataset, config.rows(), seed_for(config.seed, 5));
+        let recon = match inverted {
+            None => Reconstruction {
+                rows: random_guess.clone(),
+                entropy: None,
+                loss_curve: Vec::new(),
+                epoch_prior: None,
+                epoch_prior_fits: Vec::new(),
+                decoded: (0, 0),
+                proved: 0,
+                steps: Vec::new(),
+            },
+            Some(inversion) => self.reconstruct(inversion).await?,
+        };
+        let scored = score(&self.rules, &truth.rows, &recon.rows);
+        let random = score(&self.rules, &truth.rows, &random_guess);
+        let mut report = build_report(
+            dataset,
+            config,
+            &self.backend,
+            &truth.rows,
+            &recon.rows,
+            recon.entropy.as_deref(),
+            &scored,
+            random.accuracy,
+            truth.label_accuracy,
+            recon.loss_curve,
+            seconds,
+        );
+        report.model_accuracy = self.scenario.model_accuracy;
+        report.details = AttackDetails::Rows(RowDetails {
+            epoch_prior: recon.epoch_prior,
+            epoch_prior_fits: recon.epoch_prior_fits,
+            subspace: self.summary(recon.decoded, recon.proved),
+        });
+        report.member_steps = recon.steps;
+        Ok(report)
+    }
+
+    /// A received update's reconstruction, without truth to score against.
+    pub async fn assess_received(&self, inverted: Members, seconds: f64) -> Result<ReconstructionReport> {
+        let recon = self.reconstruct(inverted).await?;
+        let mut report = ReconstructionReport::build(
+            self.dataset,
+            self.config,
+            &self.backend,
+            &recon.rows,
+            recon.entropy.as_deref(),
+            &self.scenario.labels,
+            recon.loss_curve,
+            RowDetails {
+                epoch_prior: recon.epoch_prior,
+                epoch_prior_fits: recon.epoch_prior_fits,
+                subspace: self.summary(recon.decoded, recon.proved),
+            },
+            seconds,
+        );
+        report.member_steps = recon.steps;
+        Ok(report)
+    }
+}

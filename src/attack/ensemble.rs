@@ -1,0 +1,120 @@
+//! An ensemble inverted in shares: each share's members, and their joining into the whole (a
+//! page's workers each invert a range of members; `assess_members` joins them).
+use serde::{Deserialize, Serialize};
+
+use crate::config::MemberRange;
+use crate::error::{Error, Result};
+
+/// The inverted members of one range: relaxed rows, softmax probabilities and the mean loss curve.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Members {
+    pub range: MemberRange,
+    pub x: Vec<f32>,
+    pub probs: Vec<f32>,
+    pub loss_curve: Vec<(usize, f64)>,
+    /// Steps each member took before it stopped (`attack::driver::EarlyStop`).
+    pub steps: Vec<usize>,
+}
+
+/// What every member of an ensemble holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    pub members: usize,
+    /// Dummy rows per member, and their width.
+    pub rows: usize,
+    pub d: usize,
+    /// Whether members carry probabilities (relaxed rows).
+    pub relaxed: bool,
+}
+
+/// A range of members must be some of the ensemble's.
+pub fn check_range(range: MemberRange, members: usize) -> Result<()> {
+    if range.count == 0 || range.first + range.count > members {
+        return Err(Error::Config(format!(
+            "members {}..{} are not within the {members} of this attack",
+            range.first,
+            range.first + range.count,
+        )));
+    }
+    Ok(())
+}
+
+/// Join the inverted ranges into the whole ensemble, in member order. Shares from elsewhere (a
+/// page's workers) are checked whole: every member once, and rows of the right length.
+pub fn join(shape: Shape, mut parts: Vec<Members>) -> Result<Members> {
+    parts.sort_by_key(|p| p.range.first);
+    let len = shape.rows * shape.d;
+    let mut next = 0;
+    for p in &parts {
+        check_range(p.range, shape.members)?;
+        if p.range.first != next {
+            return Err(Error::Config(format!(
+                "the inverted members do not cover the ensemble of {} once, in order",
+                shape.members
+            )));
+        }
+        let want = p.range.count * len;
+        let want_probs = if shape.relaxed { want } else { 0 };
+        if p.steps.len() != p.range.count {
+            return Err(Error::Config(format!(
+                "members {}..{} report the steps of {} members",
+                p.range.first,
+                p.range.first + p.range.count,
+                p.steps.len()
+            )));
+        }
+        if p.x.len() != want || p.probs.len() != want_probs {
+            return Err(Error::Config(format!(
+                "members {}..{} hold {} values and {} probabilities; {} rows of {} columns need {want} and {want_probs}",
+                p.range.first,
+                p.range.first + p.range.count,
+                p.x.len(),
+                p.probs.len(),
+                p.range.count * shape.rows,
+                shape.d
+            )));
+        }
+        next += p.range.count;
+    }
+    if next != shape.members {
+        return Err(Error::Config(format!(
+            "{next} of {} members were inverted",
+            shape.members
+        )));
+    }
+    Ok(Members {
+        range: MemberRange {
+            first: 0,
+            count: shape.members,
+        },
+        x: parts.iter().flat_map(|p| p.x.iter().copied()).collect(),
+        probs: parts.iter().flat_map(|p| p.probs.iter().copied()).collect(),
+        loss_curve: join_loss_curves(&parts, shape.members),
+        steps: parts.iter().flat_map(|p| p.steps.iter().copied()).collect(),
+    })
+}
+
+/// The mean loss over the whole ensemble at the steps every share reported: each share's mean
+/// weighted by its member count. A share whose members all stopped early counts at its last.
+pub fn join_loss_curves(parts: &[Members], members: usize) -> Vec<(usize, f64)> {
+    let Some(longest) = parts.iter().max_by_key(|p| p.loss_curve.last().map_or(0, |l| l.0)) else {
+        return Vec::new();
+    };
+    longest
+        .loss_curve
+        .iter()
+        .filter_map(|&(step, _)| {
+            let mut total = 0.0;
+            for p in parts {
+                let &(last, last_loss) = p.loss_curve.last()?;
+                let loss = if step > last {
+                    last_loss
+                } else {
+                    p.loss_curve.iter().find(|&&(s, _)| s == step)?.1
+                };
+                total += loss * p.range.count as f64;
+            }
+            Some((step, total / members.max(1) as f64))
+        })
+        .collect()
+}

@@ -1,0 +1,188 @@
+//! The attacks leakscope offers, behind one trait. Every question the engine asks of an attack
+//! (its checks, its ensemble, its optimiser, the inversion it runs, the priors it composes) goes
+//! through `Attack`, reached from a configuration's `AttackSpec` by the one exhaustive match in
+//! `attack_of`. Adding an attack is a module implementing `Attack`, an arm here and in
+//! `AttackSpec`, and its tests (docs/engine.md).
+use super::objective::Objective;
+use super::spec::{AttackKind, AttackSpec, CosineBaseline, DlgBaseline, RandomBaseline};
+use crate::config::{AttackConfig, MAX_ENSEMBLE, Optimiser, Protocol};
+use crate::error::{Error, Result};
+use crate::plan::limits::WorkingSet;
+use crate::table::Dataset;
+
+/// The inversion an attack runs: what it optimises and against what.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Inverts {
+    /// Rows relaxed by softmax/sigmoid (TabLeak) or optimised as encoded (the baselines).
+    pub relaxed: bool,
+    pub objective: Objective,
+}
+
+/// The parts beyond the published attacks that an attack composes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Priors {
+    /// The first layer's span as a prior on the rows, and rows decoded in it (`attack::subspace`).
+    pub span: bool,
+    /// Rows proved exactly from the first layer's ReLU pattern (`attack::activity`).
+    pub proof: bool,
+}
+
+/// What an attack is, to the engine.
+pub trait Attack {
+    fn kind(&self) -> AttackKind;
+
+    /// How a report names it, with what sets it apart ("TabLeak (ensemble 30)").
+    fn title(&self) -> String;
+
+    /// The inversion it runs; None where it inverts nothing (the random guess, CAFE's linear
+    /// algebra).
+    fn inversion(&self) -> Option<Inverts>;
+
+    /// Members it inverts per epoch-prior candidate: its ensemble (1 for a single run).
+    fn ensemble(&self) -> usize {
+        usize::from(self.inversion().is_some())
+    }
+
+    /// Adam's settings unless the caller gives a learning rate.
+    fn default_optimiser(&self) -> Optimiser {
+        Optimiser::default()
+    }
+
+    /// The priors it composes in this setting.
+    fn priors(&self, _config: &AttackConfig) -> Priors {
+        Priors::default()
+    }
+
+    /// The epoch-prior weights it runs, one ensemble each ([0] where it has none).
+    fn prior_candidates(&self, _protocol: &Protocol) -> Vec<f64> {
+        vec![0.0]
+    }
+
+    /// Whether a member holds one copy of the client's rows per local epoch on FedAvg (TabLeak's
+    /// epoch prior) rather than one copy shared by every epoch.
+    fn copies_per_epoch(&self) -> bool {
+        false
+    }
+
+    /// Whether its ensemble may be split over a page's workers.
+    fn splits_over_workers(&self) -> bool {
+        false
+    }
+
+    /// Its own checks, after the common ones (`AttackConfig::validate_common`). `has_rows`: the
+    /// table has rows (not the encoding of a received update).
+    fn validate(&self, _config: &AttackConfig, _dataset: &Dataset, _has_rows: bool) -> Result<()> {
+        Ok(())
+    }
+
+    /// Why it cannot attack an update received from elsewhere, if it cannot.
+    fn refuses_received(&self) -> Option<&'static str> {
+        None
+    }
+}
+
+/// The attack a specification names, with its settings: the one place every attack is listed.
+pub fn attack_of(spec: &AttackSpec) -> &dyn Attack {
+    match spec {
+        AttackSpec::Tableak(s) => s,
+        AttackSpec::Cosine => &CosineBaseline,
+        AttackSpec::Dlg => &DlgBaseline,
+        AttackSpec::Random => &RandomBaseline,
+        AttackSpec::Attribute(s) => s,
+        AttackSpec::Cafe(s) => s,
+    }
+}
+
+impl AttackConfig {
+    /// The configured attack.
+    pub fn attacker(&self) -> &dyn Attack {
+        attack_of(&self.attack)
+    }
+
+    /// The optimiser this run uses.
+    pub fn optimiser(&self) -> Optimiser {
+        self.optimiser.unwrap_or_else(|| self.attacker().default_optimiser())
+    }
+
+    /// How many members this attack inverts: its ensemble per epoch-prior candidate (0: none).
+    pub fn members(&self) -> usize {
+        self.attacker().ensemble() * self.prior_candidates().len()
+    }
+
+    /// The epoch-prior weights this attack runs, one ensemble each.
+    pub fn prior_candidates(&self) -> Vec<f64> {
+        self.attacker().prior_candidates(&self.protocol)
+    }
+
+    /// The epoch prior's weight for member `m` of the whole ensemble (candidates in order, one
+    /// ensemble each).
+    pub fn prior_of(&self, m: usize) -> f64 {
+        let candidates = self.prior_candidates();
+        candidates[(m / self.attacker().ensemble().max(1)).min(candidates.len() - 1)]
+    }
+
+    /// Dummy rows each member optimises: the rows behind the update, or for TabLeak on FedAvg one
+    /// copy of the client's rows per local epoch.
+    pub fn rows_per_member(&self) -> usize {
+        match &self.protocol {
+            Protocol::Fedavg(t) if self.attacker().copies_per_epoch() => t.epochs * self.rows(),
+            _ => self.rows(),
+        }
+    }
+
+    /// The priors the attack composes here.
+    pub fn priors(&self) -> Priors {
+        self.attacker().priors(self)
+    }
+
+    /// What the attack holds in memory at its peak (`plan::limits`).
+    pub fn working_set(&self, dataset: &Dataset) -> WorkingSet {
+        WorkingSet {
+            sizes: self.layer_sizes(dataset),
+            rows: self.rows(),
+            members: self.members(),
+            rows_per_member: self.rows_per_member(),
+            local_steps: self.local_steps(),
+        }
+    }
+
+    /// Bytes the attack holds at its peak (`plan::limits::WorkingSet::bytes`).
+    pub fn working_set_bytes(&self, dataset: &Dataset) -> u64 {
+        self.working_set(dataset).bytes()
+    }
+
+    /// Check the settings against the table they will draw batches from.
+    pub fn validate(&self, dataset: &Dataset) -> Result<()> {
+        self.validate_with(dataset, true)
+    }
+
+    /// Check the settings of an attack on a received update: `dataset` is the encoding only (no
+    /// rows to draw from).
+    pub fn validate_for_update(&self, dataset: &Dataset) -> Result<()> {
+        self.validate_with(dataset, false)
+    }
+
+    fn validate_with(&self, dataset: &Dataset, has_rows: bool) -> Result<()> {
+        self.validate_common(dataset, has_rows)?;
+        let attack = self.attacker();
+        attack.validate(self, dataset, has_rows)?;
+        if attack.inversion().is_some() {
+            let ensemble = attack.ensemble();
+            if ensemble == 0 || ensemble > MAX_ENSEMBLE {
+                return Err(Error::Config(format!(
+                    "ensemble size {ensemble} must be between 1 and {MAX_ENSEMBLE}"
+                )));
+            }
+            if self.iterations == 0 {
+                return Err(Error::Config("iterations must be at least 1".into()));
+            }
+            let lr = self.optimiser().lr;
+            if !(lr > 0.0 && lr.is_finite()) {
+                return Err(Error::Config(format!("learning rate {lr} must be a positive number")));
+            }
+        }
+        // Every attack simulates the client, so the network's size is checked for all of them
+        // (the random baseline included) before anything is allocated.
+        self.working_set(dataset).check().map_err(Error::Config)
+    }
+}

@@ -1,0 +1,239 @@
+//! The options object a caller hands over in one piece (the npm package's `run`, the page's form,
+//! the CLI's flags): flat, every field but `label` with the engine's default, and its one
+//! conversion into an `AttackConfig`, where a setting given to an attack that does not take it is
+//! refused by name.
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+use crate::attack::attribute::settings::Membership;
+use crate::attack::spec::{AttackKind, AttackSpec, FlatSettings};
+use crate::attack::tableak::settings::{EpochPrior, TableakSettings};
+use crate::client::defence::Defence;
+use crate::client::fedavg::LocalTraining;
+use crate::config::{AttackConfig, LabelMode, Optimiser, Protocol};
+use crate::error::{Error, Result};
+use crate::table::{ColumnKind, DatasetOptions};
+
+/// An attack as a caller describes it in one object: the table's reading (label, kinds, columns
+/// left out) and the attack's settings. The npm package's `run` takes this (camelCase); every
+/// field but `label` has the engine's default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "camelCase", default)]
+pub struct RunOptions {
+    /// Name of the label column.
+    pub label: String,
+    /// Column name → kind, replacing the inferred kind.
+    #[ts(as = "Option<_>", optional)]
+    pub kinds: std::collections::BTreeMap<String, ColumnKind>,
+    /// Columns to leave out.
+    #[ts(as = "Option<_>", optional)]
+    pub ignore: Vec<String>,
+    /// Columns the reading leaves out by default (an identifier, pandas' index column; see the
+    /// schema's `treatment`) to use after all.
+    #[ts(as = "Option<_>", optional)]
+    pub include: Vec<String>,
+    #[ts(as = "Option<_>", optional)]
+    pub attack: AttackKind,
+    /// FedSGD's batch, or a FedAvg client's rows.
+    #[ts(as = "Option<_>", optional)]
+    pub batch_size: usize,
+    /// Members of the ensemble (TabLeak: default 30 for FedSGD, 15 for FedAvg; the attribute
+    /// attack: 5).
+    #[ts(optional)]
+    pub ensemble: Option<usize>,
+    #[ts(as = "Option<_>", optional)]
+    pub iterations: usize,
+    /// "fedsgd" (the client sends a gradient) or "fedavg" (θ0 − θE after local training).
+    #[ts(as = "Option<_>", optional)]
+    pub protocol: ProtocolKind,
+    /// FedAvg: rows per local step, local epochs, and the client's SGD step.
+    #[ts(as = "Option<_>", optional)]
+    pub local_batch: usize,
+    #[ts(as = "Option<_>", optional)]
+    pub local_epochs: usize,
+    #[ts(as = "Option<_>", optional)]
+    pub client_lr: f64,
+    /// TabLeak on FedAvg: the epoch prior's weight λ; "auto" chooses it without the truth.
+    #[ts(as = "Option<_>", optional)]
+    pub epoch_prior: EpochPrior,
+    #[ts(as = "Option<f64>", optional)]
+    pub seed: u64,
+    #[ts(as = "Option<_>", optional)]
+    pub labels: LabelMode,
+    #[ts(as = "Option<_>", optional)]
+    pub hidden: Vec<usize>,
+    /// Epochs of ordinary training on the table before the attacked round (default 0).
+    #[ts(as = "Option<_>", optional)]
+    pub training_epochs: usize,
+    /// Clients averaged before the server sees the update (secure aggregation; default 1).
+    #[ts(as = "Option<_>", optional)]
+    pub clients: usize,
+    /// Defence: clip each client's update to this L2 norm.
+    #[ts(optional)]
+    pub clip: Option<f64>,
+    /// Defence: Gaussian noise multiplier σ (std σ·clip, or σ without clipping; default 0).
+    #[ts(as = "Option<_>", optional)]
+    pub noise: f64,
+    /// Defence: CAFE's fake gradients, the best of this many draws.
+    #[ts(optional)]
+    pub fake_gradients: Option<usize>,
+    /// The δ of the (ε, δ) reported for a clipped, noised update (default 1e-5).
+    #[ts(optional)]
+    pub delta: Option<f64>,
+    /// Adam's step; default 0.1 for TabLeak, 0.06 for the baselines.
+    #[ts(optional)]
+    pub lr: Option<f64>,
+    /// Report progress (and check for cancellation) at least every this many steps.
+    #[ts(as = "Option<_>", optional)]
+    pub report_every: usize,
+    /// TabLeak: the first layer's span as a prior on the rows (default on; see
+    /// `TableakSettings::subspace`).
+    #[ts(as = "Option<_>", optional)]
+    pub subspace: bool,
+    /// Stop members whose loss has stopped improving (default on).
+    #[ts(as = "Option<_>", optional)]
+    pub early_stop: bool,
+    /// The attribute attack: the sensitive column it reconstructs.
+    #[ts(optional)]
+    pub sensitive: Option<String>,
+    /// The attribute attack: match the updates by squared error (the L2 baseline), not cosine.
+    #[ts(as = "Option<_>", optional)]
+    pub l2: bool,
+    /// The attribute attack: whether the server knows which rows the client used (default known).
+    #[ts(as = "Option<_>", optional)]
+    pub membership: Membership,
+    /// CAFE: parties (default 4), rows they share (default 800), rounds observed (default 2000);
+    /// `batchSize` is the indices per round. `rounds` is also the attribute attack's (default 1).
+    #[ts(optional)]
+    pub parties: Option<usize>,
+    #[ts(optional)]
+    pub cafe_rows: Option<usize>,
+    #[ts(optional)]
+    pub rounds: Option<usize>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        let c = AttackConfig::default();
+        let t = TableakSettings::default();
+        RunOptions {
+            label: String::new(),
+            kinds: Default::default(),
+            ignore: Vec::new(),
+            include: Vec::new(),
+            attack: AttackKind::Tableak,
+            batch_size: c.batch_size,
+            ensemble: None,
+            iterations: c.iterations,
+            protocol: ProtocolKind::Fedsgd,
+            local_batch: LocalTraining::default().local_batch,
+            local_epochs: LocalTraining::default().epochs,
+            client_lr: LocalTraining::default().lr,
+            epoch_prior: t.epoch_prior,
+            seed: c.seed,
+            labels: c.labels,
+            hidden: c.hidden,
+            training_epochs: c.training_epochs,
+            clients: c.clients,
+            clip: None,
+            noise: 0.0,
+            fake_gradients: None,
+            delta: None,
+            lr: None,
+            report_every: c.report_every,
+            subspace: t.subspace,
+            early_stop: c.early_stop,
+            sensitive: None,
+            l2: false,
+            membership: Membership::Known,
+            parties: None,
+            cafe_rows: None,
+            rounds: None,
+        }
+    }
+}
+
+/// The protocol by name, for flat options (the CLI's and the page's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "lowercase")]
+pub enum ProtocolKind {
+    Fedsgd,
+    Fedavg,
+}
+
+impl RunOptions {
+    pub fn dataset_options(&self) -> DatasetOptions {
+        DatasetOptions {
+            label: self.label.clone(),
+            kinds: self.kinds.clone().into_iter().collect(),
+            ignore: self.ignore.clone(),
+            include: self.include.clone(),
+        }
+    }
+
+    pub fn protocol(&self) -> Protocol {
+        match self.protocol {
+            ProtocolKind::Fedsgd => Protocol::Fedsgd,
+            ProtocolKind::Fedavg => Protocol::Fedavg(LocalTraining {
+                epochs: self.local_epochs,
+                local_batch: self.local_batch,
+                lr: self.client_lr,
+            }),
+        }
+    }
+
+    /// The client's defence, if any part of it is on.
+    pub fn defence(&self) -> Option<Defence> {
+        let d = Defence {
+            clip: self.clip,
+            noise: self.noise,
+            fake_gradients: self.fake_gradients,
+            delta: self.delta.unwrap_or(crate::client::privacy::DEFAULT_DELTA),
+        };
+        (!d.is_off() || self.delta.is_some()).then_some(d)
+    }
+
+    /// The attack these options ask for, with its own settings (`AttackSpec::from_flat`).
+    pub fn attack_spec(&self) -> Result<AttackSpec> {
+        AttackSpec::from_flat(
+            self.attack,
+            FlatSettings {
+                ensemble: self.ensemble,
+                fedavg: self.protocol == ProtocolKind::Fedavg,
+                epoch_prior: self.epoch_prior,
+                subspace: self.subspace,
+                sensitive: self.sensitive.clone(),
+                l2: self.l2,
+                membership: self.membership,
+                rounds: self.rounds,
+                parties: self.parties,
+                cafe_rows: self.cafe_rows,
+                fake_gradients: self.fake_gradients,
+            },
+        )
+        .map_err(Error::Config)
+    }
+
+    /// The whole configuration (the one place flat options become one).
+    pub fn attack_config(&self) -> Result<AttackConfig> {
+        let attack = self.attack_spec()?;
+        Ok(AttackConfig {
+            optimiser: self.lr.map(|lr| Optimiser {
+                lr,
+                ..crate::attack::registry::attack_of(&attack).default_optimiser()
+            }),
+            attack,
+            batch_size: self.batch_size,
+            protocol: self.protocol(),
+            iterations: self.iterations,
+            seed: self.seed,
+            labels: self.labels,
+            hidden: self.hidden.clone(),
+            training_epochs: self.training_epochs,
+            clients: self.clients,
+            defence: self.defence(),
+            report_every: self.report_every,
+            early_stop: self.early_stop,
+        })
+    }
+}

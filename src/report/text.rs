@@ -1,0 +1,218 @@
+//! A report as text for a terminal: what ran, how well, how sure, and the rows.
+use std::fmt::Write;
+
+use super::{Report, confidence_mark, fmt_epsilon, pct};
+use crate::config::{LabelMode, Protocol};
+use crate::table::ColumnKind;
+
+/// A readable report: summary, per-feature accuracy, entropy buckets, and up to `max_rows` rows.
+pub fn render_text(r: &Report, max_rows: usize) -> String {
+    let mut s = String::new();
+    setting(r, &mut s);
+    accuracy(r, &mut s);
+    rows(r, max_rows, &mut s);
+    for w in &r.warnings {
+        let _ = writeln!(s, "note: {w}");
+    }
+    s
+}
+
+/// What ran: the attack, the client, the defence and what it guarantees.
+fn setting(r: &Report, s: &mut String) {
+    let c = &r.config;
+    let name = c.attacker().title();
+    let labels = match c.labels {
+        LabelMode::Known => "known labels".to_string(),
+        LabelMode::Restored => format!("restored labels, {:.0}% right", 100.0 * r.label_accuracy),
+    };
+    let steps = if c.attacker().inversion().is_none() {
+        String::new()
+    } else {
+        format!(", {} steps at lr {}", c.iterations, c.optimiser().lr)
+    };
+    let batch = match &c.protocol {
+        Protocol::Fedsgd if c.clients > 1 => format!(
+            "the average of {} clients' batches of {} rows ({} rows in all)",
+            c.clients,
+            c.batch_size,
+            c.rows()
+        ),
+        Protocol::Fedsgd => format!("a batch of {} rows", c.batch_size),
+        Protocol::Fedavg(t) => format!(
+            "a FedAvg client's {} rows ({} local epoch{} of batches of {}, client lr {})",
+            c.batch_size,
+            t.epochs,
+            if t.epochs == 1 { "" } else { "s" },
+            t.local_batch,
+            t.lr
+        ),
+    };
+    let _ = writeln!(s, "{name} on {batch}{steps}, {labels}, seed {}", c.seed);
+    if let Some((l, fits)) = r
+        .row_details()
+        .and_then(|d| Some((d.epoch_prior?, &d.epoch_prior_fits)))
+    {
+        let how = if fits.len() > 1 {
+            format!(
+                ", chosen among {} by how well each reconstruction fits the update",
+                fits.len()
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(s, "epoch prior λ = {l}{how}");
+    }
+    let _ = writeln!(s, "backend {}, {:.2} s", r.backend.label, r.seconds);
+    if c.training_epochs > 0 {
+        let _ = writeln!(
+            s,
+            "the network was trained {} epoch{} on the table first ({} right on it)",
+            c.training_epochs,
+            if c.training_epochs == 1 { "" } else { "s" },
+            pct(r.model_accuracy)
+        );
+    }
+    if let Some(d) = &c.defence {
+        let mut parts = Vec::new();
+        if let Some(k) = d.fake_gradients {
+            parts.push(format!("fake gradients (best of {k} draws)"));
+        }
+        if let Some(clip) = d.clip {
+            parts.push(format!("clipping to norm {clip}"));
+        }
+        if d.noise > 0.0 {
+            parts.push(format!(
+                "Gaussian noise σ = {}{}",
+                d.noise,
+                if d.clip.is_some() { "·C" } else { "" }
+            ));
+        }
+        let _ = writeln!(s, "defence: {}", parts.join(", "));
+    }
+    if let Some(p) = &r.privacy {
+        let _ = match p.epsilon {
+            Some(e) => writeln!(
+                s,
+                "privacy of one release: (ε = {}, δ = {:e}){}; releases over training compose",
+                fmt_epsilon(e),
+                p.delta,
+                if p.clients > 1 {
+                    format!(", inside the average of {} clients", p.clients)
+                } else {
+                    String::new()
+                }
+            ),
+            None => writeln!(
+                s,
+                "privacy: no (ε, δ) guarantee: the update is not clipped, so its sensitivity is unbounded"
+            ),
+        };
+    }
+}
+
+/// How well: the accuracy against the random baseline, per feature, and per entropy band.
+fn accuracy(r: &Report, s: &mut String) {
+    let a = &r.accuracy;
+    let _ = writeln!(
+        s,
+        "\naccuracy {} (categorical {}, continuous {}), rows recovered exactly {}",
+        pct(Some(a.total)),
+        pct(a.categorical),
+        pct(a.continuous),
+        pct(Some(a.exact_rows))
+    );
+    let _ = writeln!(
+        s,
+        "random baseline {} → gain {:+.1} points",
+        pct(Some(r.random_baseline)),
+        100.0 * r.gain_over_random
+    );
+    let _ = writeln!(s, "\nper feature:");
+    for (f, acc) in r.features.iter().zip(&a.per_feature) {
+        let _ = writeln!(s, "  {:<24} {:>6}", f.name, pct(Some(*acc)));
+    }
+    if !r.entropy_buckets.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nconfidence (ensemble entropy; lower = more confident) against accuracy:"
+        );
+        for bkt in &r.entropy_buckets {
+            let kind = match bkt.kind {
+                ColumnKind::Categorical => "categorical",
+                ColumnKind::Continuous => "continuous ",
+            };
+            let edge = |e: Option<f64>, unbounded: &str| e.map_or(unbounded.to_string(), |v| format!("{v:.2}"));
+            let _ = writeln!(
+                s,
+                "  {kind} [{:>5}, {:>5}): {:>5} cells, {} right",
+                edge(bkt.from, "-inf"),
+                edge(bkt.to, "inf"),
+                bkt.cells,
+                pct(bkt.accuracy)
+            );
+        }
+    }
+    for q in &r.confident_quarter {
+        let kind = match q.kind {
+            ColumnKind::Categorical => "categorical",
+            ColumnKind::Continuous => "continuous",
+        };
+        let _ = writeln!(
+            s,
+            "the attacker's surest quarter of {kind} cells ({} of {}, entropy ≤ {:.2}): {} right, against {} of all",
+            q.quarter_cells,
+            q.cells,
+            q.quarter_entropy_max,
+            pct(Some(q.quarter_accuracy)),
+            pct(Some(q.accuracy))
+        );
+    }
+}
+
+/// The first `max_rows` rows, true above reconstructed, each cell marked right or wrong and by
+/// confidence.
+fn rows(r: &Report, max_rows: usize, s: &mut String) {
+    let shown = r.rows.len().min(max_rows);
+    if shown > 0 {
+        let _ = writeln!(
+            s,
+            "\nfirst {shown} of {} rows: T = true, R = reconstructed; ✓/✗ right or wrong; ● ◐ ○ high / medium / low confidence",
+            r.rows.len()
+        );
+        let widths: Vec<usize> = r
+            .features
+            .iter()
+            .enumerate()
+            .map(|(f, h)| {
+                r.rows[..shown]
+                    .iter()
+                    .flat_map(|row| [row.truth[f].chars().count(), row.reconstructed[f].chars().count() + 2])
+                    .chain([h.name.chars().count()])
+                    .max()
+                    .unwrap_or(4)
+                    .min(22)
+            })
+            .collect();
+        let cell = |text: &str, w: usize| {
+            let t: String = text.chars().take(w).collect();
+            format!("{t:<w$} ")
+        };
+        let mut header = String::from("      ");
+        for (h, &w) in r.features.iter().zip(&widths) {
+            header += &cell(&h.name, w);
+        }
+        let _ = writeln!(s, "{}", header.trim_end());
+        for (i, row) in r.rows[..shown].iter().enumerate() {
+            let mut t = format!("{:>3} T ", i + 1);
+            let mut rec = String::from("    R ");
+            for (f, &w) in widths.iter().enumerate() {
+                t += &cell(&row.truth[f], w);
+                let mark = if row.correct[f] { "✓" } else { "✗" };
+                let conf = confidence_mark(row.confidence[f]);
+                let text: String = row.reconstructed[f].chars().take(w.saturating_sub(2)).collect();
+                rec += &cell(&format!("{text}{mark}{conf}"), w);
+            }
+            let _ = writeln!(s, "{}\n{}", t.trim_end(), rec.trim_end());
+        }
+    }
+}

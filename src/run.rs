@@ -1,0 +1,195 @@
+//! One attack end to end, as every surface calls it: the scenario, the inversion (whole, or a
+//! share of the ensemble on one of a page's workers), the assessment. `flow` is the one place that
+//! sends each attack (`AttackSpec`) to its scenario and its assessment; what an attack is otherwise
+//! is asked of it through `attack::registry`.
+use crate::attack::attribute::{self, settings::AttributeSettings};
+use crate::attack::cafe;
+use crate::attack::driver::{Cadence, Progress};
+use crate::attack::ensemble::{self, Members};
+use crate::attack::setup::Setup;
+use crate::config::{AttackConfig, AttackSpec, MemberRange};
+use crate::error::{Error, Result};
+use crate::received::ReceivedUpdate;
+use crate::report::Report;
+use crate::report::reconstruction::ReconstructionReport;
+use crate::runtime::{MeasuredRate, Runtime};
+use crate::scenario::Scenario;
+use crate::table::Dataset;
+
+pub use crate::attack::ensemble::join_loss_curves;
+
+/// How an attack goes from a table to a report.
+enum Flow<'c> {
+    /// Its own simulation and solution, whole (CAFE).
+    Whole(&'c cafe::settings::CafeSettings),
+    /// The client's rows reconstructed, matched and scored (TabLeak, the baselines).
+    Rows,
+    /// One column of the client's known rows (the attribute attack).
+    Attribute(&'c AttributeSettings),
+}
+
+fn flow(config: &AttackConfig) -> Flow<'_> {
+    match &config.attack {
+        AttackSpec::Tableak(_) | AttackSpec::Cosine | AttackSpec::Dlg | AttackSpec::Random => Flow::Rows,
+        AttackSpec::Attribute(a) => Flow::Attribute(a),
+        AttackSpec::Cafe(c) => Flow::Whole(c),
+    }
+}
+
+/// The checked configuration's scenario, set up for inversion.
+async fn prepare<'a>(runtime: &'a Runtime, dataset: &'a Dataset, config: &'a AttackConfig) -> Result<Setup<'a>> {
+    config.validate(dataset)?;
+    let scenario = match flow(config) {
+        Flow::Rows => Scenario::of_rows(dataset, config).await?,
+        Flow::Attribute(a) => attribute::view::scenario(dataset, config, a).await?,
+        Flow::Whole(_) => {
+            return Err(Error::Config(
+                "CAFE has no ensemble to invert in shares: run it whole (run_attack)".into(),
+            ));
+        }
+    };
+    Ok(Setup::new(runtime, dataset, config, scenario))
+}
+
+/// The inverted ensemble (None: the attack inverts nothing) scored into the report.
+async fn assess(setup: &Setup<'_>, inverted: Option<Members>, seconds: f64) -> Result<Report> {
+    match flow(setup.config) {
+        Flow::Rows => setup.assess_rows(inverted, seconds).await,
+        Flow::Attribute(a) => {
+            let inverted = inverted.ok_or_else(|| Error::Config("the attribute attack inverts".into()))?;
+            setup.assess_attribute(a, inverted, seconds)
+        }
+        Flow::Whole(_) => Err(Error::Config("CAFE is assessed as it runs".into())),
+    }
+}
+
+/// Run one attack on one batch. `progress` is called now and then; returning false cancels.
+pub async fn run_attack(
+    runtime: &Runtime,
+    dataset: &Dataset,
+    config: &AttackConfig,
+    progress: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<Report> {
+    let start = web_time::Instant::now();
+    if let Flow::Whole(c) = flow(config) {
+        config.validate(dataset)?;
+        return cafe::run::run(runtime, dataset, config, c, progress);
+    }
+    let setup = prepare(runtime, dataset, config).await?;
+    let inverted = match setup.members {
+        0 => None,
+        count => Some(setup.invert(MemberRange { first: 0, count }, progress).await?),
+    };
+    assess(&setup, inverted, start.elapsed().as_secs_f64()).await
+}
+
+/// Attack an update received from elsewhere (see `received`) with the table's encoding as
+/// `dataset` (no rows): the reconstruction and its confidence, without accuracy.
+pub async fn attack_received(
+    runtime: &Runtime,
+    dataset: &Dataset,
+    config: &AttackConfig,
+    received: &ReceivedUpdate,
+    progress: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<ReconstructionReport> {
+    let start = web_time::Instant::now();
+    config.validate_for_update(dataset)?;
+    if let Some(why) = config.attacker().refuses_received() {
+        return Err(Error::Config(why.into()));
+    }
+    let scenario = Scenario::received(dataset, config, received)?;
+    let setup = Setup::new(runtime, dataset, config, scenario);
+    let all = MemberRange {
+        first: 0,
+        count: setup.members,
+    };
+    let inverted = setup.invert(all, progress).await?;
+    setup.assess_received(inverted, start.elapsed().as_secs_f64()).await
+}
+
+/// Invert a share of the ensemble only (see `MemberRange`); `assess_members` joins the shares.
+pub async fn invert_members(
+    runtime: &Runtime,
+    dataset: &Dataset,
+    config: &AttackConfig,
+    range: MemberRange,
+    progress: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<Members> {
+    let setup = prepare(runtime, dataset, config).await?;
+    setup.invert(range, progress).await
+}
+
+/// The report of an ensemble inverted in shares: the same as `run_attack` on one worker would give.
+/// `seconds` is the wall time the caller measured across its workers.
+pub async fn assess_members(
+    runtime: &Runtime,
+    dataset: &Dataset,
+    config: &AttackConfig,
+    parts: Vec<Members>,
+    seconds: f64,
+) -> Result<Report> {
+    let mut setup = prepare(runtime, dataset, config).await?;
+    setup.backend = setup.backend.clone().with_workers(parts.len());
+    let joined = ensemble::join(setup.shape(), parts)?;
+    assess(&setup, Some(joined), seconds).await
+}
+
+/// Time `warmup + steps` steps of members `range` of this attack on `runtime`: the rate of the
+/// timed steps (the warm-up pays compilation and allocation), for `plan::decide`. A backend whose
+/// first two timed steps show the rest would take more than `plan::PROBE_SECONDS` is cut short
+/// there and rated on those two.
+pub async fn time_steps(
+    runtime: &Runtime,
+    dataset: &Dataset,
+    config: &AttackConfig,
+    range: MemberRange,
+    warmup: usize,
+    steps: usize,
+    progress: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<MeasuredRate> {
+    let setup = prepare(runtime, dataset, config).await?;
+    setup.check_range(range)?;
+    let warmup = warmup.max(1);
+    let probe = AttackConfig {
+        iterations: warmup + steps.max(2),
+        early_stop: false,
+        ..config.clone()
+    };
+    let mut marks: Vec<(usize, f64)> = Vec::new();
+    let mut cut_short = false;
+    let phase = format!("time {}", runtime.kind().name());
+    let mut record = |p: &Progress| {
+        marks.push((p.step, p.elapsed));
+        if let [.., (s0, t0), (s1, t1)] = marks[..]
+            && s0 == warmup
+            && s1 < probe.iterations
+        {
+            let left = (probe.iterations - s1) as f64 * (t1 - t0) / (s1 - s0) as f64;
+            if left > crate::plan::PROBE_SECONDS {
+                cut_short = true;
+                return false;
+            }
+        }
+        progress(&Progress {
+            phase: phase.clone(),
+            ..p.clone()
+        })
+    };
+    match setup
+        .invert_with(range, &probe, Cadence::Probe(warmup), &mut record)
+        .await
+    {
+        Ok(_) => {}
+        Err(Error::Cancelled) if cut_short => {}
+        Err(e) => return Err(e),
+    }
+    let (&(s0, t0), &(s1, t1)) = (marks.first().unwrap(), marks.last().unwrap());
+    Ok(MeasuredRate {
+        kind: runtime.kind(),
+        adapter: runtime.info.adapter.clone(),
+        steps_per_second: (s1 - s0) as f64 / (t1 - t0).max(1e-9),
+        steps: s1 - s0,
+        workers: 1,
+        error: None,
+    })
+}

@@ -1,0 +1,212 @@
+//! What the server has before it attacks, and what the attack is scored against: the batch drawn
+//! from the table by the seed, the simulated client's update (after training, defences and
+//! averaging), the labels as the server sees them, and the truth. Deterministic in the seed, so
+//! every worker of a split run derives the same.
+use rand::{SeedableRng, rngs::StdRng, seq::index::sample};
+
+use crate::attack::known::KnownCells;
+use crate::attack::labels::{labels_from_counts, restore_counts};
+use crate::attack::membership::MembershipReport;
+use crate::client::network::Params;
+use crate::client::simulate::{Round, simulate_round};
+use crate::client::training;
+use crate::config::{AttackConfig, LabelMode, Protocol};
+use crate::error::{Error, Result};
+use crate::received::ReceivedUpdate;
+use crate::table::{Dataset, Value};
+
+/// Independent streams derived from one seed, so that changing one part keeps the others.
+pub fn seed_for(seed: u64, stream: u64) -> u64 {
+    seed.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(stream.wrapping_mul(0xBF58_476D_1CE4_E5B9))
+}
+
+/// The batch a client holds for a given seed: B distinct rows of the table.
+pub fn draw_batch(dataset: &Dataset, batch_size: usize, seed: u64) -> Vec<usize> {
+    let mut rng = StdRng::seed_from_u64(seed_for(seed, 1));
+    let mut rows = sample(&mut rng, dataset.n(), batch_size).into_vec();
+    rows.sort_unstable();
+    rows
+}
+
+/// Rows in the table's encoding, one after another.
+pub fn encode_rows(dataset: &Dataset, rows: &[Vec<Value>]) -> Vec<f32> {
+    rows.iter().flat_map(|r| dataset.encode(r)).map(|v| v as f32).collect()
+}
+
+/// The rows behind the update, which the server never sees.
+pub struct Truth {
+    pub rows: Vec<Vec<Value>>,
+    /// The rows' indices in the table (sorted).
+    pub indices: Vec<usize>,
+    /// Share of the rows' labels the server had right (1 with known labels).
+    pub label_accuracy: f64,
+}
+
+/// The simulated client: its network, the update it sent, the rows it trained on.
+pub struct Client {
+    pub params: Params,
+    pub observed: Vec<Vec<f32>>,
+    /// The batch's indices in the table (sorted), its rows and their labels.
+    pub batch: Vec<usize>,
+    pub rows: Vec<Vec<Value>>,
+    pub labels: Vec<usize>,
+    /// The trained network's accuracy on the table (None: attacked at initialisation).
+    pub model_accuracy: Option<f64>,
+    /// How it made its update (for further rounds).
+    pub round: Round,
+}
+
+impl Client {
+    /// The client the seed draws: its batch, its network (trained on the whole table first where
+    /// asked), and the update the server receives.
+    pub async fn simulate(dataset: &Dataset, config: &AttackConfig) -> Result<Client> {
+        let classes = dataset.classes.len();
+        let batch = draw_batch(dataset, config.rows(), config.seed);
+        let rows: Vec<Vec<Value>> = batch.iter().map(|&i| dataset.rows[i].clone()).collect();
+        let labels: Vec<usize> = batch.iter().map(|&i| dataset.labels[i]).collect();
+        let mut params = Params::init(&config.layer_sizes(dataset), seed_for(config.seed, 2));
+        let mut model_accuracy = None;
+        if config.training_epochs > 0 {
+            let x_all = encode_rows(dataset, &dataset.rows);
+            let (trained, accuracy) = training::train(
+                &params,
+                &x_all,
+                &dataset.labels,
+                config.training_epochs,
+                seed_for(config.seed, 7),
+            )
+            .await?;
+            params = trained;
+            model_accuracy = Some(accuracy);
+        }
+        let round = Round {
+            protocol: config.protocol,
+            clients: config.clients,
+            defence: config.defence,
+            seed: seed_for(config.seed, 3),
+        };
+        let observed = simulate_round(&params, &encode_rows(dataset, &rows), &labels, classes, &round).await?;
+        Ok(Client {
+            params,
+            observed,
+            batch,
+            rows,
+            labels,
+            model_accuracy,
+            round,
+        })
+    }
+
+    /// The truth the attack is scored against, given the labels the server used.
+    pub fn truth(&self, server_labels: &[usize], classes: usize) -> Truth {
+        let count = |ls: &[usize], c: usize| ls.iter().filter(|&&l| l == c).count();
+        let right: usize = (0..classes)
+            .map(|c| count(server_labels, c).min(count(&self.labels, c)))
+            .sum();
+        Truth {
+            rows: self.rows.clone(),
+            indices: self.batch.clone(),
+            label_accuracy: right as f64 / self.labels.len().max(1) as f64,
+        }
+    }
+}
+
+/// Everything the server has before it inverts, and the truth where the client was simulated.
+pub struct Scenario {
+    pub params: Params,
+    /// The update, tensor by tensor: every layer's W, then every layer's b.
+    pub observed: Vec<Vec<f32>>,
+    /// The labels the server uses, in the order its dummy rows take them.
+    pub labels: Vec<usize>,
+    /// None for a received update.
+    pub truth: Option<Truth>,
+    pub model_accuracy: Option<f64>,
+    /// The table rows the attack inverts, sorted: the client's, or those the server took for
+    /// the client's (`attack::membership`).
+    pub attack_rows: Vec<usize>,
+    /// How the server told the client's rows apart, where it had to.
+    pub membership: Option<MembershipReport>,
+    /// Cells the server knows (`attack::known`).
+    pub known: Option<KnownCells>,
+    /// Rounds after the first it observed: the model it sent, and the update.
+    pub later_rounds: Vec<(Params, Vec<Vec<f32>>)>,
+}
+
+/// The labels of the rows behind an update as the server uses them: for a gradient only their
+/// counts matter (sorted); on FedAvg it is given them in the client's order (local batches are
+/// contiguous); restored from the last layer's gradient where asked.
+pub fn server_labels(params: &Params, observed: &[Vec<f32>], labels: &[usize], config: &AttackConfig) -> Vec<usize> {
+    match config.labels {
+        LabelMode::Known if matches!(config.protocol, Protocol::Fedavg(_)) => labels.to_vec(),
+        LabelMode::Known => {
+            let mut l = labels.to_vec();
+            l.sort_unstable();
+            l
+        }
+        LabelMode::Restored => {
+            let last = observed[params.layers() - 1].clone();
+            labels_from_counts(&restore_counts(params, &last, config.rows(), seed_for(config.seed, 4)))
+        }
+    }
+}
+
+impl Scenario {
+    /// A simulated client attacked for its rows (TabLeak, the baselines).
+    pub async fn of_rows(dataset: &Dataset, config: &AttackConfig) -> Result<Scenario> {
+        let client = Client::simulate(dataset, config).await?;
+        let labels = server_labels(&client.params, &client.observed, &client.labels, config);
+        Ok(Scenario {
+            truth: Some(client.truth(&labels, dataset.classes.len())),
+            attack_rows: client.batch.clone(),
+            labels,
+            model_accuracy: client.model_accuracy,
+            params: client.params,
+            observed: client.observed,
+            membership: None,
+            known: None,
+            later_rounds: Vec::new(),
+        })
+    }
+
+    /// A received update: no table, no truth; the labels as the update carries them, or
+    /// restored from it (FedSGD).
+    pub fn received(dataset: &Dataset, config: &AttackConfig, received: &ReceivedUpdate) -> Result<Scenario> {
+        received.check_against(dataset, config)?;
+        let labels = match (&received.labels, config.labels) {
+            (Some(names), LabelMode::Known) => {
+                let labels = names
+                    .iter()
+                    .map(|n| {
+                        dataset.classes.iter().position(|c| c == n).ok_or_else(|| {
+                            Error::Config(format!(
+                                "the update's label {n:?} is not a class of the encoding ({})",
+                                dataset.classes.join(", ")
+                            ))
+                        })
+                    })
+                    .collect::<Result<Vec<usize>>>()?;
+                server_labels(&received.params, &received.update, &labels, config)
+            }
+            (_, LabelMode::Restored) => server_labels(&received.params, &received.update, &[], config),
+            (None, LabelMode::Known) => {
+                return Err(Error::Config(
+                    "the update carries no labels: restore them from the update (FedSGD) or add the client's \
+                     labels to the file"
+                        .into(),
+                ));
+            }
+        };
+        Ok(Scenario {
+            params: received.params.clone(),
+            observed: received.update.clone(),
+            labels,
+            truth: None,
+            model_accuracy: None,
+            attack_rows: Vec::new(),
+            membership: None,
+            known: None,
+            later_rounds: Vec::new(),
+        })
+    }
+}
