@@ -1,6 +1,7 @@
 // The package's API. The data types (options, reports, plans, …) are generated from the engine's
 // Rust types into ./types.d.ts; only the classes and functions are declared here.
 import type {
+  AttackInfo,
   AuditOptions,
   AuditPlan,
   AuditProgress,
@@ -59,6 +60,8 @@ export declare class Leakscope {
   static auditDefaults(quick?: boolean): AuditOptions;
   readonly backend: EngineInfo;
   readonly limits: Limits;
+  /** The attacks this engine offers, with their own settings, defaults and limits. */
+  readonly attacks: AttackInfo[];
   /** The options a run gets for every one it leaves out. */
   readonly defaults: Required<Omit<RunOptions, 'lr'>> & Pick<RunOptions, 'lr'>;
   inspect(csv: CsvInput): Promise<SchemaSummary>;

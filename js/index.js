@@ -1,7 +1,7 @@
 // leakscope: the WebAssembly engine behind a small async API (types in index.d.ts, generated ones in
 // types.d.ts). Works in browsers (module scripts and module workers) and in Node (CPU backend).
 // Every default, threshold and decision comes from the engine; this file moves bytes and calls.
-import init, { Engine, auditDefaults, auditProgress, combineProgress, defaults, limits, __panicForTests } from '../pkg/leakscope.js';
+import init, { Engine, attacks, auditDefaults, auditProgress, combineProgress, defaults, limits, __panicForTests } from '../pkg/leakscope.js';
 
 const isNode = typeof process !== 'undefined' && process.versions != null && process.versions.node != null;
 let ready;
@@ -196,6 +196,12 @@ export class Leakscope {
   /** The options a run gets for every one it leaves out. */
   get defaults() {
     return defaults();
+  }
+
+  /** The attacks this engine offers (`AttackInfo` in types.d.ts): name, label, summary, the
+   * protocols each takes and its own settings with their defaults and limits. */
+  get attacks() {
+    return attacks();
   }
 
   /** The audit's default grid; `quick`: the smaller one the page runs. */

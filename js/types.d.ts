@@ -417,6 +417,54 @@ membership: MembershipReport | null, };
 export type AttackSpec = { "kind": "tableak" } & TableakSettings | { "kind": "cosine" } | { "kind": "dlg" } | { "kind": "random" } | { "kind": "attribute" } & AttributeSettings | { "kind": "cafe" } & CafeSettings;
 
 /**
+ * One attack as the engine offers it.
+ */
+export type AttackInfo = { 
+/**
+ * The `attack` option's value.
+ */
+name: AttackKind, label: string, 
+/**
+ * One sentence for people: what it does and whom it stands for.
+ */
+summary: string, 
+/**
+ * The protocols it takes; the first is the one it faces unless told otherwise.
+ */
+protocols: Array<Takes>, 
+/**
+ * Whether it runs optimisation steps (`iterations`, a loss curve, progress in steps).
+ */
+inverts: boolean, 
+/**
+ * Whether it attacks an update received from elsewhere.
+ */
+received: boolean, 
+/**
+ * Its own settings, beyond those every attack shares.
+ */
+settings: Array<SettingInfo>, };
+
+/**
+ * One setting of an attack, as an option of `RunOptions`.
+ */
+export type SettingInfo = { 
+/**
+ * The option's name in `RunOptions` (camelCase).
+ */
+option: string, label: string, hint: string, input: SettingInput, };
+
+/**
+ * What a setting takes, and its default.
+ */
+export type SettingInput = { "kind": "whole", min: number, max: number, default: number, defaultFedavg: number, } | { "kind": "choice", values: Array<string>, default: string, } | { "kind": "column" } | { "kind": "flag", default: boolean, };
+
+/**
+ * The protocols an attack takes.
+ */
+export type Takes = "fedsgd" | "fedavg";
+
+/**
  * TabLeak (Vero et al.): a softmax-relaxed ensemble, matched and median-pooled, with entropies.
  */
 export type TableakSettings = { 

@@ -71,6 +71,13 @@ pub fn defaults() -> Result<JsValue, JsError> {
     to_js(&RunOptions::default())
 }
 
+/// The attacks this engine offers (`attack::describe`): each one's name, label, protocols and
+/// settings with their defaults and limits; a page builds its form from them.
+#[wasm_bindgen]
+pub fn attacks() -> Result<JsValue, JsError> {
+    to_js(&crate::attack::describe_attacks())
+}
+
 /// The audit's default grid (`leakscope audit`'s) and the smaller one a browser tab finishes in
 /// minutes (the page's).
 #[wasm_bindgen(js_name = auditDefaults)]

@@ -642,3 +642,75 @@ fn the_surest_quarter_of_cells_leaks_more() {
     }
     assert!(r.per_feature_entropy.iter().all(Option::is_some));
 }
+
+/// The engine's description of its attacks (what the page builds its form from) says what the
+/// engine does: every attack once, each setting an option of `RunOptions`, and each default the one
+/// a run gets when it leaves the option out, on every protocol the attack takes.
+#[test]
+fn the_attacks_description_matches_what_runs() {
+    use leakscope::attack::describe::{SettingInput, Takes};
+    use leakscope::options::ProtocolKind;
+    let infos = leakscope::attack::describe_attacks();
+    assert_eq!(
+        infos.iter().map(|a| a.name).collect::<Vec<_>>(),
+        leakscope::AttackKind::ALL.to_vec()
+    );
+    let options = serde_json::to_value(RunOptions::default()).unwrap();
+    for info in &infos {
+        assert!(!info.protocols.is_empty(), "{:?} takes a protocol", info.name);
+        for &protocol in &info.protocols {
+            let fedavg = protocol == Takes::Fedavg;
+            let run = RunOptions {
+                label: "salary".into(),
+                attack: info.name,
+                protocol: if fedavg {
+                    ProtocolKind::Fedavg
+                } else {
+                    ProtocolKind::Fedsgd
+                },
+                sensitive: (info.name == leakscope::AttackKind::Attribute).then(|| "sex".into()),
+                ..Default::default()
+            };
+            let config = run.attack_config().unwrap();
+            let spec = serde_json::to_value(&config.attack).unwrap();
+            assert_eq!(spec["kind"], serde_json::json!(info.name.name()));
+            assert_eq!(config.attacker().inversion().is_some(), info.inverts, "{:?}", info.name);
+            assert_eq!(
+                config.attacker().refuses_received().is_none(),
+                info.received,
+                "{:?}",
+                info.name
+            );
+            for s in &info.settings {
+                assert!(options.get(&s.option).is_some(), "{} is not an option", s.option);
+                // The spec's field the option sets.
+                let field = match s.option.as_str() {
+                    "cafeRows" => "rows",
+                    "sensitive" => "column",
+                    other => other,
+                };
+                let given = &spec[field];
+                match &s.input {
+                    SettingInput::Whole {
+                        min,
+                        max,
+                        default,
+                        default_fedavg,
+                    } => {
+                        let want = if fedavg { default_fedavg } else { default };
+                        assert_eq!(given, &serde_json::json!(want), "{:?} {}", info.name, s.option);
+                        assert!(min <= want && want <= max);
+                    }
+                    SettingInput::Choice { values, default } => {
+                        assert_eq!(given, &serde_json::json!(default), "{:?} {}", info.name, s.option);
+                        assert!(values.contains(default));
+                    }
+                    SettingInput::Flag { default } => {
+                        assert_eq!(given, &serde_json::json!(default), "{:?} {}", info.name, s.option)
+                    }
+                    SettingInput::Column => assert_eq!(given, &serde_json::json!("sex")),
+                }
+            }
+        }
+    }
+}

@@ -8,6 +8,7 @@ pub mod activity;
 pub mod attribute;
 pub mod baselines;
 pub mod cafe;
+pub mod describe;
 pub mod driver;
 pub mod ensemble;
 pub mod inversion;
@@ -26,4 +27,4 @@ pub mod tableak;
 
 pub use driver::Progress;
 pub use objective::Objective;
-pub use registry::{Attack, attack_of};
+pub use registry::{Attack, attack_of, describe_attacks};

@@ -3,6 +3,7 @@
 //! through `Attack`, reached from a configuration's `AttackSpec` by the one exhaustive match in
 //! `attack_of`. Adding an attack is a module implementing `Attack`, an arm here and in
 //! `AttackSpec`, and its tests (docs/engine.md).
+use super::describe::{self, AttackInfo};
 use super::objective::Objective;
 use super::spec::{AttackKind, AttackSpec, CosineBaseline, DlgBaseline, RandomBaseline};
 use crate::config::{AttackConfig, MAX_ENSEMBLE, Optimiser, Protocol};
@@ -79,6 +80,34 @@ pub trait Attack {
     fn refuses_received(&self) -> Option<&'static str> {
         None
     }
+}
+
+/// Every attack the engine offers, described for a caller (`attack::describe`), in the order they
+/// are offered.
+pub fn describe_attacks() -> Vec<AttackInfo> {
+    AttackKind::ALL
+        .into_iter()
+        .map(|kind| match kind {
+            AttackKind::Tableak => describe::tableak(),
+            AttackKind::Cosine => describe::baseline(
+                kind,
+                "Geiping et al.'s cosine inversion of one dummy batch, as published",
+                true,
+            ),
+            AttackKind::Dlg => describe::baseline(
+                kind,
+                "Zhu et al.'s squared-error inversion of one dummy batch, as published",
+                true,
+            ),
+            AttackKind::Random => describe::baseline(
+                kind,
+                "rows drawn from the table's columns: what the server knows without the update",
+                false,
+            ),
+            AttackKind::Attribute => describe::attribute(),
+            AttackKind::Cafe => describe::cafe(),
+        })
+        .collect()
 }
 
 /// The attack a specification names, with its settings: the one place every attack is listed.

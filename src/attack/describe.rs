@@ -1,0 +1,222 @@
+//! The attacks as the engine offers them to a caller: each one's name, label, what it is, the
+//! protocols it takes and its own settings with their defaults and limits, as options of
+//! `RunOptions`. A page builds its attack form, hints and result cards from this description, so
+//! no attack's name, default or option routing is written in JavaScript.
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+use super::attribute::settings::{DEFAULT_ENSEMBLE as ATTRIBUTE_ENSEMBLE, MAX_ROUNDS as ATTRIBUTE_ROUNDS};
+use super::cafe::settings::{CafeSettings, MAX_ROUNDS as CAFE_ROUNDS, MAX_ROWS as CAFE_ROWS};
+use super::spec::AttackKind;
+use super::tableak::settings::{ENSEMBLE_FEDAVG, ENSEMBLE_FEDSGD};
+use crate::config::MAX_ENSEMBLE;
+
+/// The protocols an attack takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "lowercase")]
+pub enum Takes {
+    Fedsgd,
+    Fedavg,
+}
+
+/// One attack as the engine offers it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct AttackInfo {
+    /// The `attack` option's value.
+    pub name: AttackKind,
+    pub label: String,
+    /// One sentence for people: what it does and whom it stands for.
+    pub summary: String,
+    /// The protocols it takes; the first is the one it faces unless told otherwise.
+    pub protocols: Vec<Takes>,
+    /// Whether it runs optimisation steps (`iterations`, a loss curve, progress in steps).
+    pub inverts: bool,
+    /// Whether it attacks an update received from elsewhere.
+    pub received: bool,
+    /// Its own settings, beyond those every attack shares.
+    pub settings: Vec<SettingInfo>,
+}
+
+/// One setting of an attack, as an option of `RunOptions`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SettingInfo {
+    /// The option's name in `RunOptions` (camelCase).
+    pub option: String,
+    pub label: String,
+    pub hint: String,
+    pub input: SettingInput,
+}
+
+/// What a setting takes, and its default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum SettingInput {
+    /// A whole number in [min, max]; its default on FedSGD and on FedAvg.
+    #[serde(rename_all = "camelCase")]
+    Whole {
+        min: usize,
+        max: usize,
+        default: usize,
+        default_fedavg: usize,
+    },
+    /// One of `values`.
+    Choice { values: Vec<String>, default: String },
+    /// A categorical column of the table.
+    Column,
+    /// On or off.
+    Flag { default: bool },
+}
+
+fn whole(option: &str, label: &str, hint: &str, (min, max): (usize, usize), default: usize) -> SettingInfo {
+    whole_by_protocol(option, label, hint, (min, max), (default, default))
+}
+
+fn whole_by_protocol(
+    option: &str,
+    label: &str,
+    hint: &str,
+    (min, max): (usize, usize),
+    (default, default_fedavg): (usize, usize),
+) -> SettingInfo {
+    SettingInfo {
+        option: option.into(),
+        label: label.into(),
+        hint: hint.into(),
+        input: SettingInput::Whole {
+            min,
+            max,
+            default,
+            default_fedavg,
+        },
+    }
+}
+
+/// TabLeak's description.
+pub fn tableak() -> AttackInfo {
+    AttackInfo {
+        name: AttackKind::Tableak,
+        label: AttackKind::Tableak.label().into(),
+        summary: "Vero et al.'s ensemble of softmax-relaxed dummy batches, matched and median-pooled, with an \
+                  entropy per cell; leakscope adds the first layer's span and rows proved from its ReLU pattern"
+            .into(),
+        protocols: vec![Takes::Fedsgd, Takes::Fedavg],
+        inverts: true,
+        received: true,
+        settings: vec![
+            whole_by_protocol(
+                "ensemble",
+                "ensemble",
+                "dummy batches inverted together and pooled",
+                (1, MAX_ENSEMBLE),
+                (ENSEMBLE_FEDSGD, ENSEMBLE_FEDAVG),
+            ),
+            SettingInfo {
+                option: "subspace".into(),
+                label: "first-layer span and ReLU proof".into(),
+                hint: "keep the rows in the span of the first layer's gradient and prove rows from its ReLU pattern \
+                       (off: plain TabLeak)"
+                    .into(),
+                input: SettingInput::Flag { default: true },
+            },
+        ],
+    }
+}
+
+/// A published baseline's description (Cosine, DLG, the random guess): no settings of its own.
+pub fn baseline(kind: AttackKind, summary: &str, inverts: bool) -> AttackInfo {
+    AttackInfo {
+        name: kind,
+        label: kind.label().into(),
+        summary: summary.into(),
+        protocols: vec![Takes::Fedsgd, Takes::Fedavg],
+        inverts,
+        received: inverts,
+        settings: Vec::new(),
+    }
+}
+
+/// The attribute attack's description.
+pub fn attribute() -> AttackInfo {
+    AttackInfo {
+        name: AttackKind::Attribute,
+        label: "Attribute reconstruction".into(),
+        summary: "Lyu & Chen: the server knows every column of the client's rows but one and reconstructs that \
+                  one from the update"
+            .into(),
+        protocols: vec![Takes::Fedavg, Takes::Fedsgd],
+        inverts: true,
+        received: false,
+        settings: vec![
+            SettingInfo {
+                option: "sensitive".into(),
+                label: "sensitive column".into(),
+                hint: "the categorical column the server does not know".into(),
+                input: SettingInput::Column,
+            },
+            SettingInfo {
+                option: "membership".into(),
+                label: "membership".into(),
+                hint: "whether the server knows which rows the client trained on, or infers them among as many others"
+                    .into(),
+                input: SettingInput::Choice {
+                    values: vec!["known".into(), "unknown".into()],
+                    default: "known".into(),
+                },
+            },
+            whole(
+                "rounds",
+                "rounds observed",
+                "rounds of the client's training the server sees",
+                (1, ATTRIBUTE_ROUNDS),
+                1,
+            ),
+            whole(
+                "ensemble",
+                "ensemble",
+                "members averaged",
+                (1, MAX_ENSEMBLE),
+                ATTRIBUTE_ENSEMBLE,
+            ),
+        ],
+    }
+}
+
+/// CAFE's description.
+pub fn cafe() -> AttackInfo {
+    let d = CafeSettings::default();
+    AttackInfo {
+        name: AttackKind::Cafe,
+        label: AttackKind::Cafe.label().into(),
+        summary: "Jin et al.: parties hold column groups of shared rows (vertical FL); the server recovers every \
+                  row from the rounds' first-layer gradients"
+            .into(),
+        protocols: vec![Takes::Fedsgd],
+        inverts: false,
+        received: false,
+        settings: vec![
+            whole(
+                "cafeRows",
+                "shared rows",
+                "rows the parties share",
+                (1, CAFE_ROWS),
+                d.rows,
+            ),
+            whole(
+                "rounds",
+                "rounds observed",
+                "rounds of batch-size indices each",
+                (1, CAFE_ROUNDS),
+                d.rounds,
+            ),
+            whole(
+                "parties",
+                "parties",
+                "parties holding column groups",
+                (1, usize::MAX),
+                d.parties,
+            ),
+        ],
+    }
+}
