@@ -1,7 +1,8 @@
-//! The inversion on a GPU: the step as CubeCL kernels (`cube_kernels`), launched on the device
-//! burn's wgpu (or CUDA) backend opened, on buffers uploaded once. A step is 5·L + 2 launches
-//! for L layers (17 for the default 100-100 network), 2 more with the subspace prior, and nothing is read back but the losses the
-//! driver asks for, with the copy started at once and awaited a report later.
+//! The inversion on a GPU: the step as CubeCL kernels (`cube_kernels`, `cube_reverse`), launched
+//! on the device burn's wgpu (or CUDA) backend opened, on buffers uploaded once. A step is 5·L + 2
+//! launches for L layers (17 for the default 100-100 network), 2 more with the subspace prior, and
+//! nothing is read back but the losses the driver asks for, with the copy started at once and
+//! awaited a report later.
 use std::collections::VecDeque;
 
 use burn::backend::DispatchDevice;
@@ -11,6 +12,7 @@ use cubecl::server::Handle;
 
 use super::cpu::HostProblem;
 use super::cube_kernels as k;
+use super::cube_reverse as rev;
 use crate::attack::driver::{
     Cadence, Inversion, InversionConfig, Progress, Stepper, drive, member_starts, split_members,
 };
@@ -254,19 +256,34 @@ impl<'a> CubeStepper<'a> {
     /// the row-blocked kernels clamp the rows of a last, partial block before loading them.
     /// tests/step_equality.rs runs these kernels against the definition on every commit.
     unsafe fn step_kernels(&mut self, a: &AdamStep) {
-        // SAFETY: see the function's contract above.
+        // SAFETY: see the function's contract above; each stage below launches under it.
         unsafe {
-            let c = &self.client;
-            let dm = &self.dims;
-            let (rows, d, feats, layers) = (dm.rows, dm.d, dm.features, dm.layers());
-            let s = &dm.sizes;
-            let inv_batch = 1.0 / dm.batch as f32;
             if self.relaxed {
                 self.relax_forward();
             }
-            let (params, offsets) = (dm.params, &dm.offsets);
-            let net = || buf(&self.net, params);
-            // Forward: hidden layers, then the output layer's softmax and δ.
+            self.forward_kernels();
+            self.delta_kernels();
+            self.objective_kernels();
+            self.reverse_kernels();
+            self.back_kernels();
+            self.subspace_kernels();
+            self.adam_kernel(a);
+        }
+    }
+
+    /// The network, every layer W then b, as a kernel argument.
+    fn net_arg(&self) -> BufferArg {
+        buf(&self.net, self.dims.params)
+    }
+
+    /// Forward: hidden layers, then the output layer's softmax and δ (L launches). Safety: as
+    /// `step_kernels`.
+    unsafe fn forward_kernels(&self) {
+        let c = &self.client;
+        let dm = &self.dims;
+        let (rows, layers, s, offsets) = (dm.rows, dm.layers(), &dm.sizes, &dm.offsets);
+        // SAFETY: as in `step_kernels`.
+        unsafe {
             for l in 0..layers - 1 {
                 let (count, dim) = cubes(c, row_blocks(rows) * s[l + 1]);
                 k::dense_relu::launch_unchecked(
@@ -274,7 +291,7 @@ impl<'a> CubeStepper<'a> {
                     count,
                     dim,
                     buf(self.input(l), rows * s[l]),
-                    net(),
+                    self.net_arg(),
                     buf(&self.h[l], rows * s[l + 1]),
                     rows,
                     s[l],
@@ -284,13 +301,14 @@ impl<'a> CubeStepper<'a> {
             }
             let top = layers - 1;
             let classes = s[layers];
+            let inv_batch = 1.0 / dm.batch as f32;
             let (count, dim) = cubes(c, rows);
             k::output_delta::launch_unchecked(
                 c,
                 count,
                 dim,
                 buf(self.input(top), rows * s[top]),
-                net(),
+                self.net_arg(),
                 buf(&self.onehot, dm.batch * classes),
                 buf(&self.h[top], rows * classes),
                 buf(&self.delta[top], rows * classes),
@@ -301,7 +319,16 @@ impl<'a> CubeStepper<'a> {
                 inv_batch,
                 offsets[top],
             );
-            // Backward: δ of each layer below.
+        }
+    }
+
+    /// Backward: δ of each layer below the top (L − 1 launches). Safety: as `step_kernels`.
+    unsafe fn delta_kernels(&self) {
+        let c = &self.client;
+        let dm = &self.dims;
+        let (rows, layers, s, offsets) = (dm.rows, dm.layers(), &dm.sizes, &dm.offsets);
+        // SAFETY: as in `step_kernels`.
+        unsafe {
             for l in (1..layers).rev() {
                 let (count, dim) = cubes(c, row_blocks(rows) * s[l]);
                 k::delta_back::launch_unchecked(
@@ -309,7 +336,7 @@ impl<'a> CubeStepper<'a> {
                     count,
                     dim,
                     buf(&self.delta[l], rows * s[l + 1]),
-                    net(),
+                    self.net_arg(),
                     buf(&self.h[l - 1], rows * s[l]),
                     buf(&self.delta[l - 1], rows * s[l]),
                     rows,
@@ -318,8 +345,18 @@ impl<'a> CubeStepper<'a> {
                     offsets[l],
                 );
             }
-            // Every member's parameter gradient, then its objective and G in its place.
-            let g_len = dm.members * params;
+        }
+    }
+
+    /// Every member's parameter gradient, then its objective and G in its place (L + 1 launches).
+    /// Safety: as `step_kernels`.
+    unsafe fn objective_kernels(&self) {
+        let c = &self.client;
+        let dm = &self.dims;
+        let (rows, layers, s, offsets, params) = (dm.rows, dm.layers(), &dm.sizes, &dm.offsets, dm.params);
+        let g_len = dm.members * params;
+        // SAFETY: as in `step_kernels`.
+        unsafe {
             for l in 0..layers {
                 let units = s[l] * row_blocks(s[l + 1]) + s[l + 1];
                 let (count, dim) = cubes(c, dm.members * units);
@@ -350,19 +387,30 @@ impl<'a> CubeStepper<'a> {
                 self.cosine as u32,
                 BLOCK,
             );
-            // Reverse of each layer's gradient, bottom up (each adds the layer below's dL/dδ).
+        }
+    }
+
+    /// Reverse of each layer's gradient, bottom up (each adds the layer below's dL/dδ; L launches).
+    /// Safety: as `step_kernels`.
+    unsafe fn reverse_kernels(&self) {
+        let c = &self.client;
+        let dm = &self.dims;
+        let (rows, layers, s, offsets, params) = (dm.rows, dm.layers(), &dm.sizes, &dm.offsets, dm.params);
+        let g_len = dm.members * params;
+        // SAFETY: as in `step_kernels`.
+        unsafe {
             for l in 0..layers {
                 let width = s[l] + s[l + 1];
                 let below = if l > 0 { &self.bars[l - 1] } else { &self.target };
                 let below_len = if l > 0 { rows * (s[l - 1] + s[l]) } else { params };
                 let (count, dim) = cubes(c, dm.members * row_blocks(dm.batch) * width);
-                k::reverse_layer::launch_unchecked(
+                rev::reverse_layer::launch_unchecked(
                     c,
                     count,
                     dim,
                     buf(&self.delta[l], rows * s[l + 1]),
                     buf(&self.g, g_len),
-                    net(),
+                    self.net_arg(),
                     buf(self.input(l), rows * s[l]),
                     buf(below, below_len),
                     buf(&self.bars[l], rows * width),
@@ -376,18 +424,31 @@ impl<'a> CubeStepper<'a> {
                     l > 0,
                 );
             }
-            // Back through the forward pass, top down, to dL/dx in back[0].
+        }
+    }
+
+    /// Back through the forward pass, top down, to dL/dx in back[0] (L launches). Safety: as
+    /// `step_kernels`.
+    unsafe fn back_kernels(&self) {
+        let c = &self.client;
+        let dm = &self.dims;
+        let (rows, layers, s, offsets) = (dm.rows, dm.layers(), &dm.sizes, &dm.offsets);
+        let top = layers - 1;
+        let classes = s[layers];
+        let inv_batch = 1.0 / dm.batch as f32;
+        // SAFETY: as in `step_kernels`.
+        unsafe {
             for l in (0..layers).rev() {
                 let mask = if l > 0 { &self.h[l - 1] } else { &self.x };
                 if l == top {
                     let (count, dim) = cubes(c, rows * s[l]);
-                    k::back_top::launch_unchecked(
+                    rev::back_top::launch_unchecked(
                         c,
                         count,
                         dim,
                         buf(&self.bars[l], rows * (s[l] + classes)),
                         buf(&self.h[top], rows * classes),
-                        net(),
+                        self.net_arg(),
                         buf(mask, rows * s[l]),
                         buf(&self.back[l], rows * s[l]),
                         rows,
@@ -399,13 +460,13 @@ impl<'a> CubeStepper<'a> {
                     );
                 } else {
                     let (count, dim) = cubes(c, row_blocks(rows) * s[l]);
-                    k::back_hidden::launch_unchecked(
+                    rev::back_hidden::launch_unchecked(
                         c,
                         count,
                         dim,
                         buf(&self.bars[l], rows * (s[l] + s[l + 1])),
                         buf(&self.back[l + 1], rows * s[l + 1]),
-                        net(),
+                        self.net_arg(),
                         buf(mask, rows * s[l]),
                         buf(&self.back[l], rows * s[l]),
                         rows,
@@ -416,32 +477,54 @@ impl<'a> CubeStepper<'a> {
                     );
                 }
             }
-            // The subspace prior on the rows layer 0 saw, added to their dL/dx and the losses.
-            if let Some((projector, weight, y)) = &self.subspace {
-                let (count, dim) = cubes(c, rows * d);
-                k::subspace_project::launch_unchecked(
-                    c,
-                    count,
-                    dim,
-                    buf(self.input0(), rows * d),
-                    buf(projector, d * d),
-                    buf(y, rows * d),
-                    rows,
-                    d,
-                );
-                k::subspace_prior::launch_unchecked(
-                    c,
-                    CubeCount::Static(dm.members as u32, 1, 1),
-                    CubeDim::new_1d(BLOCK as u32),
-                    buf(self.input0(), rows * d),
-                    buf(y, rows * d),
-                    buf(&self.back[0], rows * d),
-                    buf(&self.losses, dm.members),
-                    dm.batch * d,
-                    *weight,
-                    BLOCK,
-                );
-            }
+        }
+    }
+
+    /// The subspace prior on the rows layer 0 saw, added to their dL/dx and the losses (2 launches
+    /// with the prior, none without). Safety: as `step_kernels`.
+    unsafe fn subspace_kernels(&self) {
+        let Some((projector, weight, y)) = &self.subspace else {
+            return;
+        };
+        let c = &self.client;
+        let dm = &self.dims;
+        let (rows, d) = (dm.rows, dm.d);
+        // SAFETY: as in `step_kernels`.
+        unsafe {
+            let (count, dim) = cubes(c, rows * d);
+            k::subspace_project::launch_unchecked(
+                c,
+                count,
+                dim,
+                buf(self.input0(), rows * d),
+                buf(projector, d * d),
+                buf(y, rows * d),
+                rows,
+                d,
+            );
+            k::subspace_prior::launch_unchecked(
+                c,
+                CubeCount::Static(dm.members as u32, 1, 1),
+                CubeDim::new_1d(BLOCK as u32),
+                buf(self.input0(), rows * d),
+                buf(y, rows * d),
+                buf(&self.back[0], rows * d),
+                buf(&self.losses, dm.members),
+                dm.batch * d,
+                *weight,
+                BLOCK,
+            );
+        }
+    }
+
+    /// dL/dx back through the relaxation to dL/dz, and sign-Adam's update of z (1 launch). Safety:
+    /// as `step_kernels`.
+    unsafe fn adam_kernel(&self, a: &AdamStep) {
+        let c = &self.client;
+        let dm = &self.dims;
+        let (rows, d, feats) = (dm.rows, dm.d, dm.features);
+        // SAFETY: as in `step_kernels`.
+        unsafe {
             let (count, dim) = cubes(c, rows * feats);
             k::relax_back_adam::launch_unchecked(
                 c,

@@ -5,3 +5,5 @@ pub mod cpu;
 pub mod cube;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 pub mod cube_kernels;
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+pub mod cube_reverse;

@@ -67,68 +67,87 @@ impl Client<'_> {
         self.sizes.len() - 1
     }
 
+    /// The client's rows n (labels one-hot [n, C]).
+    fn client_rows(&self) -> usize {
+        self.onehot.len() / self.sizes[self.layers()]
+    }
+
     /// Losses of the g members whose dummy rows are `x` ([g, copies·n, d]) into `loss`, and with
     /// `x_bar` ([g, copies·n, d], overwritten) dL/dx through the whole local training.
     pub fn loss(&self, un: &mut Unrolled, x: &[f32], loss: &mut [f32], x_bar: Option<&mut [f32]>) {
-        let (layers, d) = (self.layers(), self.sizes[0]);
         let g = loss.len();
-        let n = self.onehot.len() / self.sizes[layers];
+        for t in 0..un.steps.len() {
+            self.local_step(un, x, g, t);
+        }
+        let grad = x_bar.is_some();
+        self.update_objective(un, loss, grad);
+        let Some(x_bar) = x_bar else { return };
+        self.reverse_training(un, x_bar, g);
+    }
+
+    /// Local step t of every member: its rows of `x` through the pass at θ_t, then
+    /// θ_{t+1} = θ_t − lr·g_t.
+    fn local_step(&self, un: &mut Unrolled, x: &[f32], g: usize, t: usize) {
+        let (layers, d) = (self.layers(), self.sizes[0]);
+        let n = self.client_rows();
         let classes = self.sizes[layers];
         let member_rows = self.copies * n;
         let lr = self.training.lr as f32;
-        for t in 0..un.steps.len() {
-            let step = un.steps[t];
-            let copy = step.epoch.min(self.copies - 1);
-            {
-                let pass = &mut un.passes[t];
-                for k in 0..g {
-                    let from = (k * member_rows + copy * n + step.first) * d;
-                    pass.x[k * step.rows * d..(k + 1) * step.rows * d].copy_from_slice(&x[from..from + step.rows * d]);
-                }
+        let step = un.steps[t];
+        let copy = step.epoch.min(self.copies - 1);
+        {
+            let pass = &mut un.passes[t];
+            for k in 0..g {
+                let from = (k * member_rows + copy * n + step.first) * d;
+                pass.x[k * step.rows * d..(k + 1) * step.rows * d].copy_from_slice(&x[from..from + step.rows * d]);
             }
-            let labels = &self.onehot[step.first * classes..(step.first + step.rows) * classes];
-            let (done, rest) = un.theta_w.split_at_mut(t);
-            let (done_b, rest_b) = un.theta_b.split_at_mut(t);
-            let weights = if t == 0 {
-                Weights::Shared { w: self.w, b: self.b }
-            } else {
-                Weights::PerMember {
-                    w: &done[t - 1],
-                    b: &done_b[t - 1],
+        }
+        let labels = &self.onehot[step.first * classes..(step.first + step.rows) * classes];
+        let (done, rest) = un.theta_w.split_at_mut(t);
+        let (done_b, rest_b) = un.theta_b.split_at_mut(t);
+        let weights = if t == 0 {
+            Weights::Shared { w: self.w, b: self.b }
+        } else {
+            Weights::PerMember {
+                w: &done[t - 1],
+                b: &done_b[t - 1],
+            }
+        };
+        forward_backward(self.sizes, weights, labels, &mut un.passes[t]);
+        // θ_{t+1} = θ_t − lr·g_t, per member.
+        let pass = &un.passes[t];
+        for l in 0..layers {
+            let (i, o) = (self.sizes[l], self.sizes[l + 1]);
+            for k in 0..g {
+                let (w_before, b_before): (&[f32], &[f32]) = if t == 0 {
+                    (&self.w[l], &self.b[l])
+                } else {
+                    (
+                        &done[t - 1][l][k * i * o..(k + 1) * i * o],
+                        &done_b[t - 1][l][k * o..(k + 1) * o],
+                    )
+                };
+                let w_after = &mut rest[0][l][k * i * o..(k + 1) * i * o];
+                for ((a, &w0), &gv) in w_after
+                    .iter_mut()
+                    .zip(w_before)
+                    .zip(&pass.gw[l][k * i * o..(k + 1) * i * o])
+                {
+                    *a = w0 - lr * gv;
                 }
-            };
-            forward_backward(self.sizes, weights, labels, &mut un.passes[t]);
-            // θ_{t+1} = θ_t − lr·g_t, per member.
-            let pass = &un.passes[t];
-            for l in 0..layers {
-                let (i, o) = (self.sizes[l], self.sizes[l + 1]);
-                for k in 0..g {
-                    let (w_before, b_before): (&[f32], &[f32]) = if t == 0 {
-                        (&self.w[l], &self.b[l])
-                    } else {
-                        (
-                            &done[t - 1][l][k * i * o..(k + 1) * i * o],
-                            &done_b[t - 1][l][k * o..(k + 1) * o],
-                        )
-                    };
-                    let w_after = &mut rest[0][l][k * i * o..(k + 1) * i * o];
-                    for ((a, &w0), &gv) in w_after
-                        .iter_mut()
-                        .zip(w_before)
-                        .zip(&pass.gw[l][k * i * o..(k + 1) * i * o])
-                    {
-                        *a = w0 - lr * gv;
-                    }
-                    let b_after = &mut rest_b[0][l][k * o..(k + 1) * o];
-                    for ((a, &b0), &gv) in b_after.iter_mut().zip(b_before).zip(&pass.gb[l][k * o..(k + 1) * o]) {
-                        *a = b0 - lr * gv;
-                    }
+                let b_after = &mut rest_b[0][l][k * o..(k + 1) * o];
+                for ((a, &b0), &gv) in b_after.iter_mut().zip(b_before).zip(&pass.gb[l][k * o..(k + 1) * o]) {
+                    *a = b0 - lr * gv;
                 }
             }
         }
-        // The update θ0 − θE, its objective and G in its place.
+    }
+
+    /// The update θ0 − θE, its objective (into `loss`) and, with `grad`, G in its place.
+    fn update_objective(&self, un: &mut Unrolled, loss: &mut [f32], grad: bool) {
+        let g = loss.len();
         let last = un.steps.len() - 1;
-        for l in 0..layers {
+        for l in 0..self.layers() {
             let (i, o) = (self.sizes[l], self.sizes[l + 1]);
             for k in 0..g {
                 let span = k * i * o..(k + 1) * i * o;
@@ -149,7 +168,6 @@ impl Client<'_> {
                 }
             }
         }
-        let grad = x_bar.is_some();
         objective(
             self.sizes,
             self.objective,
@@ -160,7 +178,15 @@ impl Client<'_> {
             loss,
             grad,
         );
-        let Some(x_bar) = x_bar else { return };
+    }
+
+    /// dL/dx into `x_bar` (overwritten), from G = dloss/d(update) back through every local step,
+    /// last to first.
+    fn reverse_training(&self, un: &mut Unrolled, x_bar: &mut [f32], g: usize) {
+        let d = self.sizes[0];
+        let n = self.client_rows();
+        let member_rows = self.copies * n;
+        let lr = self.training.lr as f32;
         x_bar.iter_mut().for_each(|v| *v = 0.0);
         // dL/dθE = −dL/d(update).
         for (bar, u) in un
