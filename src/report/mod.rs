@@ -15,8 +15,6 @@ use crate::table::{ColumnKind, Dataset, Value};
 pub mod reconstruction;
 pub mod text;
 
-pub use text::render_text;
-
 /// Continuous entropies below this are reported as this (members agreeing exactly give −∞).
 pub const ENTROPY_FLOOR: f64 = -20.0;
 

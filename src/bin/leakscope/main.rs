@@ -12,7 +12,7 @@ use indicatif::ProgressBar;
 use leakscope::audit::summary::MeanStd;
 use leakscope::audit::{AuditProgress, Job, run_jobs};
 use leakscope::config::TableakSettings;
-use leakscope::report::render_text;
+use leakscope::report::text::render_text;
 use leakscope::table::{Dataset, summarize};
 use leakscope::{AttackConfig, AttackKind, AttackSpec, BackendKind, Report, Runtime, run_attack};
 
@@ -56,7 +56,7 @@ enum Command {
         show: usize,
     },
     /// Many batches × batch sizes × attacks: mean ± std of accuracy (the paper's Table 1 layout).
-    Sweep(Box<SweepArgs>),
+    Sweep(SweepArgs),
     /// A table's exposure over a grid of settings (batch size, noise, clients averaged, FedAvg,
     /// training first): accuracy of each attack, mean ± std over batches, plots and a verdict.
     Audit(Box<audit::AuditArgs>),
@@ -182,7 +182,7 @@ fn run(cli: Cli) -> CliResult<()> {
                 println!("report written to {}", path.display());
             }
         }
-        Command::Sweep(args) => sweep(*args)?,
+        Command::Sweep(args) => sweep(args)?,
         Command::Audit(args) => audit::audit(*args)?,
         Command::Merge(args) => audit::merge_command(args)?,
         Command::Encoding(args) => received::encoding(args)?,
@@ -267,7 +267,7 @@ fn sweep(args: SweepArgs) -> CliResult<()> {
     let mut on_report = |k: usize, report: Report| {
         group.push(report);
         // A setting and attack's batches are done: its line.
-        if (k + 1) % batches.max(1) == 0 {
+        if (k + 1).is_multiple_of(batches.max(1)) {
             let reports = std::mem::take(&mut group);
             lines.push(summary_line(&reports[0].config, reports[0].attack, &reports));
             pb.suspend(|| eprintln!("{}", lines.last().unwrap()));
