@@ -117,15 +117,16 @@ impl AttackConfig {
     }
 
     /// Rows behind the update the server sees: one client's batch, or every averaged client's.
+    /// Saturating: absurd settings are refused by the checks, never overflow on the way there.
     pub fn rows(&self) -> usize {
-        self.batch_size * self.clients.max(1)
+        self.batch_size.saturating_mul(self.clients.max(1))
     }
 
     /// Local steps a member's loss unrolls (1 for FedSGD).
     pub fn local_steps(&self) -> usize {
         match &self.protocol {
             Protocol::Fedsgd => 1,
-            Protocol::Fedavg(t) => t.epochs * t.steps_per_epoch(self.batch_size),
+            Protocol::Fedavg(t) => t.epochs.saturating_mul(t.steps_per_epoch(self.batch_size)),
         }
     }
 

@@ -29,11 +29,11 @@ pub struct Shape {
 
 /// A range of members must be some of the ensemble's.
 pub fn check_range(range: MemberRange, members: usize) -> Result<()> {
-    if range.count == 0 || range.first + range.count > members {
+    if range.count == 0 || range.first.checked_add(range.count).is_none_or(|end| end > members) {
         return Err(Error::Config(format!(
             "members {}..{} are not within the {members} of this attack",
             range.first,
-            range.first + range.count,
+            range.first.saturating_add(range.count),
         )));
     }
     Ok(())
@@ -53,7 +53,7 @@ pub fn join(shape: Shape, mut parts: Vec<Members>) -> Result<Members> {
                 shape.members
             )));
         }
-        let want = p.range.count * len;
+        let want = p.range.count.saturating_mul(len);
         let want_probs = if shape.relaxed { want } else { 0 };
         if p.steps.len() != p.range.count {
             return Err(Error::Config(format!(

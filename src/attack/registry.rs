@@ -135,7 +135,7 @@ impl AttackConfig {
 
     /// How many members this attack inverts: its ensemble per epoch-prior candidate (0: none).
     pub fn members(&self) -> usize {
-        self.attacker().ensemble() * self.prior_candidates().len()
+        self.attacker().ensemble().saturating_mul(self.prior_candidates().len())
     }
 
     /// The epoch-prior weights this attack runs, one ensemble each.
@@ -154,7 +154,7 @@ impl AttackConfig {
     /// copy of the client's rows per local epoch.
     pub fn rows_per_member(&self) -> usize {
         match &self.protocol {
-            Protocol::Fedavg(t) if self.attacker().copies_per_epoch() => t.epochs * self.rows(),
+            Protocol::Fedavg(t) if self.attacker().copies_per_epoch() => t.epochs.saturating_mul(self.rows()),
             _ => self.rows(),
         }
     }

@@ -47,15 +47,18 @@ impl WorkingSet {
         // observed update, the accelerators' copies of both; one pass over the batch.
         let client = params
             .saturating_mul(8)
-            .saturating_add(b.saturating_mul(ins.saturating_add(3 * outs)));
+            .saturating_add(b.saturating_mul(ins.saturating_add(outs.saturating_mul(3))));
         // Per inverted row: x, probs, sig, z̄ (4d) + z, m, v (3d) + the final relaxation's x, probs,
         // sig (3d); per layer its output, δ and d̄ (3·out) and h̄ (in). Per member a gradient copy,
         // and on FedAvg every local step's parameters and tape (rows × (in + 2·out)).
         let rows = self.rows_per_member as u64;
         let steps = self.local_steps as u64;
-        let per_row = (10 * d).saturating_add(3 * outs).saturating_add(ins);
+        let per_row = d
+            .saturating_mul(10)
+            .saturating_add(outs.saturating_mul(3))
+            .saturating_add(ins);
         let trajectory = if steps > 1 {
-            steps.saturating_mul(params.saturating_add(b.saturating_mul(ins.saturating_add(2 * outs))))
+            steps.saturating_mul(params.saturating_add(b.saturating_mul(ins.saturating_add(outs.saturating_mul(2)))))
         } else {
             0
         };
