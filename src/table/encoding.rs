@@ -63,9 +63,10 @@ impl Encoding {
                 FeatureKind::Categorical { categories } if categories.is_empty() => {
                     return fail(format!("categorical feature {:?} has no categories", f.name));
                 }
-                FeatureKind::Continuous { min, max, std, .. } if !(min <= max && *std > 0.0) => {
+                // A constant column's std is 0 (its input's std is 1: `Dataset::fit_standardisation`).
+                FeatureKind::Continuous { min, max, std, .. } if !(min <= max && *std >= 0.0 && std.is_finite()) => {
                     return fail(format!(
-                        "continuous feature {:?} needs min ≤ max and std > 0 (min {min}, max {max}, std {std})",
+                        "continuous feature {:?} needs min ≤ max and std ≥ 0 (min {min}, max {max}, std {std})",
                         f.name
                     ));
                 }
@@ -130,7 +131,7 @@ mod tests {
             err.contains("the features take 3 inputs but mean has 3 values and std 2"),
             "{err}"
         );
-        let mut one_class = enc;
+        let mut one_class = enc.clone();
         one_class.classes.truncate(1);
         assert!(
             one_class
@@ -139,5 +140,27 @@ mod tests {
                 .to_string()
                 .contains("at least two")
         );
+        let mut negative = enc;
+        if let FeatureKind::Continuous { std, .. } = &mut negative.features[0].kind {
+            *std = -1.0;
+        }
+        assert!(negative.into_dataset().unwrap_err().to_string().contains("std ≥ 0"));
+    }
+
+    #[test]
+    fn the_encoding_of_a_table_with_a_constant_column_reads_back() {
+        // Found by tests/prop_table.rs: a constant numeric column's std is 0, which the reader
+        // refused, so `leakscope encoding` wrote files `attack-update` would not read.
+        let data = Dataset::from_raw(
+            &parse_csv(b"a,b,y\n0,1,p\n0,2,q\n", 1 << 20).unwrap(),
+            &DatasetOptions {
+                label: "y".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let text = serde_json::to_string(&Encoding::of(&data)).unwrap();
+        let back = serde_json::from_str::<Encoding>(&text).unwrap().into_dataset().unwrap();
+        assert_eq!((back.d(), back.std.clone()), (data.d(), data.std.clone()));
     }
 }
