@@ -454,10 +454,15 @@ impl Dataset {
                     let c = f.offset;
                     let v = (encoded[c] as f64 * self.std[c] + self.mean[c]).clamp(*min, *max);
                     // Rounded to the column's decimals, unless that overflows (a value near the
-                    // largest double, or more decimals than a double has digits).
+                    // largest double, or more decimals than a double has digits), and clamped again:
+                    // rounding 1e-308 to 308 decimals gives 9.999999999999994e-309.
                     let scale = 10f64.powi(*decimals as i32);
                     let rounded = (v * scale).round() / scale;
-                    Value::Num(if rounded.is_finite() { rounded } else { v })
+                    Value::Num(if rounded.is_finite() {
+                        rounded.clamp(*min, *max)
+                    } else {
+                        v
+                    })
                 }
             })
             .collect()
@@ -605,6 +610,16 @@ mod tests {
             let Value::Num(v) = d.decode(&enc)[0] else { panic!() };
             assert!(v.is_finite() && (v - row[0].num()).abs() <= 1e143, "{v}");
         }
+    }
+
+    #[test]
+    fn rounding_never_leaves_the_range() {
+        // Found by tests/prop_table.rs (a long run): 1e-308 rounded to 308 decimals is
+        // 9.999999999999994e-309, below the column's minimum.
+        let cell = format!("0.{}1", "0".repeat(307));
+        let d = build(&format!("a,y\n{cell},x\n95,z\n"), "y").unwrap();
+        // Below the range: clamped to 1e-308, which rounds to just below it.
+        assert_eq!(d.decode(&vec![-100.0; d.d()])[0], Value::Num(1e-308));
     }
 
     #[test]
