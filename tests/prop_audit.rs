@@ -247,3 +247,19 @@ fn shares_that_do_not_cover_the_grid_are_named() {
     let past = merged(&past);
     assert!(past.contains("the grid has"), "{past}");
 }
+
+/// Found by `mutated_shares_merge_or_fail_specifically` (a long run): a result with fewer numbers
+/// per column than the table has columns made `merge` index past them.
+#[test]
+fn results_with_numbers_for_other_columns_are_refused() {
+    let mut files = share_files(1, 5);
+    let cells = files[0]["results"].as_array_mut().unwrap();
+    cells[0]["perFeature"].as_array_mut().unwrap().pop();
+    let err = merge(vec![serde_json::from_value(files[0].clone()).unwrap()])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("the result of cell 0 has accuracies for") && err.contains("the shards are of another table"),
+        "{err}"
+    );
+}
