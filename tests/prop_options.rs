@@ -107,9 +107,6 @@ fn check_options(v: &Value) -> Result<(), TestCaseError> {
 }
 
 fn check_run_options(o: &RunOptions) -> Result<(), TestCaseError> {
-    // KNOWN BUGS in src/config.rs (not fixed here: that file is being refactored): see the ignored
-    // tests at the end of this file.
-    prop_assume!(!known_overflow(o), "known overflow in AttackConfig's arithmetic");
     let (raw, table) = table();
     // The table's reading: a dataset, or an error naming the column.
     let read = Dataset::from_raw(raw, &o.dataset_options());
@@ -129,6 +126,11 @@ fn check_run_options(o: &RunOptions) -> Result<(), TestCaseError> {
     };
     let config = o.attack_config();
     prop_assert_eq!(config.attack, o.attack);
+    // KNOWN BUGS in src/config.rs (not fixed here: that file is being refactored): validation of
+    // such sizes overflows; see the ignored tests at the end of this file.
+    if known_overflow(o) {
+        return Ok(());
+    }
     for (check, has_rows) in [
         (config.validate(dataset), true),
         (config.validate_for_update(dataset), false),
