@@ -17,6 +17,11 @@ pub const TOLERANCE_FACTOR: f64 = 0.319;
 /// rows would need gigabytes and recovers nothing meaningful of that column.
 pub const MAX_ENCODED_WIDTH: usize = 10_000;
 
+/// Most decimals a continuous column keeps: enough to write the smallest double (4.9e-324) to 17
+/// significant digits. A report formats every value with its column's decimals, so an encoding
+/// file stating billions would make formatting one value allocate gigabytes.
+pub const MAX_DECIMALS: u32 = 340;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum FeatureKind {
@@ -265,7 +270,7 @@ impl Dataset {
                                 value: cell.clone(),
                             });
                         }
-                        decimals = decimals.max(places);
+                        decimals = decimals.max(places.min(MAX_DECIMALS));
                         values.push(v);
                     }
                     // Numbers whose mean or spread overflows a double cannot be standardised.

@@ -4,7 +4,7 @@
 //! client's own pipeline can write it by hand (docs: README, "Attack a real update").
 use serde::{Deserialize, Serialize};
 
-use super::dataset::{Dataset, Feature, FeatureKind};
+use super::dataset::{Dataset, Feature, FeatureKind, MAX_DECIMALS};
 use crate::error::{Error, Result};
 
 /// The format tag written into every encoding file.
@@ -67,6 +67,13 @@ impl Encoding {
                 FeatureKind::Continuous { min, max, std, .. } if !(min <= max && *std >= 0.0 && std.is_finite()) => {
                     return fail(format!(
                         "continuous feature {:?} needs min ≤ max and std ≥ 0 (min {min}, max {max}, std {std})",
+                        f.name
+                    ));
+                }
+                FeatureKind::Continuous { decimals, .. } if *decimals > MAX_DECIMALS => {
+                    return fail(format!(
+                        "continuous feature {:?} has {decimals} decimals; at most {MAX_DECIMALS} mean anything in a \
+                         64-bit float",
                         f.name
                     ));
                 }
@@ -145,6 +152,29 @@ mod tests {
             *std = -1.0;
         }
         assert!(negative.into_dataset().unwrap_err().to_string().contains("std ≥ 0"));
+    }
+
+    #[test]
+    fn decimals_beyond_a_double_are_refused() {
+        // Found by tests/prop_encoding.rs (a long run): 4294967295 decimals read, and formatting one
+        // value of the column in a report would have allocated 4 GiB.
+        let data = Dataset::from_raw(
+            &parse_csv(b"a,y\n1.5,p\n2,q\n", 1 << 20).unwrap(),
+            &DatasetOptions {
+                label: "y".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let mut enc = Encoding::of(&data);
+        if let FeatureKind::Continuous { decimals, .. } = &mut enc.features[0].kind {
+            *decimals = u32::MAX;
+        }
+        let err = enc.into_dataset().unwrap_err().to_string();
+        assert!(
+            err.contains("continuous feature \"a\" has 4294967295 decimals; at most 340"),
+            "{err}"
+        );
     }
 
     #[test]
