@@ -154,7 +154,7 @@ fn bytes_of(files: &[Value]) -> Vec<Vec<u8>> {
 }
 
 proptest! {
-    #![proptest_config(config(64))]
+    #![proptest_config(config(2000))]
 
     #[test]
     fn random_bytes_are_refused_specifically(bytes in prop::collection::vec(any::<u8>(), 0..300)) {

@@ -125,7 +125,7 @@ fn check_dataset(d: &Dataset) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(config(256))]
+    #![proptest_config(config(10000))]
 
     #[test]
     fn random_bytes_read_or_fail_specifically(bytes in prop::collection::vec(any::<u8>(), 0..400)) {

@@ -157,7 +157,7 @@ fn check_run_options(o: &RunOptions) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(config(256))]
+    #![proptest_config(config(5000))]
 
     /// Any JSON value at all, and any object of the options' field names.
     #[test]

@@ -216,7 +216,7 @@ const DTYPES: &[&str] = &[
 ];
 
 proptest! {
-    #![proptest_config(config(128))]
+    #![proptest_config(config(5000))]
 
     #[test]
     fn random_bytes_are_refused_specifically(w in prop::collection::vec(any::<u8>(), 0..200), u in prop::collection::vec(any::<u8>(), 0..200)) {

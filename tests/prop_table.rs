@@ -206,7 +206,7 @@ fn check_dataset(d: &Dataset) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(config(256))]
+    #![proptest_config(config(10000))]
 
     /// Any bytes at all.
     #[test]
