@@ -14,6 +14,11 @@ use crate::table::Dataset;
 /// Most batches an audit averages per setting.
 pub const MAX_BATCHES: usize = 100;
 
+/// Most cells a grid holds (each is a whole attack: the CLI's default grid at `MAX_BATCHES` is
+/// 5 400). Checked from the settings' lengths before the grid is built: a share file of a few
+/// kilobytes could otherwise state a grid of millions of cells (FedAvg's study is a product).
+pub const MAX_CELLS: usize = 10_000;
+
 /// The grid of an audit. An empty list leaves its study out. Each study varies one thing from the
 /// reference setting (FedSGD, a batch of `reference_batch` rows, one client, no defence, the
 /// network at initialisation); everything else (the table's reading, the attack's steps, members
@@ -239,6 +244,30 @@ impl AuditOptions {
         if (self.local_epochs.is_empty()) != (self.local_batches.is_empty()) {
             return fail("FedAvg's study needs both local epochs and local batch sizes".into());
         }
+        // The points (`points()`'s count, without building FedAvg's product) × attacks × batches.
+        let distinct = |v: &[usize]| {
+            let mut v = v.to_vec();
+            v.sort_unstable();
+            v.dedup();
+            v.len()
+        };
+        let mut noise = self.noise_scales.clone();
+        noise.sort_by(f64::total_cmp);
+        noise.dedup();
+        let points = (distinct(&self.batch_sizes) + 1)
+            .saturating_add(noise.len())
+            .saturating_add(distinct(&self.clients))
+            .saturating_add(distinct(&self.local_epochs).saturating_mul(distinct(&self.local_batches)))
+            .saturating_add(distinct(&self.training_epochs));
+        let cells = points.saturating_mul(self.attacks.len()).saturating_mul(self.batches);
+        if cells > MAX_CELLS {
+            return fail(format!(
+                "the grid has up to {cells} cells ({points} settings × {} attacks × {} batches); an audit runs at most \
+                 {MAX_CELLS}",
+                self.attacks.len(),
+                self.batches
+            ));
+        }
         let clip_ok = self.clip > 0.0 && self.clip.is_finite();
         if !self.noise_scales.is_empty() && !clip_ok {
             return fail(format!("the clipping norm {} must be a positive number", self.clip));
@@ -339,6 +368,28 @@ mod tests {
         for cell in 0..20 {
             assert_eq!(shards.iter().filter(|s| s.holds(cell)).count(), 1);
         }
+    }
+
+    #[test]
+    fn a_grid_too_large_is_refused_before_it_is_built() {
+        // Found by tests/prop_audit.rs: a share file of a few kilobytes stating 300 local epochs and
+        // 300 local batches kept `merge` building and deduplicating millions of cells.
+        let o = AuditOptions {
+            local_epochs: (1..=300).collect(),
+            local_batches: (1..=300).collect(),
+            ..AuditOptions::default()
+        };
+        let err = o.grid().unwrap_err().to_string();
+        assert!(
+            err.contains("the grid has up to 1350225 cells (90015 settings × 3 attacks × 5 batches)"),
+            "{err}"
+        );
+        // The CLI's grid at the most batches is well inside.
+        let most = AuditOptions {
+            batches: MAX_BATCHES,
+            ..AuditOptions::default()
+        };
+        assert!(most.grid().unwrap().len() <= MAX_CELLS);
     }
 
     #[test]

@@ -200,6 +200,20 @@ pub fn summarise(
     mut results: Vec<CellResult>,
 ) -> Result<Audit> {
     check_complete(cells, &results)?;
+    // A number per column of the table, in every result (the columns' leakage is read from them).
+    let columns = table.features.len();
+    if let Some(r) = results
+        .iter()
+        .find(|r| r.per_feature.len() != columns || r.per_feature_entropy.len() != columns)
+    {
+        return Err(Error::Config(format!(
+            "the result of cell {} has accuracies for {} columns and entropies for {}; the table has {columns}: \
+             the shards are of another table",
+            r.index,
+            r.per_feature.len(),
+            r.per_feature_entropy.len()
+        )));
+    }
     results.sort_by_key(|r| r.index);
     let mut rows = Vec::new();
     for point in options.points() {

@@ -17,6 +17,11 @@ pub const TOLERANCE_FACTOR: f64 = 0.319;
 /// rows would need gigabytes and recovers nothing meaningful of that column.
 pub const MAX_ENCODED_WIDTH: usize = 10_000;
 
+/// Most decimals a continuous column keeps: enough to write the smallest double (4.9e-324) to 17
+/// significant digits. A report formats every value with its column's decimals, so an encoding
+/// file stating billions would make formatting one value allocate gigabytes.
+pub const MAX_DECIMALS: u32 = 340;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum FeatureKind {
@@ -265,8 +270,20 @@ impl Dataset {
                                 value: cell.clone(),
                             });
                         }
-                        decimals = decimals.max(places);
+                        decimals = decimals.max(places.min(MAX_DECIMALS));
                         values.push(v);
+                    }
+                    // Numbers whose mean or spread overflows a double cannot be standardised.
+                    let (mean, std) = mean_std(values.iter().copied());
+                    if !(mean.is_finite() && std.is_finite()) {
+                        let k = (0..values.len())
+                            .max_by(|&a, &b| values[a].abs().total_cmp(&values[b].abs()))
+                            .unwrap_or(0);
+                        return Err(Error::Config(format!(
+                            "column {name:?}, line {}: {} is too large: the column's mean or spread overflows a \
+                             64-bit float, so it cannot be standardised",
+                            raw.lines[keep[k]], raw.rows[keep[k]][j]
+                        )));
                     }
                     Column::Num(values, decimals)
                 }
@@ -441,8 +458,16 @@ impl Dataset {
                 FeatureKind::Continuous { min, max, decimals, .. } => {
                     let c = f.offset;
                     let v = (encoded[c] as f64 * self.std[c] + self.mean[c]).clamp(*min, *max);
+                    // Rounded to the column's decimals, unless that overflows (a value near the
+                    // largest double, or more decimals than a double has digits), and clamped again:
+                    // rounding 1e-308 to 308 decimals gives 9.999999999999994e-309.
                     let scale = 10f64.powi(*decimals as i32);
-                    Value::Num((v * scale).round() / scale)
+                    let rounded = (v * scale).round() / scale;
+                    Value::Num(if rounded.is_finite() {
+                        rounded.clamp(*min, *max)
+                    } else {
+                        v
+                    })
                 }
             })
             .collect()
@@ -570,6 +595,36 @@ mod tests {
                 value: "foo".into()
             })
         );
+    }
+
+    #[test]
+    fn numbers_too_large_to_standardise_are_refused_and_large_ones_decode() {
+        // Found by tests/prop_table.rs: a column holding ±1e303 had an infinite std, and values of a
+        // column with more decimals than a double has digits decoded to NaN.
+        let err = build("a,y\n1e303,x\n-1e302,z\n5,x\n", "y").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("column \"a\", line 2: 1e303 is too large: the column's mean or spread overflows"),
+            "{err}"
+        );
+        // More decimals than a double has digits: decoded, not rounded to NaN or ∞.
+        let cell = format!("0.{}1", "0".repeat(330));
+        let d = build(&format!("a,y\n{cell},x\n1e150,z\n"), "y").unwrap();
+        for row in &d.rows {
+            let enc: Vec<f32> = d.encode(row).iter().map(|&v| v as f32).collect();
+            let Value::Num(v) = d.decode(&enc)[0] else { panic!() };
+            assert!(v.is_finite() && (v - row[0].num()).abs() <= 1e143, "{v}");
+        }
+    }
+
+    #[test]
+    fn rounding_never_leaves_the_range() {
+        // Found by tests/prop_table.rs (a long run): 1e-308 rounded to 308 decimals is
+        // 9.999999999999994e-309, below the column's minimum.
+        let cell = format!("0.{}1", "0".repeat(307));
+        let d = build(&format!("a,y\n{cell},x\n95,z\n"), "y").unwrap();
+        // Below the range: clamped to 1e-308, which rounds to just below it.
+        assert_eq!(d.decode(&vec![-100.0; d.d()])[0], Value::Num(1e-308));
     }
 
     #[test]

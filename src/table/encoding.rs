@@ -4,7 +4,7 @@
 //! client's own pipeline can write it by hand (docs: README, "Attack a real update").
 use serde::{Deserialize, Serialize};
 
-use super::dataset::{Dataset, Feature, FeatureKind};
+use super::dataset::{Dataset, Feature, FeatureKind, MAX_DECIMALS};
 use crate::error::{Error, Result};
 
 /// The format tag written into every encoding file.
@@ -63,9 +63,17 @@ impl Encoding {
                 FeatureKind::Categorical { categories } if categories.is_empty() => {
                     return fail(format!("categorical feature {:?} has no categories", f.name));
                 }
-                FeatureKind::Continuous { min, max, std, .. } if !(min <= max && *std > 0.0) => {
+                // A constant column's std is 0 (its input's std is 1: `Dataset::fit_standardisation`).
+                FeatureKind::Continuous { min, max, std, .. } if !(min <= max && *std >= 0.0 && std.is_finite()) => {
                     return fail(format!(
-                        "continuous feature {:?} needs min ≤ max and std > 0 (min {min}, max {max}, std {std})",
+                        "continuous feature {:?} needs min ≤ max and std ≥ 0 (min {min}, max {max}, std {std})",
+                        f.name
+                    ));
+                }
+                FeatureKind::Continuous { decimals, .. } if *decimals > MAX_DECIMALS => {
+                    return fail(format!(
+                        "continuous feature {:?} has {decimals} decimals; at most {MAX_DECIMALS} mean anything in a \
+                         64-bit float",
                         f.name
                     ));
                 }
@@ -130,7 +138,7 @@ mod tests {
             err.contains("the features take 3 inputs but mean has 3 values and std 2"),
             "{err}"
         );
-        let mut one_class = enc;
+        let mut one_class = enc.clone();
         one_class.classes.truncate(1);
         assert!(
             one_class
@@ -139,5 +147,50 @@ mod tests {
                 .to_string()
                 .contains("at least two")
         );
+        let mut negative = enc;
+        if let FeatureKind::Continuous { std, .. } = &mut negative.features[0].kind {
+            *std = -1.0;
+        }
+        assert!(negative.into_dataset().unwrap_err().to_string().contains("std ≥ 0"));
+    }
+
+    #[test]
+    fn decimals_beyond_a_double_are_refused() {
+        // Found by tests/prop_encoding.rs (a long run): 4294967295 decimals read, and formatting one
+        // value of the column in a report would have allocated 4 GiB.
+        let data = Dataset::from_raw(
+            &parse_csv(b"a,y\n1.5,p\n2,q\n", 1 << 20).unwrap(),
+            &DatasetOptions {
+                label: "y".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let mut enc = Encoding::of(&data);
+        if let FeatureKind::Continuous { decimals, .. } = &mut enc.features[0].kind {
+            *decimals = u32::MAX;
+        }
+        let err = enc.into_dataset().unwrap_err().to_string();
+        assert!(
+            err.contains("continuous feature \"a\" has 4294967295 decimals; at most 340"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_encoding_of_a_table_with_a_constant_column_reads_back() {
+        // Found by tests/prop_table.rs: a constant numeric column's std is 0, which the reader
+        // refused, so `leakscope encoding` wrote files `attack-update` would not read.
+        let data = Dataset::from_raw(
+            &parse_csv(b"a,b,y\n0,1,p\n0,2,q\n", 1 << 20).unwrap(),
+            &DatasetOptions {
+                label: "y".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let text = serde_json::to_string(&Encoding::of(&data)).unwrap();
+        let back = serde_json::from_str::<Encoding>(&text).unwrap().into_dataset().unwrap();
+        assert_eq!((back.d(), back.std.clone()), (data.d(), data.std.clone()));
     }
 }
