@@ -7,9 +7,9 @@
 #[path = "common/prop.rs"]
 mod support;
 
-use leakscope::config::{MAX_WORKING_SET_BYTES, ProtocolKind};
+use leakscope::plan::limits::MAX_WORKING_SET_BYTES;
 use leakscope::table::{Dataset, DatasetOptions, parse_csv};
-use leakscope::{AttackKind, Error, RunOptions};
+use leakscope::{Error, RunOptions};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use serde_json::{Value, json};
@@ -68,21 +68,6 @@ fn originals() -> Vec<Value> {
     ]
 }
 
-/// Settings whose size arithmetic in src/config.rs overflows (`working_set_bytes`' `3 * outs`,
-/// `rows()`' `batch_size * clients`, `local_steps()`' and `rows_per_member()`' products with the
-/// local epochs): a panic where overflow is checked, a wrapped memory estimate where it is not.
-fn known_overflow(o: &RunOptions) -> bool {
-    let rows = o.batch_size.checked_mul(o.clients.max(1));
-    let fedavg = o.protocol == ProtocolKind::Fedavg
-        && (o
-            .batch_size
-            .div_ceil(o.local_batch.max(1))
-            .checked_mul(o.local_epochs)
-            .is_none()
-            || rows.and_then(|r| r.checked_mul(o.local_epochs)).is_none());
-    o.hidden.iter().any(|&h| h > usize::MAX / 4) || rows.is_none() || fedavg
-}
-
 /// Read an options object as the page's engine does, build the table and the settings, and check
 /// what they promise.
 fn check_options(v: &Value) -> Result<(), TestCaseError> {
@@ -124,13 +109,16 @@ fn check_run_options(o: &RunOptions) -> Result<(), TestCaseError> {
             table
         }
     };
-    let config = o.attack_config();
-    prop_assert_eq!(config.attack, o.attack);
-    // KNOWN BUGS in src/config.rs (not fixed here: that file is being refactored): validation of
-    // such sizes overflows; see the ignored tests at the end of this file.
-    if known_overflow(o) {
-        return Ok(());
-    }
+    // The options become an attack with its own settings, or are refused by name (another
+    // attack's settings, the attribute attack without its column).
+    let config = match o.attack_config() {
+        Ok(c) => c,
+        Err(e) => {
+            prop_assert!(specific(&e.to_string()) && matches!(e, Error::Config(_)), "{e:?}");
+            return Ok(());
+        }
+    };
+    prop_assert_eq!(config.kind(), o.attack);
     for (check, has_rows) in [
         (config.validate(dataset), true),
         (config.validate_for_update(dataset), false),
@@ -139,8 +127,9 @@ fn check_run_options(o: &RunOptions) -> Result<(), TestCaseError> {
             Ok(()) => {
                 // What validation lets through is within the engine's limits.
                 prop_assert!(config.batch_size >= 1 && (!has_rows || config.rows() <= dataset.n()));
-                prop_assert!(config.clients >= 1 && config.ensemble >= 1);
-                prop_assert!(config.iterations >= 1 || config.attack == AttackKind::Random);
+                let inverts = config.attacker().inversion().is_some();
+                prop_assert!(config.clients >= 1 && (config.members() >= 1 || !inverts));
+                prop_assert!(config.iterations >= 1 || !inverts);
                 prop_assert!(!config.hidden.contains(&0) && config.report_every >= 1);
                 let need = config.working_set_bytes(dataset);
                 prop_assert!(need <= MAX_WORKING_SET_BYTES, "{need} bytes let through");
@@ -222,33 +211,28 @@ proptest! {
     }
 }
 
-/// Found by `edge_numbers_in_any_field_are_checked`: sizes from the options object that overflow
-/// the arithmetic of `AttackConfig::validate` in src/config.rs: a panic where overflow is checked
-/// (tests, debug builds), a wrapped memory estimate where it is not (release, wasm). Ignored until
-/// config.rs (being refactored) checks or saturates there; the properties above skip such settings
-/// meanwhile (`known_overflow`).
+/// Found by `edge_numbers_in_any_field_are_checked`: sizes from the options object that overflowed
+/// the arithmetic of `AttackConfig::validate` (a panic where overflow is checked, a wrapped memory
+/// estimate where it is not); the checks saturate now and refuse them.
 #[test]
-#[ignore = "known bug in src/config.rs: working_set_bytes overflows on a huge hidden layer"]
 fn a_hidden_layer_too_wide_to_count_is_refused() {
     let o: RunOptions = serde_json::from_value(json!({"label": "salary", "hidden": [u64::MAX]})).unwrap();
-    let err = o.attack_config().validate(&table().1).unwrap_err().to_string();
+    let err = o.attack_config().unwrap().validate(&table().1).unwrap_err().to_string();
     assert!(err.contains("GiB of memory"), "{err}");
 }
 
 #[test]
-#[ignore = "known bug in src/config.rs: local_steps and rows_per_member overflow on huge local epochs"]
 fn local_epochs_too_many_to_count_are_refused() {
     let o: RunOptions = serde_json::from_value(
         json!({"label": "salary", "protocol": "fedavg", "localEpochs": 1u64 << 59, "batchSize": 32}),
     )
     .unwrap();
-    assert!(o.attack_config().validate(&table().1).is_err());
+    assert!(o.attack_config().unwrap().validate(&table().1).is_err());
 }
 
 #[test]
-#[ignore = "known bug in src/config.rs: rows() overflows on a huge batch of several clients"]
 fn a_batch_too_large_to_count_is_refused_for_an_update() {
     let o: RunOptions =
         serde_json::from_value(json!({"label": "salary", "batchSize": 1u64 << 62, "clients": 4})).unwrap();
-    assert!(o.attack_config().validate_for_update(&table().1).is_err());
+    assert!(o.attack_config().unwrap().validate_for_update(&table().1).is_err());
 }

@@ -205,10 +205,11 @@ impl AttackConfig {
             if self.iterations == 0 {
                 return Err(Error::Config("iterations must be at least 1".into()));
             }
-            let lr = self.optimiser().lr;
-            if !(lr > 0.0 && lr.is_finite()) {
-                return Err(Error::Config(format!("learning rate {lr} must be a positive number")));
-            }
+        }
+        // A learning rate that means nothing is refused whichever attack it was given to.
+        let lr = self.optimiser().lr;
+        if !(lr > 0.0 && lr.is_finite()) {
+            return Err(Error::Config(format!("learning rate {lr} must be a positive number")));
         }
         // Every attack simulates the client, so the network's size is checked for all of them
         // (the random baseline included) before anything is allocated.
