@@ -6,6 +6,10 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/leakscope/target}"
 # wgpu on Mesa's lavapipe needs a private runtime dir.
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 chmod 700 "$XDG_RUNTIME_DIR" 2>/dev/null || true
+# The source's shape (issue 16): no file over 700 lines, no function over 120, no import cycle,
+# no test of an attack's name outside the registry; the script tests itself first.
+python3 scripts/shape.py --self-test
+python3 scripts/shape.py --check > /dev/null || { python3 scripts/shape.py | sed -n '/Limits/,$p'; exit 1; }
 # Two cores: keep the build and the test threads from starving each other.
 cargo build --tests --bins -j 2
 # The GPU kernels run on lavapipe; launch counting is process-wide, so tests run one at a time.

@@ -160,44 +160,7 @@ impl Dataset {
         // Every decision the reading makes is stated: the file's (encoding, repeated headers), then
         // each column's.
         let mut warnings = raw.warnings.clone();
-        let mut used: Vec<Used> = Vec::new();
-        for (j, name) in raw.headers.iter().enumerate() {
-            if j == label_idx || options.ignore.contains(name) {
-                continue;
-            }
-            let inferred = infer(raw, j);
-            let put_back = forced[j].is_some() || options.include.contains(name);
-            match inferred.treatment {
-                Treatment::Used => {}
-                Treatment::Identifier | Treatment::Index if put_back => {}
-                _ => {
-                    warnings.push(left_out_warning(name, &inferred));
-                    continue;
-                }
-            }
-            let kind = forced[j].unwrap_or(inferred.kind);
-            let strays = match (kind, inferred.kind) {
-                (ColumnKind::Categorical, _) => None,
-                (ColumnKind::Continuous, ColumnKind::Continuous) => inferred.non_numeric,
-                // Forced continuous: the stray words of a column of numbers count as missing; a
-                // column of words is refused.
-                (ColumnKind::Continuous, ColumnKind::Categorical) => {
-                    forced_continuous(raw, j).map_err(|(line, value)| Error::NotNumeric {
-                        column: name.clone(),
-                        line,
-                        value,
-                    })?
-                }
-            };
-            if let Some(stray) = &strays {
-                warnings.push(stray_warning(name, stray));
-            }
-            used.push(Used {
-                j,
-                kind,
-                strays: strays.is_some(),
-            });
-        }
+        let used = select_columns(raw, options, label_idx, &forced, &mut warnings)?;
         if used.is_empty() {
             return Err(Error::NoFeatures);
         }
@@ -246,123 +209,13 @@ impl Dataset {
             .map(|&i| classes.binary_search(&raw.rows[i][label_idx]).unwrap())
             .collect();
 
-        let mut columns = Vec::with_capacity(used.len());
-        for u in &used {
-            let j = u.j;
-            let name = &raw.headers[j];
-            columns.push(match u.kind {
-                ColumnKind::Categorical => Column::Cat(keep.iter().map(|&i| raw.rows[i][j].clone()).collect()),
-                ColumnKind::Continuous => {
-                    let mut values = Vec::with_capacity(keep.len());
-                    let mut decimals = 0;
-                    for &i in &keep {
-                        let cell = &raw.rows[i][j];
-                        let line = raw.lines[i];
-                        let (v, places) = parse_number_with_decimals(cell, dc).ok_or_else(|| Error::NotNumeric {
-                            column: name.clone(),
-                            line,
-                            value: cell.clone(),
-                        })?;
-                        if !v.is_finite() {
-                            return Err(Error::NotFinite {
-                                column: name.clone(),
-                                line,
-                                value: cell.clone(),
-                            });
-                        }
-                        decimals = decimals.max(places.min(MAX_DECIMALS));
-                        values.push(v);
-                    }
-                    // Numbers whose mean or spread overflows a double cannot be standardised.
-                    let (mean, std) = mean_std(values.iter().copied());
-                    if !(mean.is_finite() && std.is_finite()) {
-                        let k = (0..values.len())
-                            .max_by(|&a, &b| values[a].abs().total_cmp(&values[b].abs()))
-                            .unwrap_or(0);
-                        return Err(Error::Config(format!(
-                            "column {name:?}, line {}: {} is too large: the column's mean or spread overflows a \
-                             64-bit float, so it cannot be standardised",
-                            raw.lines[keep[k]], raw.rows[keep[k]][j]
-                        )));
-                    }
-                    Column::Num(values, decimals)
-                }
-            });
-        }
+        let columns = read_columns(raw, &used, &keep)?;
         let used: Vec<usize> = used.iter().map(|u| u.j).collect();
 
         // The encoded width, checked before anything of that width is built.
-        let mut widths: Vec<(usize, &str)> = used
-            .iter()
-            .zip(&columns)
-            .map(|(&j, column)| {
-                let width = match column {
-                    Column::Cat(cells) => cells.iter().collect::<FastSet<_>>().len(),
-                    Column::Num(..) => 1,
-                };
-                (width, raw.headers[j].as_str())
-            })
-            .collect();
-        let width: usize = widths.iter().map(|w| w.0).sum();
-        if width > MAX_ENCODED_WIDTH {
-            widths.sort_by_key(|w| std::cmp::Reverse(w.0));
-            let widest = widths
-                .iter()
-                .take(3)
-                .filter(|w| w.0 > 1)
-                .map(|(w, name)| format!("{name:?} ({w} distinct values)"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            return Err(Error::TooWide {
-                width,
-                limit: MAX_ENCODED_WIDTH,
-                widest,
-            });
-        }
+        check_width(raw, &used, &columns)?;
 
-        let n = keep.len();
-        let mut features = Vec::with_capacity(used.len());
-        let mut rows = vec![Vec::with_capacity(used.len()); n];
-        let mut offset = 0;
-        for (&j, column) in used.iter().zip(columns) {
-            let name = raw.headers[j].clone();
-            let kind = match column {
-                Column::Cat(cells) => {
-                    let mut categories = cells.clone();
-                    categories.sort();
-                    categories.dedup();
-                    for (row, cell) in rows.iter_mut().zip(&cells) {
-                        row.push(Value::Cat(categories.binary_search(cell).unwrap() as u32));
-                    }
-                    FeatureKind::Categorical { categories }
-                }
-                Column::Num(values, decimals) => {
-                    let (_, std) = mean_std(values.iter().copied());
-                    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
-                    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                    for (row, v) in rows.iter_mut().zip(&values) {
-                        row.push(Value::Num(*v));
-                    }
-                    FeatureKind::Continuous {
-                        min,
-                        max,
-                        decimals,
-                        std,
-                    }
-                }
-            };
-            let feature = Feature { name, kind, offset };
-            offset += feature.width();
-            if feature.width() == 1 && feature.is_categorical()
-                || matches!(feature.kind, FeatureKind::Continuous { min, max, .. } if min == max)
-            {
-                warnings.push(format!(
-                    "column {:?} holds a single value: it carries no information",
-                    feature.name
-                ));
-            }
-            features.push(feature);
-        }
+        let (features, rows, offset) = build_features(raw, &used, columns, keep.len(), &mut warnings);
 
         let mut dataset = Dataset {
             features,
@@ -514,168 +367,194 @@ pub fn mean_std(values: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
     (mean, std)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::table::csv_input::{MAX_CSV_BYTES, parse_csv};
-
-    fn build(text: &str, label: &str) -> Result<Dataset> {
-        let raw = parse_csv(text.as_bytes(), MAX_CSV_BYTES)?;
-        Dataset::from_raw(
-            &raw,
-            &DatasetOptions {
-                label: label.into(),
-                ..Default::default()
-            },
-        )
-    }
-
-    #[test]
-    fn encodes_standardises_and_decodes() {
-        let d = build("age,colour,y\n20,red,a\n30,blue,b\n40.5,red,a\n?,red,b\n", "y").unwrap();
-        assert_eq!(d.dropped, 1);
-        assert_eq!(d.d(), 3);
-        assert_eq!(d.classes, vec!["a", "b"]);
-        assert_eq!(d.labels, vec![0, 1, 0]);
-        let FeatureKind::Continuous {
-            min,
-            max,
-            decimals,
-            std,
-        } = d.features[0].kind
-        else {
-            panic!()
-        };
-        assert_eq!((min, max, decimals), (20.0, 40.5, 1));
-        assert!((std - 10.251_016_209_787_855).abs() < 1e-12);
-        // Every encoded column has mean 0 and unit unbiased std over the table.
-        for c in 0..d.d() {
-            let col: Vec<f64> = d.rows.iter().map(|r| d.encode(r)[c]).collect();
-            let (m, s) = mean_std(col.into_iter());
-            assert!(m.abs() < 1e-12 && (s - 1.0).abs() < 1e-12, "column {c}: {m} {s}");
+/// The columns the reading uses, with their kinds: every column but the label, those left out, and
+/// those the reading leaves out by default (an identifier, pandas' index) unless put back; each
+/// decision stated in `warnings`.
+fn select_columns(
+    raw: &RawTable,
+    options: &DatasetOptions,
+    label_idx: usize,
+    forced: &[Option<ColumnKind>],
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Used>> {
+    let mut used: Vec<Used> = Vec::new();
+    for (j, name) in raw.headers.iter().enumerate() {
+        if j == label_idx || options.ignore.contains(name) {
+            continue;
         }
-        for row in &d.rows {
-            let enc: Vec<f32> = d.encode(row).iter().map(|&v| v as f32).collect();
-            assert_eq!(&d.decode(&enc), row);
-        }
-        // Out-of-range values clamp, and precision follows the column's text.
-        let mut enc: Vec<f32> = d.encode(&d.rows[0]).iter().map(|&v| v as f32).collect();
-        enc[0] = 100.0;
-        assert_eq!(d.decode(&enc)[0], Value::Num(40.5));
-    }
-
-    #[test]
-    fn specific_errors() {
-        assert!(matches!(build("a,y\n1,x\n2,x\n", "y"), Err(Error::SingleClass { .. })));
-        assert!(matches!(
-            build("a,y\n1,x\n2,z\n", "label"),
-            Err(Error::UnknownColumn { .. })
-        ));
-        assert!(matches!(
-            build("a,y\ninf,x\n2,z\n", "y"),
-            Err(Error::NotFinite { line: 2, .. })
-        ));
-        assert!(matches!(
-            build("a,y\n?,x\n2,z\n", "y"),
-            Err(Error::TooFewRows { dropped: 1, .. })
-        ));
-        assert!(matches!(build("y\nx\nz\n", "y"), Err(Error::NoFeatures)));
-        // Forced continuous on a column of words: refused, naming the first word.
-        let raw = parse_csv(b"a,y\n1,x\nfoo,z\nbar,x\n", MAX_CSV_BYTES).unwrap();
-        let opts = DatasetOptions {
-            label: "y".into(),
-            kinds: vec![("a".into(), ColumnKind::Continuous)],
-            ..Default::default()
-        };
-        assert_eq!(
-            Dataset::from_raw(&raw, &opts),
-            Err(Error::NotNumeric {
-                column: "a".into(),
-                line: 3,
-                value: "foo".into()
-            })
-        );
-    }
-
-    #[test]
-    fn numbers_too_large_to_standardise_are_refused_and_large_ones_decode() {
-        // Found by tests/prop_table.rs: a column holding ±1e303 had an infinite std, and values of a
-        // column with more decimals than a double has digits decoded to NaN.
-        let err = build("a,y\n1e303,x\n-1e302,z\n5,x\n", "y").unwrap_err();
-        assert!(
-            err.to_string()
-                .contains("column \"a\", line 2: 1e303 is too large: the column's mean or spread overflows"),
-            "{err}"
-        );
-        // More decimals than a double has digits: decoded, not rounded to NaN or ∞.
-        let cell = format!("0.{}1", "0".repeat(330));
-        let d = build(&format!("a,y\n{cell},x\n1e150,z\n"), "y").unwrap();
-        for row in &d.rows {
-            let enc: Vec<f32> = d.encode(row).iter().map(|&v| v as f32).collect();
-            let Value::Num(v) = d.decode(&enc)[0] else { panic!() };
-            assert!(v.is_finite() && (v - row[0].num()).abs() <= 1e143, "{v}");
-        }
-    }
-
-    #[test]
-    fn rounding_never_leaves_the_range() {
-        // Found by tests/prop_table.rs (a long run): 1e-308 rounded to 308 decimals is
-        // 9.999999999999994e-309, below the column's minimum.
-        let cell = format!("0.{}1", "0".repeat(307));
-        let d = build(&format!("a,y\n{cell},x\n95,z\n"), "y").unwrap();
-        // Below the range: clamped to 1e-308, which rounds to just below it.
-        assert_eq!(d.decode(&vec![-100.0; d.d()])[0], Value::Num(1e-308));
-    }
-
-    #[test]
-    fn one_hot_statistics_match_the_encoded_columns() {
-        let d = build("c,y\na,x\nb,z\na,x\na,z\nc,x\n", "y").unwrap();
-        for c in 0..d.d() {
-            let col: Vec<f64> = d.rows.iter().map(|r| d.one_hot(r)[c]).collect();
-            let (m, s) = mean_std(col.into_iter());
-            assert!(
-                (d.mean[c] - m).abs() < 1e-15 && (d.std[c] - s).abs() < 1e-15,
-                "column {c}"
-            );
-        }
-    }
-
-    #[test]
-    fn an_identifier_column_too_wide_to_encode_is_refused_by_name() {
-        let mut text = String::from("id,age,y\n");
-        for i in 0..(MAX_ENCODED_WIDTH + 5) {
-            text += &format!("user{i},{},{}\n", i % 90, i % 2);
-        }
-        // Left out by default; put back, it is too wide.
-        let d = build(&text, "y").unwrap();
-        assert_eq!(d.d(), 1);
-        assert!(
-            d.warnings[0].starts_with("column \"id\" is left out"),
-            "{:?}",
-            d.warnings
-        );
-        let raw = parse_csv(text.as_bytes(), MAX_CSV_BYTES).unwrap();
-        let options = DatasetOptions {
-            label: "y".into(),
-            include: vec!["id".into()],
-            ..Default::default()
-        };
-        let err = Dataset::from_raw(&raw, &options).unwrap_err();
-        assert_eq!(
-            err,
-            Error::TooWide {
-                width: MAX_ENCODED_WIDTH + 6,
-                limit: MAX_ENCODED_WIDTH,
-                widest: format!("\"id\" ({} distinct values)", MAX_ENCODED_WIDTH + 5)
+        let inferred = infer(raw, j);
+        let put_back = forced[j].is_some() || options.include.contains(name);
+        match inferred.treatment {
+            Treatment::Used => {}
+            Treatment::Identifier | Treatment::Index if put_back => {}
+            _ => {
+                warnings.push(left_out_warning(name, &inferred));
+                continue;
             }
-        );
-        assert!(err.to_string().contains("leave it out"), "{err}");
+        }
+        let kind = forced[j].unwrap_or(inferred.kind);
+        let strays = match (kind, inferred.kind) {
+            (ColumnKind::Categorical, _) => None,
+            (ColumnKind::Continuous, ColumnKind::Continuous) => inferred.non_numeric,
+            // Forced continuous: the stray words of a column of numbers count as missing; a
+            // column of words is refused.
+            (ColumnKind::Continuous, ColumnKind::Categorical) => {
+                forced_continuous(raw, j).map_err(|(line, value)| Error::NotNumeric {
+                    column: name.clone(),
+                    line,
+                    value,
+                })?
+            }
+        };
+        if let Some(stray) = &strays {
+            warnings.push(stray_warning(name, stray));
+        }
+        used.push(Used {
+            j,
+            kind,
+            strays: strays.is_some(),
+        });
+    }
+    Ok(used)
+}
+
+/// The used columns' cells of the kept rows: categories as written, numbers parsed (with the
+/// decimals they are written to), each number finite and each column standardisable.
+fn read_columns(raw: &RawTable, used: &[Used], keep: &[usize]) -> Result<Vec<Column>> {
+    let dc = raw.dialect.decimal_comma;
+    let mut columns = Vec::with_capacity(used.len());
+    for u in used {
+        let j = u.j;
+        let name = &raw.headers[j];
+        columns.push(match u.kind {
+            ColumnKind::Categorical => Column::Cat(keep.iter().map(|&i| raw.rows[i][j].clone()).collect()),
+            ColumnKind::Continuous => {
+                let mut values = Vec::with_capacity(keep.len());
+                let mut decimals = 0;
+                for &i in keep {
+                    let cell = &raw.rows[i][j];
+                    let line = raw.lines[i];
+                    let (v, places) = parse_number_with_decimals(cell, dc).ok_or_else(|| Error::NotNumeric {
+                        column: name.clone(),
+                        line,
+                        value: cell.clone(),
+                    })?;
+                    if !v.is_finite() {
+                        return Err(Error::NotFinite {
+                            column: name.clone(),
+                            line,
+                            value: cell.clone(),
+                        });
+                    }
+                    decimals = decimals.max(places.min(MAX_DECIMALS));
+                    values.push(v);
+                }
+                // Numbers whose mean or spread overflows a double cannot be standardised.
+                let (mean, std) = mean_std(values.iter().copied());
+                if !(mean.is_finite() && std.is_finite()) {
+                    let k = (0..values.len())
+                        .max_by(|&a, &b| values[a].abs().total_cmp(&values[b].abs()))
+                        .unwrap_or(0);
+                    return Err(Error::Config(format!(
+                        "column {name:?}, line {}: {} is too large: the column's mean or spread overflows a \
+                         64-bit float, so it cannot be standardised",
+                        raw.lines[keep[k]], raw.rows[keep[k]][j]
+                    )));
+                }
+                Column::Num(values, decimals)
+            }
+        });
+    }
+    Ok(columns)
+}
+
+/// Refuse a table whose encoded width is past `MAX_ENCODED_WIDTH`, naming its widest columns.
+fn check_width(raw: &RawTable, used: &[usize], columns: &[Column]) -> Result<()> {
+    let mut widths: Vec<(usize, &str)> = used
+        .iter()
+        .zip(columns)
+        .map(|(&j, column)| {
+            let width = match column {
+                Column::Cat(cells) => cells.iter().collect::<FastSet<_>>().len(),
+                Column::Num(..) => 1,
+            };
+            (width, raw.headers[j].as_str())
+        })
+        .collect();
+    let width: usize = widths.iter().map(|w| w.0).sum();
+    if width > MAX_ENCODED_WIDTH {
+        widths.sort_by_key(|w| std::cmp::Reverse(w.0));
+        let widest = widths
+            .iter()
+            .take(3)
+            .filter(|w| w.0 > 1)
+            .map(|(w, name)| format!("{name:?} ({w} distinct values)"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Err(Error::TooWide {
+            width,
+            limit: MAX_ENCODED_WIDTH,
+            widest,
+        });
     }
 
-    #[test]
-    fn constant_columns_are_kept_with_a_warning() {
-        let d = build("a,b,y\n1,k,x\n1,k,z\n", "y").unwrap();
-        assert_eq!(d.std, vec![1.0, 1.0]);
-        assert_eq!(d.warnings.len(), 2);
-    }
+    Ok(())
 }
+
+/// Every used column as a feature (its categories or range), every kept row as values, and the
+/// encoded width; a column of a single value is stated in `warnings`.
+fn build_features(
+    raw: &RawTable,
+    used: &[usize],
+    columns: Vec<Column>,
+    n: usize,
+    warnings: &mut Vec<String>,
+) -> (Vec<Feature>, Vec<Vec<Value>>, usize) {
+    let mut features = Vec::with_capacity(used.len());
+    let mut rows = vec![Vec::with_capacity(used.len()); n];
+    let mut offset = 0;
+    for (&j, column) in used.iter().zip(columns) {
+        let name = raw.headers[j].clone();
+        let kind = match column {
+            Column::Cat(cells) => {
+                let mut categories = cells.clone();
+                categories.sort();
+                categories.dedup();
+                for (row, cell) in rows.iter_mut().zip(&cells) {
+                    row.push(Value::Cat(categories.binary_search(cell).unwrap() as u32));
+                }
+                FeatureKind::Categorical { categories }
+            }
+            Column::Num(values, decimals) => {
+                let (_, std) = mean_std(values.iter().copied());
+                let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+                let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                for (row, v) in rows.iter_mut().zip(&values) {
+                    row.push(Value::Num(*v));
+                }
+                FeatureKind::Continuous {
+                    min,
+                    max,
+                    decimals,
+                    std,
+                }
+            }
+        };
+        let feature = Feature { name, kind, offset };
+        offset += feature.width();
+        if feature.width() == 1 && feature.is_categorical()
+            || matches!(feature.kind, FeatureKind::Continuous { min, max, .. } if min == max)
+        {
+            warnings.push(format!(
+                "column {:?} holds a single value: it carries no information",
+                feature.name
+            ));
+        }
+        features.push(feature);
+    }
+
+    (features, rows, offset)
+}
+
+#[cfg(test)]
+mod tests;
