@@ -24,6 +24,7 @@ use super::membership::MembershipReport;
 use super::objective::Objective;
 use super::registry::{Attack, Inverts};
 use super::spec::AttackKind;
+use super::tableak::settings::TableakSettings;
 use crate::config::{AttackConfig, LabelMode, Optimiser};
 use crate::error::{Error, Result};
 use crate::table::Dataset;
@@ -53,11 +54,9 @@ impl Attack for AttributeSettings {
         self.ensemble
     }
 
+    /// TabLeak's: it relaxes its column with TabLeak's softmax.
     fn default_optimiser(&self) -> Optimiser {
-        Optimiser {
-            lr: 0.1,
-            ..Optimiser::default()
-        }
+        TableakSettings::default().default_optimiser()
     }
 
     fn validate(&self, config: &AttackConfig, dataset: &Dataset, has_rows: bool) -> Result<()> {
