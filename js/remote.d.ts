@@ -1,6 +1,6 @@
 import type { Backend, CsvInput, Leakscope, RunControl } from './index.js';
 import type { AuditControl, AuditInput } from './index.js';
-import type { AuditOptions, AuditPlan, AuditReport, EngineInfo, Limits, Report, RunOptions, SchemaSummary } from './types.js';
+import type { AttackInfo, AuditOptions, AuditPlan, AuditReport, EngineInfo, Limits, Report, RunOptions, SchemaSummary } from './types.js';
 
 /** `Leakscope`'s API with the engine in module Web Workers (the package's `leakscope/worker` entry). */
 export declare class LeakscopeWorker {
@@ -11,6 +11,8 @@ export declare class LeakscopeWorker {
   readonly limits: Limits;
   /** The options a run gets for every one it leaves out. */
   readonly defaults: Leakscope['defaults'];
+  /** The attacks the engine offers, with their own settings, defaults and limits. */
+  readonly attacks: AttackInfo[];
   /** CPU workers a run may split its ensemble over. */
   readonly workers: number;
   inspect(csv: CsvInput): Promise<SchemaSummary>;

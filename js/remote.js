@@ -178,6 +178,11 @@ export class LeakscopeWorker {
     return this.#main.info.defaults;
   }
 
+  /** The attacks the engine offers (`AttackInfo` in types.d.ts), with their settings. */
+  get attacks() {
+    return this.#main.info.attacks;
+  }
+
   /** The audit's default grids: {quick (the page's), full (the CLI's)}. */
   get auditDefaults() {
     return this.#main.info.auditDefaults;

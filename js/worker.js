@@ -123,6 +123,7 @@ async function handle({ id, type, ...message }) {
         backend: ready.backend,
         limits: ready.limits,
         defaults: ready.defaults,
+        attacks: ready.attacks,
         auditDefaults: { quick: Leakscope.auditDefaults(true), full: Leakscope.auditDefaults(false) },
       };
       return message.shareModule ? { ...reply, module: Leakscope.wasmModule } : reply;

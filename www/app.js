@@ -98,9 +98,12 @@ function startEngine(choice) {
         return state.engineReady;
       }
       state.engine = engine;
-      // The form starts from the engine's defaults (once: later engines keep what the user set).
+      // The form starts from the engine's attacks and defaults (once: later engines keep what the
+      // user set).
       if (mine === 1) {
+        offerAttacks(engine.attacks);
         writeSettings(pick(engine.defaults, [...SETTINGS, ...FEDERATION]));
+        attackChanged();
         writeAuditSettings(engine.auditDefaults.quick);
       }
       showBackend(engine.backend.label, engine.backend.candidates[0]?.kind);
@@ -245,8 +248,28 @@ function drawSensitive() {
   if (names.includes(before)) select.value = before;
 }
 
+// The attack choice, from the engine's description of the attacks it offers.
+function offerAttacks(attacks) {
+  state.attacks = new Map(attacks.map((a) => [a.name, a]));
+  ui.settings.elements.attack.replaceChildren(
+    ...attacks.map((a) => el('option', { value: a.name, text: a.label, title: a.summary })),
+  );
+}
+
+// The engine's default of one of an attack's own settings, as a form hint: "30 (FedAvg 15)".
+function settingHint(attack, option) {
+  const input = attack?.settings.find((s) => s.option === option)?.input;
+  if (!input) return 'not used';
+  if (input.kind !== 'whole') return '';
+  return input.default === input.defaultFedavg ? String(input.default) : `${input.default} (FedAvg ${input.defaultFedavg})`;
+}
+
 // The attribute attack faces FedAvg (Lyu & Chen) and shows its column choice; the others hide it.
 function attackChanged() {
+  const chosen = state.attacks?.get(ui.settings.elements.attack.value);
+  $('attack-hint').textContent = chosen?.summary ?? '';
+  // Blank: the attack's own ensemble, as the engine describes it.
+  ui.settings.elements.ensemble.placeholder = settingHint(chosen, 'ensemble');
   const attribute = ui.settings.elements.attack.value === 'attribute';
   const cafe = ui.settings.elements.attack.value === 'cafe';
   for (const node of ui.settings.querySelectorAll('.cafe-only, .attribute-only')) {
@@ -267,12 +290,9 @@ function attackChanged() {
     ui.settings.elements.protocol.value = 'fedavg';
     // Its client's local training is part of the question: show it.
     $('federation').open = true;
-    ui.settings.elements.ensemble.placeholder = '5';
-    // Blank: the attribute attack's own ensemble (5 members); one round unless asked.
+    // Blank: the attribute attack's own ensemble; one round unless asked.
     ui.settings.elements.ensemble.value = '';
     ui.settings.elements.rounds.value = '1';
-  } else {
-    ui.settings.elements.ensemble.placeholder = '30 (FedAvg 15)';
   }
 }
 ui.settings.elements.attack.addEventListener('change', attackChanged);

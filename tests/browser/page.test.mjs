@@ -311,6 +311,28 @@ async function auditToEnd(page, timeout = 600_000) {
   await page.waitForFunction((n) => Number(document.body.dataset.audits ?? 0) > n, before, { timeout });
 }
 
+test('the attack choice, its hints and its ensemble default come from the engine\'s description of its attacks', async () => {
+  const { browser, page, problems } = await openPage({ webgpu: false });
+  try {
+    await upload(page, german);
+    const options = await page.locator('#settings [name=attack] option').evaluateAll((os) => os.map((o) => [o.value, o.textContent, o.title]));
+    assert.deepEqual(options.map((o) => o[0]), ['tableak', 'cosine', 'dlg', 'random', 'attribute', 'cafe']);
+    assert.deepEqual(options.map((o) => o[1]), ['TabLeak', 'Cosine', 'DLG', 'Random', 'Attribute reconstruction', 'CAFE']);
+    // Each attack's form: its summary as the hint, its own ensemble's default as the placeholder.
+    const ensemble = { tableak: '30 (FedAvg 15)', cosine: 'not used', dlg: 'not used', random: 'not used', attribute: '5', cafe: 'not used' };
+    for (const [name, , summary] of options) {
+      await settings(page, { attack: name });
+      assert.ok(summary.length > 20, `${name}: ${summary}`);
+      assert.equal(await page.textContent('#attack-hint'), summary);
+      assert.equal(await page.getAttribute('#settings [name=ensemble]', 'placeholder'), ensemble[name], name);
+      await page.locator('#settings-section').screenshot({ path: join(shots, `attack-form-${name}.png`) });
+    }
+    assert.deepEqual(problems, []);
+  } finally {
+    await browser.close();
+  }
+});
+
 test('attribute reconstruction: the page offers the table\'s categorical columns, runs FedAvg on the chosen one and shows it against the baselines', async () => {
   const { browser, page, problems } = await openPage({ webgpu: false });
   try {
