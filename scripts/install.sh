@@ -27,8 +27,8 @@ apt_install() {
 }
 
 # gcc/pkg-config for -sys crates; Mesa's lavapipe (software Vulkan) for the GPU kernels' tests;
-# Chromium (with SwiftShader for WebGPU) for the page's tests.
-apt_install ca-certificates curl gcc pkg-config libvulkan1 mesa-vulkan-drivers chromium
+# Chromium (with SwiftShader for WebGPU) for the page's tests; python3 for the source's shape check.
+apt_install ca-certificates curl gcc pkg-config libvulkan1 mesa-vulkan-drivers chromium python3
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   apt_install nodejs npm
 fi
