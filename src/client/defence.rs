@@ -1,7 +1,7 @@
 //! Defences applied by the client before it sends its update (SPEC §3, §8): CAFE's fake gradients,
 //! then clipping the whole update to L2 norm C and adding Gaussian noise σ·C·N(0, I) (whose (ε, δ)
 //! per release `privacy` computes). Averaging over clients (what secure aggregation reveals) is
-//! the experiment's: it changes which rows the server faces.
+//! the scenario's (`client::simulate`): it changes which rows the server faces.
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
