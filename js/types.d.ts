@@ -457,7 +457,7 @@ option: string, label: string, hint: string, input: SettingInput, };
 /**
  * What a setting takes, and its default.
  */
-export type SettingInput = { "kind": "whole", min: number, max: number, default: number, defaultFedavg: number, } | { "kind": "choice", values: Array<string>, default: string, } | { "kind": "column" } | { "kind": "flag", default: boolean, };
+export type SettingInput = { "kind": "whole", min: number, max: number, default: number, defaultFedavg: number, quick: number | null, } | { "kind": "choice", values: Array<string>, default: string, } | { "kind": "column" } | { "kind": "flag", default: boolean, };
 
 /**
  * The protocols an attack takes.

@@ -696,10 +696,12 @@ fn the_attacks_description_matches_what_runs() {
                         max,
                         default,
                         default_fedavg,
+                        quick,
                     } => {
                         let want = if fedavg { default_fedavg } else { default };
                         assert_eq!(given, &serde_json::json!(want), "{:?} {}", info.name, s.option);
                         assert!(min <= want && want <= max);
+                        assert!(quick.is_none_or(|q| *min <= q && q <= *max));
                     }
                     SettingInput::Choice { values, default } => {
                         assert_eq!(given, &serde_json::json!(default), "{:?} {}", info.name, s.option);

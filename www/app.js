@@ -29,8 +29,6 @@ const ui = {
   schemaBody: document.querySelector('#schema tbody'),
   settingsSection: $('settings-section'),
   settings: $('settings'),
-  sensitiveChoice: $('sensitive-choice'),
-  attributeHint: $('attribute-hint'),
   run: $('run'),
   audit: $('audit'),
   auditSettings: $('audit-settings'),
@@ -235,10 +233,12 @@ function drawSchema() {
   drawSensitive();
 }
 
-// The attribute attack's column choice: the table's categorical columns other than the label.
+// A column setting's choice (the attribute attack's sensitive column): the table's categorical
+// columns other than the label.
 function drawSensitive() {
   const s = state.schema;
-  const select = ui.settings.elements.sensitive;
+  const select = ui.settings.querySelector('#attack-settings select[data-input="column"]');
+  if (!s || !select) return;
   const before = select.value;
   const used = (c) => (c.treatment === 'used' ? !state.ignore.has(c.name) : state.include.has(c.name));
   const names = s.columns
@@ -264,36 +264,43 @@ function settingHint(attack, option) {
   return input.default === input.defaultFedavg ? String(input.default) : `${input.default} (FedAvg ${input.defaultFedavg})`;
 }
 
-// The attribute attack faces FedAvg (Lyu & Chen) and shows its column choice; the others hide it.
+// The chosen attack's form: its summary, its own settings as the engine describes them (with the
+// value a page starts from), its ensemble's default, and the protocol it faces unless told
+// otherwise.
 function attackChanged() {
   const chosen = state.attacks?.get(ui.settings.elements.attack.value);
   $('attack-hint').textContent = chosen?.summary ?? '';
   // Blank: the attack's own ensemble, as the engine describes it.
   ui.settings.elements.ensemble.placeholder = settingHint(chosen, 'ensemble');
-  const attribute = ui.settings.elements.attack.value === 'attribute';
-  const cafe = ui.settings.elements.attack.value === 'cafe';
-  for (const node of ui.settings.querySelectorAll('.cafe-only, .attribute-only')) {
-    node.hidden = !((cafe && node.classList.contains('cafe-only')) || (attribute && node.classList.contains('attribute-only')));
+  const own = (chosen?.settings ?? []).filter((s) => s.option !== 'ensemble');
+  $('attack-settings').replaceChildren(...own.map(settingControl));
+  drawSensitive();
+  if (chosen) {
+    ui.settings.elements.protocol.value = chosen.protocols[0];
+    // An attack that faces local training by default shows it.
+    if (chosen.protocols[0] === 'fedavg') $('federation').open = true;
   }
-  $('cafe-hint').hidden = !cafe;
-  if (cafe) {
-    // The engine's defaults are the paper's (800 rows, 2000 rounds, 4 parties): smaller here.
-    const f = ui.settings.elements;
-    if (!f.cafeRows.value) f.cafeRows.value = '200';
-    f.rounds.value = '400';
-    if (!f.parties.value) f.parties.value = '4';
-    ui.settings.elements.protocol.value = 'fedsgd';
+}
+
+// One setting's control: a number, a choice, a column of the table or a switch.
+function settingControl(s) {
+  const attrs = { name: s.option, title: s.hint, 'data-input': s.input.kind };
+  let control;
+  switch (s.input.kind) {
+    case 'whole':
+      control = el('input', { ...attrs, type: 'number', min: s.input.min, max: s.input.max, placeholder: settingHint({ settings: [s] }, s.option), value: s.input.quick ?? s.input.default });
+      break;
+    case 'choice':
+      control = el('select', attrs, ...s.input.values.map((v) => el('option', { value: v, text: v })));
+      control.value = s.input.default;
+      break;
+    case 'column':
+      control = el('select', attrs);
+      break;
+    default:
+      control = el('input', { ...attrs, type: 'checkbox', checked: s.input.default });
   }
-  ui.sensitiveChoice.hidden = !attribute;
-  ui.attributeHint.hidden = !attribute;
-  if (attribute) {
-    ui.settings.elements.protocol.value = 'fedavg';
-    // Its client's local training is part of the question: show it.
-    $('federation').open = true;
-    // Blank: the attribute attack's own ensemble; one round unless asked.
-    ui.settings.elements.ensemble.value = '';
-    ui.settings.elements.rounds.value = '1';
-  }
+  return el('label', { 'data-setting': s.option }, `${s.label[0].toUpperCase()}${s.label.slice(1)} `, control);
 }
 ui.settings.elements.attack.addEventListener('change', attackChanged);
 
@@ -323,10 +330,9 @@ window.addEventListener('drop', (e) => e.preventDefault());
 
 // ---- running --------------------------------------------------------------------------------------
 
-const SETTINGS = ['attack', 'sensitive', 'membership', 'cafeRows', 'rounds', 'parties', 'batchSize', 'ensemble', 'iterations', 'labels', 'seed'];
-const CAFE = ['cafeRows', 'rounds', 'parties'];
+const SETTINGS = ['attack', 'batchSize', 'ensemble', 'iterations', 'labels', 'seed'];
 const FEDERATION = ['protocol', 'localEpochs', 'localBatch', 'clientLr', 'clients', 'clip', 'noise', 'trainingEpochs'];
-const WHOLE = ['batchSize', 'ensemble', 'iterations', 'seed', 'localEpochs', 'localBatch', 'clients', 'trainingEpochs', ...CAFE];
+const WHOLE = ['batchSize', 'ensemble', 'iterations', 'seed', 'localEpochs', 'localBatch', 'clients', 'trainingEpochs'];
 
 // The form's values as the engine's options; a blank optional number (the clip norm) is left out.
 function readSettings() {
@@ -335,23 +341,9 @@ function readSettings() {
   for (const name of [...SETTINGS, ...FEDERATION]) {
     const raw = String(f.get(name) ?? '').trim();
     if (name === 'attack' || name === 'labels' || name === 'protocol') out[name] = raw;
-    else if (name === 'membership') {
-      if (out.attack === 'attribute') out.membership = raw;
-    } else if (name === 'rounds' && out.attack === 'attribute') {
-      // The attribute attack's observed rounds (blank: one).
-      if (raw !== '') out.rounds = wholeNumber(name, raw);
-    } else if (CAFE.includes(name) && out.attack !== 'cafe') continue;
-    else if (name === 'sensitive') {
-      // The sensitive column is the attribute attack's alone.
-      if (out.attack === 'attribute') {
-        if (!raw) throw new Error('choose the sensitive column the attribute attack reconstructs');
-        out.sensitive = raw;
-      }
-    }
     else if (raw === '') {
-      // Blank: no clipping, the protocol's own ensemble (30 members for FedSGD, 15 for FedAvg), or
-      // CAFE's own defaults.
-      if (name !== 'clip' && name !== 'ensemble' && !CAFE.includes(name)) throw new Error(`${label(ui.settings, name)} needs a value`);
+      // Blank: no clipping, or the attack's own ensemble.
+      if (name !== 'clip' && name !== 'ensemble') throw new Error(`${label(ui.settings, name)} needs a value`);
     } else {
       const value = Number(raw);
       if (!Number.isFinite(value) || value < 0 || (WHOLE.includes(name) && !Number.isInteger(value))) {
@@ -359,6 +351,17 @@ function readSettings() {
       }
       out[name] = value;
     }
+  }
+  // The chosen attack's own settings, read as the engine describes them; blank: its default.
+  for (const s of state.attacks?.get(out.attack)?.settings ?? []) {
+    if (s.option === 'ensemble') continue;
+    const raw = String(f.get(s.option) ?? '').trim();
+    if (s.input.kind === 'flag') out[s.option] = f.get(s.option) !== null;
+    else if (s.input.kind === 'column') {
+      if (!raw) throw new Error(`choose the ${s.label}: ${s.hint}`);
+      out[s.option] = raw;
+    } else if (s.input.kind === 'choice') out[s.option] = raw;
+    else if (raw !== '') out[s.option] = wholeNumber(s.option, raw);
   }
   return out;
 }
