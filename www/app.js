@@ -10,7 +10,8 @@ const DEMO = {
   url: 'sample/adult-sample.csv',
   name: 'adult-sample.csv',
   label: 'salary',
-  settings: { attack: 'tableak', batchSize: 8, ensemble: 30, iterations: 1500, labels: 'known', seed: 0 },
+  // The engine's default attack and settings on a batch of 8 rows: seconds in a tab.
+  batchSize: 8,
 };
 
 const $ = (id) => document.getElementById(id);
@@ -476,7 +477,8 @@ async function run() {
   }
   const options = { ...tableOptions(), ...settings };
   const controller = startProgress(ui.run, true);
-  chart.reset(settings.attack === 'random' ? 1 : settings.iterations);
+  // An attack that inverts nothing has no steps to chart.
+  chart.reset(state.attacks?.get(settings.attack)?.inverts === false ? 1 : settings.iterations);
   let last = null;
   try {
     const engine = await state.engineReady;
@@ -552,7 +554,7 @@ async function audit() {
 }
 
 function showResults(report) {
-  renderSummary(ui.summary, ui.resultsInfo, report);
+  renderSummary(ui.summary, ui.resultsInfo, report, state.attacks?.get(report.attack));
   renderBuckets(ui.buckets, report);
   renderLegend(ui.legend, report);
   renderCells(ui.cells, report, ui.layout.value);
@@ -581,7 +583,8 @@ ui.demo.addEventListener('click', async () => {
     if (!response.ok) throw new Error(`HTTP ${response.status}`);
     const blob = await response.blob();
     if (await loadFile(blob, `${DEMO.name} (Adult census sample, UCI, CC BY 4.0)`, DEMO.label)) {
-      writeSettings(DEMO.settings);
+      writeSettings({ ...pick(state.engine.defaults, SETTINGS), batchSize: DEMO.batchSize });
+      attackChanged();
       await run();
     }
   } catch (error) {

@@ -176,11 +176,11 @@ export function renderBuckets(box, report) {
   );
 }
 
-const ATTACKS = { tableak: 'TabLeak', cosine: 'Cosine', dlg: 'DLG', random: 'Random baseline', attribute: 'Attribute reconstruction', cafe: 'CAFE' };
 
 const epsilon = (e) => (!Number.isFinite(e) ? '∞' : e >= 1000 ? e.toExponential(2) : e.toPrecision(3));
 
-export function renderSummary(box, info, report) {
+// `attack`: the engine's description of the attack that ran (its label, whether it inverts).
+export function renderSummary(box, info, report, attack) {
   const a = report.accuracy;
   const r = report.random_accuracy;
   const card = (name, value, detail, cls = '') =>
@@ -228,7 +228,7 @@ export function renderSummary(box, info, report) {
       card(`surest quarter, ${q.kind}`, pct(q.quarter_accuracy), `${q.quarter_cells} of ${q.cells} cells; all: ${pct(q.accuracy)}`, q.quarter_accuracy > q.accuracy ? 'leak' : ''),
     ),
   );
-  const steps = report.attack === 'random' ? '' : `, ${c.iterations} steps`;
+  const steps = attack?.inverts === false ? '' : `, ${c.iterations} steps`;
   const setting = [];
   if (c.protocol.kind === 'fedavg') {
     const prior = d.kind !== 'rows' || d.epoch_prior === null ? '' : `, epoch prior λ = ${d.epoch_prior}`;
@@ -262,7 +262,7 @@ export function renderSummary(box, info, report) {
     (setting.length ? `${setting.join('; ')}. ` : '') +
     (cf
       ? `CAFE on ${cf.rows} rows shared by ${cf.parties} parties, ${cf.rounds} rounds of ${c.batch_size} indices (seed ${c.seed}) `
-      : `${ATTACKS[report.attack]} on a batch of ${c.batch_size} rows (${c.attack.ensemble ? `ensemble ${c.attack.ensemble}` : 'one run'}${steps}, seed ${c.seed}) `) +
+      : `${attack?.label ?? report.attack} on a batch of ${c.batch_size} rows (${c.attack.ensemble ? `ensemble ${c.attack.ensemble}` : 'one run'}${steps}, seed ${c.seed}) `) +
     `drawn from ${report.table_rows} rows${report.dropped_rows ? ` (${report.dropped_rows} with missing values dropped)` : ''}; ` +
     `${report.seconds.toFixed(1)} s on ${report.backend.label}.` +
     (report.warnings.length ? ` Warnings: ${report.warnings.join('; ')}` : '');
