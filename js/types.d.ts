@@ -110,7 +110,8 @@ parties?: number, cafeRows?: number, rounds?: number, };
 export type AttackKind = "tableak" | "cosine" | "dlg" | "random" | "attribute" | "cafe";
 
 /**
- * The protocol by name, for flat options (the CLI's and the page's).
+ * The protocol by name, for flat options (the CLI's and the page's) and the protocols an attack
+ * takes (`attack::describe`).
  */
 export type ProtocolKind = "fedsgd" | "fedavg";
 
@@ -431,7 +432,7 @@ summary: string,
 /**
  * The protocols it takes; the first is the one it faces unless told otherwise.
  */
-protocols: Array<Takes>, 
+protocols: Array<ProtocolKind>, 
 /**
  * Whether it runs optimisation steps (`iterations`, a loss curve, progress in steps).
  */
@@ -458,11 +459,6 @@ option: string, label: string, hint: string, input: SettingInput, };
  * What a setting takes, and its default.
  */
 export type SettingInput = { "kind": "whole", min: number, max: number, default: number, defaultFedavg: number, quick: number | null, } | { "kind": "choice", values: Array<string>, default: string, } | { "kind": "column" } | { "kind": "flag", default: boolean, };
-
-/**
- * The protocols an attack takes.
- */
-export type Takes = "fedsgd" | "fedavg";
 
 /**
  * TabLeak (Vero et al.): a softmax-relaxed ensemble, matched and median-pooled, with entropies.

@@ -37,6 +37,15 @@ pub enum Protocol {
     Fedavg(LocalTraining),
 }
 
+/// The protocol by name, for flat options (the CLI's and the page's) and the protocols an attack
+/// takes (`attack::describe`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "lowercase")]
+pub enum ProtocolKind {
+    Fedsgd,
+    Fedavg,
+}
+
 /// Adam fed the sign of the gradient, as the reference runs it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, TS)]
 pub struct Optimiser {

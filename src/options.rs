@@ -10,6 +10,7 @@ use crate::attack::spec::{AttackKind, AttackSpec, FlatSettings};
 use crate::attack::tableak::settings::{EpochPrior, TableakSettings};
 use crate::client::defence::Defence;
 use crate::client::fedavg::LocalTraining;
+pub use crate::config::ProtocolKind;
 use crate::config::{AttackConfig, LabelMode, Optimiser, Protocol};
 use crate::error::{Error, Result};
 use crate::table::{ColumnKind, DatasetOptions};
@@ -151,14 +152,6 @@ impl Default for RunOptions {
             rounds: None,
         }
     }
-}
-
-/// The protocol by name, for flat options (the CLI's and the page's).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
-#[serde(rename_all = "lowercase")]
-pub enum ProtocolKind {
-    Fedsgd,
-    Fedavg,
 }
 
 impl RunOptions {

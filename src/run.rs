@@ -16,8 +16,6 @@ use crate::runtime::{MeasuredRate, Runtime};
 use crate::scenario::Scenario;
 use crate::table::Dataset;
 
-pub use crate::attack::ensemble::join_loss_curves;
-
 /// How an attack goes from a table to a report.
 enum Flow<'c> {
     /// Its own simulation and solution, whole (CAFE).

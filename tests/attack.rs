@@ -648,7 +648,7 @@ fn the_surest_quarter_of_cells_leaks_more() {
 /// a run gets when it leaves the option out, on every protocol the attack takes.
 #[test]
 fn the_attacks_description_matches_what_runs() {
-    use leakscope::attack::describe::{SettingInput, Takes};
+    use leakscope::attack::describe::SettingInput;
     use leakscope::options::ProtocolKind;
     let infos = leakscope::attack::describe_attacks();
     assert_eq!(
@@ -659,15 +659,11 @@ fn the_attacks_description_matches_what_runs() {
     for info in &infos {
         assert!(!info.protocols.is_empty(), "{:?} takes a protocol", info.name);
         for &protocol in &info.protocols {
-            let fedavg = protocol == Takes::Fedavg;
+            let fedavg = protocol == ProtocolKind::Fedavg;
             let run = RunOptions {
                 label: "salary".into(),
                 attack: info.name,
-                protocol: if fedavg {
-                    ProtocolKind::Fedavg
-                } else {
-                    ProtocolKind::Fedsgd
-                },
+                protocol,
                 sensitive: (info.name == leakscope::AttackKind::Attribute).then(|| "sex".into()),
                 ..Default::default()
             };

@@ -67,7 +67,6 @@ fn generated() -> String {
         declaration::<leakscope::attack::describe::AttackInfo>(),
         declaration::<leakscope::attack::describe::SettingInfo>(),
         declaration::<leakscope::attack::describe::SettingInput>(),
-        declaration::<leakscope::attack::describe::Takes>(),
         declaration::<leakscope::config::TableakSettings>(),
         declaration::<leakscope::config::AttributeSettings>(),
         declaration::<leakscope::config::Membership>(),

@@ -260,7 +260,10 @@ function offerAttacks(attacks) {
 // The engine's default of one of an attack's own settings, as a form hint: "30 (FedAvg 15)".
 function settingHint(attack, option) {
   const input = attack?.settings.find((s) => s.option === option)?.input;
-  if (!input) return 'not used';
+  return input ? wholeHint(input) : 'not used';
+}
+
+function wholeHint(input) {
   if (input.kind !== 'whole') return '';
   return input.default === input.defaultFedavg ? String(input.default) : `${input.default} (FedAvg ${input.defaultFedavg})`;
 }
@@ -289,7 +292,7 @@ function settingControl(s) {
   let control;
   switch (s.input.kind) {
     case 'whole':
-      control = el('input', { ...attrs, type: 'number', min: s.input.min, max: s.input.max, placeholder: settingHint({ settings: [s] }, s.option), value: s.input.quick ?? s.input.default });
+      control = el('input', { ...attrs, type: 'number', min: s.input.min, max: s.input.max, placeholder: wholeHint(s.input), value: s.input.quick ?? s.input.default });
       break;
     case 'choice':
       control = el('select', attrs, ...s.input.values.map((v) => el('option', { value: v, text: v })));

@@ -9,15 +9,7 @@ use super::attribute::settings::{DEFAULT_ENSEMBLE as ATTRIBUTE_ENSEMBLE, MAX_ROU
 use super::cafe::settings::{CafeSettings, MAX_ROUNDS as CAFE_ROUNDS, MAX_ROWS as CAFE_ROWS};
 use super::spec::AttackKind;
 use super::tableak::settings::{ENSEMBLE_FEDAVG, ENSEMBLE_FEDSGD};
-use crate::config::MAX_ENSEMBLE;
-
-/// The protocols an attack takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
-#[serde(rename_all = "lowercase")]
-pub enum Takes {
-    Fedsgd,
-    Fedavg,
-}
+use crate::config::{MAX_ENSEMBLE, ProtocolKind};
 
 /// One attack as the engine offers it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
@@ -29,7 +21,7 @@ pub struct AttackInfo {
     /// One sentence for people: what it does and whom it stands for.
     pub summary: String,
     /// The protocols it takes; the first is the one it faces unless told otherwise.
-    pub protocols: Vec<Takes>,
+    pub protocols: Vec<ProtocolKind>,
     /// Whether it runs optimisation steps (`iterations`, a loss curve, progress in steps).
     pub inverts: bool,
     /// Whether it attacks an update received from elsewhere.
@@ -112,7 +104,7 @@ pub fn tableak() -> AttackInfo {
         summary: "Vero et al.'s ensemble of softmax-relaxed dummy batches, matched and median-pooled, with an \
                   entropy per cell; leakscope adds the first layer's span and rows proved from its ReLU pattern"
             .into(),
-        protocols: vec![Takes::Fedsgd, Takes::Fedavg],
+        protocols: vec![ProtocolKind::Fedsgd, ProtocolKind::Fedavg],
         inverts: true,
         received: true,
         settings: vec![
@@ -141,7 +133,7 @@ pub fn baseline(kind: AttackKind, summary: &str, inverts: bool) -> AttackInfo {
         name: kind,
         label: kind.label().into(),
         summary: summary.into(),
-        protocols: vec![Takes::Fedsgd, Takes::Fedavg],
+        protocols: vec![ProtocolKind::Fedsgd, ProtocolKind::Fedavg],
         inverts,
         received: inverts,
         settings: Vec::new(),
@@ -157,7 +149,7 @@ pub fn attribute() -> AttackInfo {
                   knew every other column and the labels? The batch size is the client's rows, trained on for the \
                   local epochs (FedAvg)"
             .into(),
-        protocols: vec![Takes::Fedavg, Takes::Fedsgd],
+        protocols: vec![ProtocolKind::Fedavg, ProtocolKind::Fedsgd],
         inverts: true,
         received: false,
         settings: vec![
@@ -205,7 +197,7 @@ pub fn cafe() -> AttackInfo {
                   rows, the server the labels; each round it picks batch-size row indices and receives the \
                   aggregated gradients, and recovers every shared row from enough rounds"
             .into(),
-        protocols: vec![Takes::Fedsgd],
+        protocols: vec![ProtocolKind::Fedsgd],
         inverts: false,
         received: false,
         settings: vec![

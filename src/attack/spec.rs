@@ -101,10 +101,6 @@ impl AttackKind {
             AttackKind::Cafe => "#117a65",
         }
     }
-
-    pub fn from_name(name: &str) -> Option<AttackKind> {
-        AttackKind::ALL.into_iter().find(|k| k.name() == name)
-    }
 }
 
 impl std::fmt::Display for AttackKind {
