@@ -918,7 +918,12 @@ name: string, svg: string, };
 
 export type Audit = { options: AuditOptions, table: TableInfo, rows: Array<SummaryRow>, 
 /**
- * Columns by what TabLeak recovers beyond guessing at the reference batch, most first.
+ * The attack the verdict, the column table and the plots read (`AuditOptions::judged`):
+ * none when only guessing ran.
+ */
+judged: AttackKind | null, 
+/**
+ * Columns by what the judged attack recovers beyond guessing at the reference batch, most first.
  */
 features: Array<FeatureLeak>, verdict: Verdict, cells: Array<CellResult>, 
 /**

@@ -25,14 +25,17 @@ function epsilon(e) {
   return e >= 1000 ? e.toExponential(2) : e.toPrecision(3);
 }
 
-export function renderAudit(report, targets) {
+/** `attacks`: the engine's description of its attacks by name (for their labels). */
+export function renderAudit(report, targets, attacks) {
   const { audit, svgs } = report;
+  const label = (name) => attacks?.get(name)?.label ?? name;
   targets.verdict.replaceChildren(...audit.verdict.sentences.map((s) => el('li', { text: s })));
   const backends = [...new Set(audit.cells.map((c) => c.backend))];
   targets.info.textContent =
     `${audit.cells.length} attacks on ${audit.table.rows} rows (label ${audit.table.label}), ` +
     `${audit.options.batches} batch${audit.options.batches === 1 ? '' : 'es'} per setting, ` +
-    `${audit.seconds.toFixed(0)} s of compute on ${backends.join('; ')}.`;
+    `${audit.seconds.toFixed(0)} s of compute on ${backends.join('; ')}. ` +
+    (audit.judged ? `The verdict reads ${label(audit.judged)}, the strongest attack in the grid.` : 'Only guessing ran.');
   // The plots are the engine's SVG, shown as images: nothing in them can run as script.
   targets.plots.replaceChildren(
     ...svgs.map(({ name, svg }) =>
@@ -53,9 +56,9 @@ export function renderAudit(report, targets) {
       audit.rows.map((r) =>
         el(
           'tr',
-          { class: r.attack === 'tableak' ? 'tableak' : '' },
+          { class: r.attack === audit.judged ? 'judged' : '', 'data-attack': r.attack },
           el('td', { text: pointLabel(r.point) }),
-          el('td', { text: r.attack }),
+          el('td', { text: label(r.attack) }),
           el('td', { class: 'num', text: pm(r.accuracy) }),
           el('td', { class: 'num', text: pm(r.categorical) }),
           el('td', { class: 'num', text: pm(r.continuous) }),

@@ -227,6 +227,15 @@ impl AuditOptions {
         points
     }
 
+    /// The attack an audit's verdict reads: TabLeak where it ran (the strongest the grid can hold),
+    /// else the first named that is not a guess; none when only guessing ran.
+    pub fn judged(&self) -> Option<AttackKind> {
+        if self.attacks.contains(&AttackKind::Tableak) {
+            return Some(AttackKind::Tableak);
+        }
+        self.attacks.iter().copied().find(|a| !a.is_guess())
+    }
+
     fn validate(&self) -> Result<()> {
         let fail = |m: String| Err(Error::Config(format!("audit: {m}")));
         if self.batches == 0 || self.batches > MAX_BATCHES {
@@ -357,6 +366,21 @@ impl std::str::FromStr for Shard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_verdict_reads_tableak_where_it_ran_else_the_first_attack_that_is_not_a_guess() {
+        let judged = |attacks: &[AttackKind]| {
+            AuditOptions {
+                attacks: attacks.to_vec(),
+                ..AuditOptions::default()
+            }
+            .judged()
+        };
+        use AttackKind::*;
+        assert_eq!(judged(&[Random, Cosine, Tableak]), Some(Tableak));
+        assert_eq!(judged(&[Random, Dlg, Cosine]), Some(Dlg));
+        assert_eq!(judged(&[Random]), None);
+    }
 
     #[test]
     fn shards_parse_and_split_the_grid_once() {

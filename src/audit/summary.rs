@@ -154,7 +154,10 @@ pub struct Audit {
     pub options: AuditOptions,
     pub table: TableInfo,
     pub rows: Vec<SummaryRow>,
-    /// Columns by what TabLeak recovers beyond guessing at the reference batch, most first.
+    /// The attack the verdict, the column table and the plots read (`AuditOptions::judged`):
+    /// none when only guessing ran.
+    pub judged: Option<AttackKind>,
+    /// Columns by what the judged attack recovers beyond guessing at the reference batch, most first.
     pub features: Vec<FeatureLeak>,
     pub verdict: Verdict,
     pub cells: Vec<CellResult>,
@@ -237,10 +240,12 @@ pub fn summarise(
             });
         }
     }
-    let features = feature_leaks(options, &table, cells, &results);
-    let verdict = verdict(options, &rows, &features);
+    let judged = options.judged();
+    let features = judged.map_or_else(Vec::new, |a| feature_leaks(options, a, &table, cells, &results));
+    let verdict = verdict(options, judged, &rows, &features);
     Ok(Audit {
         options: options.clone(),
+        judged,
         table,
         seconds: results.iter().map(|r| r.seconds).sum(),
         rows,
@@ -250,9 +255,10 @@ pub fn summarise(
     })
 }
 
-/// TabLeak (or the strongest attack run) at the reference batch, per column, against guessing.
+/// The judged attack at the reference batch, per column, against guessing.
 fn feature_leaks(
     options: &AuditOptions,
+    attack: AttackKind,
     table: &TableInfo,
     cells: &[Cell],
     results: &[CellResult],
@@ -260,9 +266,6 @@ fn feature_leaks(
     let reference = Point::BatchSize {
         batch: options.reference_batch,
     };
-    let attack = [AttackKind::Tableak, AttackKind::Cosine, AttackKind::Dlg]
-        .into_iter()
-        .find(|a| options.attacks.contains(a));
     let at = |a: AttackKind| -> Vec<&CellResult> {
         cells
             .iter()
@@ -270,7 +273,6 @@ fn feature_leaks(
             .map(|c| &results[c.index])
             .collect()
     };
-    let Some(attack) = attack else { return Vec::new() };
     let attacked = at(attack);
     // The random guess per column: the random attack's cells where it ran, else nothing to beat.
     let guessed = at(AttackKind::Random);
@@ -302,19 +304,17 @@ fn pct(v: f64) -> String {
     format!("{:.0}%", 100.0 * v)
 }
 
-fn verdict(options: &AuditOptions, rows: &[SummaryRow], features: &[FeatureLeak]) -> Verdict {
+fn verdict(
+    options: &AuditOptions,
+    judged: Option<AttackKind>,
+    rows: &[SummaryRow],
+    features: &[FeatureLeak],
+) -> Verdict {
     let mut thresholds = Vec::new();
     let mut sentences = Vec::new();
-    let attack = if options.attacks.contains(&AttackKind::Tableak) {
-        AttackKind::Tableak
-    } else {
-        match options.attacks.iter().find(|a| !a.is_guess()) {
-            Some(&a) => a,
-            None => {
-                sentences.push("Only random guessing ran: there is no attack to judge.".into());
-                return Verdict { thresholds, sentences };
-            }
-        }
+    let Some(attack) = judged else {
+        sentences.push("Only random guessing ran: there is no attack to judge.".into());
+        return Verdict { thresholds, sentences };
     };
     let line = |study: Study| -> Vec<&SummaryRow> {
         rows.iter()

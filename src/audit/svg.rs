@@ -211,12 +211,9 @@ pub fn features_svg(audit: &Audit) -> Option<String> {
         &format!("Which columns leak (batch of {} rows)", audit.options.reference_batch),
         height,
     );
-    let attack = audit
-        .rows
-        .iter()
-        .map(|r| r.attack)
-        .find(|a| !a.is_guess())
-        .unwrap_or(AttackKind::Tableak);
+    let Some(attack) = audit.judged else {
+        return None;
+    };
     let _ = write!(
         s,
         r##"<rect x="{label_w}" y="{:.1}" width="12" height="10" fill="{}"/><text x="{:.1}" y="{:.1}" fill="#222">{attack}</text><rect x="{:.1}" y="{:.1}" width="12" height="10" fill="{}"/><text x="{:.1}" y="{:.1}" fill="#222">guessing from the marginals</text>"##,
