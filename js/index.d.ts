@@ -6,12 +6,10 @@ import type {
   AuditPlan,
   AuditProgress,
   AuditReport,
-  CellResult,
   Decision,
   EngineInfo,
   Limits,
   MeasuredRate,
-  MemberRange,
   Progress,
   Report,
   RunOptions,
@@ -39,23 +37,11 @@ export interface AuditControl {
   signal?: AbortSignal;
 }
 
-/** One share of an ensemble, inverted: the members' relaxed rows and block probabilities, [count, B, d]. */
-export interface Members {
-  range: MemberRange;
-  x: Float32Array;
-  probs: Float32Array;
-  loss_curve: [number, number][];
-  /** Steps each member took before it stopped improving. */
-  steps: number[];
-}
-
 export declare class Leakscope {
   /** 'auto' times WebGPU and the CPU on each new problem and runs on the faster. */
   static create(options?: { backend?: Backend; module?: WebAssembly.Module }): Promise<Leakscope>;
   /** The compiled WebAssembly module (after `create`), to hand to engines in other workers. */
   static readonly wasmModule: WebAssembly.Module | undefined;
-  /** The joined progress of a split run from each share's latest report (null until all reported). */
-  static combineProgress(latest: (Progress | null)[], shares: MemberRange[]): Progress | null;
   /** The audit's default grid; `quick`: the smaller one the page runs. */
   static auditDefaults(quick?: boolean): AuditOptions;
   readonly backend: EngineInfo;
@@ -64,49 +50,41 @@ export declare class Leakscope {
   readonly attacks: AttackInfo[];
   /** The options a run gets for every one it leaves out. */
   readonly defaults: Required<Omit<RunOptions, 'lr'>> & Pick<RunOptions, 'lr'>;
-  inspect(csv: CsvInput): Promise<SchemaSummary>;
-  run(csv: CsvInput, options: RunOptions, control?: RunControl): Promise<Report>;
-  /** How a page with `workers` workers would run this attack. */
-  plan(csv: CsvInput, options: RunOptions, workers?: number): Promise<RunPlan>;
-  /** Invert members first .. first + count of the ensemble only (one share of a split ensemble). */
-  invertMembers(csv: CsvInput, options: RunOptions, range: MemberRange, control?: RunControl): Promise<Members>;
-  /** Join shares covering the ensemble once into the report one run would give; `seconds`: wall time measured. */
-  assess(csv: CsvInput, options: RunOptions, parts: Members[], seconds: number, workers?: number): Promise<Report>;
-  /** Audit the table over a grid of federated settings, every cell on this engine. */
-  audit(csv: CsvInput, options: AuditInput, control?: AuditControl): Promise<AuditReport>;
-  /** How an audit would run over `workers` workers: its cells, dearest first, each with its share of the work. */
-  auditPlan(csv: CsvInput, options: AuditInput, workers?: number): Promise<AuditPlan>;
-  /** Run cell `index` of an audit (one worker's part of a split audit). */
-  runAuditCell(csv: CsvInput, options: AuditInput, index: number, control?: RunControl): Promise<CellResult>;
-  /** The audit's report from every cell's result. */
-  auditReport(csv: CsvInput, options: AuditInput, results: CellResult[]): Promise<AuditReport>;
+  /** Read a CSV once (a malformed one is refused with its line); runs and audits then refer to it. */
+  loadTable(csv: CsvInput): Promise<LeakscopeTable>;
 }
 
-/** An audit's cells over this engine and `runRemote`'s runners, each taking the next cell; the report joined. */
-export declare function runAudit(
-  engine: Leakscope,
-  bytes: Uint8Array,
-  options: AuditInput,
-  control?: AuditControl & {
-    workers?: number;
-    runRemote?: ((index: number, onStep: (step: number) => void, signal: AbortSignal) => Promise<CellResult>)[];
-  },
-): Promise<AuditReport>;
+/** A table loaded into an engine (`Leakscope` here, `LeakscopeWorker` in module workers). */
+export interface Table {
+  /** The CSV's size in bytes. */
+  readonly bytes: number;
+  /** Columns, inferred kinds, label candidates and rows with missing values. */
+  inspect(): Promise<SchemaSummary>;
+  /** Run one attack on a batch drawn from the table. */
+  run(options: RunOptions, control?: RunControl): Promise<Report>;
+  /** How the engine would run this attack: its backend, or the timing `auto` takes first, and the shares. */
+  plan(options: RunOptions, workers?: number): Promise<RunPlan>;
+  /** Audit the table over a grid of federated settings. */
+  audit(options: AuditInput, control?: AuditControl): Promise<AuditReport>;
+  /** How an audit would run: its cells, dearest first, each with its share of the work. */
+  auditPlan(options: AuditInput, workers?: number): Promise<AuditPlan>;
+  /** Stop every run and audit on this table: each rejects with an AbortError at its next step. */
+  cancel(): void;
+  /** Give the table's memory back (after cancelling what runs on it); unusable afterwards. */
+  free(): Promise<void>;
+}
 
-/** One attack as the engine plans it (timing `auto`'s candidates first when needed), optionally split over `runShare`. */
-export declare function runPlanned(
-  engine: Leakscope,
-  bytes: Uint8Array,
-  options: RunOptions,
-  control?: RunControl & {
-    workers?: number;
-    runShare?: ((range: MemberRange, onProgress: (p: Progress) => void) => Promise<Members>) | null;
-  },
-): Promise<Report>;
-
-export declare function toBytes(csv: CsvInput): Promise<Uint8Array>;
-
-/** Test hook: make the engine panic with `message`; rejects with a RuntimeError carrying it. */
-export declare function panicForTests(message: string): Promise<never>;
+export declare class LeakscopeTable implements Table {
+  readonly bytes: number;
+  inspect(): Promise<SchemaSummary>;
+  run(options: RunOptions, control?: RunControl): Promise<Report>;
+  /** `workers`: how many workers a page would split the ensemble over (default 1). */
+  plan(options: RunOptions, workers?: number): Promise<RunPlan>;
+  /** Every cell on this engine, one after another. */
+  audit(options: AuditInput, control?: AuditControl): Promise<AuditReport>;
+  auditPlan(options: AuditInput, workers?: number): Promise<AuditPlan>;
+  cancel(): void;
+  free(): Promise<void>;
+}
 
 export type { Decision, MeasuredRate };

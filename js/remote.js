@@ -1,17 +1,17 @@
 // The same API as `Leakscope`, with the engine in module Web Workers so the calling thread never blocks.
 // Loads no WebAssembly itself: import it from a page's main thread.
 //
+//   const engine = await LeakscopeWorker.create({ backend: 'auto' });
+//   const table = await engine.loadTable(file);      // the File goes to the worker once
+//   const report = await table.run(options, { onProgress, signal });
+//
 // One worker coordinates each run; when the engine's plan splits a TabLeak ensemble over the CPU
 // (WebAssembly runs one thread per worker), helper workers invert its shares, connected to the
 // coordinator by MessagePorts. This file only starts, connects and replaces workers.
-const CANCEL_GRACE_MS = 3000;
+import { RpcClient } from './rpc.js';
+import { Tasks } from './tasks.js';
 
-function workerError({ name, message }) {
-  if (name === 'AbortError') return new DOMException(message, 'AbortError');
-  const error = new Error(message);
-  error.name = name;
-  return error;
-}
+const CANCEL_GRACE_MS = 3000;
 
 function checkCsv(csv) {
   // Blobs and Files are passed by reference (the worker reads them); strings and bytes are copied.
@@ -24,15 +24,17 @@ function checkCsv(csv) {
   return csv;
 }
 
-/** One module worker running one engine, with request ids, progress and cancellation. */
+/** One module worker running one engine, replaced when it crashes or does not answer a cancel. */
 class EngineWorker {
   #worker = null;
+  #rpc = null;
   #url;
   #backendChoice;
-  #nextId = 1;
-  #pending = new Map();
   #onRestart;
+  #terminated = false;
   info = null;
+  /** Counts the workers started: a table loaded into an earlier one is loaded again. */
+  generation = 0;
 
   /** The compiled WebAssembly module, shared with the workers started after the first. */
   module = null;
@@ -45,97 +47,55 @@ class EngineWorker {
   }
 
   async start() {
+    this.generation += 1;
     this.#worker = new Worker(this.#url, { type: 'module' });
-    this.#worker.addEventListener('message', ({ data }) => this.#receive(data));
+    // A trap inside WebAssembly (a panic, an allocation failure, a lost GPU device) leaves that
+    // instance unusable: replace the worker so the next call starts clean.
+    this.#rpc = new RpcClient(this.#worker, {
+      onError: (error) => error.name === 'RuntimeError' && this.#restart(error),
+    });
     this.#worker.addEventListener('error', (event) => {
       event.preventDefault?.();
-      this.#failAll(new Error(`the engine's worker failed: ${event.message || 'it could not be loaded'}`));
+      this.#rpc.failAll(new Error(`the engine's worker failed: ${event.message || 'it could not be loaded'}`));
     });
-    this.info = await this.#send({
-      type: 'create',
+    this.info = await this.#rpc.request('create', {
       backend: this.#backendChoice,
       module: this.module ?? undefined,
       shareModule: !this.module,
-    }).promise;
+    });
     this.module ??= this.info.module ?? null;
     return this;
   }
 
-  #receive({ id, type, value, error }) {
-    const pending = this.#pending.get(id);
-    if (!pending) return;
-    if (type === 'progress') {
-      pending.onProgress?.(value);
-      return;
-    }
-    this.#pending.delete(id);
-    if (type === 'result') {
-      pending.resolve(value);
-      return;
-    }
-    pending.reject(workerError(error));
-    // A trap inside WebAssembly (a panic, an allocation failure, a lost GPU device) leaves that
-    // instance unusable: replace the worker so the next call starts clean.
-    if (error.name === 'RuntimeError') this.#restart(workerError(error));
-  }
-
-  #failAll(error) {
-    for (const pending of this.#pending.values()) pending.reject(error);
-    this.#pending.clear();
-  }
-
-  #send(message, onProgress, transfer = []) {
-    const id = this.#nextId++;
-    const promise = new Promise((resolve, reject) => {
-      this.#pending.set(id, { resolve, reject, onProgress });
-      this.#worker.postMessage({ id, ...message }, transfer);
-    });
-    return { id, promise };
-  }
-
-  call(message) {
-    return this.#send(message).promise;
-  }
-
-  post(message, transfer) {
-    this.#worker.postMessage(message, transfer);
-  }
-
   /**
-   * A long task. Aborting `signal` cancels at the engine's next progress report; a worker that does
+   * A request. Aborting `signal` cancels at the engine's next progress report; a worker that does
    * not answer within a few seconds is replaced by a fresh one.
    */
-  async task(message, { onProgress, signal } = {}) {
-    signal?.throwIfAborted();
-    const { id, promise } = this.#send(message, onProgress);
-    if (!signal) return promise;
-    const onAbort = () => {
-      this.#worker.postMessage({ type: 'cancel', target: id });
-      const timer = setTimeout(() => this.#restart(signal.reason), CANCEL_GRACE_MS);
-      promise.finally(() => clearTimeout(timer)).catch(() => {});
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    try {
-      return await promise;
-    } catch (error) {
-      if (signal.aborted) throw signal.reason;
-      throw error;
-    } finally {
-      signal.removeEventListener('abort', onAbort);
-    }
+  request(type, payload, { onProgress, signal, transfer } = {}) {
+    if (this.#terminated) return Promise.reject(new Error('the engine was terminated'));
+    return this.#rpc.request(type, payload, {
+      onProgress,
+      signal,
+      transfer,
+      onAbort: (promise) => {
+        const timer = setTimeout(() => this.#restart(signal.reason), CANCEL_GRACE_MS);
+        promise.finally(() => clearTimeout(timer)).catch(() => {});
+      },
+    });
   }
 
   // A worker stuck in a long GPU submission cannot see the cancel message: end it and start anew.
   #restart(reason) {
     this.#worker.terminate();
-    this.#failAll(reason);
+    this.#rpc.failAll(reason);
     this.#onRestart();
     this.start().catch(() => {});
   }
 
   terminate() {
+    this.#terminated = true;
     this.#worker?.terminate();
-    this.#failAll(new Error('the engine was terminated'));
+    this.#rpc?.failAll(new Error('the engine was terminated'));
   }
 }
 
@@ -152,8 +112,8 @@ export class LeakscopeWorker {
 
   /**
    * Start the engine in a module worker. `backend`: 'auto' | 'webgpu' | 'cpu'. `workers`: how many
-   * CPU workers may split a TabLeak ensemble (default: the logical cores; the engine caps it).
-   * `workerUrl` defaults to the package's own worker entry.
+   * CPU workers may split a TabLeak ensemble or an audit (default: the logical cores; the engine
+   * caps it). `workerUrl` defaults to the package's own worker entry.
    */
   static async create({ backend = 'auto', workers, workerUrl = new URL('./worker.js', import.meta.url) } = {}) {
     const cores = typeof navigator !== 'undefined' ? navigator.hardwareConcurrency || 1 : 1;
@@ -193,39 +153,11 @@ export class LeakscopeWorker {
     return this.#workers;
   }
 
-  async inspect(csv) {
-    return this.#main.call({ type: 'inspect', csv: checkCsv(csv) });
-  }
-
-  /**
-   * Run one attack. Aborting `signal` cancels at the next progress report; a worker that does not
-   * answer within 3 s is replaced, so the caller always recovers.
-   */
-  async run(csv, options, { onProgress, signal } = {}) {
-    signal?.throwIfAborted();
-    checkCsv(csv);
-    const workers = this.#workers;
-    const plan = await this.#main.call({ type: 'plan', csv, options, workers });
-    await this.#connectHelpers(plan.helpers);
-    return this.#main.task({ type: 'run', csv, options, workers }, { onProgress, signal });
-  }
-
-  /**
-   * Audit the table over a grid of settings, its cells run side by side on the workers (the engine
-   * plans how many take part). Progress: AuditProgress; cancel as for `run`. Resolves to
-   * {audit, markdown, svgs}.
-   */
-  async audit(csv, options, { onProgress, signal } = {}) {
-    signal?.throwIfAborted();
-    checkCsv(csv);
-    const plan = await this.auditPlan(csv, options);
-    await this.#connectHelpers(plan.workers - 1);
-    return this.#main.task({ type: 'audit', csv, options, workers: plan.workers }, { onProgress, signal });
-  }
-
-  /** How an audit would run on these workers: its cells, each with its share of the work. */
-  async auditPlan(csv, options) {
-    return this.#main.call({ type: 'auditPlan', csv: checkCsv(csv), options, workers: this.#workers });
+  /** Send a CSV (string, bytes, Blob or File: a File is read in the worker) to the engine once. */
+  async loadTable(csv) {
+    const table = new RemoteTable(this.#main, checkCsv(csv), (count) => this.#connectHelpers(count), this.#workers);
+    await table.handle();
+    return table;
   }
 
   async #connectHelpers(count) {
@@ -240,8 +172,8 @@ export class LeakscopeWorker {
         throw error;
       }
       const { port1, port2 } = new MessageChannel();
-      helper.post({ type: 'connect', port: port2 }, [port2]);
-      this.#main.post({ type: 'helper', index, port: port1 }, [port1]);
+      await helper.request('connect', { port: port2 }, { transfer: [port2] });
+      await this.#main.request('helper', { index, port: port1 }, { transfer: [port1] });
     }
   }
 
@@ -250,9 +182,106 @@ export class LeakscopeWorker {
     this.#helpers = [];
   }
 
-  /** Stop the workers; the object is unusable afterwards. */
+  /** Stop the workers; the object and its tables are unusable afterwards. */
   terminate() {
     this.#main.terminate();
     this.#dropHelpers();
+  }
+}
+
+/** A table loaded into the engine's worker, referred to by its handle there. */
+class RemoteTable {
+  #main;
+  #csv;
+  #connectHelpers;
+  #workers;
+  #tasks = new Tasks();
+  #loaded = null;
+  #freed = false;
+  bytes = 0;
+
+  constructor(main, csv, connectHelpers, workers) {
+    this.#main = main;
+    this.#csv = csv;
+    this.#connectHelpers = connectHelpers;
+    this.#workers = workers;
+  }
+
+  /** The table's handle in the current worker: loaded again after the worker was replaced. */
+  async handle() {
+    if (this.#freed) throw new Error('the table was freed');
+    const generation = this.#main.generation;
+    if (this.#loaded?.generation !== generation) {
+      const loading = this.#main.request('load', { csv: this.#csv }).then(({ handle, bytes }) => {
+        this.bytes = bytes;
+        return handle;
+      });
+      this.#loaded = { generation, loading };
+      loading.catch(() => {
+        if (this.#loaded?.loading === loading) this.#loaded = null;
+      });
+    }
+    return this.#loaded.loading;
+  }
+
+  async #call(type, payload, control) {
+    return this.#main.request(type, { table: await this.handle(), ...payload }, control);
+  }
+
+  /** Columns, inferred kinds, label candidates and rows with missing values. */
+  inspect() {
+    return this.#call('inspect', {});
+  }
+
+  /** How this engine's workers would run this attack (see RunPlan). */
+  plan(options) {
+    return this.#call('plan', { options, workers: this.#workers });
+  }
+
+  /**
+   * Run one attack. Aborting `signal` (or `cancel()`) stops it at the next progress report; a
+   * worker that does not answer within 3 s is replaced, so the caller always recovers.
+   */
+  run(options, { onProgress, signal } = {}) {
+    return this.#tasks.run(signal, async (mine) => {
+      const plan = await this.plan(options);
+      await this.#connectHelpers(plan.helpers);
+      return this.#call('run', { options, workers: this.#workers }, { onProgress, signal: mine });
+    });
+  }
+
+  /** How an audit would run on these workers: its cells, dearest first, each with its share of the work. */
+  auditPlan(options) {
+    return this.#call('auditPlan', { options, workers: this.#workers });
+  }
+
+  /**
+   * Audit the table over a grid of settings, its cells run side by side on the workers (the engine
+   * plans how many take part). Progress: AuditProgress; cancel as for `run`. Resolves to
+   * {audit, markdown, svgs}.
+   */
+  audit(options, { onProgress, signal } = {}) {
+    return this.#tasks.run(signal, async (mine) => {
+      const plan = await this.auditPlan(options);
+      await this.#connectHelpers(plan.workers - 1);
+      return this.#call('audit', { options, workers: plan.workers }, { onProgress, signal: mine });
+    });
+  }
+
+  /** Stop every run and audit on this table. */
+  cancel() {
+    this.#tasks.cancel();
+  }
+
+  /** Drop the table from the worker (after cancelling what runs on it). */
+  async free() {
+    if (this.#freed) return;
+    this.#tasks.cancel('cancelled: the table was freed');
+    await this.#tasks.settled();
+    const loaded = this.#loaded;
+    this.#freed = true;
+    if (loaded?.generation === this.#main.generation) {
+      await this.#main.request('drop', { table: await loaded.loading }).catch(() => {});
+    }
   }
 }

@@ -42,7 +42,7 @@ fi
 # alone is the site: any static host serves it with relative paths.
 rm -rf www/leakscope www/sample
 mkdir -p www/leakscope/js www/leakscope/pkg www/sample
-cp js/index.js js/remote.js js/worker.js www/leakscope/js/
+cp js/*.js www/leakscope/js/
 cp pkg/leakscope.js pkg/leakscope_bg.wasm www/leakscope/pkg/
 cp data/adult-sample.csv data/README.md www/sample/
 echo "build-wasm: page assembled in www/ (serve it with: node scripts/serve.mjs)"

@@ -58,6 +58,8 @@ const state = {
   engine: null,
   engineReady: null,
   file: null,
+  // The file loaded into the current engine: {engine, table}; loaded again when the engine changes.
+  loaded: null,
   fileName: '',
   schema: null,
   label: null,
@@ -153,6 +155,8 @@ async function loadFile(file, name, preferredLabel = null) {
   ui.progressBox.hidden = true;
   ui.runStatus.textContent = '';
   state.file = null;
+  state.loaded?.table.free();
+  state.loaded = null;
   state.report = null;
   state.audit = null;
   try {
@@ -167,8 +171,10 @@ async function loadFile(file, name, preferredLabel = null) {
       return loaded(false);
     }
     ui.fileInfo.textContent = `Reading ${name} (${bytes(file.size)})…`;
-    const schema = await engine.inspect(file);
+    const table = await engine.loadTable(file);
+    const schema = await table.inspect();
     state.file = file;
+    state.loaded = { engine, table };
     state.fileName = name;
     state.schema = schema;
     state.kinds = {};
@@ -186,6 +192,13 @@ async function loadFile(file, name, preferredLabel = null) {
     showError(`${name} could not be read: ${describe(error)}`);
     return loaded(false);
   }
+}
+
+// The file as a table of the current engine: another engine (the backend was changed) reads it anew.
+async function loadedTable() {
+  const engine = await state.engineReady;
+  if (state.loaded?.engine !== engine) state.loaded = { engine, table: await engine.loadTable(state.file) };
+  return state.loaded.table;
 }
 
 // How the table is read, as the engine's RunOptions take it: the same for a run and an audit.
@@ -484,8 +497,8 @@ async function run() {
   chart.reset(state.attacks?.get(settings.attack)?.inverts === false ? 1 : settings.iterations);
   let last = null;
   try {
-    const engine = await state.engineReady;
-    const report = await engine.run(state.file, options, {
+    const table = await loadedTable();
+    const report = await table.run(options, {
       signal: controller.signal,
       onProgress: (p) => {
         last = p;
@@ -526,8 +539,8 @@ async function audit() {
   const started = performance.now();
   let last = null;
   try {
-    const engine = await state.engineReady;
-    const report = await engine.audit(state.file, options, {
+    const table = await loadedTable();
+    const report = await table.audit(options, {
       signal: controller.signal,
       onProgress: (p) => {
         last = p;
@@ -545,7 +558,7 @@ async function audit() {
       plots: $('audit-plots'),
       table: $('audit-table'),
       features: $('audit-features'),
-    });
+    }, state.attacks);
     ui.auditResults.hidden = false;
     document.body.dataset.audit = 'shown';
     ui.auditResults.scrollIntoView({ behavior: 'smooth', block: 'start' });

@@ -167,6 +167,67 @@ test('one worker gives the report of the ensemble split over several', async () 
   }
 });
 
+test('the session API in a page: the CSV crosses to the workers once; plan, split run, audit and cancel refer to the table', async () => {
+  const { browser, page, problems } = await openPage({ webgpu: false, query: '?workers=1' });
+  try {
+    const out = await page.evaluate(async (csv) => {
+      const { LeakscopeWorker } = await import('./leakscope/js/remote.js');
+      // Every message the page sends a worker, and whether it carries a CSV.
+      const sent = [];
+      const post = Worker.prototype.postMessage;
+      Worker.prototype.postMessage = function (message, transfer) {
+        sent.push({ type: message?.type, csv: message != null && 'csv' in message });
+        return post.call(this, message, transfer);
+      };
+      const engine = await LeakscopeWorker.create({ backend: 'cpu', workers: 2 });
+      const table = await engine.loadTable(new Blob([csv]));
+      const schema = await table.inspect();
+      const options = { label: 'credit_risk', batchSize: 8, ensemble: 4, iterations: 100, seed: 1 };
+      const plan = await table.plan(options);
+      const report = await table.run(options);
+      const audit = await table.audit({
+        run: { ...options, iterations: 50 }, attacks: ['tableak', 'random'], batches: 1, batchSizes: [8], referenceBatch: 8,
+        noiseScales: [], clients: [], localEpochs: [], localBatches: [], trainingEpochs: [],
+      });
+      // table.cancel() stops what runs on the table; the table runs again afterwards.
+      let cancelled = null;
+      try {
+        await table.run({ ...options, iterations: 100000, reportEvery: 10 }, { onProgress: (p) => p.step >= 20 && table.cancel() });
+      } catch (e) {
+        cancelled = e.name;
+      }
+      const again = await table.run(options);
+      await table.free();
+      let freed = null;
+      try {
+        await table.inspect();
+      } catch (e) {
+        freed = e.message;
+      }
+      Worker.prototype.postMessage = post;
+      engine.terminate();
+      return {
+        sent, rows: schema.rows, bytes: table.bytes, shares: plan.shares.length, workers: report.backend.workers,
+        accuracy: [report.accuracy.total, again.accuracy.total], cells: audit.audit.cells.length, cancelled, freed,
+      };
+    }, readFileSync(german, 'utf8'));
+    assert.equal(out.sent.filter((m) => m.csv).length, 1, JSON.stringify(out.sent));
+    assert.equal(out.sent.find((m) => m.csv).type, 'load');
+    assert.ok(out.sent.some((m) => m.type === 'connect'), 'a helper worker was connected for the split run');
+    assert.equal(out.rows, 1000);
+    assert.equal(out.bytes, statSync(german).size);
+    assert.equal(out.shares, 2);
+    assert.equal(out.workers, 2);
+    assert.equal(out.accuracy[0], out.accuracy[1], 'the same seeded run gives the same result after a cancel');
+    assert.equal(out.cells, 2);
+    assert.equal(out.cancelled, 'AbortError');
+    assert.equal(out.freed, 'the table was freed');
+    assert.deepEqual(problems, []);
+  } finally {
+    await browser.close();
+  }
+});
+
 test('a run can be cancelled, the page recovers and runs again; bad files get readable errors', async () => {
   const { browser, page, problems } = await openPage({ webgpu: false });
   try {
@@ -454,6 +515,10 @@ test('FedAvg and defences from the form; an audit runs its cells across the work
     // Four settings (B = 4, B = 8, σ = 0.1, E = 1 b = 4) × three attacks.
     assert.equal(await page.locator('#audit-table tbody tr').count(), 12);
     assert.match(await page.textContent('#audit-table'), /E = 1, b = 4/);
+    // The rows of the attack the verdict reads are marked, and the page says which it is.
+    assert.equal(await page.locator('#audit-table tr.judged').count(), 4);
+    assert.equal(await page.locator('#audit-table tr.judged[data-attack="tableak"]').count(), 4);
+    assert.match(await page.textContent('#audit-info'), /The verdict reads TabLeak/);
     assert.doesNotMatch(await page.textContent('#audit-results'), /undefined|NaN/);
     assert.equal(await page.locator('#audit-features tbody tr').count(), 20);
     await page.screenshot({ path: join(shots, 'audit.png'), fullPage: true });
@@ -466,6 +531,7 @@ test('FedAvg and defences from the form; an audit runs its cells across the work
     assert.ok(row('batchSize', 'tableak').accuracy.mean >= row('batchSize', 'cosine').accuracy.mean - 0.05);
     assert.ok(row('noise', 'tableak').epsilon > 0);
     assert.equal(audit.cells.length, 24);
+    assert.equal(audit.judged, 'tableak');
 
     // An audit can be cancelled; nothing of it is kept.
     await page.fill('#audit-settings [name=batches]', '10');

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, writeFileSync, copyFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readFileSync, writeFileSync, copyFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -40,17 +40,19 @@ test('the installed package inspects a CSV and runs a seeded attack well above t
     import { Leakscope } from 'leakscope';
     const csv = readFileSync('german.csv');
     const engine = await Leakscope.create({ backend: 'cpu' });
-    const schema = await engine.inspect(csv);
+    const table = await engine.loadTable(csv);
+    const schema = await table.inspect();
     const steps = [];
-    const report = await engine.run(csv, { label: 'credit_risk', batchSize: 8, ensemble: 8, iterations: 300, seed: 1 },
+    const report = await table.run({ label: 'credit_risk', batchSize: 8, ensemble: 8, iterations: 300, seed: 1 },
       { onProgress: (p) => steps.push(p.step) });
-    console.log(JSON.stringify({ backend: engine.backend, defaults: engine.defaults, schema, steps, report }));
+    console.log(JSON.stringify({ backend: engine.backend, defaults: engine.defaults, bytes: table.bytes, schema, steps, report }));
     `,
   );
   assert.equal(out.backend.choice, 'cpu');
   // ensemble null: the protocol's own (30 members for FedSGD, 15 for FedAvg).
   assert.deepEqual([out.defaults.batchSize, out.defaults.ensemble, out.defaults.iterations, out.defaults.attack], [32, null, 1500, 'tableak']);
   assert.match(out.backend.label, /^cpu \(fused kernel/);
+  assert.equal(out.bytes, readFileSync(join(project, 'german.csv')).length);
   assert.equal(out.schema.rows, 1000);
   assert.equal(out.schema.columns.length, 21);
   assert.equal(out.schema.label_candidates[0], 'credit_risk');
@@ -72,12 +74,13 @@ test('the installed package runs attribute reconstruction of one column after Fe
     import { Leakscope } from 'leakscope';
     const csv = readFileSync('german.csv');
     const engine = await Leakscope.create({ backend: 'cpu' });
-    const report = await engine.run(csv, { label: 'credit_risk', attack: 'attribute', sensitive: 'housing', protocol: 'fedavg',
+    const table = await engine.loadTable(csv);
+    const report = await table.run({ label: 'credit_risk', attack: 'attribute', sensitive: 'housing', protocol: 'fedavg',
       batchSize: 50, localBatch: 8, iterations: 400, seed: 3 });
     let missing = null;
-    try { await engine.run(csv, { label: 'credit_risk', attack: 'attribute', protocol: 'fedavg' }); } catch (e) { missing = e.message; }
+    try { await table.run({ label: 'credit_risk', attack: 'attribute', protocol: 'fedavg' }); } catch (e) { missing = e.message; }
     let continuous = null;
-    try { await engine.run(csv, { label: 'credit_risk', attack: 'attribute', sensitive: 'age', protocol: 'fedavg' }); } catch (e) { continuous = e.message; }
+    try { await table.run({ label: 'credit_risk', attack: 'attribute', sensitive: 'age', protocol: 'fedavg' }); } catch (e) { continuous = e.message; }
     console.log(JSON.stringify({ report, missing, continuous }));
     `,
   );
@@ -103,9 +106,10 @@ test('the installed package runs CAFE on vertically split rows and its fake-grad
     import { Leakscope } from 'leakscope';
     const csv = readFileSync('german.csv');
     const engine = await Leakscope.create({ backend: 'cpu' });
+    const table = await engine.loadTable(csv);
     const base = { label: 'credit_risk', attack: 'cafe', cafeRows: 100, rounds: 200, parties: 2, batchSize: 10, seed: 1 };
-    const clean = await engine.run(csv, base);
-    const fake = await engine.run(csv, { ...base, fakeGradients: 10 });
+    const clean = await table.run(base);
+    const fake = await table.run({ ...base, fakeGradients: 10 });
     console.log(JSON.stringify({ clean, fake }));
     `,
   );
@@ -126,16 +130,17 @@ test('the installed package audits a table over a small grid: FedAvg, noise with
     import { Leakscope } from 'leakscope';
     const csv = readFileSync('german.csv');
     const engine = await Leakscope.create({ backend: 'cpu' });
+    const table = await engine.loadTable(csv);
     const options = {
       run: { label: 'credit_risk', ensemble: 4, iterations: 200, seed: 1 },
       attacks: ['tableak', 'random'], batches: 2, referenceBatch: 8, batchSizes: [8], noiseScales: [0.1], clip: 1,
       clients: [], localEpochs: [1], localBatches: [4], trainingEpochs: [],
     };
-    const plan = await engine.auditPlan(csv, options, 3);
+    const plan = await table.auditPlan(options, 3);
     const fractions = [];
-    const report = await engine.audit(csv, options, { onProgress: (p) => fractions.push([p.done, p.fraction]) });
+    const report = await table.audit(options, { onProgress: (p) => fractions.push([p.done, p.fraction]) });
     let refused = null;
-    try { await engine.audit(csv, { ...options, batches: 0 }); } catch (e) { refused = e.message; }
+    try { await table.audit({ ...options, batches: 0 }); } catch (e) { refused = e.message; }
     console.log(JSON.stringify({ defaults: Leakscope.auditDefaults(false), plan, fractions, report, refused }));
     `,
   );
@@ -170,10 +175,11 @@ test('an AbortSignal cancels a run, from the callback or from a timer, and bad i
     import { Leakscope } from 'leakscope';
     const csv = readFileSync('german.csv');
     const engine = await Leakscope.create({ backend: 'cpu' });
+    const table = await engine.loadTable(csv);
     const controller = new AbortController();
     let cancelled = null, ragged = null, label = null, seen = 0;
     try {
-      await engine.run(csv, { label: 'credit_risk', batchSize: 4, ensemble: 2, iterations: 1000, reportEvery: 10 },
+      await table.run({ label: 'credit_risk', batchSize: 4, ensemble: 2, iterations: 1000, reportEvery: 10 },
         { onProgress: (p) => { seen = p.step; if (p.step >= 20) controller.abort(); }, signal: controller.signal });
     } catch (e) { cancelled = e.name; }
     // Aborted from a timer, not from inside the callback: the run must yield for it to be seen.
@@ -181,18 +187,35 @@ test('an AbortSignal cancels a run, from the callback or from a timer, and bad i
     setTimeout(() => timed.abort(), 200);
     let timedOut = null, lastStep = 0;
     try {
-      await engine.run(csv, { label: 'credit_risk', batchSize: 8, ensemble: 8, iterations: 100000, reportEvery: 10 },
+      await table.run({ label: 'credit_risk', batchSize: 8, ensemble: 8, iterations: 100000, reportEvery: 10 },
         { onProgress: (p) => { lastStep = p.step; }, signal: timed.signal });
     } catch (e) { timedOut = e.name; }
-    try { await engine.inspect('a,b\\n1,2\\n3\\n'); } catch (e) { ragged = e.message; }
-    try { await engine.run(csv, { label: 'nope' }); } catch (e) { label = e.message; }
-    console.log(JSON.stringify({ cancelled, seen, timedOut, lastStep, ragged, label }));
+    // table.cancel() stops every run and audit on the table, without a signal of the caller's.
+    let both = [], tableSteps = 0;
+    const opts = { label: 'credit_risk', batchSize: 4, ensemble: 2, iterations: 100000, reportEvery: 10 };
+    const a = table.run(opts, { onProgress: (p) => { tableSteps = p.step; if (p.step >= 30) table.cancel(); } });
+    const b = table.audit({ run: opts, attacks: ['tableak'], batches: 1, batchSizes: [4], noiseScales: [], clients: [],
+      localEpochs: [], localBatches: [], trainingEpochs: [] });
+    for (const p of [a, b]) { try { await p; both.push('finished'); } catch (e) { both.push(e.name); } }
+    // The table still runs after a cancel; a freed table refuses.
+    const after = await table.run({ label: 'credit_risk', batchSize: 4, ensemble: 2, iterations: 20 });
+    await table.free();
+    let freed = null;
+    try { await table.run({ label: 'credit_risk' }); } catch (e) { freed = e.message; }
+    try { await engine.loadTable('a,b\\n1,2\\n3\\n'); } catch (e) { ragged = e.message; }
+    const other = await engine.loadTable(csv);
+    try { await other.run({ label: 'nope' }); } catch (e) { label = e.message; }
+    console.log(JSON.stringify({ cancelled, seen, timedOut, lastStep, both, tableSteps, after: after.rows.length, freed, ragged, label }));
     `,
   );
   assert.equal(out.cancelled, 'AbortError');
   assert.equal(out.seen, 20);
   assert.equal(out.timedOut, 'AbortError');
   assert.ok(out.lastStep > 0 && out.lastStep < 100000, `stopped at step ${out.lastStep}`);
+  assert.deepEqual(out.both, ['AbortError', 'AbortError']);
+  assert.ok(out.tableSteps >= 30 && out.tableSteps < 100000, `cancelled at step ${out.tableSteps}`);
+  assert.equal(out.after, 4);
+  assert.equal(out.freed, 'the table was freed');
   assert.equal(out.ragged, 'line 3 has 1 fields but the header has 2');
   assert.match(out.label, /no column is named "nope"/);
 });
@@ -201,7 +224,7 @@ test('a panic inside the engine reaches the caller with its message, not "unreac
   const out = runIn(
     project,
     `
-    import { panicForTests } from 'leakscope';
+    import { panicForTests } from 'leakscope/internal';
     let error = null;
     try { await panicForTests('a test panic, on purpose'); } catch (e) { error = { name: e.name, message: e.message }; }
     console.log(JSON.stringify({ error }));
@@ -217,13 +240,15 @@ test('shares of the wrong shape handed to assess are a readable error', () => {
     `
     import { readFileSync } from 'node:fs';
     import { Leakscope } from 'leakscope';
+    import { RAW, assess, invertMembers } from 'leakscope/internal';
     const csv = readFileSync('german.csv');
     const engine = await Leakscope.create({ backend: 'cpu' });
+    const { engine: e, table: t } = (await engine.loadTable(csv))[RAW];
     const options = { label: 'credit_risk', batchSize: 4, ensemble: 2, iterations: 5 };
-    const part = await engine.invertMembers(csv, options, { first: 0, count: 2 });
+    const part = await invertMembers(e, t, options, { first: 0, count: 2 });
     let error = null;
-    try { await engine.assess(csv, options, [{ ...part, probs: part.probs.slice(0, 10) }], 1); } catch (e) { error = e.message; }
-    const report = await engine.assess(csv, options, [part], 1);
+    try { await assess(e, t, options, [{ ...part, probs: part.probs.slice(0, 10) }], 1); } catch (err) { error = err.message; }
+    const report = await assess(e, t, options, [part], 1);
     console.log(JSON.stringify({ error, rows: report.rows.length }));
     `,
   );
@@ -235,23 +260,28 @@ test('the type declarations compile against a typed use of the package (tsc --st
   writeFileSync(
     join(project, 'use.ts'),
     `
-    import { Leakscope, type AuditReport, type Report, type RunOptions, type Progress } from 'leakscope';
+    import { Leakscope, type LeakscopeTable, type Table, type AuditReport, type Report, type RunOptions, type Progress } from 'leakscope';
     import { LeakscopeWorker } from 'leakscope/remote';
     async function main(csv: Uint8Array): Promise<number> {
       const engine = await Leakscope.create({ backend: 'auto' });
+      const local: LeakscopeTable = await engine.loadTable(csv);
       const options: RunOptions = { label: 'credit_risk', batchSize: 8, attack: 'tableak', labels: 'restored' };
       const seen: Progress[] = [];
-      const report: Report = await engine.run(csv, options, { onProgress: (p) => seen.push(p) });
+      const report: Report = await local.run(options, { onProgress: (p) => seen.push(p) });
       const worker = await LeakscopeWorker.create({ backend: 'cpu', workers: 2 });
-      const limit: number = worker.limits.maxCsvBytes;
+      const remote: Table = await worker.loadTable(csv);
+      const columns: number = (await remote.inspect()).columns.length + remote.bytes;
+      const limit: number = worker.limits.maxCsvBytes + columns;
       const kind: 'cpu' | 'wgpu' | 'cuda' = report.backend.kind;
       const confident = report.rows.flatMap((r) => r.confidence).filter((c) => c === 'high').length;
       const edge: number | null = report.entropy_buckets[0].from;
-      const audit: AuditReport = await worker.audit(csv, { run: options, batches: 2, noiseScales: [0, 0.1] }, {
+      const audit: AuditReport = await remote.audit({ run: options, batches: 2, noiseScales: [0, 0.1] }, {
         onProgress: (p) => seen.push({ phase: p.current, step: p.done, of: p.cells, loss: null, elapsed: p.fraction }),
       });
       const verdict: string = audit.audit.verdict.sentences[0];
       const quick: number = worker.auditDefaults.quick.batches + Leakscope.auditDefaults(true).referenceBatch;
+      remote.cancel();
+      await local.free();
       return report.accuracy.total + limit + confident + (edge ?? 0) + kind.length + seen.length + verdict.length + quick;
     }
     void main;
@@ -275,11 +305,20 @@ test('the package exports the worker entry and its client, with type declaration
     const { LeakscopeWorker } = await import('leakscope/remote');
     const pkg = JSON.parse(readFileSync('node_modules/leakscope/package.json', 'utf8'));
     console.log(JSON.stringify({
-      worker: readFileSync(worker, 'utf8').includes("addEventListener('message'"),
-      remote: typeof LeakscopeWorker.create,
-      types: [pkg.exports['.'].types, pkg.exports['./remote'].types].map((t) => existsSync('node_modules/leakscope/' + t)),
+      worker: readFileSync(worker, 'utf8').includes('serve(self'),
+      remote: Object.keys(await import('leakscope/remote')),
+      remoteCreate: typeof LeakscopeWorker.create,
+      public: Object.keys(await import('leakscope')).sort(),
+      types: ['.', './remote', './internal'].map((e) => existsSync('node_modules/leakscope/' + pkg.exports[e].types)),
     }));
     `,
   );
-  assert.deepEqual(out, { worker: true, remote: 'function', types: [true, true] });
+  // The public surface is an engine and its tables; share-level pieces live in leakscope/internal.
+  assert.deepEqual(out, {
+    worker: true,
+    remote: ['LeakscopeWorker'],
+    remoteCreate: 'function',
+    public: ['Leakscope', 'LeakscopeTable'],
+    types: [true, true, true],
+  });
 });

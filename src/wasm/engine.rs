@@ -1,119 +1,19 @@
-//! The JavaScript boundary (wasm32 only): an engine object with schema inspection, the attack and
-//! the pieces a page needs to split an ensemble over workers and to let `auto` choose a backend by
-//! measurement. `js/` wraps it and carries its decisions out; every default, threshold and decision
-//! is made here or deeper in the crate.
+//! The engine object: one per worker, holding its backends and the decisions `auto` measured.
 use std::cell::RefCell;
 
-use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 
-use crate::attack::ensemble::Members;
-use crate::audit::{self, AuditOptions, AuditPlan, AuditReport, CellResult, RunningCell};
+use super::members::{members_from_js, members_to_js, reporter};
+use super::table::Table;
+use super::{js_error, to_js};
+use crate::audit::{self, AuditOptions, AuditReport, CellResult};
 use crate::config::{AttackConfig, MemberRange};
 use crate::options::RunOptions;
-use crate::plan::limits::Limits;
 use crate::plan::{self, Decision, Decisions, Probe, ProblemKey, RunPlan};
 use crate::run::time_steps;
 use crate::runtime::{BackendInfo, BackendKind, EngineInfo, MeasuredRate, Runtime};
-use crate::table::{Dataset, MAX_CSV_BYTES, parse_csv, summarize};
+use crate::table::Dataset;
 use crate::{assess_members, run_attack};
-
-/// Rust panics reach JavaScript as a `RuntimeError: unreachable`: record the message where the
-/// package's JS finds it (`globalThis.__leakscopePanic`) and on the console, so the error a caller
-/// sees says what went wrong.
-#[wasm_bindgen(start)]
-pub fn start() {
-    std::panic::set_hook(Box::new(|info| {
-        let payload = info
-            .payload()
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| info.payload().downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a panic without a message".into());
-        let message = match info.location() {
-            Some(at) => format!("{payload} (at {}:{})", at.file(), at.line()),
-            None => payload,
-        };
-        let _ = js_sys::Reflect::set(&js_sys::global(), &"__leakscopePanic".into(), &message.clone().into());
-        web_sys_console_error(&message);
-    }));
-}
-
-fn web_sys_console_error(message: &str) {
-    let console = js_sys::Reflect::get(&js_sys::global(), &"console".into()).ok();
-    if let Some(error) = console
-        .as_ref()
-        .and_then(|c| js_sys::Reflect::get(c, &"error".into()).ok())
-        .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
-    {
-        let _ = error.call1(
-            console.as_ref().unwrap(),
-            &format!("leakscope panicked: {message}").into(),
-        );
-    }
-}
-
-/// Panics on purpose, so that the tests can check a panic's message reaches the caller.
-#[wasm_bindgen(js_name = __panicForTests)]
-pub fn panic_for_tests(message: String) {
-    panic!("{message}");
-}
-
-#[wasm_bindgen]
-pub fn limits() -> Result<JsValue, JsError> {
-    to_js(&Limits::of_this_engine())
-}
-
-/// The engine's default options ({attack, batchSize, ensemble, iterations, seed, labels, …}): what
-/// a run gets for every option it leaves out, and what a page's form starts from.
-#[wasm_bindgen]
-pub fn defaults() -> Result<JsValue, JsError> {
-    to_js(&RunOptions::default())
-}
-
-/// The attacks this engine offers (`attack::describe`): each one's name, label, protocols and
-/// settings with their defaults and limits; a page builds its form from them.
-#[wasm_bindgen]
-pub fn attacks() -> Result<JsValue, JsError> {
-    to_js(&crate::attack::describe_attacks())
-}
-
-/// The audit's default grid (`leakscope audit`'s) and the smaller one a browser tab finishes in
-/// minutes (the page's).
-#[wasm_bindgen(js_name = auditDefaults)]
-pub fn audit_defaults(quick: bool) -> Result<JsValue, JsError> {
-    to_js(&if quick {
-        AuditOptions::quick()
-    } else {
-        AuditOptions::default()
-    })
-}
-
-/// An audit's progress from its plan, the cells done and those running ({index, step}).
-#[wasm_bindgen(js_name = auditProgress)]
-pub fn audit_progress(plan: JsValue, done: Vec<usize>, running: JsValue) -> Result<JsValue, JsError> {
-    let plan: AuditPlan = serde_wasm_bindgen::from_value(plan).map_err(js_error)?;
-    let running: Vec<RunningCell> = serde_wasm_bindgen::from_value(running).map_err(js_error)?;
-    to_js(&audit::pool::progress(&plan, &done, &running))
-}
-
-/// The progress of a split run from its shares' latest reports (null until all have reported).
-#[wasm_bindgen(js_name = combineProgress)]
-pub fn combine_progress(latest: JsValue, shares: JsValue) -> Result<JsValue, JsError> {
-    let latest: Vec<Option<crate::attack::Progress>> = serde_wasm_bindgen::from_value(latest).map_err(js_error)?;
-    let shares: Vec<MemberRange> = serde_wasm_bindgen::from_value(shares).map_err(js_error)?;
-    to_js(&plan::combine_progress(&latest, &shares))
-}
-
-fn js_error(e: impl std::fmt::Display) -> JsError {
-    JsError::new(&e.to_string())
-}
-
-fn to_js<T: serde::Serialize>(value: &T) -> Result<JsValue, JsError> {
-    value
-        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
-        .map_err(js_error)
-}
 
 /// What an engine was asked to use.
 #[derive(Clone, Copy, PartialEq)]
@@ -131,12 +31,7 @@ pub struct Engine {
     /// Why `auto` has no GPU candidate.
     no_gpu: Option<String>,
     decisions: RefCell<Decisions>,
-    /// The last table read, keyed by its bytes and reading options: a page asks about one table
-    /// several times (plan, probes, run) and a large one takes a while to parse.
-    parsed: RefCell<Option<(u64, RunOptionsKey, Dataset)>>,
 }
-
-type RunOptionsKey = String;
 
 #[wasm_bindgen]
 impl Engine {
@@ -170,7 +65,6 @@ impl Engine {
             choice,
             no_gpu,
             decisions: RefCell::new(Decisions::default()),
-            parsed: RefCell::new(None),
         })
     }
 
@@ -180,17 +74,11 @@ impl Engine {
         to_js(&self.info())
     }
 
-    /// Columns, inferred kinds, label candidates and rows with missing values of a CSV.
-    pub fn inspect(&self, csv: &[u8]) -> Result<JsValue, JsError> {
-        let raw = parse_csv(csv, MAX_CSV_BYTES).map_err(js_error)?;
-        to_js(&summarize(&raw))
-    }
-
     /// How a page runs this attack with `workers` CPU workers available: the backend (or the
     /// measurements `auto` still has to take), the shares of a split CPU run, helpers needed.
-    pub fn plan(&self, csv: &[u8], options: JsValue, workers: usize) -> Result<JsValue, JsError> {
-        let (dataset, config) = self.prepare(csv, options)?;
-        to_js(&self.plan_for(&dataset, &config, workers, csv.len()))
+    pub fn plan(&self, table: &Table, options: JsValue, workers: usize) -> Result<JsValue, JsError> {
+        let (dataset, config) = self.prepare(table, options)?;
+        to_js(&self.plan_for(&dataset, &config, workers, table.bytes()))
     }
 
     /// Time a few steps of this attack on "webgpu" (the whole ensemble) or "cpu" (members
@@ -198,7 +86,7 @@ impl Engine {
     #[allow(clippy::too_many_arguments)]
     pub async fn probe(
         &self,
-        csv: &[u8],
+        table: &Table,
         options: JsValue,
         backend: String,
         first: usize,
@@ -207,7 +95,7 @@ impl Engine {
         on_progress: Option<js_sys::Function>,
         signal: Option<web_sys::AbortSignal>,
     ) -> Result<JsValue, JsError> {
-        let (dataset, config) = self.prepare(csv, options)?;
+        let (dataset, config) = self.prepare(table, options)?;
         let runtime = match backend.as_str() {
             "cpu" => &self.cpu,
             _ => self
@@ -248,8 +136,8 @@ impl Engine {
 
     /// Choose between the measured rates (`probe`'s results) and remember the choice for this
     /// problem: {kind, reason, rates}.
-    pub fn decide(&self, csv: &[u8], options: JsValue, rates: JsValue, workers: usize) -> Result<JsValue, JsError> {
-        let (dataset, config) = self.prepare(csv, options)?;
+    pub fn decide(&self, table: &Table, options: JsValue, rates: JsValue, workers: usize) -> Result<JsValue, JsError> {
+        let (dataset, config) = self.prepare(table, options)?;
         let rates: Vec<MeasuredRate> = serde_wasm_bindgen::from_value(rates).map_err(js_error)?;
         let decision = plan::decide(rates).ok_or_else(|| JsError::new("no backend gave a usable measurement"))?;
         self.decisions
@@ -263,13 +151,13 @@ impl Engine {
     /// next progress report (the run yields to the event loop at each, so an abort is seen).
     pub async fn run(
         &self,
-        csv: &[u8],
+        table: &Table,
         options: JsValue,
         workers: usize,
         on_progress: Option<js_sys::Function>,
         signal: Option<web_sys::AbortSignal>,
     ) -> Result<JsValue, JsError> {
-        let (dataset, config) = self.prepare(csv, options)?;
+        let (dataset, config) = self.prepare(table, options)?;
         let runtime = self.runtime_for(&dataset, &config, workers)?;
         let mut progress = reporter(on_progress, signal);
         let report = run_attack(&runtime, &dataset, &config, &mut progress)
@@ -283,14 +171,14 @@ impl Engine {
     #[wasm_bindgen(js_name = invertMembers)]
     pub async fn invert_members(
         &self,
-        csv: &[u8],
+        table: &Table,
         options: JsValue,
         first: usize,
         count: usize,
         on_progress: Option<js_sys::Function>,
         signal: Option<web_sys::AbortSignal>,
     ) -> Result<JsValue, JsError> {
-        let (dataset, config) = self.prepare(csv, options)?;
+        let (dataset, config) = self.prepare(table, options)?;
         let mut progress = reporter(on_progress, signal);
         let range = MemberRange { first, count };
         let members = crate::invert_members(&self.cpu, &dataset, &config, range, &mut progress)
@@ -303,13 +191,13 @@ impl Engine {
     /// given the wall time measured.
     pub async fn assess(
         &self,
-        csv: &[u8],
+        table: &Table,
         options: JsValue,
         parts: JsValue,
         seconds: f64,
         workers: usize,
     ) -> Result<JsValue, JsError> {
-        let (dataset, config) = self.prepare(csv, options)?;
+        let (dataset, config) = self.prepare(table, options)?;
         let parts = js_sys::Array::from(&parts)
             .iter()
             .map(|p| members_from_js(&p))
@@ -328,8 +216,8 @@ impl Engine {
     /// share of the work) and how many workers take part. Fails, before anything runs, on a
     /// setting the table cannot take.
     #[wasm_bindgen(js_name = auditPlan)]
-    pub fn audit_plan(&self, csv: &[u8], options: JsValue, workers: usize) -> Result<JsValue, JsError> {
-        let (dataset, options) = self.prepare_audit(csv, options)?;
+    pub fn audit_plan(&self, table: &Table, options: JsValue, workers: usize) -> Result<JsValue, JsError> {
+        let (dataset, options) = self.prepare_audit(table, options)?;
         let cells = options.cells(&dataset).map_err(js_error)?;
         let workers = workers.clamp(1, crate::plan::MAX_WORKERS);
         to_js(&audit::pool::plan(&cells, workers))
@@ -340,13 +228,13 @@ impl Engine {
     #[wasm_bindgen(js_name = runAuditCell)]
     pub async fn run_audit_cell(
         &self,
-        csv: &[u8],
+        table: &Table,
         options: JsValue,
         index: usize,
         on_progress: Option<js_sys::Function>,
         signal: Option<web_sys::AbortSignal>,
     ) -> Result<JsValue, JsError> {
-        let (dataset, options) = self.prepare_audit(csv, options)?;
+        let (dataset, options) = self.prepare_audit(table, options)?;
         let cells = options.cells(&dataset).map_err(js_error)?;
         let cell = cells
             .get(index)
@@ -364,8 +252,8 @@ impl Engine {
 
     /// The audit from every cell's result: its summary, verdict, Markdown table and plots.
     #[wasm_bindgen(js_name = auditReport)]
-    pub fn audit_report(&self, csv: &[u8], options: JsValue, results: JsValue) -> Result<JsValue, JsError> {
-        let (dataset, options) = self.prepare_audit(csv, options)?;
+    pub fn audit_report(&self, table: &Table, options: JsValue, results: JsValue) -> Result<JsValue, JsError> {
+        let (dataset, options) = self.prepare_audit(table, options)?;
         let results: Vec<CellResult> = serde_wasm_bindgen::from_value(results).map_err(js_error)?;
         let cells = options.cells(&dataset).map_err(js_error)?;
         let summary = audit::summarise(&options, audit::TableInfo::of(&dataset), &cells, results).map_err(js_error)?;
@@ -492,88 +380,16 @@ impl Engine {
         runtime
     }
 
-    /// The table and the attack's settings from a CSV and the caller's options.
-    fn prepare(&self, csv: &[u8], options: JsValue) -> Result<(Dataset, AttackConfig), JsError> {
+    /// The table read as the caller's options say, and the attack's settings from them.
+    fn prepare(&self, table: &Table, options: JsValue) -> Result<(Dataset, AttackConfig), JsError> {
         let o: RunOptions = serde_wasm_bindgen::from_value(options).map_err(js_error)?;
         let config = o.attack_config().map_err(js_error)?;
-        Ok((self.dataset(csv, &o)?, config))
+        Ok((table.dataset(&o)?, config))
     }
 
     /// The table and an audit's grid (options left out take the audit's defaults).
-    fn prepare_audit(&self, csv: &[u8], options: JsValue) -> Result<(Dataset, AuditOptions), JsError> {
+    fn prepare_audit(&self, table: &Table, options: JsValue) -> Result<(Dataset, AuditOptions), JsError> {
         let o: AuditOptions = serde_wasm_bindgen::from_value(options).map_err(js_error)?;
-        Ok((self.dataset(csv, &o.run)?, o))
-    }
-
-    /// The table read with `o`'s reading options, parsed once per bytes and options.
-    fn dataset(&self, csv: &[u8], o: &RunOptions) -> Result<Dataset, JsError> {
-        let key = serde_json_key(o);
-        let hash = content_hash(csv);
-        if let Some((h, k, d)) = self.parsed.borrow().as_ref()
-            && *h == hash
-            && *k == key
-        {
-            return Ok(d.clone());
-        }
-        let raw = parse_csv(csv, MAX_CSV_BYTES).map_err(js_error)?;
-        let dataset = Dataset::from_raw(&raw, &o.dataset_options()).map_err(js_error)?;
-        *self.parsed.borrow_mut() = Some((hash, key, dataset.clone()));
-        Ok(dataset)
-    }
-}
-
-/// The options that decide how a table is read (not the attack's settings).
-fn serde_json_key(o: &RunOptions) -> RunOptionsKey {
-    format!("{:?}", o.dataset_options())
-}
-
-fn content_hash(bytes: &[u8]) -> u64 {
-    use std::hash::{DefaultHasher, Hasher};
-    let mut h = DefaultHasher::new();
-    h.write(bytes);
-    h.finish()
-}
-
-// The members' rows cross the boundary as Float32Arrays: serde-wasm-bindgen builds a JS array one
-// number at a time (measured: 14 s for 12,000 floats in Node), a typed array is one copy.
-fn members_to_js(m: &Members) -> Result<JsValue, JsError> {
-    let out = js_sys::Object::new();
-    let set = |key: &str, value: &JsValue| js_sys::Reflect::set(&out, &key.into(), value).map(|_| ());
-    set("range", &to_js(&m.range)?).map_err(|_| JsError::new("could not build the members object"))?;
-    set("x", &js_sys::Float32Array::from(&m.x[..]).into()).map_err(|_| JsError::new("could not build x"))?;
-    set("probs", &js_sys::Float32Array::from(&m.probs[..]).into())
-        .map_err(|_| JsError::new("could not build probs"))?;
-    set("loss_curve", &to_js(&m.loss_curve)?).map_err(|_| JsError::new("could not build loss_curve"))?;
-    set("steps", &to_js(&m.steps)?).map_err(|_| JsError::new("could not build steps"))?;
-    Ok(out.into())
-}
-
-fn members_from_js(value: &JsValue) -> Result<Members, JsError> {
-    let get = |key: &str| js_sys::Reflect::get(value, &key.into()).unwrap_or(JsValue::UNDEFINED);
-    let floats = |key: &str| {
-        get(key)
-            .dyn_into::<js_sys::Float32Array>()
-            .map(|a| a.to_vec())
-            .map_err(|_| JsError::new(&format!("members.{key} must be a Float32Array")))
-    };
-    Ok(Members {
-        range: serde_wasm_bindgen::from_value(get("range")).map_err(js_error)?,
-        x: floats("x")?,
-        probs: floats("probs")?,
-        loss_curve: serde_wasm_bindgen::from_value(get("loss_curve")).map_err(js_error)?,
-        steps: serde_wasm_bindgen::from_value(get("steps")).map_err(js_error)?,
-    })
-}
-
-/// Progress to a JS callback; false (cancel) once the signal is aborted.
-fn reporter(
-    on_progress: Option<js_sys::Function>,
-    signal: Option<web_sys::AbortSignal>,
-) -> impl FnMut(&crate::attack::Progress) -> bool {
-    move |p| {
-        if let (Some(f), Ok(value)) = (&on_progress, to_js(p)) {
-            let _ = f.call1(&JsValue::NULL, &value);
-        }
-        !signal.as_ref().is_some_and(|s| s.aborted())
+        Ok((table.dataset(&o.run)?, o))
     }
 }

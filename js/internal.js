@@ -1,0 +1,207 @@
+// The WebAssembly engine and the share-level pieces the package's own worker splits work with. Not
+// a stable API: the public one is `Leakscope` and its tables (./index.js). Every default, threshold
+// and decision comes from the engine; this file moves bytes and calls.
+import init, {
+  Engine,
+  Table,
+  attacks,
+  auditDefaults,
+  auditProgress,
+  combineProgress,
+  defaults,
+  limits,
+  __panicForTests,
+} from '../pkg/leakscope.js';
+
+const isNode = typeof process !== 'undefined' && process.versions != null && process.versions.node != null;
+let ready;
+let compiled;
+
+// Compile once; a WebAssembly.Module can be posted to other workers, which then share its machine code
+// (and its optimised tier) instead of each compiling the module again.
+async function compile() {
+  const url = new URL('../pkg/leakscope_bg.wasm', import.meta.url);
+  if (isNode) return WebAssembly.compile(await (await import('node:fs/promises')).readFile(url));
+  if (WebAssembly.compileStreaming) {
+    try {
+      return await WebAssembly.compileStreaming(fetch(url));
+    } catch {
+      // Served without the application/wasm type: compile from the bytes instead.
+    }
+  }
+  return WebAssembly.compile(await (await fetch(url)).arrayBuffer());
+}
+
+function load(module) {
+  ready ??= (async () => {
+    compiled = module ?? (await compile());
+    await init({ module_or_path: compiled });
+  })();
+  return ready;
+}
+
+export async function toBytes(csv) {
+  if (typeof csv === 'string') return new TextEncoder().encode(csv);
+  if (csv instanceof Uint8Array) return csv;
+  if (csv instanceof ArrayBuffer) return new Uint8Array(csv);
+  if (ArrayBuffer.isView(csv)) return new Uint8Array(csv.buffer, csv.byteOffset, csv.byteLength);
+  if (csv && typeof csv.arrayBuffer === 'function') return new Uint8Array(await csv.arrayBuffer());
+  throw new TypeError('csv must be a string, Uint8Array, ArrayBuffer, Blob or File');
+}
+
+/**
+ * A Rust panic traps WebAssembly with a bare "unreachable": give the error the panic's message (the
+ * engine's panic hook leaves it in `globalThis.__leakscopePanic`). The name stays RuntimeError: the
+ * instance is unusable afterwards, and callers that own a worker replace it.
+ */
+export async function guarded(task) {
+  try {
+    return await task();
+  } catch (error) {
+    if (error instanceof WebAssembly.RuntimeError) {
+      const message = globalThis.__leakscopePanic;
+      globalThis.__leakscopePanic = undefined;
+      const wrapped = new Error(message ? `the engine panicked: ${message}` : `the engine crashed: ${error.message}`);
+      wrapped.name = 'RuntimeError';
+      wrapped.cause = error;
+      throw wrapped;
+    }
+    throw error;
+  }
+}
+
+async function cancellable(signal, task) {
+  signal?.throwIfAborted();
+  try {
+    return await guarded(task);
+  } catch (error) {
+    if (signal?.aborted) throw signal.reason;
+    throw error;
+  }
+}
+
+/** The wasm objects behind a public engine or table (not reachable from the public entry). */
+export const RAW = Symbol('leakscope.raw');
+
+/** Start the engine: compile (or take `module`) once per thread, then an engine on `backend`. */
+export async function createEngine(backend, module) {
+  await load(module);
+  return guarded(() => Engine.create(backend));
+}
+
+/** The compiled WebAssembly module (after an engine started), to hand to engines in other workers. */
+export const wasmModule = () => compiled;
+
+/** A CSV read into the engine's memory once; `free()` gives the memory back. */
+export async function loadTable(csv) {
+  const bytes = await toBytes(csv);
+  return guarded(() => new Table(bytes));
+}
+
+export { attacks, auditDefaults, combineProgress, defaults, limits };
+
+/**
+ * One attack as the engine plans it: time the candidates if `auto` has not yet measured this problem,
+ * then run on the chosen backend, the ensemble split over `runShare` (one call per share, each on its
+ * own worker) when the plan splits it. `engine` and `table` are the wasm objects.
+ */
+export async function runPlanned(engine, table, options, { onProgress, signal, workers = 1, runShare = null } = {}) {
+  const progress = onProgress ?? undefined;
+  let plan = engine.plan(table, options, workers);
+  if (plan.probe) {
+    const { whole, cpu_share: share } = plan.probe;
+    const rates = [
+      await cancellable(signal, () => engine.probe(table, options, 'webgpu', whole.first, whole.count, workers, progress, signal)),
+      await cancellable(signal, () => engine.probe(table, options, 'cpu', share.first, share.count, workers, progress, signal)),
+    ];
+    engine.decide(table, options, rates, workers);
+    plan = engine.plan(table, options, workers);
+  }
+  if (plan.kind !== 'cpu' || plan.shares.length < 2 || !runShare) {
+    return cancellable(signal, () => engine.run(table, options, workers, progress, signal));
+  }
+  const started = performance.now();
+  const latest = plan.shares.map(() => null);
+  const parts = await Promise.all(
+    plan.shares.map((range, i) =>
+      runShare(range, (p) => {
+        latest[i] = p;
+        const joined = combineProgress(latest, plan.shares);
+        if (joined) onProgress?.(joined);
+      }),
+    ),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  return guarded(() => engine.assess(table, options, parts, seconds, plan.shares.length));
+}
+
+/**
+ * An audit: the engine plans its grid (cells dearest first); this engine and `runRemote`'s runners
+ * (one per other worker) each take the next cell until none is left; the engine joins the results
+ * into the report. One runner failing stops the others.
+ */
+export async function runAudit(engine, table, options, { onProgress, signal, workers = 1, runRemote = [] } = {}) {
+  const plan = await guarded(() => engine.auditPlan(table, options, workers));
+  const stop = new AbortController();
+  const abort = () => stop.abort(signal.reason);
+  signal?.addEventListener('abort', abort, { once: true });
+  const queue = plan.cells.map((c) => c.index);
+  const done = [];
+  const running = new Map();
+  const results = [];
+  const report = () =>
+    onProgress?.(auditProgress(plan, done, [...running].map(([index, step]) => ({ index, step }))));
+  const local = (index, onStep) =>
+    cancellable(stop.signal, () => engine.runAuditCell(table, options, index, (p) => onStep(p.step), stop.signal));
+  const runners = [local, ...runRemote].slice(0, plan.workers);
+  try {
+    report();
+    await Promise.all(
+      runners.map(async (run) => {
+        while (queue.length && !stop.signal.aborted) {
+          const index = queue.shift();
+          running.set(index, 0);
+          try {
+            results.push(
+              await run(index, (step) => {
+                if (running.has(index)) running.set(index, step);
+                report();
+              }, stop.signal),
+            );
+          } catch (error) {
+            stop.abort(error);
+            throw error;
+          }
+          running.delete(index);
+          done.push(index);
+          report();
+        }
+      }),
+    );
+    if (signal?.aborted) throw signal.reason;
+  } finally {
+    signal?.removeEventListener('abort', abort);
+  }
+  return guarded(() => engine.auditReport(table, options, results));
+}
+
+/** Invert members `range.first .. + range.count` only: one worker's share of a split ensemble. */
+export function invertMembers(engine, table, options, { first, count }, { onProgress, signal } = {}) {
+  return cancellable(signal, () => engine.invertMembers(table, options, first, count, onProgress ?? undefined, signal ?? undefined));
+}
+
+/** The report of an ensemble inverted in shares over `workers` workers; `seconds`: wall time measured. */
+export function assess(engine, table, options, parts, seconds, workers = parts.length) {
+  return guarded(() => engine.assess(table, options, parts, seconds, workers));
+}
+
+/** Run cell `index` of an audit (as a worker of a split audit does); resolves to its CellResult. */
+export function runAuditCell(engine, table, options, index, { onProgress, signal } = {}) {
+  return cancellable(signal, () => engine.runAuditCell(table, options, index, onProgress ?? undefined, signal ?? undefined));
+}
+
+/** Test hook: make the engine panic with `message` (checks that a panic's message reaches callers). */
+export async function panicForTests(message) {
+  await load();
+  return guarded(() => __panicForTests(message));
+}

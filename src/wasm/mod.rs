@@ -1,0 +1,117 @@
+//! The JavaScript boundary (wasm32 only). `Table` is a CSV loaded once (JS holds it by handle),
+//! `Engine` runs attacks and audits on a table and hands out the pieces a page needs to split an
+//! ensemble over workers and to let `auto` choose a backend by measurement. `js/` wraps them and
+//! carries their decisions out; every default, threshold and decision is made here or deeper in
+//! the crate.
+mod engine;
+mod members;
+mod table;
+
+pub use engine::Engine;
+pub use table::Table;
+
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
+
+use crate::audit::{self, AuditOptions, AuditPlan, RunningCell};
+use crate::config::MemberRange;
+use crate::options::RunOptions;
+use crate::plan;
+use crate::plan::limits::Limits;
+
+/// Rust panics reach JavaScript as a `RuntimeError: unreachable`: record the message where the
+/// package's JS finds it (`globalThis.__leakscopePanic`) and on the console, so the error a caller
+/// sees says what went wrong.
+#[wasm_bindgen(start)]
+pub fn start() {
+    std::panic::set_hook(Box::new(|info| {
+        let payload = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".into());
+        let message = match info.location() {
+            Some(at) => format!("{payload} (at {}:{})", at.file(), at.line()),
+            None => payload,
+        };
+        let _ = js_sys::Reflect::set(&js_sys::global(), &"__leakscopePanic".into(), &message.clone().into());
+        web_sys_console_error(&message);
+    }));
+}
+
+fn web_sys_console_error(message: &str) {
+    let console = js_sys::Reflect::get(&js_sys::global(), &"console".into()).ok();
+    if let Some(error) = console
+        .as_ref()
+        .and_then(|c| js_sys::Reflect::get(c, &"error".into()).ok())
+        .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
+    {
+        let _ = error.call1(
+            console.as_ref().unwrap(),
+            &format!("leakscope panicked: {message}").into(),
+        );
+    }
+}
+
+/// Panics on purpose, so that the tests can check a panic's message reaches the caller.
+#[wasm_bindgen(js_name = __panicForTests)]
+pub fn panic_for_tests(message: String) {
+    panic!("{message}");
+}
+
+#[wasm_bindgen]
+pub fn limits() -> Result<JsValue, JsError> {
+    to_js(&Limits::of_this_engine())
+}
+
+/// The engine's default options ({attack, batchSize, ensemble, iterations, seed, labels, …}): what
+/// a run gets for every option it leaves out, and what a page's form starts from.
+#[wasm_bindgen]
+pub fn defaults() -> Result<JsValue, JsError> {
+    to_js(&RunOptions::default())
+}
+
+/// The attacks this engine offers (`attack::describe`): each one's name, label, protocols and
+/// settings with their defaults and limits; a page builds its form from them.
+#[wasm_bindgen]
+pub fn attacks() -> Result<JsValue, JsError> {
+    to_js(&crate::attack::describe_attacks())
+}
+
+/// The audit's default grid (`leakscope audit`'s) and the smaller one a browser tab finishes in
+/// minutes (the page's).
+#[wasm_bindgen(js_name = auditDefaults)]
+pub fn audit_defaults(quick: bool) -> Result<JsValue, JsError> {
+    to_js(&if quick {
+        AuditOptions::quick()
+    } else {
+        AuditOptions::default()
+    })
+}
+
+/// An audit's progress from its plan, the cells done and those running ({index, step}).
+#[wasm_bindgen(js_name = auditProgress)]
+pub fn audit_progress(plan: JsValue, done: Vec<usize>, running: JsValue) -> Result<JsValue, JsError> {
+    let plan: AuditPlan = serde_wasm_bindgen::from_value(plan).map_err(js_error)?;
+    let running: Vec<RunningCell> = serde_wasm_bindgen::from_value(running).map_err(js_error)?;
+    to_js(&audit::pool::progress(&plan, &done, &running))
+}
+
+/// The progress of a split run from its shares' latest reports (null until all have reported).
+#[wasm_bindgen(js_name = combineProgress)]
+pub fn combine_progress(latest: JsValue, shares: JsValue) -> Result<JsValue, JsError> {
+    let latest: Vec<Option<crate::attack::Progress>> = serde_wasm_bindgen::from_value(latest).map_err(js_error)?;
+    let shares: Vec<MemberRange> = serde_wasm_bindgen::from_value(shares).map_err(js_error)?;
+    to_js(&plan::combine_progress(&latest, &shares))
+}
+
+fn js_error(e: impl std::fmt::Display) -> JsError {
+    JsError::new(&e.to_string())
+}
+
+fn to_js<T: serde::Serialize>(value: &T) -> Result<JsValue, JsError> {
+    value
+        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(js_error)
+}
