@@ -5,7 +5,7 @@ use wasm_bindgen::prelude::*;
 
 use super::members::{members_from_js, members_to_js, reporter};
 use super::table::Table;
-use super::{js_error, to_js};
+use super::value::{js_error, to_js};
 use crate::audit::{self, AuditOptions, AuditReport, CellResult};
 use crate::config::{AttackConfig, MemberRange};
 use crate::options::RunOptions;

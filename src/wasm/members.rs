@@ -3,7 +3,7 @@
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 
-use super::{js_error, to_js};
+use super::value::{js_error, to_js};
 use crate::attack::ensemble::Members;
 
 // The members' rows cross the boundary as Float32Arrays: serde-wasm-bindgen builds a JS array one

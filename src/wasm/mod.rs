@@ -6,9 +6,11 @@
 mod engine;
 mod members;
 mod table;
+mod value;
 
 pub use engine::Engine;
 pub use table::Table;
+use value::{js_error, to_js};
 
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
@@ -104,14 +106,4 @@ pub fn combine_progress(latest: JsValue, shares: JsValue) -> Result<JsValue, JsE
     let latest: Vec<Option<crate::attack::Progress>> = serde_wasm_bindgen::from_value(latest).map_err(js_error)?;
     let shares: Vec<MemberRange> = serde_wasm_bindgen::from_value(shares).map_err(js_error)?;
     to_js(&plan::combine_progress(&latest, &shares))
-}
-
-fn js_error(e: impl std::fmt::Display) -> JsError {
-    JsError::new(&e.to_string())
-}
-
-fn to_js<T: serde::Serialize>(value: &T) -> Result<JsValue, JsError> {
-    value
-        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
-        .map_err(js_error)
 }

@@ -4,7 +4,7 @@ use std::cell::RefCell;
 
 use wasm_bindgen::prelude::*;
 
-use super::{js_error, to_js};
+use super::value::{js_error, to_js};
 use crate::options::RunOptions;
 use crate::table::{Dataset, MAX_CSV_BYTES, RawTable, parse_csv, summarize};
 
