@@ -83,6 +83,11 @@ reportEvery?: number,
  */
 subspace?: boolean, 
 /**
+ * TabLeak: certify rows by the second layer's span of activations (default on; see
+ * `TableakSettings::second_layer`).
+ */
+secondLayer?: boolean, 
+/**
  * Stop members whose loss has stopped improving (default on).
  */
 earlyStop?: boolean, 
@@ -278,7 +283,12 @@ epoch_prior_fits: Array<PriorFit>,
  * The first layer's span as a prior on the rows: its rank, weight and the rows it solved
  * and proved (null when the attack did not use it).
  */
-subspace: SubspaceSummary | null, };
+subspace: SubspaceSummary | null, 
+/**
+ * The second layer's certificate: rows proved from the span of the rows' first-layer
+ * activations (null where it did not apply: FedAvg, the baselines, a span too wide to check).
+ */
+second_layer: SecondLayerSummary | null, };
 
 export type Accuracy = { total: number, categorical: number | null, continuous: number | null, 
 /**
@@ -380,6 +390,20 @@ decoded_rows: number, rows: number,
 proved_rows: number, };
 
 /**
+ * What the second layer's certificate did, for the report.
+ */
+export type SecondLayerSummary = { 
+/**
+ * The span's dimension (the second layer's gradient's rank) and the first layer's width.
+ */
+rank: number, width: number, 
+/**
+ * Rows of the batch whose first-layer activation was proved to lie in the span: each one
+ * is a row of the batch (categories exact, continuous values within their tolerance).
+ */
+certified_rows: number, };
+
+/**
  * The attribute attack as the report states it.
  */
 export type AttributeReport = { 
@@ -477,7 +501,12 @@ epoch_prior: EpochPrior,
  * pattern (`attack::subspace`, `attack::activity`); both switch themselves off where the
  * span says nothing.
  */
-subspace: boolean, };
+subspace: boolean, 
+/**
+ * Certify rows by the second layer's span of activations (`attack::activation_span`), on
+ * FedSGD where the span leaves checks; it switches itself off elsewhere.
+ */
+second_layer: boolean, };
 
 /**
  * Attribute reconstruction (Lyu & Chen): the server knows every column of the client's rows but

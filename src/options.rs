@@ -91,6 +91,10 @@ pub struct RunOptions {
     /// `TableakSettings::subspace`).
     #[ts(as = "Option<_>", optional)]
     pub subspace: bool,
+    /// TabLeak: certify rows by the second layer's span of activations (default on; see
+    /// `TableakSettings::second_layer`).
+    #[ts(as = "Option<_>", optional)]
+    pub second_layer: bool,
     /// Stop members whose loss has stopped improving (default on).
     #[ts(as = "Option<_>", optional)]
     pub early_stop: bool,
@@ -143,6 +147,7 @@ impl Default for RunOptions {
             lr: None,
             report_every: c.report_every,
             subspace: t.subspace,
+            second_layer: t.second_layer,
             early_stop: c.early_stop,
             sensitive: None,
             l2: false,
@@ -195,6 +200,7 @@ impl RunOptions {
                 fedavg: self.protocol == ProtocolKind::Fedavg,
                 epoch_prior: self.epoch_prior,
                 subspace: self.subspace,
+                second_layer: self.second_layer,
                 sensitive: self.sensitive.clone(),
                 l2: self.l2,
                 membership: self.membership,

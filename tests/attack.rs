@@ -97,6 +97,36 @@ fn the_relu_pattern_proves_rows_of_adult_batches_of_32() {
     }
 }
 
+/// Full TabLeak on an Adult batch of 64, where the batch's encoded rows are linearly dependent
+/// and the first layer's proof does not reach: the second layer's gradient spans the rows'
+/// activations (rank 64 of a width of 100), and the rows certified there are rows of the batch.
+#[test]
+fn the_second_layer_certifies_rows_of_an_adult_batch_of_64() {
+    let data = dataset("adult-sample.csv", "salary");
+    let r = attack(
+        &data,
+        AttackConfig {
+            batch_size: 64,
+            seed: 0,
+            ..Default::default()
+        },
+    );
+    let second = r
+        .row_details()
+        .and_then(|d| d.second_layer.clone())
+        .expect("TabLeak on FedSGD reports the second layer");
+    eprintln!("  {:.3}, {} rows certified", r.accuracy.total, second.certified_rows);
+    assert_eq!((second.rank, second.width), (64, 100));
+    assert!(second.certified_rows >= 48, "{} rows certified", second.certified_rows);
+    let exact = r.rows.iter().filter(|row| row.correct.iter().all(|&c| c)).count();
+    assert!(
+        exact >= second.certified_rows,
+        "{exact} exact rows, {} certified",
+        second.certified_rows
+    );
+    assert!(r.accuracy.total >= 0.9, "accuracy {}", r.accuracy.total);
+}
+
 /// Attribute reconstruction on 100 Adult rows after one FedAvg epoch of local batches of 8 (seeds
 /// 0-1): the sensitive column comes back far above a uniform guess and above what a classifier
 /// trained on the public split predicts, and every other cell is as given.

@@ -62,6 +62,7 @@ fn generated() -> String {
         declaration::<ConfidentQuarter>(),
         declaration::<PriorFit>(),
         declaration::<leakscope::attack::subspace::SubspaceSummary>(),
+        declaration::<leakscope::attack::activation_span::SecondLayerSummary>(),
         declaration::<leakscope::attack::attribute::AttributeReport>(),
         declaration::<AttackSpec>(),
         declaration::<leakscope::attack::describe::AttackInfo>(),

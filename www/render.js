@@ -253,6 +253,10 @@ export function renderSummary(box, info, report, attack) {
       ? `first-layer span prior: rows kept in a span of ${span.rank} of ${span.feasible} directions (weight ${span.weight}), ${span.decoded_rows} of ${span.rows} member rows decoded exactly in it; ${span.proved_rows} of the batch's rows proved exactly from the first layer's ReLU pattern`
       : `first-layer span prior off: ${span.off}`);
   }
+  const second = d.kind === 'rows' ? d.second_layer : null;
+  if (second) {
+    setting.push(`${second.certified_rows} of the batch's rows proved from the second layer (its gradient spans the rows' activations: rank ${second.rank} of ${second.width})`);
+  }
   if (report.member_steps.length) {
     const ms = report.member_steps;
     const mean = ms.reduce((a, b) => a + b, 0) / ms.length;

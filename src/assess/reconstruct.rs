@@ -4,13 +4,18 @@
 //! member matched to it and the cells median-pooled with an entropy each (SPEC §5).
 use crate::assess::epochs::average_epochs;
 use crate::assess::{matching::match_rows, pooling::pool};
+use crate::attack::activation_span::{self, ActivationSpan, SecondLayerSummary};
 use crate::attack::activity::{self, ActivitySolver};
+use crate::attack::baselines::random_rows;
 use crate::attack::ensemble::Members;
 use crate::attack::setup::Setup;
 use crate::error::Result;
 use crate::report::PriorFit;
-use crate::scenario::encode_rows;
+use crate::scenario::{encode_rows, seed_for};
 use crate::table::Value;
+
+/// Rows drawn from the marginals per row of the batch, as starts for rows the ensemble missed.
+const MARGINAL_STARTS_PER_ROW: usize = 128;
 
 /// What the attack produced before scoring.
 pub struct Reconstruction {
@@ -23,6 +28,8 @@ pub struct Reconstruction {
     pub decoded: (usize, usize),
     /// Rows proved exactly from the ReLU pattern (`attack::activity`).
     pub proved: usize,
+    /// The second layer's certificate (`attack::activation_span`), where it applied.
+    pub second_layer: Option<SecondLayerSummary>,
     pub steps: Vec<usize>,
 }
 
@@ -74,7 +81,9 @@ impl Setup<'_> {
                 best = Some((fit, k, rows, entropy));
             }
         }
-        let (_, k, rows, entropy) = best.expect("at least one prior candidate");
+        let (_, k, mut rows, mut entropy) = best.expect("at least one prior candidate");
+        let members_x = &x[k * ensemble * b * dataset.d()..(k + 1) * ensemble * b * dataset.d()];
+        let second_layer = self.certify_by_second_layer(&mut rows, &mut entropy, members_x);
         Ok(Reconstruction {
             rows,
             entropy,
@@ -83,7 +92,54 @@ impl Setup<'_> {
             epoch_prior_fits: fits,
             decoded,
             proved,
+            second_layer,
             steps: inversion.steps,
+        })
+    }
+
+    /// TabLeak's pooled rows refined towards the second layer's span of activations
+    /// (`attack::activation_span`) and adopted where the certificate holds, the members' rows
+    /// (`x`, [members, n, d]) trying for the rows still missing: the proof of rows beyond the first
+    /// layer's reach (large batches, linearly dependent rows). Certified cells get entropy 0.
+    /// FedSGD only: a FedAvg update sums several weights' activations. None where it does not
+    /// apply (or the span leaves too few checks).
+    fn certify_by_second_layer(
+        &self,
+        rows: &mut [Vec<Value>],
+        entropy: &mut Option<Vec<Vec<Option<f64>>>>,
+        x: &[f32],
+    ) -> Option<SecondLayerSummary> {
+        let params = &self.scenario.params;
+        let sizes = &params.sizes;
+        let fedsgd = matches!(self.config.protocol, crate::config::Protocol::Fedsgd);
+        if !(self.inverts.relaxed && self.config.priors().second_layer && fedsgd) || sizes.len() < 4 {
+            return None;
+        }
+        let observed = &self.scenario.observed;
+        let present = activation_span::present_categories(self.dataset, &observed[0], &observed[params.layers()]);
+        let span = ActivationSpan::new(
+            self.dataset,
+            &params.weights[0],
+            &params.biases[0],
+            &observed[1],
+            present,
+            (sizes[0], sizes[1], sizes[2]),
+        )?;
+        let d = self.dataset.d();
+        let mut candidates: Vec<Vec<Value>> = x.chunks_exact(d).map(|row| self.dataset.decode(row)).collect();
+        // Then rows drawn from the table's marginals (what the server knows without the update).
+        let draws = rows.len() * MARGINAL_STARTS_PER_ROW;
+        candidates.extend(random_rows(self.dataset, draws, seed_for(self.config.seed, 11)));
+        let certified = activation_span::certify_batch(&span, rows, candidates);
+        if let Some(entropy) = entropy {
+            for (cells, _) in entropy.iter_mut().zip(&certified).filter(|(_, c)| **c) {
+                cells.iter_mut().for_each(|e| *e = e.map(|_| 0.0));
+            }
+        }
+        Some(SecondLayerSummary {
+            rank: span.rank(),
+            width: span.width(),
+            certified_rows: certified.iter().filter(|c| **c).count(),
         })
     }
 

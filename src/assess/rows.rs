@@ -29,6 +29,7 @@ impl Setup<'_> {
                 epoch_prior_fits: Vec::new(),
                 decoded: (0, 0),
                 proved: 0,
+                second_layer: None,
                 steps: Vec::new(),
             },
             Some(inversion) => self.reconstruct(inversion).await?,
@@ -53,6 +54,7 @@ impl Setup<'_> {
             epoch_prior: recon.epoch_prior,
             epoch_prior_fits: recon.epoch_prior_fits,
             subspace: self.summary(recon.decoded, recon.proved),
+            second_layer: recon.second_layer,
         });
         report.member_steps = recon.steps;
         Ok(report)
@@ -73,6 +75,7 @@ impl Setup<'_> {
                 epoch_prior: recon.epoch_prior,
                 epoch_prior_fits: recon.epoch_prior_fits,
                 subspace: self.summary(recon.decoded, recon.proved),
+                second_layer: recon.second_layer,
             },
             seconds,
         );

@@ -123,6 +123,14 @@ pub fn tableak() -> AttackInfo {
                     .into(),
                 input: SettingInput::Flag { default: true },
             },
+            SettingInfo {
+                option: "secondLayer".into(),
+                label: "second-layer certificate".into(),
+                hint: "prove rows of large batches from the second layer's gradient, which the rows' first-layer \
+                       activations span (FedSGD; off where the span leaves too few checks)"
+                    .into(),
+                input: SettingInput::Flag { default: true },
+            },
         ],
     }
 }

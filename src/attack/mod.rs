@@ -4,6 +4,7 @@
 //! the attacker's second derivative, defined once on tensors (`inversion`), set up from a scenario
 //! (`setup`), driven by one loop (`driver`) and accelerated per device (`accel`).
 pub mod accel;
+pub mod activation_span;
 pub mod activity;
 pub mod attribute;
 pub mod baselines;

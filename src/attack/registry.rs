@@ -26,6 +26,8 @@ pub struct Priors {
     pub span: bool,
     /// Rows proved exactly from the first layer's ReLU pattern (`attack::activity`).
     pub proof: bool,
+    /// Rows certified by the second layer's span of activations (`attack::activation_span`).
+    pub second_layer: bool,
 }
 
 /// What an attack is, to the engine.

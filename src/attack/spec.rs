@@ -118,6 +118,7 @@ pub struct FlatSettings {
     pub fedavg: bool,
     pub epoch_prior: EpochPrior,
     pub subspace: bool,
+    pub second_layer: bool,
     pub sensitive: Option<String>,
     pub l2: bool,
     pub membership: Membership,
@@ -151,6 +152,7 @@ impl AttackSpec {
                     .unwrap_or(if f.fedavg { ENSEMBLE_FEDAVG } else { ENSEMBLE_FEDSGD }),
                 epoch_prior: f.epoch_prior,
                 subspace: f.subspace,
+                second_layer: f.second_layer,
             }),
             // The published baselines take no settings of their own (leakscope's priors included).
             AttackKind::Cosine => AttackSpec::Cosine,

@@ -1,4 +1,5 @@
 //! What one attack leaked, as a plain serialisable object and as text for a terminal.
+use crate::attack::activation_span::SecondLayerSummary;
 use crate::attack::subspace::SubspaceSummary;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
@@ -158,6 +159,9 @@ pub struct RowDetails {
     /// The first layer's span as a prior on the rows: its rank, weight and the rows it solved
     /// and proved (null when the attack did not use it).
     pub subspace: Option<SubspaceSummary>,
+    /// The second layer's certificate: rows proved from the span of the rows' first-layer
+    /// activations (null where it did not apply: FedAvg, the baselines, a span too wide to check).
+    pub second_layer: Option<SecondLayerSummary>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]

@@ -40,6 +40,9 @@ pub struct TableakSettings {
     /// pattern (`attack::subspace`, `attack::activity`); both switch themselves off where the
     /// span says nothing.
     pub subspace: bool,
+    /// Certify rows by the second layer's span of activations (`attack::activation_span`), on
+    /// FedSGD where the span leaves checks; it switches itself off elsewhere.
+    pub second_layer: bool,
 }
 
 impl Default for TableakSettings {
@@ -48,6 +51,7 @@ impl Default for TableakSettings {
             ensemble: ENSEMBLE_FEDSGD,
             epoch_prior: EpochPrior::Fixed(DEFAULT_EPOCH_PRIOR),
             subspace: true,
+            second_layer: true,
         }
     }
 }

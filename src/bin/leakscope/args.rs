@@ -78,6 +78,10 @@ pub struct AttackArgs {
     /// gradient (the prior is on by default and switches itself off where the span says nothing).
     #[arg(long)]
     pub no_subspace: bool,
+    /// TabLeak: do not certify rows by the second layer's span of activations (on by default on
+    /// FedSGD; it switches itself off where the span leaves too few checks).
+    #[arg(long)]
+    pub no_second_layer: bool,
     /// Run every member for all its iterations (by default a member whose best loss has gained
     /// less than 0.5 % (or 3e-4) over 400 steps stops).
     #[arg(long)]
@@ -243,6 +247,7 @@ pub fn run_options(table: &TableArgs, attack: &AttackArgs, client: Option<&Clien
         ensemble: attack.ensemble,
         lr: attack.lr,
         subspace: !attack.no_subspace,
+        second_layer: !attack.no_second_layer,
         early_stop: !attack.no_early_stop,
         sensitive: attack.sensitive.clone(),
         l2: attack.l2,

@@ -418,7 +418,7 @@ fn render_schema(s: &leakscope::table::SchemaSummary) -> String {
 
 fn summary_header() -> String {
     format!(
-        "| {:>5} | {:<14} | {:<8} | {:>7} | {:<15} | {:<15} | {:<15} | {:>7} | {:>10} | {:<9} | {:>7} |\n|---|---|---|---|---|---|---|---|---|---|---|",
+        "| {:>5} | {:<14} | {:<8} | {:>7} | {:<15} | {:<15} | {:<15} | {:>7} | {:>10} | {:<9} | {:>7} | {:>9} |\n|---|---|---|---|---|---|---|---|---|---|---|---|",
         "batch",
         "protocol",
         "attack",
@@ -429,7 +429,8 @@ fn summary_header() -> String {
         "s/attack",
         "mean steps",
         "span rank",
-        "proved"
+        "proved",
+        "2nd layer"
     )
 }
 
@@ -515,7 +516,7 @@ fn summary_line(config: &AttackConfig, kind: AttackKind, reports: &[Report]) -> 
         None => "—".into(),
     };
     format!(
-        "| {:>5} | {:<14} | {:<8} | {:>7} | {:<15} | {:<15} | {:<15} | {:>7.1} | {:>10} | {:<9} | {:>7} |",
+        "| {:>5} | {:<14} | {:<8} | {:>7} | {:<15} | {:<15} | {:<15} | {:>7.1} | {:>10} | {:<9} | {:>7} | {:>9} |",
         b,
         protocol,
         kind.to_string(),
@@ -536,6 +537,19 @@ fn summary_line(config: &AttackConfig, kind: AttackKind, reports: &[Report]) -> 
             false => format!(
                 "{:.0} %",
                 100.0 * ranks.iter().map(|s| s.proved_rows as f64).sum::<f64>()
+                    / (reports.len() * config.rows()).max(1) as f64
+            ),
+        },
+        // Rows the second layer's certificate proved, over all batches.
+        match reports
+            .iter()
+            .filter_map(|r| r.row_details()?.second_layer.as_ref())
+            .collect::<Vec<_>>()
+        {
+            certified if certified.is_empty() => "—".to_string(),
+            certified => format!(
+                "{:.0} %",
+                100.0 * certified.iter().map(|s| s.certified_rows as f64).sum::<f64>()
                     / (reports.len() * config.rows()).max(1) as f64
             ),
         },

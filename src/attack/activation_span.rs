@@ -1,0 +1,463 @@
+//! Rows certified by the second layer, where the first layer's proof (`activity`) cannot reach:
+//! large batches, and tables whose rows are linearly dependent. In FedSGD the second layer's
+//! weight gradient is G₂ = (1/B) Σᵢ aᵢ δᵢᵀ ([h₁, h₂]) with aᵢ = relu(W₁ᵀxᵢ + b₁) row i's
+//! first-layer activation, so G₂'s column space is spanned by the rows' activations. The
+//! activations do not share the rows' linear dependence (the ReLU breaks it), so G₂'s rank r
+//! reaches min(B, h₂); while r < h₁, a candidate row x is a row of the batch only if relu(W₁ᵀx + b₁)
+//! lies in that space: h₁ − r independent checks per candidate, a certificate.
+//!
+//! A candidate (the ensemble's pooled row) is refined towards the space: its continuous values
+//! by least squares on its own ReLU pattern (the activation is affine in them there), rounded to
+//! their column's precision, and its categorical cells by coordinate descent over each column's
+//! values. A refined row is adopted only when the certificate holds for it.
+use nalgebra::{DMatrix, DVector};
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+use crate::table::{Dataset, FeatureKind, Value};
+
+/// The span ends at the widest drop between consecutive singular values of G₂ below this share of
+/// the largest: the f32 update's rounding sits near 1e-8, a row that barely moves the loss can
+/// give 1e-5 (measured on Adult, B = 64), so no fixed cut separates them.
+const NOISE_REGION: f64 = 1e-4;
+/// Values below this count as this (an exact zero would make any drop infinitely wide).
+const FLOOR: f64 = 1e-12;
+/// The drop must be at least this wide for the span to be told from the rounding.
+const MIN_DROP: f64 = 100.0;
+
+/// The span's dimension from G₂'s singular values (sorted, relative to the largest): everything
+/// above the widest drop in the noise region. None where no drop is wide enough (noise added to
+/// the update, say): no span, no certificate.
+fn span_rank(values: &[f64]) -> Option<usize> {
+    let (k, drop) = (0..values.len().saturating_sub(1))
+        .filter(|&k| values[k + 1] < NOISE_REGION)
+        .map(|k| (k, values[k] / values[k + 1].max(FLOOR)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    (drop >= MIN_DROP).then_some(k + 1)
+}
+/// A row's activation within this relative distance of the span is certified: a row of the batch
+/// sits at the f32 update's rounding (~1e-6), one cell off at 1e-2 or more (measured on Adult).
+pub const CERTIFY: f64 = 1e-4;
+/// Checks the certificate keeps beyond the continuous values a refinement fits: the fit can zero
+/// as many of the h₁ − r checks as it has values, so only the rest certify (at B = 128 on the
+/// default network r = 99 of h₁ = 100 and a fit passes wrong rows: measured on Adult).
+const SPARE_CHECKS: usize = 8;
+/// Sweeps of coordinate descent over the categorical columns.
+const SWEEPS: usize = 4;
+/// Least-squares rounds for the continuous values (each on the pattern the last one left).
+const FIT_ROUNDS: usize = 3;
+
+/// What the second layer's certificate did, for the report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct SecondLayerSummary {
+    /// The span's dimension (the second layer's gradient's rank) and the first layer's width.
+    pub rank: usize,
+    pub width: usize,
+    /// Rows of the batch whose first-layer activation was proved to lie in the span: each one
+    /// is a row of the batch (categories exact, continuous values within their tolerance).
+    pub certified_rows: usize,
+}
+
+/// The second layer's column space, and the first layer that maps a row into it.
+pub struct ActivationSpan<'a> {
+    dataset: &'a Dataset,
+    /// W₁ as `Params` lays it out, [d, h₁] (x W + b), and b₁ [h₁].
+    w1: DMatrix<f64>,
+    b1: DVector<f64>,
+    /// An orthonormal basis of G₂'s column space, [h₁, r].
+    basis: DMatrix<f64>,
+    /// Per feature, per category: whether the batch holds it (`present_categories`); a descent
+    /// tries only those.
+    present: Vec<Vec<bool>>,
+}
+
+/// A category's first-layer gradient row this close (relative) to its constant times the bias
+/// gradient is a constant column: the category is absent from the batch.
+const ABSENT: f64 = 1e-4;
+
+/// Which categories the batch holds, read exactly from the first layer: a category absent from
+/// every row is a constant column c of the standardised encoding, so its row of the weight
+/// gradient G₁ = (1/B) Σᵢ xᵢ δᵢᵀ is x_c times the bias gradient (1/B) Σᵢ δᵢ. `g1` [d, h₁] and
+/// `gb1` [h₁] as `Params` lays them out. A category whose row is zero too (no signal) counts as
+/// present, so that nothing is ruled out on no evidence.
+pub fn present_categories(dataset: &Dataset, g1: &[f32], gb1: &[f32]) -> Vec<Vec<bool>> {
+    let h = gb1.len();
+    let bias = DVector::from_iterator(h, gb1.iter().map(|&v| v as f64));
+    dataset
+        .features
+        .iter()
+        .map(|f| match &f.kind {
+            FeatureKind::Categorical { categories } => (0..categories.len())
+                .map(|k| {
+                    let c = f.offset + k;
+                    let Some(row) = g1.get(c * h..(c + 1) * h) else {
+                        return true;
+                    };
+                    let row = DVector::from_iterator(h, row.iter().map(|&v| v as f64));
+                    let constant = -dataset.mean[c] / dataset.std[c];
+                    let off = (&row - &bias * constant).norm();
+                    !(off <= ABSENT * row.norm().max(bias.norm() * constant.abs()))
+                })
+                .collect(),
+            FeatureKind::Continuous { .. } => Vec::new(),
+        })
+        .collect()
+}
+
+impl<'a> ActivationSpan<'a> {
+    /// `g2`: the second layer's weight gradient [h₁, h₂] as `Params` lays it out. None where the
+    /// space leaves too few checks: rank 0, or h₁ − r not above the continuous values fitted by
+    /// `SPARE_CHECKS`.
+    pub fn new(
+        dataset: &'a Dataset,
+        w1: &[f32],
+        b1: &[f32],
+        g2: &[f32],
+        present: Vec<Vec<bool>>,
+        (d, h1, h2): (usize, usize, usize),
+    ) -> Option<Self> {
+        if w1.len() != d * h1 || b1.len() != h1 || g2.len() != h1 * h2 {
+            return None;
+        }
+        let g = DMatrix::from_row_iterator(h1, h2, g2.iter().map(|&v| v as f64));
+        let svd = g.svd(true, false);
+        let u = svd.u?;
+        let largest = svd.singular_values.max();
+        if !(largest > 0.0) {
+            return None;
+        }
+        let mut order: Vec<usize> = (0..svd.singular_values.len()).collect();
+        order.sort_by(|&a, &b| svd.singular_values[b].total_cmp(&svd.singular_values[a]));
+        let values: Vec<f64> = order.iter().map(|&k| svd.singular_values[k] / largest).collect();
+        let rank = span_rank(&values)?;
+        let kept = &order[..rank];
+        let fitted = dataset.features.iter().filter(|f| !f.is_categorical()).count();
+        if kept.len() + fitted + SPARE_CHECKS > h1 {
+            return None;
+        }
+        Some(ActivationSpan {
+            dataset,
+            w1: DMatrix::from_row_iterator(d, h1, w1.iter().map(|&v| v as f64)),
+            b1: DVector::from_iterator(h1, b1.iter().map(|&v| v as f64)),
+            basis: u.select_columns(kept),
+            present,
+        })
+    }
+
+    /// The span's dimension r: rows it can tell apart while r < h₁.
+    pub fn rank(&self) -> usize {
+        self.basis.ncols()
+    }
+
+    /// The first layer's width h₁.
+    pub fn width(&self) -> usize {
+        self.b1.len()
+    }
+
+    /// v's part outside the span.
+    fn residual(&self, v: &DVector<f64>) -> DVector<f64> {
+        v - &self.basis * (self.basis.transpose() * v)
+    }
+
+    fn pre_activation(&self, row: &[Value]) -> DVector<f64> {
+        let x = DVector::from_vec(self.dataset.encode(row));
+        self.w1.transpose() * x + &self.b1
+    }
+
+    /// The relative distance of the row's activation to the span (∞ for a row no unit sees).
+    pub fn distance(&self, row: &[Value]) -> f64 {
+        let a = self.pre_activation(row).map(|z| z.max(0.0));
+        let norm = a.norm();
+        if norm == 0.0 {
+            return f64::INFINITY;
+        }
+        self.residual(&a).norm() / norm
+    }
+
+    /// The continuous values that bring the row's activation nearest the span, its categorical
+    /// cells fixed: least squares on the row's ReLU pattern, then rounded and kept in range.
+    fn fit_continuous(&self, row: &mut [Value], rounds: usize) -> f64 {
+        let continuous: Vec<(usize, usize, f64, f64, f64, u32)> = self
+            .dataset
+            .features
+            .iter()
+            .enumerate()
+            .filter_map(|(f, feature)| match feature.kind {
+                FeatureKind::Continuous { min, max, decimals, .. } => {
+                    Some((f, feature.offset, self.dataset.std[feature.offset], min, max, decimals))
+                }
+                FeatureKind::Categorical { .. } => None,
+            })
+            .collect();
+        for _ in 0..rounds {
+            if continuous.is_empty() {
+                break;
+            }
+            let z = self.pre_activation(row);
+            let active = z.map(|v| if v > 0.0 { 1.0 } else { 0.0 });
+            let a = z.component_mul(&active);
+            // d a / d value_f = W₁[offset_f, :] / std_f on the active units.
+            let mut columns = DMatrix::zeros(a.len(), continuous.len());
+            for (k, &(_, offset, std, ..)) in continuous.iter().enumerate() {
+                let column = self.w1.row(offset).transpose().component_mul(&active) / std;
+                columns.set_column(k, &self.residual(&column));
+            }
+            let target = -self.residual(&a);
+            let Ok(step) = columns.svd(true, true).solve(&target, 1e-12) else {
+                break;
+            };
+            for (k, &(f, _, _, min, max, decimals)) in continuous.iter().enumerate() {
+                let scale = 10f64.powi(decimals as i32);
+                let moved = row[f].num() + step[k];
+                row[f] = Value::Num(((moved * scale).round() / scale).clamp(min, max));
+            }
+        }
+        self.distance(row)
+    }
+
+    /// Whether two rows are one for the certificate: the same categories, continuous values within
+    /// their column's tolerance (a fnlwgt one unit off moves the activation by 1e-5 of its norm).
+    pub fn same_row(&self, a: &[Value], b: &[Value]) -> bool {
+        self.dataset
+            .features
+            .iter()
+            .zip(a.iter().zip(b))
+            .all(|(f, (x, y))| match (x, y) {
+                (Value::Num(x), Value::Num(y)) => (x - y).abs() <= f.tolerance(),
+                _ => x == y,
+            })
+    }
+
+    fn among(&self, row: &[Value], rows: &[Vec<Value>]) -> bool {
+        rows.iter().any(|r| self.same_row(r, row))
+    }
+
+    /// The candidate refined towards the span (continuous values fitted, categorical cells by
+    /// coordinate descent), and its distance. Rows that are one with a row in `avoid` (found
+    /// already) count as infinitely far, so a descent that would end in one looks for another.
+    pub fn refine(&self, candidate: &[Value], avoid: &[Vec<Value>]) -> (Vec<Value>, f64) {
+        let fit = |row: &mut Vec<Value>, rounds: usize| {
+            let distance = self.fit_continuous(row, rounds);
+            if self.among(row, avoid) {
+                f64::INFINITY
+            } else {
+                distance
+            }
+        };
+        let mut best = candidate.to_vec();
+        let mut best_distance = fit(&mut best, FIT_ROUNDS);
+        for _ in 0..SWEEPS {
+            if best_distance < CERTIFY {
+                break;
+            }
+            let mut improved = false;
+            for (f, feature) in self.dataset.features.iter().enumerate() {
+                let FeatureKind::Categorical { categories } = &feature.kind else {
+                    continue;
+                };
+                for c in 0..categories.len() as u32 {
+                    let held = self
+                        .present
+                        .get(f)
+                        .and_then(|p| p.get(c as usize))
+                        .copied()
+                        .unwrap_or(true);
+                    if best[f] == Value::Cat(c) || !held {
+                        continue;
+                    }
+                    let mut trial = best.clone();
+                    trial[f] = Value::Cat(c);
+                    // One round to rank the values; the best gets the full fit below.
+                    let distance = fit(&mut trial, 1);
+                    if distance < best_distance {
+                        (best, best_distance) = (trial, distance);
+                        improved = true;
+                    }
+                }
+            }
+            let mut refit = best.clone();
+            let distance = fit(&mut refit, FIT_ROUNDS);
+            if distance < best_distance {
+                (best, best_distance) = (refit, distance);
+            }
+            if !improved {
+                break;
+            }
+        }
+        let distance = if self.among(&best, avoid) {
+            f64::INFINITY
+        } else {
+            self.distance(&best)
+        };
+        (best, distance)
+    }
+}
+
+/// Refinements tried per row of the batch still missing, over the members' rows.
+const TRIES_PER_ROW: usize = 200;
+
+/// The batch's rows certified: `pooled` (the ensemble's reconstruction) refined and adopted where
+/// the certificate holds; a slot whose row refines to one already found (two pooled rows near the
+/// same batch row) takes the next certified row refined from `candidates` (the members' rows),
+/// nearest the span first. Returns, per slot, whether its row is certified.
+pub fn certify_batch(span: &ActivationSpan, pooled: &mut [Vec<Value>], candidates: Vec<Vec<Value>>) -> Vec<bool> {
+    let mut found: Vec<Vec<Value>> = Vec::new();
+    let mut certified = vec![false; pooled.len()];
+    for (slot, row) in pooled.iter_mut().enumerate() {
+        let (refined, distance) = span.refine(row, &[]);
+        if distance < CERTIFY && !span.among(&refined, &found) {
+            found.push(refined.clone());
+            *row = refined;
+            certified[slot] = true;
+        }
+    }
+    let missing = certified.iter().filter(|c| !**c).count();
+    if missing == 0 {
+        return certified;
+    }
+    let mut ranked: Vec<(f64, Vec<Value>)> = Vec::new();
+    for row in candidates {
+        if !span.among(&row, &found) && !ranked.iter().any(|(_, r)| *r == row) {
+            ranked.push((span.distance(&row), row));
+        }
+    }
+    ranked.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let open: Vec<usize> = (0..pooled.len()).filter(|&s| !certified[s]).collect();
+    let mut open = open.into_iter();
+    let mut slot = open.next();
+    for (_, row) in ranked.into_iter().take(missing * TRIES_PER_ROW) {
+        let Some(s) = slot else { break };
+        let (refined, distance) = span.refine(&row, &found);
+        if distance < CERTIFY && !span.among(&refined, &found) {
+            found.push(refined.clone());
+            pooled[s] = refined;
+            certified[s] = true;
+            slot = open.next();
+        }
+    }
+    certified
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::AttackConfig;
+    use crate::scenario::Scenario;
+    use crate::table::{DatasetOptions, parse_csv};
+
+    fn adult() -> Dataset {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/data/adult-sample.csv");
+        let raw = parse_csv(&std::fs::read(path).unwrap(), usize::MAX).unwrap();
+        Dataset::from_raw(
+            &raw,
+            &DatasetOptions {
+                label: "salary".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+    }
+
+    /// A FedSGD batch of 64 Adult rows on the default network: its span and its rows.
+    fn batch(dataset: &Dataset) -> (Scenario, Vec<Vec<Value>>) {
+        let config = AttackConfig {
+            batch_size: 64,
+            seed: 0,
+            ..Default::default()
+        };
+        let scenario = pollster::block_on(Scenario::of_rows(dataset, &config)).unwrap();
+        let rows = scenario.truth.as_ref().unwrap().rows.clone();
+        (scenario, rows)
+    }
+
+    fn span<'a>(dataset: &'a Dataset, scenario: &Scenario) -> ActivationSpan<'a> {
+        let p = &scenario.params;
+        let layers = p.sizes.len() - 1;
+        let present = present_categories(dataset, &scenario.observed[0], &scenario.observed[layers]);
+        ActivationSpan::new(
+            dataset,
+            &p.weights[0],
+            &p.biases[0],
+            &scenario.observed[1],
+            present,
+            (p.sizes[0], p.sizes[1], p.sizes[2]),
+        )
+        .expect("B = 64 leaves checks on a width of 100")
+    }
+
+    #[test]
+    fn every_row_of_a_batch_of_64_is_certified_and_a_row_one_cell_off_refines_back_to_it() {
+        let dataset = adult();
+        let (scenario, rows) = batch(&dataset);
+        let span = span(&dataset, &scenario);
+        assert_eq!(span.rank(), 64);
+        for row in &rows {
+            assert!(span.distance(row) < CERTIFY, "{}", span.distance(row));
+        }
+        // One categorical cell changed: far from the span, and refined back to the batch's row.
+        let f = dataset.features.iter().position(|f| f.is_categorical()).unwrap();
+        for row in rows.iter().take(8) {
+            let mut off = row.clone();
+            off[f] = Value::Cat(if row[f] == Value::Cat(0) { 1 } else { 0 });
+            assert!(span.distance(&off) > 100.0 * CERTIFY, "{}", span.distance(&off));
+            let (refined, distance) = span.refine(&off, &[]);
+            assert!(distance < CERTIFY);
+            assert!(span.among(&refined, &rows));
+        }
+    }
+
+    #[test]
+    fn the_first_layer_tells_which_categories_the_batch_holds() {
+        let dataset = adult();
+        let (scenario, rows) = batch(&dataset);
+        let layers = scenario.params.sizes.len() - 1;
+        let present = present_categories(&dataset, &scenario.observed[0], &scenario.observed[layers]);
+        for (f, feature) in dataset.features.iter().enumerate() {
+            for (k, &held) in present[f].iter().enumerate() {
+                let in_batch = rows.iter().any(|r| r[f] == Value::Cat(k as u32));
+                assert_eq!(held, in_batch, "{} category {k}", feature.name);
+            }
+        }
+    }
+
+    /// The certificate's false positives: rows from outside the batch and mixtures of its rows,
+    /// refined as hard as the attack refines its candidates, never pass while the batch's own
+    /// rows are ruled out (as found ones are).
+    #[test]
+    fn no_row_outside_the_batch_and_no_mixture_of_its_rows_is_certified() {
+        let dataset = adult();
+        let (scenario, rows) = batch(&dataset);
+        let span = span(&dataset, &scenario);
+        let outside = scenario.truth.as_ref().unwrap().indices.clone();
+        let strangers = (0..dataset.n()).filter(|i| !outside.contains(i)).step_by(7).take(40);
+        let mut tried = 0;
+        for i in strangers {
+            let row = &dataset.rows[i];
+            if span.among(row, &rows) {
+                continue; // one with a batch row: not a stranger
+            }
+            assert!(span.distance(row) > CERTIFY);
+            let (refined, distance) = span.refine(row, &rows);
+            assert!(distance >= CERTIFY, "row {i} refined to {refined:?} at {distance:e}");
+            tried += 1;
+        }
+        assert!(tried >= 30);
+        // Two batch rows mixed: every categorical cell of one, the continuous values between both.
+        for pair in rows.chunks_exact(2).take(12) {
+            let mixed: Vec<Value> = pair[0]
+                .iter()
+                .zip(&pair[1])
+                .map(|(a, b)| match (a, b) {
+                    (Value::Num(x), Value::Num(y)) => Value::Num(((x + y) / 2.0).round()),
+                    _ => *a,
+                })
+                .collect();
+            if span.among(&mixed, &rows) {
+                continue;
+            }
+            assert!(span.distance(&mixed) > CERTIFY);
+            let (_, distance) = span.refine(&mixed, &rows);
+            assert!(distance >= CERTIFY);
+        }
+    }
+}
