@@ -400,8 +400,13 @@ rank: number, width: number,
 /**
  * Rows of the batch whose first-layer activation was proved to lie in the span: each one
  * is a row of the batch (categories exact, continuous values within their tolerance).
+ * On FedAvg (`proof` false) the rows adopted for lying near the span, which proves nothing.
  */
-certified_rows: number, };
+certified_rows: number, 
+/**
+ * Whether an adopted row is proved (FedSGD) or only scored near the span (FedAvg).
+ */
+proof: boolean, };
 
 /**
  * The attribute attack as the report states it.

@@ -713,6 +713,7 @@ fn the_attacks_description_matches_what_runs() {
                 let field = match s.option.as_str() {
                     "cafeRows" => "rows",
                     "sensitive" => "column",
+                    "secondLayer" => "second_layer",
                     other => other,
                 };
                 let given = &spec[field];

@@ -4,7 +4,7 @@
 //! member matched to it and the cells median-pooled with an entropy each (SPEC §5).
 use crate::assess::epochs::average_epochs;
 use crate::assess::{matching::match_rows, pooling::pool};
-use crate::attack::activation_span::{self, ActivationSpan, SecondLayerSummary};
+use crate::attack::activation_span::{self, ActivationSpan, SecondLayerSummary, SpanOf};
 use crate::attack::activity::{self, ActivitySolver};
 use crate::attack::baselines::random_rows;
 use crate::attack::ensemble::Members;
@@ -111,10 +111,13 @@ impl Setup<'_> {
     ) -> Option<SecondLayerSummary> {
         let params = &self.scenario.params;
         let sizes = &params.sizes;
-        let fedsgd = matches!(self.config.protocol, crate::config::Protocol::Fedsgd);
-        if !(self.inverts.relaxed && self.config.priors().second_layer && fedsgd) || sizes.len() < 4 {
+        if !(self.inverts.relaxed && self.config.priors().second_layer) || sizes.len() < 4 {
             return None;
         }
+        let of = match self.config.protocol {
+            crate::config::Protocol::Fedsgd => SpanOf::Gradient,
+            crate::config::Protocol::Fedavg(_) => SpanOf::Update { rows: rows.len() },
+        };
         let observed = &self.scenario.observed;
         let present = activation_span::present_categories(self.dataset, &observed[0], &observed[params.layers()]);
         let span = ActivationSpan::new(
@@ -123,6 +126,7 @@ impl Setup<'_> {
             &params.biases[0],
             &observed[1],
             present,
+            of,
             (sizes[0], sizes[1], sizes[2]),
         )?;
         let d = self.dataset.d();
@@ -131,7 +135,7 @@ impl Setup<'_> {
         let draws = rows.len() * MARGINAL_STARTS_PER_ROW;
         candidates.extend(random_rows(self.dataset, draws, seed_for(self.config.seed, 11)));
         let certified = activation_span::certify_batch(&span, rows, candidates);
-        if let Some(entropy) = entropy {
+        if let Some(entropy) = entropy.as_mut().filter(|_| span.proves()) {
             for (cells, _) in entropy.iter_mut().zip(&certified).filter(|(_, c)| **c) {
                 cells.iter_mut().for_each(|e| *e = e.map(|_| 0.0));
             }
@@ -140,6 +144,7 @@ impl Setup<'_> {
             rank: span.rank(),
             width: span.width(),
             certified_rows: certified.iter().filter(|c| **c).count(),
+            proof: span.proves(),
         })
     }
 

@@ -50,7 +50,7 @@ impl Attack for TableakSettings {
         Priors {
             span: self.subspace,
             proof: self.subspace && matches!(config.protocol, Protocol::Fedsgd),
-            second_layer: self.second_layer && matches!(config.protocol, Protocol::Fedsgd),
+            second_layer: self.second_layer,
         }
     }
 
