@@ -119,7 +119,7 @@ pub fn tableak() -> AttackInfo {
                 option: "subspace".into(),
                 label: "first-layer span and ReLU proof".into(),
                 hint: "keep the rows in the span of the first layer's gradient and prove rows from its ReLU pattern \
-                       (off: plain TabLeak)"
+                       (off, with the second-layer certificate off too: plain TabLeak)"
                     .into(),
                 input: SettingInput::Flag { default: true },
             },
