@@ -74,17 +74,8 @@ export interface Table {
   free(): Promise<void>;
 }
 
-export declare class LeakscopeTable implements Table {
-  readonly bytes: number;
-  inspect(): Promise<SchemaSummary>;
-  run(options: RunOptions, control?: RunControl): Promise<Report>;
-  /** `workers`: how many workers a page would split the ensemble over (default 1). */
-  plan(options: RunOptions, workers?: number): Promise<RunPlan>;
-  /** Every cell on this engine, one after another. */
-  audit(options: AuditInput, control?: AuditControl): Promise<AuditReport>;
-  auditPlan(options: AuditInput, workers?: number): Promise<AuditPlan>;
-  cancel(): void;
-  free(): Promise<void>;
-}
+/** The package's own table (`Leakscope.loadTable`); its `plan` and `auditPlan` take the workers a page would use (default 1). */
+export interface LeakscopeTable extends Table {}
+export declare const LeakscopeTable: { readonly prototype: LeakscopeTable };
 
 export type { Decision, MeasuredRate };

@@ -515,6 +515,7 @@ fn summary_line(config: &AttackConfig, kind: AttackKind, reports: &[Report]) -> 
         ),
         None => "—".into(),
     };
+    let all_rows = reports.len() * config.rows();
     format!(
         "| {:>5} | {:<14} | {:<8} | {:>7} | {:<15} | {:<15} | {:<15} | {:>7.1} | {:>10} | {:<9} | {:>7} | {:>9} |",
         b,
@@ -531,29 +532,28 @@ fn summary_line(config: &AttackConfig, kind: AttackKind, reports: &[Report]) -> 
             format!("{:.0}", mean(steps))
         },
         rank,
-        // Rows proved exactly from the ReLU pattern, over all batches.
-        match ranks.is_empty() {
-            true => "—".to_string(),
-            false => format!(
-                "{:.0} %",
-                100.0 * ranks.iter().map(|s| s.proved_rows as f64).sum::<f64>()
-                    / (reports.len() * config.rows()).max(1) as f64
-            ),
-        },
-        // Rows the second layer's certificate proved, over all batches.
-        match reports
-            .iter()
-            .filter_map(|r| r.row_details()?.second_layer.as_ref())
-            .collect::<Vec<_>>()
-        {
-            certified if certified.is_empty() => "—".to_string(),
-            certified => format!(
-                "{:.0} %",
-                100.0 * certified.iter().map(|s| s.certified_rows as f64).sum::<f64>()
-                    / (reports.len() * config.rows()).max(1) as f64
-            ),
-        },
+        // Rows proved exactly from the ReLU pattern, and by the second layer, over all batches.
+        rows_share(ranks.iter().map(|s| s.proved_rows), all_rows),
+        rows_share(
+            reports
+                .iter()
+                .filter_map(|r| Some(r.row_details()?.second_layer.as_ref()?.certified_rows)),
+            all_rows,
+        ),
     )
+}
+
+/// The rows a part of the attack delivered, as a share of all the batches' rows ("—" where the
+/// part did not run).
+fn rows_share(counts: impl Iterator<Item = usize>, all_rows: usize) -> String {
+    let counts: Vec<usize> = counts.collect();
+    match counts.is_empty() {
+        true => "—".to_string(),
+        false => format!(
+            "{:.0} %",
+            100.0 * counts.iter().sum::<usize>() as f64 / all_rows.max(1) as f64
+        ),
+    }
 }
 
 /// GPU kernel launches per attack step (cubecl's launch observer): the difference between a
