@@ -331,6 +331,9 @@ impl<'a> ActivationSpan<'a> {
 
 /// Refinements tried per row of the batch still missing, over the members' rows.
 const TRIES_PER_ROW: usize = 200;
+/// ...stopping after this many failures in a row: a search that finds nothing for so long will
+/// not (an ensemble stopped after 3 steps on B = 128 would otherwise refine 25,000 rows).
+const STALE_TRIES: usize = 400;
 
 /// The batch's rows certified: `pooled` (the ensemble's reconstruction) refined and adopted where
 /// the certificate holds; a slot whose row refines to one already found (two pooled rows near the
@@ -348,7 +351,8 @@ pub fn certify_batch(span: &ActivationSpan, pooled: &mut [Vec<Value>], candidate
         }
     }
     let missing = certified.iter().filter(|c| !**c).count();
-    if missing == 0 {
+    // Nothing of the ensemble's passes: it has not found the batch, and neither will its members.
+    if missing == 0 || found.is_empty() {
         return certified;
     }
     let mut ranked: Vec<(f64, Vec<Value>)> = Vec::new();
@@ -361,10 +365,16 @@ pub fn certify_batch(span: &ActivationSpan, pooled: &mut [Vec<Value>], candidate
     let open: Vec<usize> = (0..pooled.len()).filter(|&s| !certified[s]).collect();
     let mut open = open.into_iter();
     let mut slot = open.next();
+    let mut stale = 0;
     for (_, row) in ranked.into_iter().take(missing * TRIES_PER_ROW) {
         let Some(s) = slot else { break };
+        if stale == STALE_TRIES {
+            break;
+        }
+        stale += 1;
         let (refined, distance) = span.refine(&row, &found);
         if distance < span.threshold && !span.among(&refined, &found) {
+            stale = 0;
             found.push(refined.clone());
             pooled[s] = refined;
             certified[s] = true;
