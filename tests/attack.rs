@@ -124,6 +124,13 @@ fn the_second_layer_certifies_rows_of_an_adult_batch_of_64() {
         "{exact} exact rows, {} certified",
         second.certified_rows
     );
+    // A proved row is read as certain, cell by cell.
+    let sure = r
+        .rows
+        .iter()
+        .filter(|row| row.confidence.iter().all(|c| *c == leakscope::report::Confidence::High))
+        .count();
+    assert!(sure >= second.certified_rows, "{sure} rows read as certain");
     assert!(r.accuracy.total >= 0.9, "accuracy {}", r.accuracy.total);
 }
 

@@ -3,7 +3,7 @@
 //! rows proved from the ReLU pattern), the anchor member chosen by its fit to the update, every
 //! member matched to it and the cells median-pooled with an entropy each (SPEC §5).
 use crate::assess::epochs::average_epochs;
-use crate::assess::{matching::match_rows, pooling::pool};
+use crate::assess::{entropy, matching::match_rows, pooling::pool};
 use crate::attack::activation_span::{self, ActivationSpan, SecondLayerSummary, SpanOf};
 use crate::attack::activity::{self, ActivitySolver};
 use crate::attack::baselines::random_rows;
@@ -100,9 +100,10 @@ impl Setup<'_> {
     /// TabLeak's pooled rows refined towards the second layer's span of activations
     /// (`attack::activation_span`) and adopted where the certificate holds, the members' rows
     /// (`x`, [members, n, d]) trying for the rows still missing: the proof of rows beyond the first
-    /// layer's reach (large batches, linearly dependent rows). Certified cells get entropy 0.
-    /// FedSGD only: a FedAvg update sums several weights' activations. None where it does not
-    /// apply (or the span leaves too few checks).
+    /// layer's reach (large batches, linearly dependent rows). On FedAvg the update's leading span
+    /// stands in for it and rows near it are adopted, not proved (`SpanOf::Update`). A proved row's
+    /// cells get the entropy of an ensemble that agrees on them. None where it does not apply (or
+    /// the span leaves too few checks).
     fn certify_by_second_layer(
         &self,
         rows: &mut [Vec<Value>],
@@ -136,8 +137,14 @@ impl Setup<'_> {
         candidates.extend(random_rows(self.dataset, draws, seed_for(self.config.seed, 11)));
         let certified = activation_span::certify_batch(&span, rows, candidates);
         if let Some(entropy) = entropy.as_mut().filter(|_| span.proves()) {
+            let agreed = |f: usize| match self.dataset.features[f].is_categorical() {
+                true => 0.0,
+                false => entropy::continuous(&[0.0, 0.0]).unwrap_or(0.0),
+            };
             for (cells, _) in entropy.iter_mut().zip(&certified).filter(|(_, c)| **c) {
-                cells.iter_mut().for_each(|e| *e = e.map(|_| 0.0));
+                for (f, e) in cells.iter_mut().enumerate() {
+                    *e = e.map(|_| agreed(f));
+                }
             }
         }
         Some(SecondLayerSummary {
