@@ -132,9 +132,12 @@ impl Setup<'_> {
         )?;
         let d = self.dataset.d();
         let mut candidates: Vec<Vec<Value>> = x.chunks_exact(d).map(|row| self.dataset.decode(row)).collect();
-        // Then rows drawn from the table's marginals (what the server knows without the update).
-        let draws = rows.len() * MARGINAL_STARTS_PER_ROW;
-        candidates.extend(random_rows(self.dataset, draws, seed_for(self.config.seed, 11)));
+        // Then rows drawn from the table's marginals (what the server knows without the update);
+        // a received update comes with the encoding only, and no rows to draw from.
+        if self.dataset.n() > 0 {
+            let draws = rows.len() * MARGINAL_STARTS_PER_ROW;
+            candidates.extend(random_rows(self.dataset, draws, seed_for(self.config.seed, 11)));
+        }
         let certified = activation_span::certify_batch(&span, rows, candidates);
         if let Some(entropy) = entropy.as_mut().filter(|_| span.proves()) {
             let agreed = |f: usize| match self.dataset.features[f].is_categorical() {
