@@ -64,6 +64,44 @@ fn attack_prints_a_report_and_writes_json() {
     assert_eq!(report["rows"].as_array().unwrap().len(), 4);
 }
 
+/// The README's received-update commands: an encoding written by `encoding`, a PyTorch update in
+/// safetensors and in JSON, the same report from both.
+#[test]
+fn a_received_update_is_attacked_from_both_formats() {
+    let encoding = tmp("encoding.json");
+    let out = bin()
+        .args(["encoding", "--csv", &data("adult-sample.csv"), "--label", "salary", "--out"])
+        .arg(&encoding)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let update = |file: &str| format!("{}/tests/data/pytorch-update/{file}", env!("CARGO_MANIFEST_DIR"));
+    let attack = |files: &[&str], json: &PathBuf| {
+        let out = bin()
+            .arg("attack-update")
+            .arg("--encoding")
+            .arg(&encoding)
+            .args(files.iter().flat_map(|f| {
+                let flag = if f.starts_with("weights") { "--weights" } else { "--update" };
+                [flag.to_string(), update(f)]
+            }))
+            .args(["--ensemble", "2", "--iterations", "40", "--show", "3", "--quiet", "--json"])
+            .arg(json)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+        let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+        (stdout, report)
+    };
+    let (text, from_st) = attack(&["weights.safetensors", "update.safetensors"], &tmp("st.json"));
+    let (_, from_json) = attack(&["update.json"], &tmp("json.json"));
+    assert!(text.contains("a gradient on 8 rows"), "{text}");
+    assert_eq!(from_st["rows"].as_array().unwrap().len(), 8);
+    assert!(from_st["accuracy"].is_null(), "no ground truth for a received update");
+    assert_eq!(from_st["rows"], from_json["rows"], "one update, two files");
+}
+
 #[test]
 fn bad_input_gets_a_specific_error_and_no_output_file() {
     let ragged = tmp("ragged.csv");

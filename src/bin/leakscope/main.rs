@@ -603,3 +603,15 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Two flags of one command with one name (a flattened group's and the command's own) pass
+    /// the compiler and fail only when the command runs.
+    #[test]
+    fn every_command_parses_its_flags() {
+        super::Cli::command().debug_assert();
+    }
+}

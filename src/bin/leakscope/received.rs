@@ -64,7 +64,7 @@ pub struct AttackUpdateArgs {
     pub engine: EngineArgs,
     /// Rows to print (the JSON report holds them all).
     #[arg(long, default_value_t = 8)]
-    pub rows: usize,
+    pub show: usize,
     /// Write the report as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -151,7 +151,7 @@ pub fn attack_update(args: AttackUpdateArgs) -> CliResult<()> {
     let report =
         pollster::block_on(attack_received(&rt, &dataset, &config, &received, &mut on)).map_err(|e| e.to_string())?;
     pb.finish_and_clear();
-    print!("{}", report.render_text(args.rows));
+    print!("{}", report.render_text(args.show));
     if let Some(path) = &args.json {
         write_atomically(path, &serde_json::to_string_pretty(&report).unwrap())?;
         println!("report written to {}", path.display());
