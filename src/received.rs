@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use crate::client::network::Params;
+use crate::client::update::Update;
 use crate::config::AttackConfig;
 use crate::error::{Error, Result};
 use crate::table::Dataset;
@@ -19,14 +20,12 @@ pub const UPDATE_FORMAT: &str = "leakscope-update/1";
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReceivedUpdate {
     pub params: Params,
-    /// Every layer's W update ([in, out] row-major), then every b update.
-    pub update: Vec<Vec<f32>>,
+    /// The update, its layers named as the files name them.
+    pub update: Update,
     /// Rows the client computed the update on, where the file says.
     pub rows: Option<usize>,
     /// The client's labels in its order, where the file carries them (class names).
     pub labels: Option<Vec<String>>,
-    /// The layers' names as read, in order.
-    pub layer_names: Vec<String>,
 }
 
 fn fail<T>(m: String) -> Result<T> {
@@ -186,11 +185,13 @@ impl ReceivedUpdate {
                 .collect(),
             biases: bs.iter().map(|b| b.values.clone()).collect(),
         };
-        let mut update: Vec<Vec<f32>> = uws
-            .iter()
-            .map(|w| transpose(&w.values, w.shape[0], w.shape[1]))
-            .collect();
-        update.extend(ubs.into_iter().map(|b| b.values));
+        let update = Update::named(
+            names,
+            uws.iter()
+                .map(|w| transpose(&w.values, w.shape[0], w.shape[1]))
+                .collect(),
+            ubs.into_iter().map(|b| b.values).collect(),
+        );
         if let (Some(r), Some(l)) = (rows, &labels)
             && l.len() != r
         {
@@ -201,7 +202,6 @@ impl ReceivedUpdate {
             update,
             rows,
             labels,
-            layer_names: names,
         })
     }
 
@@ -351,7 +351,7 @@ mod tests {
         let w = merge(layer("net.2", 2, 3, 0.0), layer("net.10", 4, 2, 0.0));
         let w = merge(w, layer("net.0", 3, 5, 0.0));
         let r = ReceivedUpdate::from_json(&doc(w.clone(), w)).unwrap();
-        assert_eq!(r.layer_names, ["net.0", "net.2", "net.10"]);
+        assert_eq!(r.update.names(), ["net.0", "net.2", "net.10"]);
         assert_eq!(r.params.sizes, [5, 3, 2, 4]);
         // W[out = 1][in = 2] = 1·5 + 2 lands at [in = 2][out = 1].
         assert_eq!(r.params.weights[0][2 * 3 + 1], 7.0);

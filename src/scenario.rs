@@ -10,6 +10,7 @@ use crate::attack::membership::MembershipReport;
 use crate::client::network::Params;
 use crate::client::simulate::{Round, simulate_round};
 use crate::client::training;
+use crate::client::update::Update;
 use crate::config::{AttackConfig, LabelMode, Protocol};
 use crate::error::{Error, Result};
 use crate::received::ReceivedUpdate;
@@ -46,7 +47,7 @@ pub struct Truth {
 /// The simulated client: its network, the update it sent, the rows it trained on.
 pub struct Client {
     pub params: Params,
-    pub observed: Vec<Vec<f32>>,
+    pub observed: Update,
     /// The batch's indices in the table (sorted), its rows and their labels.
     pub batch: Vec<usize>,
     pub rows: Vec<Vec<Value>>,
@@ -115,8 +116,8 @@ impl Client {
 /// Everything the server has before it inverts, and the truth where the client was simulated.
 pub struct Scenario {
     pub params: Params,
-    /// The update, tensor by tensor: every layer's W, then every layer's b.
-    pub observed: Vec<Vec<f32>>,
+    /// The update the server received.
+    pub observed: Update,
     /// The labels the server uses, in the order its dummy rows take them.
     pub labels: Vec<usize>,
     /// None for a received update.
@@ -130,13 +131,13 @@ pub struct Scenario {
     /// Cells the server knows (`attack::known`).
     pub known: Option<KnownCells>,
     /// Rounds after the first it observed: the model it sent, and the update.
-    pub later_rounds: Vec<(Params, Vec<Vec<f32>>)>,
+    pub later_rounds: Vec<(Params, Update)>,
 }
 
 /// The labels of the rows behind an update as the server uses them: for a gradient only their
 /// counts matter (sorted); on FedAvg it is given them in the client's order (local batches are
 /// contiguous); restored from the last layer's gradient where asked.
-pub fn server_labels(params: &Params, observed: &[Vec<f32>], labels: &[usize], config: &AttackConfig) -> Vec<usize> {
+pub fn server_labels(params: &Params, observed: &Update, labels: &[usize], config: &AttackConfig) -> Vec<usize> {
     match config.labels {
         LabelMode::Known if matches!(config.protocol, Protocol::Fedavg(_)) => labels.to_vec(),
         LabelMode::Known => {
@@ -145,8 +146,8 @@ pub fn server_labels(params: &Params, observed: &[Vec<f32>], labels: &[usize], c
             l
         }
         LabelMode::Restored => {
-            let last = observed[params.layers() - 1].clone();
-            labels_from_counts(&restore_counts(params, &last, config.rows(), seed_for(config.seed, 4)))
+            let last = observed.weight(params.layers() - 1);
+            labels_from_counts(&restore_counts(params, last, config.rows(), seed_for(config.seed, 4)))
         }
     }
 }

@@ -70,7 +70,14 @@ fn attack_prints_a_report_and_writes_json() {
 fn a_received_update_is_attacked_from_both_formats() {
     let encoding = tmp("encoding.json");
     let out = bin()
-        .args(["encoding", "--csv", &data("adult-sample.csv"), "--label", "salary", "--out"])
+        .args([
+            "encoding",
+            "--csv",
+            &data("adult-sample.csv"),
+            "--label",
+            "salary",
+            "--out",
+        ])
         .arg(&encoding)
         .output()
         .unwrap();
@@ -82,10 +89,23 @@ fn a_received_update_is_attacked_from_both_formats() {
             .arg("--encoding")
             .arg(&encoding)
             .args(files.iter().flat_map(|f| {
-                let flag = if f.starts_with("weights") { "--weights" } else { "--update" };
+                let flag = if f.starts_with("weights") {
+                    "--weights"
+                } else {
+                    "--update"
+                };
                 [flag.to_string(), update(f)]
             }))
-            .args(["--ensemble", "2", "--iterations", "40", "--show", "3", "--quiet", "--json"])
+            .args([
+                "--ensemble",
+                "2",
+                "--iterations",
+                "40",
+                "--show",
+                "3",
+                "--quiet",
+                "--json",
+            ])
             .arg(json)
             .output()
             .unwrap();

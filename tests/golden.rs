@@ -4,9 +4,11 @@ use burn::tensor::{Tensor, TensorData};
 use leakscope::assess::{entropy, matching::Rule, scoring::score};
 use leakscope::attack::Objective;
 use leakscope::attack::inversion::{Problem, Simulation, loss_and_grad};
+use leakscope::attack::problem::ProblemSpec;
 use leakscope::attack::relax::{Layout, Relaxation};
 use leakscope::client::gradient::{ParamGrads, param_grads};
 use leakscope::client::network::{Net, Params};
+use leakscope::client::update::Update;
 use leakscope::runtime::{Runtime, read_f32};
 use leakscope::table::Value;
 use serde_json::Value as Json;
@@ -299,11 +301,12 @@ fn entropies() {
     assert!((cont - f["continuous_entropy"].as_f64().unwrap()).abs() < 1e-12);
 }
 
-/// The observed gradient of a fixture on the host: every W, then every b.
-fn host_target(grad: &Json) -> Vec<Vec<f32>> {
-    let mut out: Vec<Vec<f32>> = (1..=3).map(|l| f32s(&grad[format!("W{l}")])).collect();
-    out.extend((1..=3).map(|l| f32s(&grad[format!("b{l}")])));
-    out
+/// The observed gradient of a fixture on the host.
+fn host_target(grad: &Json) -> Update {
+    Update::from_layers(
+        (1..=3).map(|l| f32s(&grad[format!("W{l}")])).collect(),
+        (1..=3).map(|l| f32s(&grad[format!("b{l}")])).collect(),
+    )
 }
 
 /// The fused CPU kernel against the same vectors as the tensor path.
@@ -314,13 +317,13 @@ fn cpu_kernel_matches_golden_vectors() {
     let p = params(&base);
 
     let f = fixture("cosine_matching_grad.json");
-    let host = HostProblem::new(
+    let host = HostProblem::new(ProblemSpec::new(
         &p,
         &host_target(&base["grad"]),
         onehot(&f["y"], 2),
         None,
         Objective::Cosine,
-    );
+    ));
     let (loss, grad) = loss_and_grad(&host, &f32s(&f["z"]));
     assert_close("kernel loss", &loss, &[f["loss"].as_f64().unwrap()]);
     assert_close("kernel dloss_dz", &grad, &flat(&f["dloss_dz"]));
@@ -332,13 +335,13 @@ fn cpu_kernel_matches_golden_vectors() {
 
     let f = fixture("relaxed_ensemble_grad.json");
     let layout = fixture_layout(&f);
-    let host = HostProblem::new(
+    let host = HostProblem::new(ProblemSpec::new(
         &p,
         &host_target(&f["g_true"]),
         onehot(&f["y"], 2),
         Some(&layout),
         Objective::Cosine,
-    );
+    ));
     let (losses, grad) = loss_and_grad(&host, &f32s(&f["z"]));
     assert_close("kernel losses", &losses, &flat(&f["losses"]));
     assert_close("kernel dsum_dz", &grad, &flat(&f["dsum_dz"]));
@@ -356,13 +359,13 @@ fn squared_error_objective_agrees_across_paths() {
     let (t, tn) = target(&base["grad"], &p, &rt);
     let problem = two_class_problem(&net, &t, tn, &f["y"], None, Objective::SquaredError);
     let (loss, grad) = pollster::block_on(loss_and_grad(&problem, f32s(&f["z"]), 1, &rt.device)).unwrap();
-    let host = HostProblem::new(
+    let host = HostProblem::new(ProblemSpec::new(
         &p,
         &host_target(&base["grad"]),
         onehot(&f["y"], 2),
         None,
         Objective::SquaredError,
-    );
+    ));
     let (kl, kg) = kernel(&host, &f32s(&f["z"]));
     assert!(loss[0] > 0.0);
     assert_close(
@@ -442,7 +445,7 @@ fn check_fedavg_update_gradient(rt: &Runtime) {
 #[test]
 fn subspace_prior_gradient() {
     use leakscope::attack::accel::cpu::{HostProblem, loss_and_grad as kernel_loss_and_grad};
-    use leakscope::attack::inversion::{SubspacePrior, subspace_prior};
+    use leakscope::attack::inversion::subspace_prior;
     use leakscope::attack::subspace::Subspace;
     let rt = Runtime::cpu();
     let (n, b, d) = (2, 3, 5);
@@ -497,8 +500,8 @@ fn subspace_prior_gradient() {
     let layout = fixture_layout(&f);
     let observed = host_target(&f["g_true"]);
     let span = Subspace::from_first_layer(
-        &observed[0],
-        &observed[p.layers()],
+        observed.weight(0),
+        observed.bias(0),
         p.sizes[0],
         p.sizes[1],
         Some(&layout),
@@ -512,17 +515,13 @@ fn subspace_prior_gradient() {
         "{:?}",
         span.summary
     );
-    let host = HostProblem::new(&p, &observed, onehot(&f["y"], 2), Some(&layout), Objective::Cosine)
+    // The kernel and the definition built from one description of the problem.
+    let spec = ProblemSpec::new(&p, &observed, onehot(&f["y"], 2), Some(&layout), Objective::Cosine)
         .with_subspace(span.projector.clone(), weight);
+    let host = HostProblem::new(spec.clone());
     let (k_losses, k_grad) = kernel_loss_and_grad(&host, &f32s(&f["z"]));
-    let net = Net::new(&p, &rt.device);
-    let (t, tn) = target(&f["g_true"], &p, &rt);
-    let relaxation = Relaxation::new(&layout, &rt.device);
-    let mut problem = two_class_problem(&net, &t, tn, &f["y"], Some(&relaxation), Objective::Cosine);
-    problem.subspace = Some(SubspacePrior {
-        projector: Tensor::from_data(TensorData::new(span.projector.clone(), [span.d, span.d]), &rt.device),
-        weight: weight as f32,
-    });
+    let on = spec.on_device(&rt.device);
+    let problem = spec.problem(&on, 0, 0);
     let n = k_losses.len();
     let (losses, grad) = pollster::block_on(loss_and_grad(&problem, f32s(&f["z"]), n, &rt.device)).unwrap();
     let to64 = |v: &[f32]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
@@ -567,13 +566,13 @@ fn early_stopping_retires_the_same_members_on_the_kernel_and_the_definition() {
             absolute: 0.0,
         }),
     };
-    let host = HostProblem::new(
+    let host = HostProblem::new(ProblemSpec::new(
         &p,
         &host_target(&f["g_true"]),
         onehot(&f["y"], 2),
         Some(&layout),
         Objective::Cosine,
-    );
+    ));
     let kernel = pollster::block_on(cpu::invert(&host, &config, Cadence::Every(10), &mut |_| true)).unwrap();
     let net = Net::new(&p, &rt.device);
     let (t, tn) = target(&f["g_true"], &p, &rt);

@@ -124,27 +124,21 @@ fn allowed(len: usize) -> usize {
 /// An update read: layers that chain, every tensor as large as its shape, finite values, rows and
 /// labels that agree.
 fn check_update(r: &ReceivedUpdate) -> Result<(), TestCaseError> {
-    let layers = r.layer_names.len();
+    let layers = r.update.layers();
     prop_assert!(layers >= 1);
     prop_assert_eq!(r.params.sizes.len(), layers + 1);
     prop_assert_eq!(r.params.weights.len(), layers);
     prop_assert_eq!(r.params.biases.len(), layers);
-    prop_assert_eq!(r.update.len(), 2 * layers);
     for l in 0..layers {
         let (inp, out) = (r.params.sizes[l], r.params.sizes[l + 1]);
         prop_assert_eq!(r.params.weights[l].len(), inp * out);
         prop_assert_eq!(r.params.biases[l].len(), out);
-        prop_assert_eq!(r.update[l].len(), inp * out);
-        prop_assert_eq!(r.update[layers + l].len(), out);
+        prop_assert_eq!(r.update.weight(l).len(), inp * out);
+        prop_assert_eq!(r.update.bias(l).len(), out);
     }
-    let values = r
-        .params
-        .weights
-        .iter()
-        .chain(&r.params.biases)
-        .chain(&r.update)
-        .flatten();
+    let values = r.params.weights.iter().chain(&r.params.biases).flatten();
     prop_assert!(values.into_iter().all(|v| v.is_finite()));
+    prop_assert!(r.update.is_finite());
     if let (Some(n), Some(l)) = (r.rows, &r.labels) {
         prop_assert_eq!(n, l.len());
     }

@@ -5,6 +5,7 @@ mod common;
 
 use leakscope::client::fedavg::LocalTraining;
 use leakscope::client::simulate::{Round, simulate_round};
+use leakscope::client::update::Update;
 use leakscope::config::Protocol;
 use leakscope::options::ProtocolKind;
 use leakscope::received::ReceivedUpdate;
@@ -37,7 +38,7 @@ fn encoding() -> Dataset {
 }
 
 /// leakscope's simulation of the client the export ran: the same network, the same rows.
-fn simulated(received: &ReceivedUpdate, meta_file: &str, protocol: Protocol) -> Vec<Vec<f32>> {
+fn simulated(received: &ReceivedUpdate, meta_file: &str, protocol: Protocol) -> Update {
     let table = common::adult();
     let rows: Vec<usize> = serde_json::from_str(&metadata(meta_file)["table_rows"]).unwrap();
     let x: Vec<f32> = rows
@@ -56,12 +57,12 @@ fn simulated(received: &ReceivedUpdate, meta_file: &str, protocol: Protocol) -> 
 }
 
 /// Largest difference relative to the largest magnitude, over the whole update.
-fn relative_gap(a: &[Vec<f32>], b: &[Vec<f32>]) -> f64 {
-    let scale = a.iter().flatten().map(|v| v.abs() as f64).fold(0.0, f64::max);
+fn relative_gap(a: &Update, b: &Update) -> f64 {
+    assert_eq!(a.len(), b.len(), "updates of one network");
+    let scale = a.values().map(|v| v.abs() as f64).fold(0.0, f64::max);
     let gap = a
-        .iter()
-        .flatten()
-        .zip(b.iter().flatten())
+        .values()
+        .zip(b.values())
         .map(|(x, y)| (x - y).abs() as f64)
         .fold(0.0, f64::max);
     gap / scale

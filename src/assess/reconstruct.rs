@@ -120,12 +120,12 @@ impl Setup<'_> {
             crate::config::Protocol::Fedavg(_) => SpanOf::Update { rows: rows.len() },
         };
         let observed = &self.scenario.observed;
-        let present = activation_span::present_categories(self.dataset, &observed[0], &observed[params.layers()]);
+        let present = activation_span::present_categories(self.dataset, observed.weight(0), observed.bias(0));
         let span = ActivationSpan::new(
             self.dataset,
             &params.weights[0],
             &params.biases[0],
-            &observed[1],
+            observed.weight(1),
             present,
             of,
             (sizes[0], sizes[1], sizes[2]),
@@ -176,7 +176,7 @@ impl Setup<'_> {
         let sizes = &self.scenario.params.sizes;
         let step = activity::precision_steps(self.dataset);
         let Some(solver) = ActivitySolver::new(
-            &self.scenario.observed[0],
+            self.scenario.observed.weight(0),
             &self.scenario.params.weights[0],
             &self.scenario.params.biases[0],
             v,

@@ -418,13 +418,12 @@ mod tests {
 
     fn span<'a>(dataset: &'a Dataset, scenario: &Scenario) -> ActivationSpan<'a> {
         let p = &scenario.params;
-        let layers = p.sizes.len() - 1;
-        let present = present_categories(dataset, &scenario.observed[0], &scenario.observed[layers]);
+        let present = present_categories(dataset, scenario.observed.weight(0), scenario.observed.bias(0));
         ActivationSpan::new(
             dataset,
             &p.weights[0],
             &p.biases[0],
-            &scenario.observed[1],
+            scenario.observed.weight(1),
             present,
             SpanOf::Gradient,
             (p.sizes[0], p.sizes[1], p.sizes[2]),
@@ -457,8 +456,7 @@ mod tests {
     fn the_first_layer_tells_which_categories_the_batch_holds() {
         let dataset = adult();
         let (scenario, rows) = batch(&dataset);
-        let layers = scenario.params.sizes.len() - 1;
-        let present = present_categories(&dataset, &scenario.observed[0], &scenario.observed[layers]);
+        let present = present_categories(&dataset, scenario.observed.weight(0), scenario.observed.bias(0));
         for (f, feature) in dataset.features.iter().enumerate() {
             for (k, &held) in present[f].iter().enumerate() {
                 let in_batch = rows.iter().any(|r| r[f] == Value::Cat(k as u32));
@@ -528,13 +526,12 @@ mod tests {
         let scenario = pollster::block_on(Scenario::of_rows(&dataset, &config)).unwrap();
         let rows = scenario.truth.as_ref().unwrap().rows.clone();
         let p = &scenario.params;
-        let layers = p.sizes.len() - 1;
-        let present = present_categories(&dataset, &scenario.observed[0], &scenario.observed[layers]);
+        let present = present_categories(&dataset, scenario.observed.weight(0), scenario.observed.bias(0));
         let span = ActivationSpan::new(
             &dataset,
             &p.weights[0],
             &p.biases[0],
-            &scenario.observed[1],
+            scenario.observed.weight(1),
             present,
             SpanOf::Update { rows: 32 },
             (p.sizes[0], p.sizes[1], p.sizes[2]),

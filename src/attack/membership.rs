@@ -18,6 +18,7 @@ use rand::{SeedableRng, rngs::StdRng, seq::index::sample};
 use super::relax::Layout;
 use super::subspace::Subspace;
 use crate::client::network::Params;
+use crate::client::update::Update;
 use crate::table::{Dataset, Value};
 
 /// Membership as the report states it.
@@ -42,7 +43,7 @@ pub struct MembershipReport {
 pub fn infer(
     dataset: &Dataset,
     params: &Params,
-    observed: &[Vec<f32>],
+    observed: &Update,
     batch: &[usize],
     column: &str,
     seed: u64,
@@ -76,8 +77,8 @@ pub fn infer(
     let sizes = &params.sizes;
     let layout = Layout::of(dataset);
     let span = Subspace::from_first_layer(
-        &observed[0],
-        &observed[sizes.len() - 1],
+        observed.weight(0),
+        observed.bias(0),
         sizes[0],
         sizes[1],
         Some(&layout),

@@ -18,6 +18,7 @@ pub mod labels;
 pub mod membership;
 pub mod objective;
 pub mod pointwise;
+pub mod problem;
 pub mod registry;
 pub mod relax;
 pub mod second_order;

@@ -2,19 +2,15 @@
 //! each accelerator (`accel::cpu`, `accel::cube`) are built from, the members it inverts, and the
 //! step engine that runs them. The attacks that invert share it; what they do before (the
 //! scenario) and after (the assessment) is theirs.
-use burn::tensor::{Device, Tensor, TensorData};
-
 use super::accel::cpu::{self, HostProblem};
 use super::driver::{Cadence, EARLY_STOP, InversionConfig, Progress};
 use super::ensemble::{self, Members, Shape};
-use super::inversion::{self, Problem, Simulation, SubspacePrior, member_losses};
+use super::inversion::{self, Simulation, member_losses};
+use super::problem::ProblemSpec;
 use super::registry::Inverts;
-use super::relax::{Layout, Relaxation};
+use super::relax::Layout;
 use super::subspace::{DEFAULT_SUBSPACE_WEIGHT, Subspace, SubspaceSummary};
 use crate::assess::matching::Rule;
-use crate::client::defence;
-use crate::client::gradient::ParamGrads;
-use crate::client::network::Net;
 use crate::config::{AttackConfig, MemberRange, Protocol};
 use crate::error::Result;
 use crate::runtime::{BackendInfo, Needs, Runtime, StepEngine};
@@ -29,28 +25,6 @@ fn onehot(labels: &[usize], classes: usize) -> Vec<f32> {
     out
 }
 
-/// The observed update as a one-member ParamGrads on a device: every layer's W as [1, in, out],
-/// then every b as [1, 1, out].
-fn upload_grads(host: &[Vec<f32>], sizes: &[usize], device: &Device) -> ParamGrads {
-    let layers = sizes.len() - 1;
-    let up = |v: &Vec<f32>, dims: [usize; 3]| Tensor::<3>::from_data(TensorData::new(v.clone(), dims), device);
-    ParamGrads {
-        weights: (0..layers).map(|l| up(&host[l], [1, sizes[l], sizes[l + 1]])).collect(),
-        biases: (0..layers)
-            .map(|l| up(&host[layers + l], [1, 1, sizes[l + 1]]))
-            .collect(),
-    }
-}
-
-/// What the definition needs on the runtime's device.
-struct OnDevice {
-    net: Net,
-    target: ParamGrads,
-    relaxation: Relaxation,
-    /// Further rounds (the attribute attack): network, update and its norm.
-    rounds: Vec<(Net, ParamGrads, f64)>,
-}
-
 /// An inversion ready to run: the scenario, and how the attack inverts it.
 pub struct Setup<'a> {
     pub runtime: &'a Runtime,
@@ -59,7 +33,6 @@ pub struct Setup<'a> {
     pub dataset: &'a Dataset,
     pub config: &'a AttackConfig,
     pub scenario: Scenario,
-    pub target_norm: f64,
     pub layout: Layout,
     pub rules: Vec<Rule>,
     /// Members of this attack (0: it inverts nothing).
@@ -82,8 +55,8 @@ impl<'a> Setup<'a> {
         let subspace = (config.priors().span && inverts.objective == super::objective::Objective::Cosine).then(|| {
             let sizes = &scenario.params.sizes;
             Subspace::from_first_layer(
-                &scenario.observed[0],
-                &scenario.observed[sizes.len() - 1],
+                scenario.observed.weight(0),
+                scenario.observed.bias(0),
                 sizes[0],
                 sizes[1],
                 Some(&layout),
@@ -96,7 +69,6 @@ impl<'a> Setup<'a> {
             backend: runtime.info.clone(),
             dataset,
             config,
-            target_norm: defence::l2_norm(&scenario.observed),
             scenario,
             rules: Rule::of(&dataset.features),
             layout,
@@ -119,52 +91,25 @@ impl<'a> Setup<'a> {
         })
     }
 
-    /// The problem's tensors on the runtime's device, for the definition.
-    fn on_device(&self) -> OnDevice {
-        let device = &self.runtime.device;
-        OnDevice {
-            net: Net::new(&self.scenario.params, device),
-            target: upload_grads(&self.scenario.observed, &self.scenario.params.sizes, device),
-            relaxation: Relaxation::new(&self.layout, device),
-            rounds: self
-                .scenario
-                .later_rounds
-                .iter()
-                .map(|(params, update)| {
-                    (
-                        Net::new(params, device),
-                        upload_grads(update, &params.sizes, device),
-                        defence::l2_norm(update),
-                    )
-                })
-                .collect(),
-        }
-    }
-
-    fn problem<'b>(&'b self, on: &'b OnDevice, range: MemberRange) -> Problem<'b> {
-        Problem {
-            net: &on.net,
-            target: &on.target,
-            target_norm: self.target_norm,
-            onehot: onehot(&self.scenario.labels, self.dataset.classes.len()),
-            classes: self.dataset.classes.len(),
-            relaxation: self.inverts.relaxed.then_some(&on.relaxation),
-            objective: self.inverts.objective,
-            simulation: self.simulation(),
-            priors: (range.first..range.first + range.count)
-                .map(|m| self.config.prior_of(m))
-                .collect(),
-            subspace: self.active_subspace().map(|s| SubspacePrior {
-                projector: Tensor::from_data(TensorData::new(s.projector.clone(), [s.d, s.d]), &self.runtime.device),
-                weight: s.weight() as f32,
-            }),
-            rounds: on.rounds.iter().map(|(n, t, norm)| (n, t, *norm)).collect(),
-            known: self.scenario.known.as_ref().map(|k| {
-                let (rows, d) = (k.free.len() / self.dataset.d(), self.dataset.d());
-                let upload =
-                    |v: &[f32]| Tensor::<3>::from_data(TensorData::new(v.to_vec(), [1, rows, d]), &self.runtime.device);
-                (upload(&k.free), upload(&k.fixed))
-            }),
+    /// The problem, once, for the definition and the accelerators: the scenario's update and
+    /// labels, how the client made the update, and the priors this attack composes.
+    fn spec(&self) -> ProblemSpec {
+        let spec = ProblemSpec::new(
+            &self.scenario.params,
+            &self.scenario.observed,
+            onehot(&self.scenario.labels, self.dataset.classes.len()),
+            self.inverts.relaxed.then_some(&self.layout),
+            self.inverts.objective,
+        )
+        .with_known(self.scenario.known.clone())
+        .with_later_rounds(self.scenario.later_rounds.clone())
+        .with_simulation(
+            self.simulation(),
+            (0..self.members).map(|m| self.config.prior_of(m)).collect(),
+        );
+        match self.active_subspace() {
+            Some(s) => spec.with_subspace(s.projector.clone(), s.weight()),
+            None => spec,
         }
     }
 
@@ -191,16 +136,14 @@ impl<'a> Setup<'a> {
             Simulation::LocalTraining { training, .. } => Simulation::LocalTraining { training, copies: 1 },
             s => s,
         };
+        let mut spec = self.spec().with_simulation(shared_rows, Vec::new());
+        spec.subspace = None;
         if self.engine() == StepEngine::Definition {
-            let on = self.on_device();
-            let mut problem = self.problem(&on, MemberRange { first: 0, count: 0 });
-            problem.simulation = shared_rows;
-            problem.subspace = None;
-            return member_losses(&problem, projected, members, &self.runtime.device).await;
+            let on = spec.on_device(&self.runtime.device);
+            return member_losses(&spec.problem(&on, 0, 0), projected, members, &self.runtime.device).await;
         }
         // A one-off of N losses: on the host, by the CPU kernel.
-        let host = self.host_without_priors().with_simulation(shared_rows, Vec::new());
-        Ok(cpu::member_losses(&host, &projected))
+        Ok(cpu::member_losses(&HostProblem::new(spec), &projected))
     }
 
     /// What runs the steps (`Runtime::engine_for`).
@@ -210,30 +153,6 @@ impl<'a> Setup<'a> {
             known_cells: self.scenario.known.is_some(),
             rounds: 1 + self.scenario.later_rounds.len(),
         })
-    }
-
-    /// The problem as host arrays: what the accelerators (the fused CPU kernel, the GPU kernels)
-    /// work from.
-    fn host(&self) -> HostProblem {
-        let host = self.host_without_priors().with_simulation(
-            self.simulation(),
-            (0..self.members).map(|m| self.config.prior_of(m)).collect(),
-        );
-        match self.active_subspace() {
-            Some(s) => host.with_subspace(s.projector.clone(), s.weight()),
-            None => host,
-        }
-    }
-
-    fn host_without_priors(&self) -> HostProblem {
-        HostProblem::new(
-            &self.scenario.params,
-            &self.scenario.observed,
-            onehot(&self.scenario.labels, self.dataset.classes.len()),
-            self.inverts.relaxed.then_some(&self.layout),
-            self.inverts.objective,
-        )
-        .with_known(self.scenario.known.clone())
     }
 
     pub fn check_range(&self, range: MemberRange) -> Result<()> {
@@ -274,17 +193,19 @@ impl<'a> Setup<'a> {
             report_every: config.report_every,
             early_stop: config.early_stop.then_some(EARLY_STOP),
         };
+        let spec = self.spec();
         let inversion = match self.engine() {
-            StepEngine::CpuKernel => cpu::invert(&self.host(), &inv_config, cadence, progress).await?,
+            StepEngine::CpuKernel => cpu::invert(&HostProblem::new(spec), &inv_config, cadence, progress).await?,
             #[cfg(any(feature = "wgpu", feature = "cuda"))]
             StepEngine::CubeKernels => {
-                crate::attack::accel::cube::invert(self.runtime, &self.host(), &inv_config, cadence, progress).await?
+                let host = HostProblem::new(spec);
+                crate::attack::accel::cube::invert(self.runtime, &host, &inv_config, cadence, progress).await?
             }
             #[cfg(not(any(feature = "wgpu", feature = "cuda")))]
             StepEngine::CubeKernels => return Err(crate::error::Error::Device("this build has no GPU kernels".into())),
             StepEngine::Definition => {
-                let on = self.on_device();
-                let problem = self.problem(&on, range);
+                let on = spec.on_device(&self.runtime.device);
+                let problem = spec.problem(&on, range.first, range.count);
                 inversion::invert(&problem, &inv_config, cadence, &self.runtime.device, progress).await?
             }
         };

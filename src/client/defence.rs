@@ -6,6 +6,8 @@ use rand::{Rng, SeedableRng, rngs::StdRng};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
+use super::update::Update;
+
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, TS)]
 pub struct Defence {
     /// Clipping norm C; without it no clipping happens and noise is σ·N(0, I).
@@ -67,22 +69,12 @@ pub fn normal(rng: &mut impl Rng) -> f64 {
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
-/// L2 norm of a whole update (all parameter tensors as one vector), accumulated in f64.
-pub fn l2_norm(update: &[Vec<f32>]) -> f64 {
-    update
-        .iter()
-        .flatten()
-        .map(|&v| (v as f64) * (v as f64))
-        .sum::<f64>()
-        .sqrt()
-}
-
-/// Apply the defence in place to the flattened update (all parameter tensors, in any order).
-pub fn apply(update: &mut [Vec<f32>], defence: &Defence, seed: u64) {
+/// Apply the defence in place to a client's update.
+pub fn apply(update: &mut Update, defence: &Defence, seed: u64) {
     if let Some(draws) = defence.fake_gradients {
-        fake_gradients(update, draws.max(1), seed ^ 0xFA4E);
+        fake_gradients(update.values_mut(), draws.max(1), seed ^ 0xFA4E);
     }
-    let norm = l2_norm(update);
+    let norm = update.norm();
     let mut scale = 1.0;
     if let Some(c) = defence.clip
         && norm > c
@@ -91,7 +83,7 @@ pub fn apply(update: &mut [Vec<f32>], defence: &Defence, seed: u64) {
     }
     let sigma = defence.noise * defence.clip.unwrap_or(1.0);
     let mut rng = StdRng::seed_from_u64(seed);
-    for v in update.iter_mut().flatten() {
+    for v in update.values_mut() {
         let noise = if sigma > 0.0 { sigma * normal(&mut rng) } else { 0.0 };
         *v = (*v as f64 * scale + noise) as f32;
     }
@@ -102,8 +94,9 @@ pub fn apply(update: &mut [Vec<f32>], defence: &Defence, seed: u64) {
 /// (L2) to the update's sorted values, and send its values rearranged so that their order matches
 /// the update's (the largest fake value where the largest true one was, and so on). What the
 /// server sees keeps the update's ranking of its elements, not their values.
-pub fn fake_gradients(update: &mut [Vec<f32>], draws: usize, seed: u64) {
-    let values: Vec<f32> = update.iter().flatten().copied().collect();
+pub fn fake_gradients<'a>(update: impl IntoIterator<Item = &'a mut f32>, draws: usize, seed: u64) {
+    let mut update: Vec<&'a mut f32> = update.into_iter().collect();
+    let values: Vec<f32> = update.iter().map(|v| **v).collect();
     let n = values.len();
     if n == 0 {
         return;
@@ -128,9 +121,8 @@ pub fn fake_gradients(update: &mut [Vec<f32>], draws: usize, seed: u64) {
     for (rank, &i) in order.iter().enumerate() {
         out[i] = fake[rank] as f32;
     }
-    let mut it = out.into_iter();
-    for v in update.iter_mut().flatten() {
-        *v = it.next().unwrap();
+    for (v, o) in update.iter_mut().zip(out) {
+        **v = o;
     }
 }
 
@@ -142,9 +134,9 @@ mod tests {
     fn fake_gradients_keep_the_order_and_draw_the_values() {
         let mut rng = StdRng::seed_from_u64(7);
         let truth: Vec<f32> = (0..500).map(|_| normal(&mut rng) as f32 * 0.3 + 0.1).collect();
-        let mut u = vec![truth[..300].to_vec(), truth[300..].to_vec()];
-        fake_gradients(&mut u, 10, 1);
-        let sent: Vec<f32> = u.iter().flatten().copied().collect();
+        let mut u = Update::from_layers(vec![truth[..300].to_vec()], vec![truth[300..].to_vec()]);
+        fake_gradients(u.values_mut(), 10, 1);
+        let sent: Vec<f32> = u.values().collect();
         assert_ne!(sent, truth);
         let rank = |v: &[f32]| {
             let mut idx: Vec<usize> = (0..v.len()).collect();
@@ -152,16 +144,14 @@ mod tests {
             idx
         };
         assert_eq!(rank(&sent), rank(&truth), "the element order is the update's");
-        let (n1, n2) = (
-            l2_norm(std::slice::from_ref(&truth)),
-            l2_norm(std::slice::from_ref(&sent)),
-        );
+        let norm = |v: &[f32]| v.iter().map(|&v| (v as f64).powi(2)).sum::<f64>().sqrt();
+        let (n1, n2) = (norm(&truth), norm(&sent));
         assert!((n2 / n1 - 1.0).abs() < 0.3, "a comparable norm: {n1} vs {n2}");
     }
 
     #[test]
     fn clips_to_norm_and_adds_scaled_noise() {
-        let mut u = vec![vec![3.0f32, 4.0]];
+        let mut u = Update::from_layers(vec![vec![3.0f32, 4.0]], vec![vec![]]);
         apply(
             &mut u,
             &Defence {
@@ -172,8 +162,8 @@ mod tests {
             },
             0,
         );
-        assert!((u[0][0] - 0.6).abs() < 1e-6 && (u[0][1] - 0.8).abs() < 1e-6);
-        let mut big = vec![vec![0.0f32; 20000]];
+        assert!((u.weight(0)[0] - 0.6).abs() < 1e-6 && (u.weight(0)[1] - 0.8).abs() < 1e-6);
+        let mut big = Update::from_layers(vec![vec![0.0f32; 20000]], vec![vec![]]);
         apply(
             &mut big,
             &Defence {
@@ -184,7 +174,7 @@ mod tests {
             },
             1,
         );
-        let var: f64 = big[0].iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / 20000.0;
+        let var: f64 = big.weight(0).iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / 20000.0;
         assert!((var.sqrt() - 0.2).abs() < 0.01, "noise std {}", var.sqrt());
     }
 }

@@ -6,7 +6,9 @@ pub mod network;
 pub mod privacy;
 pub mod simulate;
 pub mod training;
+pub mod update;
 pub mod vertical;
 
 pub use gradient::{ParamGrads, param_grads};
 pub use network::{Net, Params};
+pub use update::{Role, Update};

@@ -3,6 +3,8 @@ use burn::tensor::{Device, Tensor, TensorData};
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use serde::{Deserialize, Serialize};
 
+use super::update::Update;
+
 /// Host copy of the parameters, layer by layer: W is [in, out] row-major, layer(x) = x W + b.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Params {
@@ -43,17 +45,15 @@ impl Params {
         self.len() == 0
     }
 
-    /// The parameters a client's update θ₀ − θ_E leaves: θ_E = θ₀ − update (weights then biases,
-    /// as `ParamGrads` and the observed updates lay them out).
-    pub fn minus(&self, update: &[Vec<f32>]) -> Params {
-        let layers = self.layers();
+    /// The parameters a client's update θ₀ − θ_E leaves: θ_E = θ₀ − update.
+    pub fn minus(&self, update: &Update) -> Params {
         let mut out = self.clone();
-        for l in 0..layers {
-            out.weights[l].iter_mut().zip(&update[l]).for_each(|(w, u)| *w -= u);
-            out.biases[l]
+        for l in 0..self.layers() {
+            out.weights[l]
                 .iter_mut()
-                .zip(&update[layers + l])
-                .for_each(|(b, u)| *b -= u);
+                .zip(update.weight(l))
+                .for_each(|(w, u)| *w -= u);
+            out.biases[l].iter_mut().zip(update.bias(l)).for_each(|(b, u)| *b -= u);
         }
         out
     }

@@ -8,6 +8,7 @@ use super::defence::{self, Defence};
 use super::fedavg::local_training;
 use super::gradient::{ParamGrads, param_grads};
 use super::network::{Net, Params};
+use super::update::Update;
 use crate::config::Protocol;
 use crate::error::{Error, Result};
 use crate::runtime::read_f32;
@@ -23,13 +24,16 @@ pub struct Round {
     pub seed: u64,
 }
 
-/// Host copy of a one-member update, tensor by tensor (weights first, then biases).
-pub async fn to_host(g: &ParamGrads) -> Result<Vec<Vec<f32>>> {
-    let mut out = Vec::new();
-    for t in g.tensors() {
-        out.push(read_f32(t.clone()).await?);
+/// Host copy of a one-member update.
+async fn to_host(g: &ParamGrads) -> Result<Update> {
+    let (mut weights, mut biases) = (Vec::new(), Vec::new());
+    for t in &g.weights {
+        weights.push(read_f32(t.clone()).await?);
     }
-    Ok(out)
+    for t in &g.biases {
+        biases.push(read_f32(t.clone()).await?);
+    }
+    Ok(Update::from_layers(weights, biases))
 }
 
 /// The update the server receives from `clients` clients holding `x` (encoded rows, [rows, d]
@@ -40,13 +44,13 @@ pub async fn simulate_round(
     labels: &[usize],
     classes: usize,
     round: &Round,
-) -> Result<Vec<Vec<f32>>> {
+) -> Result<Update> {
     let (rows, d) = (labels.len(), params.sizes[0]);
     let clients = round.clients.max(1);
     let b = rows / clients;
     let device = &Device::flex();
     let net = Net::new(params, device);
-    let mut observed: Vec<Vec<f32>> = Vec::new();
+    let mut observed: Option<Update> = None;
     for k in 0..clients {
         let part = k * b..(k + 1) * b;
         let mut y = vec![0f32; b * classes];
@@ -71,19 +75,16 @@ pub async fn simulate_round(
                 round.seed ^ (k as u64).wrapping_mul(0xD1B5_4A32_D192_ED03),
             );
         }
-        if observed.is_empty() {
-            observed = own;
-        } else {
-            for (acc, v) in observed.iter_mut().zip(own) {
-                acc.iter_mut().zip(v).for_each(|(a, v)| *a += v);
-            }
+        match observed.as_mut() {
+            None => observed = Some(own),
+            Some(sum) => sum.add(&own),
         }
     }
+    let mut observed = observed.expect("at least one client");
     if clients > 1 {
-        let scale = 1.0 / clients as f32;
-        observed.iter_mut().flatten().for_each(|v| *v *= scale);
+        observed.scale(1.0 / clients as f32);
     }
-    if observed.iter().flatten().any(|v| !v.is_finite()) {
+    if !observed.is_finite() {
         return Err(Error::NonFinite("the client's update holds NaN or infinity".into()));
     }
     Ok(observed)

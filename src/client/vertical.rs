@@ -134,7 +134,7 @@ pub fn fake_rounds(rounds: &mut [Round], columns: &[(usize, usize)], h: usize, d
             if p == 0 {
                 parts.push(r.bias.iter().map(|&v| v as f32).collect());
             }
-            super::defence::fake_gradients(&mut parts, draws, seed ^ ((t as u64) << 8) ^ p as u64);
+            super::defence::fake_gradients(parts.iter_mut().flatten(), draws, seed ^ ((t as u64) << 8) ^ p as u64);
             for (w, &v) in r.weight[offset * h..(offset + width) * h].iter_mut().zip(&parts[0]) {
                 *w = v as f64;
             }

@@ -4,6 +4,7 @@
 use super::passes::{Weights, Workspace, forward_backward, objective, reverse};
 use crate::attack::objective::Objective;
 use crate::client::fedavg::{LocalStep, LocalTraining};
+use crate::client::update::Update;
 
 /// What a group's unrolled local training keeps between the forward and the reverse, allocated once.
 pub struct Unrolled {
@@ -29,7 +30,7 @@ pub struct Client<'a> {
     /// θ0, shared by every member: per layer W [in, out] and b [out].
     pub w: &'a [Vec<f32>],
     pub b: &'a [Vec<f32>],
-    pub target: (&'a [Vec<f32>], &'a [Vec<f32>]),
+    pub target: &'a Update,
     pub target_norm: f32,
     pub objective: Objective,
     /// The client's labels in order, one-hot [n, C].

@@ -25,7 +25,9 @@ use crate::attack::inversion::Simulation;
 use crate::attack::known::KnownCells;
 use crate::attack::objective::Objective;
 use crate::attack::pointwise::{AdamStep, adam, subspace_gradient, subspace_terms};
-use crate::attack::relax::{HostRelax, Layout};
+use crate::attack::problem::ProblemSpec;
+use crate::attack::relax::HostRelax;
+use crate::client::update::Update;
 use crate::error::Result;
 use gemm::{mm, rm};
 
@@ -34,9 +36,8 @@ pub struct HostProblem {
     sizes: Vec<usize>,
     w: Vec<Vec<f32>>,
     b: Vec<Vec<f32>>,
-    /// Observed update, per layer: weights [in, out] then biases [out].
-    tw: Vec<Vec<f32>>,
-    tb: Vec<Vec<f32>>,
+    /// The observed update.
+    target: Update,
     tnorm: f32,
     /// The client's labels in order, one-hot [n, C].
     onehot: Vec<f32>,
@@ -54,59 +55,36 @@ pub struct HostProblem {
 }
 
 impl HostProblem {
-    /// `observed` holds the update tensor by tensor: every layer's W, then every layer's b.
-    pub fn new(
-        params: &crate::client::Params,
-        observed: &[Vec<f32>],
-        onehot: Vec<f32>,
-        layout: Option<&Layout>,
-        objective: Objective,
-    ) -> HostProblem {
-        let layers = params.layers();
-        let tnorm = crate::client::defence::l2_norm(observed) as f32;
-        let classes = *params.sizes.last().unwrap();
+    /// The problem as the accelerators hold it (taking the description's arrays, not copying
+    /// them). They invert one round: `Runtime::engine_for`
+    /// gives problems with further rounds to the definition.
+    pub fn new(spec: ProblemSpec) -> HostProblem {
+        assert!(
+            spec.later_rounds.is_empty(),
+            "the accelerators invert one round; the definition runs further rounds"
+        );
+        let (tnorm, batch) = ((spec.target_norm() as f32).max(1e-30), spec.rows());
+        let params = spec.params;
         HostProblem {
-            sizes: params.sizes.clone(),
-            w: params.weights.clone(),
-            b: params.biases.clone(),
-            tw: observed[..layers].to_vec(),
-            tb: observed[layers..].to_vec(),
-            tnorm: tnorm.max(1e-30),
-            batch: onehot.len() / classes,
-            onehot,
-            relax: layout.map(HostRelax::new),
-            objective,
-            simulation: Simulation::Gradient,
-            priors: Vec::new(),
-            subspace: None,
-            known: None,
+            sizes: params.sizes,
+            w: params.weights,
+            b: params.biases,
+            target: spec.target,
+            tnorm,
+            batch,
+            onehot: spec.onehot,
+            relax: spec.layout.as_ref().map(HostRelax::new),
+            objective: spec.objective,
+            simulation: spec.simulation,
+            priors: spec.priors.iter().map(|&p| p as f32).collect(),
+            subspace: spec.subspace.map(|(p, w)| (p, w as f32)),
+            known: spec.known,
         }
-    }
-
-    /// The same problem with the subspace prior (`attack::subspace`): projector [d, d], weight.
-    pub fn with_subspace(mut self, projector: Vec<f32>, weight: f64) -> HostProblem {
-        assert_eq!(projector.len(), self.d() * self.d());
-        self.subspace = (weight > 0.0).then_some((projector, weight as f32));
-        self
-    }
-
-    /// The same problem with cells the server knows (`attack::known`).
-    pub fn with_known(mut self, known: Option<KnownCells>) -> HostProblem {
-        self.known = known;
-        self
     }
 
     /// The subspace prior's projector and weight, where it is on.
     pub fn subspace(&self) -> Option<(&[f32], f32)> {
         self.subspace.as_ref().map(|(p, w)| (&p[..], *w))
-    }
-
-    /// The same problem with the client's local training (FedAvg) and the epoch prior's weight
-    /// per member of the whole ensemble.
-    pub fn with_simulation(mut self, simulation: Simulation, priors: Vec<f64>) -> HostProblem {
-        self.simulation = simulation;
-        self.priors = priors.into_iter().map(|p| p as f32).collect();
-        self
     }
 
     /// Width of an encoded row.
@@ -136,7 +114,7 @@ impl HostProblem {
 
     /// The observed update's part for layer l, laid out as the layer: W then b.
     pub fn observed(&self, l: usize) -> (&[f32], &[f32]) {
-        (&self.tw[l], &self.tb[l])
+        (self.target.weight(l), self.target.bias(l))
     }
 
     pub fn target_norm(&self) -> f32 {
@@ -182,7 +160,7 @@ impl HostProblem {
                 sizes: &self.sizes,
                 w: &self.w,
                 b: &self.b,
-                target: (&self.tw, &self.tb),
+                target: &self.target,
                 target_norm: self.tnorm,
                 objective: self.objective,
                 onehot: &self.onehot,
@@ -249,7 +227,7 @@ impl HostProblem {
                 objective(
                     &self.sizes,
                     self.objective,
-                    (&self.tw, &self.tb),
+                    &self.target,
                     self.tnorm,
                     &mut ws.gw,
                     &mut ws.gb,

@@ -6,6 +6,7 @@
 use super::gemm::{column_sums, dot_f32, mix, mm, relu_mask, rm, tr};
 use crate::attack::objective::Objective;
 use crate::attack::pointwise::{SQUARED_ERROR_ALPHA, SQUARED_ERROR_BETA, cosine_terms};
+use crate::client::update::Update;
 
 /// The parameters a pass uses, per layer W [in, out] and b [out]: shared by the group, or one copy
 /// per member ([g, in, out] and [g, out]).
@@ -177,7 +178,7 @@ pub fn forward_backward(sizes: &[usize], weights: Weights<'_>, onehot: &[f32], w
 pub fn objective(
     sizes: &[usize],
     objective: Objective,
-    target: (&[Vec<f32>], &[Vec<f32>]),
+    target: &Update,
     target_norm: f32,
     uw: &mut [Vec<f32>],
     ub: &mut [Vec<f32>],
@@ -185,14 +186,13 @@ pub fn objective(
     grad: bool,
 ) {
     let layers = sizes.len() - 1;
-    let (tw, tb) = target;
     for (k, slot) in loss.iter_mut().enumerate() {
         let (mut dot, mut nn, mut sq) = (0f64, 0f64, 0f64);
         for l in 0..layers {
             let (i, o) = (sizes[l], sizes[l + 1]);
             let gw = &uw[l][k * i * o..(k + 1) * i * o];
             let gb = &ub[l][k * o..(k + 1) * o];
-            for (gv, tv) in [(gw, &tw[l]), (gb, &tb[l])] {
+            for (gv, tv) in [(gw, target.weight(l)), (gb, target.bias(l))] {
                 match objective {
                     Objective::Cosine => {
                         dot += dot_f32(gv, tv);
@@ -219,8 +219,8 @@ pub fn objective(
         if grad {
             for l in 0..layers {
                 let (i, o) = (sizes[l], sizes[l + 1]);
-                mix(&mut uw[l][k * i * o..(k + 1) * i * o], &tw[l], alpha, beta);
-                mix(&mut ub[l][k * o..(k + 1) * o], &tb[l], alpha, beta);
+                mix(&mut uw[l][k * i * o..(k + 1) * i * o], target.weight(l), alpha, beta);
+                mix(&mut ub[l][k * o..(k + 1) * o], target.bias(l), alpha, beta);
             }
         }
     }
