@@ -88,6 +88,12 @@ subspace?: boolean,
  */
 secondLayer?: boolean, 
 /**
+ * TabLeak: under a defence that perturbs the update, fall back cell by cell to the table's
+ * marginals where a shadow client shows they score higher (default on; see
+ * `TableakSettings::prior_fallback`).
+ */
+priorFallback?: boolean, 
+/**
  * Stop members whose loss has stopped improving (default on).
  */
 earlyStop?: boolean, 
@@ -288,7 +294,12 @@ subspace: SubspaceSummary | null,
  * The second layer's certificate: rows proved from the span of the rows' first-layer
  * activations (null where it did not apply: FedAvg, the baselines, a span too wide to check).
  */
-second_layer: SecondLayerSummary | null, };
+second_layer: SecondLayerSummary | null, 
+/**
+ * Cells that fell back to the table's marginals under a perturbing defence, with the shadow
+ * client's figures that chose them (null where the attack did not fall back).
+ */
+fallback: FallbackSummary | null, };
 
 export type Accuracy = { total: number, categorical: number | null, continuous: number | null, 
 /**
@@ -511,7 +522,13 @@ subspace: boolean,
  * Certify rows by the second layer's span of activations (`attack::activation_span`), on
  * FedSGD where the span leaves checks; it switches itself off elsewhere.
  */
-second_layer: boolean, };
+second_layer: boolean, 
+/**
+ * Under a defence that perturbs the update (noise, fake gradients), fall back cell by cell to
+ * the table's marginals where a shadow client the server simulates shows the ensemble's cells
+ * score below them (`assess::fallback`).
+ */
+prior_fallback: boolean, };
 
 /**
  * Attribute reconstruction (Lyu & Chen): the server knows every column of the client's rows but

@@ -95,6 +95,11 @@ pub struct RunOptions {
     /// `TableakSettings::second_layer`).
     #[ts(as = "Option<_>", optional)]
     pub second_layer: bool,
+    /// TabLeak: under a defence that perturbs the update, fall back cell by cell to the table's
+    /// marginals where a shadow client shows they score higher (default on; see
+    /// `TableakSettings::prior_fallback`).
+    #[ts(as = "Option<_>", optional)]
+    pub prior_fallback: bool,
     /// Stop members whose loss has stopped improving (default on).
     #[ts(as = "Option<_>", optional)]
     pub early_stop: bool,
@@ -148,6 +153,7 @@ impl Default for RunOptions {
             report_every: c.report_every,
             subspace: t.subspace,
             second_layer: t.second_layer,
+            prior_fallback: t.prior_fallback,
             early_stop: c.early_stop,
             sensitive: None,
             l2: false,
@@ -201,6 +207,7 @@ impl RunOptions {
                 epoch_prior: self.epoch_prior,
                 subspace: self.subspace,
                 second_layer: self.second_layer,
+                prior_fallback: self.prior_fallback,
                 sensitive: self.sensitive.clone(),
                 l2: self.l2,
                 membership: self.membership,

@@ -49,10 +49,19 @@ async fn prepare<'a>(runtime: &'a Runtime, dataset: &'a Dataset, config: &'a Att
     Ok(Setup::new(runtime, dataset, config, scenario))
 }
 
-/// The inverted ensemble (None: the attack inverts nothing) scored into the report.
-async fn assess(setup: &Setup<'_>, inverted: Option<Members>, seconds: f64) -> Result<Report> {
+/// The inverted ensemble (None: the attack inverts nothing) scored into the report; a shadow
+/// client's calibration first where the attack falls back to the marginals (`assess::fallback`).
+async fn assess(
+    setup: &Setup<'_>,
+    inverted: Option<Members>,
+    seconds: f64,
+    progress: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<Report> {
     match flow(setup.config) {
-        Flow::Rows => setup.assess_rows(inverted, seconds).await,
+        Flow::Rows => {
+            let calibration = setup.calibrate_fallback(progress).await?;
+            setup.assess_rows(inverted, calibration, seconds).await
+        }
         Flow::Attribute(a) => {
             let inverted = inverted.ok_or_else(|| Error::Config("the attribute attack inverts".into()))?;
             setup.assess_attribute(a, inverted, seconds)
@@ -78,7 +87,13 @@ pub async fn run_attack(
         0 => None,
         count => Some(setup.invert(MemberRange { first: 0, count }, progress).await?),
     };
-    assess(&setup, inverted, start.elapsed().as_secs_f64()).await
+    let seconds = start.elapsed().as_secs_f64();
+    let report = assess(&setup, inverted, seconds, progress).await?;
+    // The shadow client's run is part of the attack's time.
+    Ok(Report {
+        seconds: start.elapsed().as_secs_f64(),
+        ..report
+    })
 }
 
 /// Attack an update received from elsewhere (see `received`) with the table's encoding as
@@ -129,7 +144,8 @@ pub async fn assess_members(
     let mut setup = prepare(runtime, dataset, config).await?;
     setup.backend = setup.backend.clone().with_workers(parts.len());
     let joined = ensemble::join(setup.shape(), parts)?;
-    assess(&setup, Some(joined), seconds).await
+    // A split run's shadow client runs here, on the worker that joins the shares.
+    assess(&setup, Some(joined), seconds, &mut |_| true).await
 }
 
 /// Time `warmup + steps` steps of members `range` of this attack on `runtime`: the rate of the

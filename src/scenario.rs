@@ -170,6 +170,35 @@ impl Scenario {
         })
     }
 
+    /// A shadow client the server simulates itself (`assess::fallback`): `rows` it drew from the
+    /// table's marginals, the labels it uses and the network it sent, updated as the attacked
+    /// client declares it trains and defends, with randomness of its own.
+    pub async fn shadow(&self, dataset: &Dataset, config: &AttackConfig, rows: Vec<Vec<Value>>) -> Result<Scenario> {
+        let round = Round {
+            protocol: config.protocol,
+            clients: config.clients,
+            defence: config.defence,
+            seed: seed_for(config.seed, 13),
+        };
+        let x = encode_rows(dataset, &rows);
+        let observed = simulate_round(&self.params, &x, &self.labels, dataset.classes.len(), &round).await?;
+        Ok(Scenario {
+            params: self.params.clone(),
+            observed,
+            labels: self.labels.clone(),
+            truth: Some(Truth {
+                rows,
+                indices: Vec::new(),
+                label_accuracy: 1.0,
+            }),
+            model_accuracy: None,
+            attack_rows: Vec::new(),
+            membership: None,
+            known: None,
+            later_rounds: Vec::new(),
+        })
+    }
+
     /// A received update: no table, no truth; the labels as the update carries them, or
     /// restored from it (FedSGD).
     pub fn received(dataset: &Dataset, config: &AttackConfig, received: &ReceivedUpdate) -> Result<Scenario> {

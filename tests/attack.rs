@@ -721,6 +721,7 @@ fn the_attacks_description_matches_what_runs() {
                     "cafeRows" => "rows",
                     "sensitive" => "column",
                     "secondLayer" => "second_layer",
+                    "priorFallback" => "prior_fallback",
                     other => other,
                 };
                 let given = &spec[field];

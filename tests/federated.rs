@@ -117,3 +117,60 @@ fn defences_pull_tableak_toward_guessing() {
     );
     assert!(fake <= open - 0.1 && fake >= random + 0.1, "fake gradients: {fake}");
 }
+
+/// Clipping to 1 with noise σ = 0.1 on Adult batches of 32 (seeds 0-1): the ensemble alone scores
+/// below the random guess; a shadow client the server simulates (rows from the marginals, the
+/// same defence) shows it, and the uncertain cells fall back to the marginals, so the attack
+/// scores at least the random baseline. Undefended, nothing falls back.
+#[test]
+fn under_heavy_noise_the_attack_falls_back_to_the_marginals() {
+    let data = adult();
+    let noisy = RunOptions {
+        batch_size: 32,
+        clip: Some(1.0),
+        noise: 0.1,
+        ..RunOptions::default()
+    };
+    let runs = |options: &RunOptions| -> Vec<Report> {
+        (0..2)
+            .map(|seed| {
+                attack(
+                    &data,
+                    RunOptions {
+                        seed,
+                        ..options.clone()
+                    },
+                )
+            })
+            .collect()
+    };
+    let mean = |rs: &[Report], f: &dyn Fn(&Report) -> f64| rs.iter().map(f).sum::<f64>() / rs.len() as f64;
+    let with = runs(&noisy);
+    let without = runs(&RunOptions {
+        prior_fallback: false,
+        ..noisy.clone()
+    });
+    let (acc, random) = (mean(&with, &|r| r.accuracy.total), mean(&with, &|r| r.random_baseline));
+    let alone = mean(&without, &|r| r.accuracy.total);
+    eprintln!("σ 0.1, B=32: with the fallback {acc:.3}, ensemble alone {alone:.3}, random {random:.3}");
+    for r in &with {
+        let f = r
+            .row_details()
+            .and_then(|d| d.fallback.clone())
+            .expect("a perturbing defence calibrates a fallback");
+        eprintln!("  {f:?}");
+        assert!(f.shadow_chosen >= f.shadow_ensemble.max(f.shadow_prior), "{f:?}");
+        assert!(f.prior_cells > f.cells / 2, "most cells fall back: {f:?}");
+    }
+    assert!(alone < random, "the ensemble alone {alone} vs random {random}");
+    assert!(acc >= random - 0.01, "with the fallback {acc} vs random {random}");
+    assert!(acc >= alone + 0.1, "with the fallback {acc} vs alone {alone}");
+    let open = attack(
+        &data,
+        RunOptions {
+            batch_size: 8,
+            ..RunOptions::default()
+        },
+    );
+    assert!(open.row_details().unwrap().fallback.is_none());
+}

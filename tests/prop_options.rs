@@ -154,7 +154,7 @@ proptest! {
         prop::sample::select(vec![
             "label", "kinds", "ignore", "include", "attack", "batchSize", "ensemble", "iterations", "protocol",
             "localBatch", "localEpochs", "clientLr", "epochPrior", "seed", "labels", "hidden", "trainingEpochs",
-            "clients", "clip", "noise", "fakeGradients", "delta", "lr", "reportEvery", "subspace", "secondLayer", "earlyStop",
+            "clients", "clip", "noise", "fakeGradients", "delta", "lr", "reportEvery", "subspace", "secondLayer", "priorFallback", "earlyStop",
             "sensitive", "l2", "membership", "parties", "cafeRows", "rounds",
         ]),
         json_value(),

@@ -259,6 +259,11 @@ export function renderSummary(box, info, report, attack) {
       ? `${second.certified_rows} of the batch's rows proved from the second layer (its gradient spans the rows' activations: rank ${second.rank} of ${second.width})`
       : `${second.certified_rows} of the client's rows taken near the second layer's update (the span of its ${second.rank} leading directions; near, not proved)`);
   }
+  const fallback = d.kind === 'rows' ? d.fallback : null;
+  if (fallback) {
+    const p = (v) => (v == null ? '–' : `${(100 * v).toFixed(1)} %`);
+    setting.push(`${fallback.prior_cells} of ${fallback.cells} cells fell back to the table's marginals (${fallback.prior_rows} whole rows), as a shadow client the server simulated chose: there the ensemble alone scored ${p(fallback.shadow_ensemble)}, the marginals ${p(fallback.shadow_prior)}, the mix ${p(fallback.shadow_chosen)}`);
+  }
   if (report.member_steps.length) {
     const ms = report.member_steps;
     const mean = ms.reduce((a, b) => a + b, 0) / ms.length;

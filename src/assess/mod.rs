@@ -1,6 +1,7 @@
 //! Assessment: match ensemble members, pool them, measure confidence, score against the truth.
 pub mod entropy;
 pub mod epochs;
+pub mod fallback;
 pub mod matching;
 pub mod pooling;
 pub mod reconstruct;

@@ -1,6 +1,7 @@
 //! The assessment of an attack on a table's rows (TabLeak, the baselines): its reconstruction
 //! matched to the true rows and scored, beside the random guess on the same batch; and, for a
 //! received update, the reconstruction with its confidence alone.
+use crate::assess::fallback::{Calibration, FallbackSummary, accuracy_of, mix};
 use crate::assess::reconstruct::Reconstruction;
 use crate::assess::scoring::score;
 use crate::attack::baselines::random_rows;
@@ -12,15 +13,21 @@ use crate::report::{AttackDetails, Report, RowDetails, build_report};
 use crate::scenario::seed_for;
 
 impl Setup<'_> {
-    /// Match, pool and score the ensemble (None: the random baseline) into the report.
-    pub async fn assess_rows(&self, inverted: Option<Members>, seconds: f64) -> Result<Report> {
+    /// Match, pool and score the ensemble (None: the random baseline) into the report, its
+    /// uncertain cells falling back to the random guess's where a shadow client calibrated that.
+    pub async fn assess_rows(
+        &self,
+        inverted: Option<Members>,
+        calibration: Option<Calibration>,
+        seconds: f64,
+    ) -> Result<Report> {
         let (dataset, config) = (self.dataset, self.config);
         let Some(truth) = &self.scenario.truth else {
             return Err(Error::Config("a received update has no truth to score against".into()));
         };
         // The random baseline: what an attacker knows without the update, scored on the same batch.
         let random_guess = random_rows(dataset, config.rows(), seed_for(config.seed, 5));
-        let recon = match inverted {
+        let mut recon = match inverted {
             None => Reconstruction {
                 rows: random_guess.clone(),
                 entropy: None,
@@ -34,7 +41,27 @@ impl Setup<'_> {
             },
             Some(inversion) => self.reconstruct(inversion).await?,
         };
+        let mask = match (calibration, &recon.entropy) {
+            (Some(c), Some(entropy)) => {
+                let mask = c.thresholds.mask(&self.rules, entropy);
+                recon.rows = mix(&recon.rows, &random_guess, &mask);
+                Some((c, mask))
+            }
+            _ => None,
+        };
         let scored = score(&self.rules, &truth.rows, &recon.rows);
+        let fallback = mask.map(|(c, mask)| FallbackSummary {
+            shadow_ensemble: c.shadow[0],
+            shadow_prior: c.shadow[1],
+            shadow_chosen: c.shadow[2],
+            categorical_above: c.thresholds.categorical,
+            continuous_above: c.thresholds.continuous,
+            prior_cells: mask.iter().flatten().filter(|&&m| m).count(),
+            cells: mask.iter().map(Vec::len).sum(),
+            prior_rows: mask.iter().filter(|row| row.iter().all(|&m| m)).count(),
+            ensemble_cell_accuracy: accuracy_of(&scored.correct, &scored.assignment, &mask, false),
+            prior_cell_accuracy: accuracy_of(&scored.correct, &scored.assignment, &mask, true),
+        });
         let random = score(&self.rules, &truth.rows, &random_guess);
         let mut report = build_report(
             dataset,
@@ -55,6 +82,7 @@ impl Setup<'_> {
             epoch_prior_fits: recon.epoch_prior_fits,
             subspace: self.summary(recon.decoded, recon.proved),
             second_layer: recon.second_layer,
+            fallback,
         });
         report.member_steps = recon.steps;
         Ok(report)
@@ -76,6 +104,7 @@ impl Setup<'_> {
                 epoch_prior_fits: recon.epoch_prior_fits,
                 subspace: self.summary(recon.decoded, recon.proved),
                 second_layer: recon.second_layer,
+                fallback: None,
             },
             seconds,
         );

@@ -131,6 +131,15 @@ pub fn tableak() -> AttackInfo {
                     .into(),
                 input: SettingInput::Flag { default: true },
             },
+            SettingInfo {
+                option: "priorFallback".into(),
+                label: "fall back to the marginals".into(),
+                hint:
+                    "under noise or fake gradients, take a cell from the table's marginals where a shadow client the \
+                       server simulates shows the update says less than they do (never below the random guess)"
+                        .into(),
+                input: SettingInput::Flag { default: true },
+            },
         ],
     }
 }

@@ -28,6 +28,9 @@ pub struct Priors {
     pub proof: bool,
     /// Rows certified by the second layer's span of activations (`attack::activation_span`).
     pub second_layer: bool,
+    /// Cells falling back to the table's marginals where a shadow client shows the update says
+    /// less than they do (`assess::fallback`).
+    pub fallback: bool,
 }
 
 /// What an attack is, to the engine.

@@ -119,6 +119,7 @@ pub struct FlatSettings {
     pub epoch_prior: EpochPrior,
     pub subspace: bool,
     pub second_layer: bool,
+    pub prior_fallback: bool,
     pub sensitive: Option<String>,
     pub l2: bool,
     pub membership: Membership,
@@ -153,6 +154,7 @@ impl AttackSpec {
                 epoch_prior: f.epoch_prior,
                 subspace: f.subspace,
                 second_layer: f.second_layer,
+                prior_fallback: f.prior_fallback,
             }),
             // The published baselines take no settings of their own (leakscope's priors included).
             AttackKind::Cosine => AttackSpec::Cosine,

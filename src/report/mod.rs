@@ -7,6 +7,7 @@ use ts_rs::TS;
 use crate::attack::attribute::AttributeReport;
 use crate::attack::cafe::CafeReport;
 
+use crate::assess::fallback::FallbackSummary;
 use crate::assess::scoring::{Accuracy, Scored};
 use crate::client::privacy::Privacy;
 use crate::config::{AttackConfig, AttackKind};
@@ -162,6 +163,9 @@ pub struct RowDetails {
     /// The second layer's certificate: rows proved from the span of the rows' first-layer
     /// activations (null where it did not apply: FedAvg, the baselines, a span too wide to check).
     pub second_layer: Option<SecondLayerSummary>,
+    /// Cells that fell back to the table's marginals under a perturbing defence, with the shadow
+    /// client's figures that chose them (null where the attack did not fall back).
+    pub fallback: Option<FallbackSummary>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]

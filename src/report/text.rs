@@ -127,6 +127,22 @@ fn accuracy(r: &Report, s: &mut String) {
         pct(Some(r.random_baseline)),
         100.0 * r.gain_over_random
     );
+    if let Some(f) = r.row_details().and_then(|d| d.fallback.as_ref()) {
+        let _ = writeln!(
+            s,
+            "fell back to the table's marginals: {} of {} cells ({} whole rows), as a shadow client the server \
+             simulated chose (there the ensemble alone scored {}, the marginals {}, the mix {}); here the \
+             ensemble's cells are {} right, the fallen-back ones {}",
+            f.prior_cells,
+            f.cells,
+            f.prior_rows,
+            pct(Some(f.shadow_ensemble)),
+            pct(Some(f.shadow_prior)),
+            pct(Some(f.shadow_chosen)),
+            pct(f.ensemble_cell_accuracy),
+            pct(f.prior_cell_accuracy)
+        );
+    }
     let _ = writeln!(s, "\nper feature:");
     for (f, acc) in r.features.iter().zip(&a.per_feature) {
         let _ = writeln!(s, "  {:<24} {:>6}", f.name, pct(Some(*acc)));

@@ -489,6 +489,9 @@ test('FedAvg and defences from the form; an audit runs its cells across the work
     const noisy = await downloadReport(page);
     assert.deepEqual([noisy.config.defence.clip, noisy.config.defence.noise], [1, 0.1]);
     assert.ok(noisy.privacy.epsilon > 10 && noisy.privacy.epsilon < 1000, `ε ${noisy.privacy.epsilon}`);
+    // Under noise the engine calibrates a fallback to the marginals on a shadow client, and says so.
+    assert.ok(noisy.details.fallback && noisy.details.fallback.cells === 8 * noisy.features.length, JSON.stringify(noisy.details.fallback));
+    assert.match(await page.textContent('#results-info'), /cells fell back to the table's marginals/);
     await settings(page, { clip: '', noise: 0 });
 
     // The audit grid starts from the engine's quick grid; a smaller one here.

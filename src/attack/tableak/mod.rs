@@ -51,6 +51,7 @@ impl Attack for TableakSettings {
             span: self.subspace,
             proof: self.subspace && matches!(config.protocol, Protocol::Fedsgd),
             second_layer: self.second_layer,
+            fallback: self.prior_fallback,
         }
     }
 

@@ -43,6 +43,10 @@ pub struct TableakSettings {
     /// Certify rows by the second layer's span of activations (`attack::activation_span`), on
     /// FedSGD where the span leaves checks; it switches itself off elsewhere.
     pub second_layer: bool,
+    /// Under a defence that perturbs the update (noise, fake gradients), fall back cell by cell to
+    /// the table's marginals where a shadow client the server simulates shows the ensemble's cells
+    /// score below them (`assess::fallback`).
+    pub prior_fallback: bool,
 }
 
 impl Default for TableakSettings {
@@ -52,6 +56,7 @@ impl Default for TableakSettings {
             epoch_prior: EpochPrior::Fixed(DEFAULT_EPOCH_PRIOR),
             subspace: true,
             second_layer: true,
+            prior_fallback: true,
         }
     }
 }

@@ -82,6 +82,10 @@ pub struct AttackArgs {
     /// FedSGD; it switches itself off where the span leaves too few checks).
     #[arg(long)]
     pub no_second_layer: bool,
+    /// TabLeak: keep every cell the ensemble gives, even under a defence where a shadow client the
+    /// server simulates shows the table's marginals score higher (by default such cells fall back).
+    #[arg(long)]
+    pub no_prior_fallback: bool,
     /// Run every member for all its iterations (by default a member whose best loss has gained
     /// less than 0.5 % (or 3e-4) over 400 steps stops).
     #[arg(long)]
@@ -248,6 +252,7 @@ pub fn run_options(table: &TableArgs, attack: &AttackArgs, client: Option<&Clien
         lr: attack.lr,
         subspace: !attack.no_subspace,
         second_layer: !attack.no_second_layer,
+        prior_fallback: !attack.no_prior_fallback,
         early_stop: !attack.no_early_stop,
         sensitive: attack.sensitive.clone(),
         l2: attack.l2,

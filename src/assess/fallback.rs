@@ -1,0 +1,289 @@
+//! Never below what the server knows without the update. Where the update says little (heavy
+//! noise, fake gradients) the ensemble's cells can score below a guess from the table's marginals,
+//! and an audit would read that as safety. The server cannot score its own reconstruction, but it
+//! can score the same attack on a shadow client it simulates itself: rows drawn from the
+//! marginals it knows, the labels it uses, the network it sent and the client's declared defence.
+//! On that shadow batch it learns, for each kind of column, the entropy above which the marginal
+//! guess beats the ensemble's cell, and applies those thresholds cell by cell to the real
+//! reconstruction. The marginal guess is the random baseline's own draw, so thresholds that send
+//! every cell to it score the random baseline exactly; on the shadow batch the chosen mix scores
+//! at least as well as either part alone.
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+use super::matching::Rule;
+use super::scoring::score;
+use crate::attack::baselines::random_rows;
+use crate::attack::driver::Progress;
+use crate::attack::setup::Setup;
+use crate::config::MemberRange;
+use crate::error::Result;
+use crate::scenario::seed_for;
+use crate::table::Value;
+
+/// Quantiles of the shadow batch's entropies tried as thresholds, besides "every cell" and "none".
+const QUANTILES: usize = 10;
+
+/// What the calibration chose and what it gave.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct FallbackSummary {
+    /// Accuracy on the shadow batch of the ensemble alone, of the marginal guess alone, and of
+    /// the mix chosen (the server knows the shadow batch's truth, not the client's).
+    pub shadow_ensemble: f64,
+    pub shadow_prior: f64,
+    pub shadow_chosen: f64,
+    /// A categorical cell whose entropy is above this falls back to the marginal guess (null:
+    /// none does).
+    pub categorical_above: Option<f64>,
+    /// The same for continuous cells (their entropy is on another scale).
+    pub continuous_above: Option<f64>,
+    /// Cells of the client's batch taken from the marginal guess, of all its cells.
+    pub prior_cells: usize,
+    pub cells: usize,
+    /// Rows whose every cell came from the marginal guess.
+    pub prior_rows: usize,
+    /// On a simulated client, the share of right cells among those from the ensemble and among
+    /// those from the marginal guess (null where there were none or no truth).
+    pub ensemble_cell_accuracy: Option<f64>,
+    pub prior_cell_accuracy: Option<f64>,
+}
+
+/// Entropy thresholds per kind of column: a cell above its kind's falls back.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Thresholds {
+    pub categorical: Option<f64>,
+    pub continuous: Option<f64>,
+}
+
+impl Thresholds {
+    /// Which cells fall back: those with an entropy above their kind's threshold.
+    pub fn mask(&self, rules: &[Rule], entropy: &[Vec<Option<f64>>]) -> Vec<Vec<bool>> {
+        entropy
+            .iter()
+            .map(|row| {
+                rules
+                    .iter()
+                    .zip(row)
+                    .map(|(r, e)| {
+                        let above = if r.categorical {
+                            self.categorical
+                        } else {
+                            self.continuous
+                        };
+                        matches!((above, e), (Some(t), Some(e)) if *e > t)
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+/// `rows` with the masked cells taken from `prior` (row i's from prior row i).
+pub fn mix(rows: &[Vec<Value>], prior: &[Vec<Value>], mask: &[Vec<bool>]) -> Vec<Vec<Value>> {
+    rows.iter()
+        .zip(prior)
+        .zip(mask)
+        .map(|((row, guess), m)| {
+            row.iter()
+                .zip(guess)
+                .zip(m)
+                .map(|((&v, &g), &fall)| if fall { g } else { v })
+                .collect()
+        })
+        .collect()
+}
+
+/// The thresholds to try for one kind: every cell (below the least entropy), the shadow
+/// entropies' deciles, none.
+fn candidates(rules: &[Rule], entropy: &[Vec<Option<f64>>], categorical: bool) -> Vec<Option<f64>> {
+    let mut values: Vec<f64> = entropy
+        .iter()
+        .flat_map(|row| rules.iter().zip(row).filter(|(r, _)| r.categorical == categorical))
+        .filter_map(|(_, e)| *e)
+        .collect();
+    if values.is_empty() {
+        return vec![None];
+    }
+    values.sort_by(f64::total_cmp);
+    let mut out = vec![None, Some(values[0] - 1.0)];
+    for q in 1..QUANTILES {
+        out.push(Some(values[q * values.len() / QUANTILES]));
+    }
+    out.dedup();
+    out
+}
+
+/// The thresholds that score best on the shadow batch (`truth`, the ensemble's `rows` with their
+/// `entropy`, the marginal guess `prior`), ties going to fewer fallen-back cells; with the
+/// shadow accuracies of the ensemble, the prior and the mix.
+pub fn calibrate(
+    rules: &[Rule],
+    truth: &[Vec<Value>],
+    rows: &[Vec<Value>],
+    entropy: &[Vec<Option<f64>>],
+    prior: &[Vec<Value>],
+) -> (Thresholds, [f64; 3]) {
+    let total = |t: Thresholds| {
+        score(rules, truth, &mix(rows, prior, &t.mask(rules, entropy)))
+            .accuracy
+            .total
+    };
+    let mut best: Option<(f64, Thresholds)> = None;
+    for categorical in candidates(rules, entropy, true) {
+        for continuous in candidates(rules, entropy, false) {
+            let t = Thresholds {
+                categorical,
+                continuous,
+            };
+            let s = total(t);
+            // Candidates come from fewer fallen-back cells to more: keep the first of equals.
+            if best.is_none_or(|(b, _)| s > b + 1e-12) {
+                best = Some((s, t));
+            }
+        }
+    }
+    let (chosen, thresholds) = best.expect("at least the empty threshold");
+    let ensemble = score(rules, truth, rows).accuracy.total;
+    let all_prior = score(rules, truth, prior).accuracy.total;
+    (thresholds, [ensemble, all_prior, chosen])
+}
+
+/// What the shadow client taught: the thresholds, and the shadow accuracies of the ensemble, the
+/// marginal guess and the mix.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Calibration {
+    pub thresholds: Thresholds,
+    pub shadow: [f64; 3],
+}
+
+impl Setup<'_> {
+    /// Whether the attack falls back to the marginals here: it asks for it, it pools cells with an
+    /// entropy, the table's marginals are known (a simulated client), and the client's defence
+    /// perturbs the update (where it does not, the ensemble scores above the marginals).
+    pub fn wants_fallback(&self) -> bool {
+        let perturbed = self
+            .config
+            .defence
+            .is_some_and(|d| d.noise > 0.0 || d.fake_gradients.is_some());
+        self.config.priors().fallback
+            && self.inverts.relaxed
+            && self.members > 0
+            && self.dataset.n() > 0
+            && self.scenario.truth.is_some()
+            && perturbed
+    }
+
+    /// The same attack on a shadow client (rows drawn from the marginals), scored by the server
+    /// against the rows it drew: the thresholds that serve it best. None where the attack does not
+    /// fall back. Its steps are reported as phase "shadow".
+    pub async fn calibrate_fallback(&self, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<Option<Calibration>> {
+        if !self.wants_fallback() {
+            return Ok(None);
+        }
+        let (dataset, config) = (self.dataset, self.config);
+        let rows = random_rows(dataset, config.rows(), seed_for(config.seed, 14));
+        let shadow = Setup::new(
+            self.runtime,
+            dataset,
+            config,
+            self.scenario.shadow(dataset, config, rows).await?,
+        );
+        let mut relabel = |p: &Progress| {
+            progress(&Progress {
+                phase: "shadow".into(),
+                ..p.clone()
+            })
+        };
+        let all = MemberRange {
+            first: 0,
+            count: shadow.members,
+        };
+        let inverted = shadow.invert(all, &mut relabel).await?;
+        let recon = shadow.reconstruct(inverted).await?;
+        let (Some(truth), Some(entropy)) = (&shadow.scenario.truth, &recon.entropy) else {
+            return Ok(None);
+        };
+        let prior = random_rows(dataset, config.rows(), seed_for(config.seed, 15));
+        let (thresholds, shadow) = calibrate(&self.rules, &truth.rows, &recon.rows, entropy, &prior);
+        Ok(Some(Calibration { thresholds, shadow }))
+    }
+}
+
+/// Share of right cells among those the mask selects (`want` true) or leaves (`want` false),
+/// `correct` being per true row and `assignment` its reconstructed row.
+pub fn accuracy_of(correct: &[Vec<bool>], assignment: &[usize], mask: &[Vec<bool>], want: bool) -> Option<f64> {
+    let (mut right, mut all) = (0usize, 0usize);
+    for (row, &j) in correct.iter().zip(assignment) {
+        for (&c, &m) in row.iter().zip(&mask[j]) {
+            if m == want {
+                all += 1;
+                right += c as usize;
+            }
+        }
+    }
+    (all > 0).then(|| right as f64 / all as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules() -> Vec<Rule> {
+        vec![
+            Rule {
+                categorical: true,
+                tolerance: 0.0,
+            },
+            Rule {
+                categorical: false,
+                tolerance: 0.5,
+            },
+        ]
+    }
+
+    fn row(c: u32, v: f64) -> Vec<Value> {
+        vec![Value::Cat(c), Value::Num(v)]
+    }
+
+    #[test]
+    fn uncertain_wrong_cells_fall_back_and_certain_right_ones_stay() {
+        let truth = vec![row(0, 1.0), row(1, 5.0), row(2, 9.0)];
+        // The ensemble is right where it is sure (low entropy), wrong where it is not.
+        let rows = vec![row(0, 1.0), row(3, 50.0), row(3, 90.0)];
+        let entropy = vec![
+            vec![Some(0.1), Some(0.2)],
+            vec![Some(0.9), Some(3.0)],
+            vec![Some(0.8), Some(2.5)],
+        ];
+        // The marginal guess happens to be right on the uncertain rows.
+        let prior = vec![row(5, 70.0), row(1, 5.0), row(2, 9.0)];
+        let (t, [ensemble, all_prior, chosen]) = calibrate(&rules(), &truth, &rows, &entropy, &prior);
+        assert!(
+            chosen > ensemble && chosen > all_prior,
+            "{ensemble} {all_prior} {chosen}"
+        );
+        assert_eq!(chosen, 1.0);
+        let mask = t.mask(&rules(), &entropy);
+        assert_eq!(mask, [[false, false], [true, true], [true, true]]);
+        assert_eq!(mix(&rows, &prior, &mask), truth);
+    }
+
+    #[test]
+    fn an_ensemble_that_is_right_keeps_every_cell() {
+        let truth = vec![row(0, 1.0), row(1, 5.0)];
+        let entropy = vec![vec![Some(0.5), Some(1.0)], vec![Some(0.7), Some(2.0)]];
+        let prior = vec![row(1, 5.0), row(1, 5.0)];
+        let (t, [ensemble, _, chosen]) = calibrate(&rules(), &truth, &truth, &entropy, &prior);
+        assert_eq!((ensemble, chosen), (1.0, 1.0));
+        assert!(t.mask(&rules(), &entropy).iter().flatten().all(|&m| !m), "{t:?}");
+    }
+
+    #[test]
+    fn cells_without_entropy_never_fall_back() {
+        let t = Thresholds {
+            categorical: Some(-1.0),
+            continuous: Some(-1.0),
+        };
+        assert_eq!(t.mask(&rules(), &[vec![None, Some(0.0)]]), [[false, true]]);
+    }
+}
