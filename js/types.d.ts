@@ -238,7 +238,12 @@ random_baseline: number, random_accuracy: Accuracy, gain_over_random: number,
 /**
  * Share of the batch's labels the server had right (1 with known labels).
  */
-label_accuracy: number, features: Array<FeatureHeader>, rows: Array<RowReport>, entropy_buckets: Array<EntropyBucket>, 
+label_accuracy: number, features: Array<FeatureHeader>, rows: Array<RowReport>, 
+/**
+ * Rows by how they were obtained (proved, ensemble, prior) with the share of their cells
+ * that are right; empty where the attack does not say.
+ */
+provenance: Array<ProvenanceGroup>, entropy_buckets: Array<EntropyBucket>, 
 /**
  * Accuracy of the lowest-entropy quarter of cells against all, per feature kind.
  */
@@ -324,7 +329,11 @@ entropy: Array<number | null>,
 /**
  * Per cell, the entropy read on `confidence_levels`.
  */
-confidence: Array<Confidence>, };
+confidence: Array<Confidence>, 
+/**
+ * How the reconstructed row was obtained (null where the attack does not say).
+ */
+provenance: Provenance | null, };
 
 /**
  * How far the attacker can trust a reconstructed cell, from the ensemble's entropy.

@@ -161,6 +161,12 @@ fn under_heavy_noise_the_attack_falls_back_to_the_marginals() {
         eprintln!("  {f:?}");
         assert!(f.shadow_chosen >= f.shadow_ensemble.max(f.shadow_prior), "{f:?}");
         assert!(f.prior_cells > f.cells / 2, "most cells fall back: {f:?}");
+        let prior_rows = r
+            .rows
+            .iter()
+            .filter(|row| row.provenance == Some(leakscope::report::Provenance::Prior))
+            .count();
+        assert_eq!(prior_rows, f.prior_rows, "rows wholly from the marginals are marked so");
     }
     assert!(alone < random, "the ensemble alone {alone} vs random {random}");
     assert!(acc >= random - 0.01, "with the fallback {acc} vs random {random}");

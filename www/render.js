@@ -259,6 +259,10 @@ export function renderSummary(box, info, report, attack) {
       ? `${second.certified_rows} of the batch's rows proved from the second layer (its gradient spans the rows' activations: rank ${second.rank} of ${second.width})`
       : `${second.certified_rows} of the client's rows taken near the second layer's update (the span of its ${second.rank} leading directions; near, not proved)`);
   }
+  if (report.provenance?.length) {
+    const how = { proved: 'proved', ensemble: 'from the ensemble', prior: 'from the marginals' };
+    setting.push(`rows ${report.provenance.map((g) => `${g.rows} ${how[g.provenance]} (${(100 * g.accuracy).toFixed(1)} % right)`).join(', ')}`);
+  }
   const fallback = d.kind === 'rows' ? d.fallback : null;
   if (fallback) {
     const p = (v) => (v == null ? '–' : `${(100 * v).toFixed(1)} %`);

@@ -10,7 +10,7 @@ use crate::attack::baselines::random_rows;
 use crate::attack::ensemble::Members;
 use crate::attack::setup::Setup;
 use crate::error::Result;
-use crate::report::PriorFit;
+use crate::report::{PriorFit, Provenance};
 use crate::scenario::{encode_rows, seed_for};
 use crate::table::Value;
 
@@ -30,6 +30,8 @@ pub struct Reconstruction {
     pub proved: usize,
     /// The second layer's certificate (`attack::activation_span`), where it applied.
     pub second_layer: Option<SecondLayerSummary>,
+    /// How each row was obtained: proved (by either layer) or pooled from the ensemble.
+    pub provenance: Vec<Provenance>,
     pub steps: Vec<usize>,
 }
 
@@ -45,7 +47,8 @@ impl Setup<'_> {
             Some(span) => span.decode_members(&self.layout, &mut x, &mut probs),
             None => vec![false; x.len() / dataset.d()],
         };
-        let proved = self.prove_rows(&mut x, &mut probs, &mut in_span);
+        let proved_rows = self.prove_rows(&mut x, &mut probs, &mut in_span);
+        let proved = proved_rows.len();
         let decoded = (in_span.iter().filter(|&&c| c).count(), in_span.len());
         let candidates = config.prior_candidates();
         let ensemble = self.members / candidates.len();
@@ -83,7 +86,18 @@ impl Setup<'_> {
         }
         let (_, k, mut rows, mut entropy) = best.expect("at least one prior candidate");
         let members_x = &x[k * ensemble * b * dataset.d()..(k + 1) * ensemble * b * dataset.d()];
-        let second_layer = self.certify_by_second_layer(&mut rows, &mut entropy, members_x);
+        let (second_layer, certified) = match self.certify_by_second_layer(&mut rows, &mut entropy, members_x) {
+            Some((summary, certified)) => (Some(summary), certified),
+            None => (None, vec![false; rows.len()]),
+        };
+        let provenance = rows
+            .iter()
+            .zip(&certified)
+            .map(|(row, &c)| match c || proved_rows.contains(row) {
+                true => Provenance::Proved,
+                false => Provenance::Ensemble,
+            })
+            .collect();
         Ok(Reconstruction {
             rows,
             entropy,
@@ -93,6 +107,7 @@ impl Setup<'_> {
             decoded,
             proved,
             second_layer,
+            provenance,
             steps: inversion.steps,
         })
     }
@@ -109,7 +124,7 @@ impl Setup<'_> {
         rows: &mut [Vec<Value>],
         entropy: &mut Option<Vec<Vec<Option<f64>>>>,
         x: &[f32],
-    ) -> Option<SecondLayerSummary> {
+    ) -> Option<(SecondLayerSummary, Vec<bool>)> {
         let params = &self.scenario.params;
         let sizes = &params.sizes;
         if !(self.inverts.relaxed && self.config.priors().second_layer) || sizes.len() < 4 {
@@ -150,28 +165,31 @@ impl Setup<'_> {
                 }
             }
         }
-        Some(SecondLayerSummary {
+        let summary = SecondLayerSummary {
             rank: span.rank(),
             width: span.width(),
             certified_rows: certified.iter().filter(|c| **c).count(),
             proof: span.proves(),
-        })
+        };
+        // Rows adopted near FedAvg's update are not proved.
+        let proved = certified.iter().map(|&c| c && span.proves()).collect();
+        Some((summary, proved))
     }
 
     /// TabLeak with the subspace prior on FedSGD: the batch's rows proved exactly from the first
     /// layer's ReLU pattern (`attack::activity`), the members' rows as candidates. Every member's
     /// row nearest a proved row becomes it (and certified), so the pooled row is the proved one
-    /// and the ensemble agrees on it. Returns how many rows were proved.
-    pub fn prove_rows(&self, x: &mut [f32], probs: &mut [f32], in_span: &mut [bool]) -> usize {
+    /// and the ensemble agrees on it. Returns the rows proved.
+    pub fn prove_rows(&self, x: &mut [f32], probs: &mut [f32], in_span: &mut [bool]) -> Vec<Vec<Value>> {
         let b = self.config.rows();
         let Some(span) = self
             .active_subspace()
             .filter(|_| self.inverts.relaxed && self.config.priors().proof)
         else {
-            return 0;
+            return Vec::new();
         };
         let Some(v) = span.hyperplane.as_ref() else {
-            return 0;
+            return Vec::new();
         };
         let sizes = &self.scenario.params.sizes;
         let step = activity::precision_steps(self.dataset);
@@ -184,14 +202,17 @@ impl Setup<'_> {
             &self.layout,
             step,
         ) else {
-            return 0;
+            return Vec::new();
         };
         let proved = solver.solve(x).rows;
         if proved.is_empty() {
-            return 0;
+            return Vec::new();
         }
         activity::adopt(&proved, &self.layout, b, x, probs, in_span);
-        proved.len()
+        proved
+            .iter()
+            .map(|row| self.dataset.decode(&row.iter().map(|&v| v as f32).collect::<Vec<_>>()))
+            .collect()
     }
 
     /// Each member's rows of the client's batch, [N, n, d] (x and probabilities): as inverted, or

@@ -9,7 +9,7 @@ use crate::attack::ensemble::Members;
 use crate::attack::setup::Setup;
 use crate::error::{Error, Result};
 use crate::report::reconstruction::ReconstructionReport;
-use crate::report::{AttackDetails, Report, RowDetails, build_report};
+use crate::report::{AttackDetails, Provenance, Report, RowDetails, build_report};
 use crate::scenario::seed_for;
 
 impl Setup<'_> {
@@ -37,14 +37,26 @@ impl Setup<'_> {
                 decoded: (0, 0),
                 proved: 0,
                 second_layer: None,
+                provenance: vec![Provenance::Prior; config.rows()],
                 steps: Vec::new(),
             },
             Some(inversion) => self.reconstruct(inversion).await?,
         };
         let mask = match (calibration, &recon.entropy) {
             (Some(c), Some(entropy)) => {
-                let mask = c.thresholds.mask(&self.rules, entropy);
+                let mut mask = c.thresholds.mask(&self.rules, entropy);
+                // A proved row is the client's: nothing of it falls back.
+                for (m, p) in mask.iter_mut().zip(&recon.provenance) {
+                    if *p == Provenance::Proved {
+                        m.fill(false);
+                    }
+                }
                 recon.rows = mix(&recon.rows, &random_guess, &mask);
+                for (p, m) in recon.provenance.iter_mut().zip(&mask) {
+                    if m.iter().all(|&m| m) {
+                        *p = Provenance::Prior;
+                    }
+                }
                 Some((c, mask))
             }
             _ => None,
@@ -77,6 +89,7 @@ impl Setup<'_> {
             seconds,
         );
         report.model_accuracy = self.scenario.model_accuracy;
+        report.set_provenance(&recon.provenance, &scored.assignment);
         report.details = AttackDetails::Rows(RowDetails {
             epoch_prior: recon.epoch_prior,
             epoch_prior_fits: recon.epoch_prior_fits,

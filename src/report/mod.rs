@@ -44,6 +44,26 @@ impl FeatureHeader {
     }
 }
 
+/// How a reconstructed row was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "lowercase")]
+pub enum Provenance {
+    /// Proved a row of the batch: by the first layer's ReLU pattern or the second layer's span.
+    Proved,
+    /// Pooled from the ensemble (some cells may have fallen back to the marginals).
+    Ensemble,
+    /// Every cell from the table's marginals (the random guess's draw).
+    Prior,
+}
+
+/// The rows of one provenance and how many of their cells are right.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ProvenanceGroup {
+    pub provenance: Provenance,
+    pub rows: usize,
+    pub accuracy: f64,
+}
+
 /// How far the attacker can trust a reconstructed cell, from the ensemble's entropy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "lowercase")]
@@ -95,6 +115,8 @@ pub struct RowReport {
     pub entropy: Vec<Option<f64>>,
     /// Per cell, the entropy read on `confidence_levels`.
     pub confidence: Vec<Confidence>,
+    /// How the reconstructed row was obtained (null where the attack does not say).
+    pub provenance: Option<Provenance>,
 }
 
 /// The paper's Table 4: how right the attacker is on the cells it is surest of. Per feature kind,
@@ -185,6 +207,9 @@ pub struct Report {
     pub label_accuracy: f64,
     pub features: Vec<FeatureHeader>,
     pub rows: Vec<RowReport>,
+    /// Rows by how they were obtained (proved, ensemble, prior) with the share of their cells
+    /// that are right; empty where the attack does not say.
+    pub provenance: Vec<ProvenanceGroup>,
     pub entropy_buckets: Vec<EntropyBucket>,
     /// Accuracy of the lowest-entropy quarter of cells against all, per feature kind.
     pub confident_quarter: Vec<ConfidentQuarter>,
@@ -277,6 +302,7 @@ pub fn build_report(
                 None => vec![None; features.len()],
             },
             confidence: Vec::new(),
+            provenance: None,
         })
         .map(|mut row: RowReport| {
             row.confidence = features
@@ -309,6 +335,7 @@ pub fn build_report(
         label_accuracy,
         features,
         rows,
+        provenance: Vec::new(),
         entropy_buckets,
         confident_quarter,
         per_feature_entropy,
@@ -324,6 +351,29 @@ pub fn build_report(
         warnings: dataset.warnings.clone(),
         member_steps: Vec::new(),
         details: AttackDetails::Rows(RowDetails::default()),
+    }
+}
+
+impl Report {
+    /// Each row's provenance from that of the reconstructed row matched to it (`of_reconstructed`
+    /// indexed as the reconstruction), and the accuracy of each group.
+    pub fn set_provenance(&mut self, of_reconstructed: &[Provenance], assignment: &[usize]) {
+        for (row, &j) in self.rows.iter_mut().zip(assignment) {
+            row.provenance = Some(of_reconstructed[j]);
+        }
+        self.provenance = [Provenance::Proved, Provenance::Ensemble, Provenance::Prior]
+            .into_iter()
+            .filter_map(|p| {
+                let rows: Vec<&RowReport> = self.rows.iter().filter(|r| r.provenance == Some(p)).collect();
+                let cells: usize = rows.iter().map(|r| r.correct.len()).sum();
+                let right: usize = rows.iter().map(|r| r.correct.iter().filter(|&&c| c).count()).sum();
+                (!rows.is_empty()).then(|| ProvenanceGroup {
+                    provenance: p,
+                    rows: rows.len(),
+                    accuracy: right as f64 / cells.max(1) as f64,
+                })
+            })
+            .collect();
     }
 }
 

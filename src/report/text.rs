@@ -1,7 +1,7 @@
 //! A report as text for a terminal: what ran, how well, how sure, and the rows.
 use std::fmt::Write;
 
-use super::{Report, confidence_mark, fmt_epsilon, pct};
+use super::{Provenance, Report, confidence_mark, fmt_epsilon, pct};
 use crate::config::{LabelMode, Protocol};
 use crate::table::ColumnKind;
 
@@ -127,6 +127,21 @@ fn accuracy(r: &Report, s: &mut String) {
         pct(Some(r.random_baseline)),
         100.0 * r.gain_over_random
     );
+    if !r.provenance.is_empty() {
+        let groups: Vec<String> = r
+            .provenance
+            .iter()
+            .map(|g| {
+                let how = match g.provenance {
+                    Provenance::Proved => "proved",
+                    Provenance::Ensemble => "from the ensemble",
+                    Provenance::Prior => "from the marginals",
+                };
+                format!("{} {how} ({} right)", g.rows, pct(Some(g.accuracy)))
+            })
+            .collect();
+        let _ = writeln!(s, "rows: {}", groups.join(", "));
+    }
     if let Some(f) = r.row_details().and_then(|d| d.fallback.as_ref()) {
         let _ = writeln!(
             s,

@@ -107,6 +107,7 @@ test('CPU fallback: upload, switch a kind, seeded attack, results coloured by co
     assert.match(await page.textContent('#results-info'), /span prior: rows kept in a span of 8 of \d+ directions/);
     assert.match(await page.textContent('#results-info'), /\d+ of the batch's rows proved exactly from the first layer's ReLU pattern/);
     assert.match(await page.textContent('#results-info'), /8 of the batch's rows proved from the second layer \(its gradient spans the rows' activations: rank 8 of 100\)/);
+    assert.match(await page.textContent('#results-info'), /rows 8 proved \(100\.0 % right\)/);
     assert.match(await page.textContent('#results-info'), /members stopped after \d+–\d+ steps/);
     assert.equal(await page.locator('#cells tr.truth').count(), 8);
     assert.equal(await page.locator('#cells tr.reconstructed').count(), 8);
