@@ -304,7 +304,12 @@ second_layer: SecondLayerSummary | null,
  * Cells that fell back to the table's marginals under a perturbing defence, with the shadow
  * client's figures that chose them (null where the attack did not fall back).
  */
-fallback: FallbackSummary | null, };
+fallback: FallbackSummary | null, 
+/**
+ * Where every row of the batch was proved after this many steps, the attack answered then
+ * and did not run the rest (null: it ran them all).
+ */
+answered_after: number | null, };
 
 export type Accuracy = { total: number, categorical: number | null, continuous: number | null, 
 /**

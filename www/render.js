@@ -263,6 +263,9 @@ export function renderSummary(box, info, report, attack) {
     const how = { proved: 'proved', ensemble: 'from the ensemble', prior: 'from the marginals' };
     setting.push(`rows ${report.provenance.map((g) => `${g.rows} ${how[g.provenance]} (${(100 * g.accuracy).toFixed(1)} % right)`).join(', ')}`);
   }
+  if (d.kind === 'rows' && d.answered_after != null) {
+    setting.push(`every row proved after ${d.answered_after} steps, so the attack answered then`);
+  }
   const fallback = d.kind === 'rows' ? d.fallback : null;
   if (fallback) {
     const p = (v) => (v == null ? '–' : `${(100 * v).toFixed(1)} %`);

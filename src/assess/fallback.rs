@@ -161,16 +161,20 @@ impl Setup<'_> {
     /// entropy, the table's marginals are known (a simulated client), and the client's defence
     /// perturbs the update (where it does not, the ensemble scores above the marginals).
     pub fn wants_fallback(&self) -> bool {
-        let perturbed = self
-            .config
-            .defence
-            .is_some_and(|d| d.noise > 0.0 || d.fake_gradients.is_some());
         self.config.priors().fallback
             && self.inverts.relaxed
             && self.members > 0
             && self.dataset.n() > 0
             && self.scenario.truth.is_some()
-            && perturbed
+            && self.perturbed()
+    }
+
+    /// Whether the client's defence perturbs the update (noise, fake gradients): there no proof
+    /// holds and the ensemble may say less than the marginals.
+    pub fn perturbed(&self) -> bool {
+        self.config
+            .defence
+            .is_some_and(|d| d.noise > 0.0 || d.fake_gradients.is_some())
     }
 
     /// The same attack on a shadow client (rows drawn from the marginals), scored by the server

@@ -21,15 +21,9 @@ impl Setup<'_> {
         calibration: Option<Calibration>,
         seconds: f64,
     ) -> Result<Report> {
-        let (dataset, config) = (self.dataset, self.config);
-        let Some(truth) = &self.scenario.truth else {
-            return Err(Error::Config("a received update has no truth to score against".into()));
-        };
-        // The random baseline: what an attacker knows without the update, scored on the same batch.
-        let random_guess = random_rows(dataset, config.rows(), seed_for(config.seed, 5));
-        let mut recon = match inverted {
+        let recon = match inverted {
             None => Reconstruction {
-                rows: random_guess.clone(),
+                rows: self.random_guess(),
                 entropy: None,
                 loss_curve: Vec::new(),
                 epoch_prior: None,
@@ -37,11 +31,32 @@ impl Setup<'_> {
                 decoded: (0, 0),
                 proved: 0,
                 second_layer: None,
-                provenance: vec![Provenance::Prior; config.rows()],
+                provenance: vec![Provenance::Prior; self.config.rows()],
                 steps: Vec::new(),
             },
             Some(inversion) => self.reconstruct(inversion).await?,
         };
+        self.report_rows(recon, calibration, seconds)
+    }
+
+    /// The random baseline: what an attacker knows without the update (the table's marginals),
+    /// scored on the same batch, and the cells a fallback takes.
+    fn random_guess(&self) -> Vec<Vec<crate::table::Value>> {
+        random_rows(self.dataset, self.config.rows(), seed_for(self.config.seed, 5))
+    }
+
+    /// A reconstruction scored into the report.
+    pub fn report_rows(
+        &self,
+        mut recon: Reconstruction,
+        calibration: Option<Calibration>,
+        seconds: f64,
+    ) -> Result<Report> {
+        let (dataset, config) = (self.dataset, self.config);
+        let Some(truth) = &self.scenario.truth else {
+            return Err(Error::Config("a received update has no truth to score against".into()));
+        };
+        let random_guess = self.random_guess();
         let mask = match (calibration, &recon.entropy) {
             (Some(c), Some(entropy)) => {
                 let mut mask = c.thresholds.mask(&self.rules, entropy);
@@ -96,6 +111,7 @@ impl Setup<'_> {
             subspace: self.summary(recon.decoded, recon.proved),
             second_layer: recon.second_layer,
             fallback,
+            answered_after: None,
         });
         report.member_steps = recon.steps;
         Ok(report)
@@ -118,6 +134,7 @@ impl Setup<'_> {
                 subspace: self.summary(recon.decoded, recon.proved),
                 second_layer: recon.second_layer,
                 fallback: None,
+                answered_after: None,
             },
             seconds,
         );

@@ -141,6 +141,13 @@ fn accuracy(r: &Report, s: &mut String) {
             })
             .collect();
         let _ = writeln!(s, "rows: {}", groups.join(", "));
+        if let Some(steps) = r.row_details().and_then(|d| d.answered_after) {
+            let _ = writeln!(
+                s,
+                "every row was proved after {steps} steps: the attack answered then, without its other {}",
+                r.config.iterations.saturating_sub(steps)
+            );
+        }
     }
     if let Some(f) = r.row_details().and_then(|d| d.fallback.as_ref()) {
         let _ = writeln!(
