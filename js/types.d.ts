@@ -434,6 +434,48 @@ certified_rows: number,
 proof: boolean, };
 
 /**
+ * What the calibration chose and what it gave.
+ */
+export type FallbackSummary = { 
+/**
+ * Accuracy on the shadow batch of the ensemble alone, of the marginal guess alone, and of
+ * the mix chosen (the server knows the shadow batch's truth, not the client's).
+ */
+shadow_ensemble: number, shadow_prior: number, shadow_chosen: number, 
+/**
+ * A categorical cell whose entropy is above this falls back to the marginal guess (null:
+ * none does).
+ */
+categorical_above: number | null, 
+/**
+ * The same for continuous cells (their entropy is on another scale).
+ */
+continuous_above: number | null, 
+/**
+ * Cells of the client's batch taken from the marginal guess, of all its cells.
+ */
+prior_cells: number, cells: number, 
+/**
+ * Rows whose every cell came from the marginal guess.
+ */
+prior_rows: number, 
+/**
+ * On a simulated client, the share of right cells among those from the ensemble and among
+ * those from the marginal guess (null where there were none or no truth).
+ */
+ensemble_cell_accuracy: number | null, prior_cell_accuracy: number | null, };
+
+/**
+ * How a reconstructed row was obtained.
+ */
+export type Provenance = "proved" | "ensemble" | "prior";
+
+/**
+ * The rows of one provenance and how many of their cells are right.
+ */
+export type ProvenanceGroup = { provenance: Provenance, rows: number, accuracy: number, };
+
+/**
  * The attribute attack as the report states it.
  */
 export type AttributeReport = { 

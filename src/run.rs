@@ -83,15 +83,34 @@ pub async fn run_attack(
         return cafe::run::run(runtime, dataset, config, c, progress);
     }
     let setup = prepare(runtime, dataset, config).await?;
-    if let Some(report) = answer_early(&setup, progress, start).await? {
+    // The stages that may run (the early answer's steps, the full run, the shadow client's run)
+    // reported as one sequence over the configured steps, so that progress never goes back.
+    let early = may_answer_early(&setup);
+    let shadow = matches!(flow(config), Flow::Rows) && setup.wants_fallback();
+    let iterations = config.iterations;
+    let first = if early { EARLY_ANSWER_STEPS } else { 0 };
+    let planned = first + iterations + if shadow { iterations } else { 0 };
+    let at = |before: usize, p: &Progress| match planned == iterations {
+        true => p.clone(),
+        false => Progress {
+            step: ((before + p.step) as f64 / planned as f64 * iterations as f64).round() as usize,
+            of: iterations,
+            ..p.clone()
+        },
+    };
+    if early && let Some(report) = answer_early(&setup, &mut |p| progress(&at(0, p)), start).await? {
         return Ok(report);
     }
     let inverted = match setup.members {
         0 => None,
-        count => Some(setup.invert(MemberRange { first: 0, count }, progress).await?),
+        count => Some(
+            setup
+                .invert(MemberRange { first: 0, count }, &mut |p| progress(&at(first, p)))
+                .await?,
+        ),
     };
     let seconds = start.elapsed().as_secs_f64();
-    let report = assess(&setup, inverted, seconds, progress).await?;
+    let report = assess(&setup, inverted, seconds, &mut |p| progress(&at(first + iterations, p))).await?;
     // The shadow client's run is part of the attack's time.
     Ok(Report {
         seconds: start.elapsed().as_secs_f64(),
@@ -103,29 +122,32 @@ pub async fn run_attack(
 /// Adult (seeds 0-2) every row was certified by then, where the full run takes 1500.
 const EARLY_ANSWER_STEPS: usize = 300;
 
-/// TabLeak on an unperturbed gradient, with a proof to give: the ensemble pooled after
-/// `EARLY_ANSWER_STEPS` steps, and the report from it where every row of the batch is then proved
-/// (a proved row is the client's, so more steps cannot change it). Otherwise None, and the attack
-/// runs in full as it always has (the first steps' cost is the price of trying). Members may stop
-/// early only where this may: `early_stop` off runs every step.
-async fn answer_early(
-    setup: &Setup<'_>,
-    progress: &mut dyn FnMut(&Progress) -> bool,
-    start: web_time::Instant,
-) -> Result<Option<Report>> {
+/// Whether the attack may answer early: TabLeak on an unperturbed FedSGD gradient, with a proof
+/// to give and steps to save, its members allowed to stop early.
+fn may_answer_early(setup: &Setup<'_>) -> bool {
     let config = setup.config;
     let priors = config.priors();
-    let may = matches!(flow(config), Flow::Rows)
+    matches!(flow(config), Flow::Rows)
         && config.early_stop
         && (priors.proof || priors.second_layer)
         && matches!(config.protocol, crate::config::Protocol::Fedsgd)
         && setup.inverts.relaxed
         && setup.members > 0
         && !setup.perturbed()
-        && config.iterations >= 2 * EARLY_ANSWER_STEPS;
-    if !may {
-        return Ok(None);
-    }
+        && config.iterations >= 2 * EARLY_ANSWER_STEPS
+}
+
+/// TabLeak on an unperturbed gradient, with a proof to give: the ensemble pooled after
+/// `EARLY_ANSWER_STEPS` steps, and the report from it where every row of the batch is then proved
+/// (a proved row is the client's, so more steps cannot change it). Otherwise None, and the attack
+/// runs in full as it always has (the first steps' cost is the price of trying). Only where
+/// `may_answer_early`: `early_stop` off runs every step.
+async fn answer_early(
+    setup: &Setup<'_>,
+    progress: &mut dyn FnMut(&Progress) -> bool,
+    start: web_time::Instant,
+) -> Result<Option<Report>> {
+    let config = setup.config;
     let quick = AttackConfig {
         iterations: EARLY_ANSWER_STEPS,
         ..config.clone()

@@ -180,3 +180,40 @@ fn under_heavy_noise_the_attack_falls_back_to_the_marginals() {
     );
     assert!(open.row_details().unwrap().fallback.is_none());
 }
+
+/// An attack's stages (the early answer's steps, the full run, a shadow client's run) reach its
+/// caller as one progress sequence over the configured steps that never goes back.
+#[test]
+fn progress_never_goes_back_across_an_attacks_stages() {
+    let data = adult();
+    for options in [
+        // The shadow client runs after the attack.
+        RunOptions {
+            batch_size: 8,
+            ensemble: Some(4),
+            iterations: 200,
+            clip: Some(1.0),
+            noise: 0.1,
+            ..RunOptions::default()
+        },
+        // The early answer's 300 steps come first.
+        RunOptions {
+            batch_size: 8,
+            ensemble: Some(4),
+            iterations: 600,
+            ..RunOptions::default()
+        },
+    ] {
+        let config = options.attack_config().unwrap();
+        let mut seen: Vec<(String, usize, usize)> = Vec::new();
+        let report = pollster::block_on(run_attack(&Runtime::cpu(), &data, &config, &mut |p| {
+            seen.push((p.phase.clone(), p.step, p.of));
+            true
+        }))
+        .unwrap();
+        let details = report.row_details().unwrap();
+        assert!(details.fallback.is_some() || details.answered_after.is_some(), "{details:?}");
+        assert!(seen.iter().all(|&(_, s, of)| of == config.iterations && s <= of), "{seen:?}");
+        assert!(seen.windows(2).all(|w| w[1].1 >= w[0].1), "progress went back: {seen:?}");
+    }
+}
