@@ -150,9 +150,9 @@ export async function runAudit(engine, table, options, { onProgress, signal, wor
   const running = new Map();
   const results = [];
   const report = () =>
-    onProgress?.(auditProgress(plan, done, [...running].map(([index, step]) => ({ index, step }))));
+    onProgress?.(auditProgress(plan, done, [...running].map(([index, [step, of]]) => ({ index, step, of }))));
   const local = (index, onStep) =>
-    cancellable(stop.signal, () => engine.runAuditCell(table, options, index, (p) => onStep(p.step), stop.signal));
+    cancellable(stop.signal, () => engine.runAuditCell(table, options, index, (p) => onStep(p.step, p.of), stop.signal));
   const runners = [local, ...runRemote].slice(0, plan.workers);
   try {
     report();
@@ -160,11 +160,11 @@ export async function runAudit(engine, table, options, { onProgress, signal, wor
       runners.map(async (run) => {
         while (queue.length && !stop.signal.aborted) {
           const index = queue.shift();
-          running.set(index, 0);
+          running.set(index, [0, undefined]);
           try {
             results.push(
-              await run(index, (step) => {
-                if (running.has(index)) running.set(index, step);
+              await run(index, (step, of) => {
+                if (running.has(index)) running.set(index, [step, of]);
                 report();
               }, stop.signal),
             );

@@ -977,7 +977,12 @@ weight: number, steps: number, };
 /**
  * A cell being run: its index and step.
  */
-export type RunningCell = { index: number, step: number, };
+export type RunningCell = { index: number, step: number, 
+/**
+ * The steps of all the cell's attack's stages (its progress's `of`; the plan's steps where
+ * absent).
+ */
+of?: number, };
 
 /**
  * Where an audit is: cells done of the share, and the current cell's progress.

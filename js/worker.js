@@ -114,7 +114,7 @@ async function audit({ table: handle, options, workers }, { signal, progress }) 
   const { table } = tableOf(handle);
   const runRemote = helpers.slice(0, Math.max(0, workers - 1)).map((_, i) => async (index, onStep, cellSignal) => {
     const helper = await helperWith(i, handle);
-    return helper.request('auditCell', { table: handle, options, index }, { onProgress: (p) => onStep(p.step), signal: cellSignal });
+    return helper.request('auditCell', { table: handle, options, index }, { onProgress: (p) => onStep(p.step, p.of), signal: cellSignal });
   });
   return runAudit(ready, table, options, { signal, workers, runRemote, onProgress: progress });
 }

@@ -84,19 +84,16 @@ pub async fn run_attack(
     }
     let setup = prepare(runtime, dataset, config).await?;
     // The stages that may run (the early answer's steps, the full run, the shadow client's run)
-    // reported as one sequence over the configured steps, so that progress never goes back.
+    // reported as one count of steps over all of them, so that progress never goes back.
     let early = may_answer_early(&setup);
     let shadow = matches!(flow(config), Flow::Rows) && setup.wants_fallback();
     let iterations = config.iterations;
     let first = if early { EARLY_ANSWER_STEPS } else { 0 };
     let planned = first + iterations + if shadow { iterations } else { 0 };
-    let at = |before: usize, p: &Progress| match planned == iterations {
-        true => p.clone(),
-        false => Progress {
-            step: ((before + p.step) as f64 / planned as f64 * iterations as f64).round() as usize,
-            of: iterations,
-            ..p.clone()
-        },
+    let at = |before: usize, p: &Progress| Progress {
+        step: before + p.step,
+        of: planned,
+        ..p.clone()
     };
     if early && let Some(report) = answer_early(&setup, &mut |p| progress(&at(0, p)), start).await? {
         return Ok(report);

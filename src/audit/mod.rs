@@ -68,14 +68,15 @@ pub async fn run_jobs(
     for (k, job) in jobs.iter().enumerate() {
         let cost = config_cost(&job.config);
         let steps = job.config.iterations;
+        // An attack's stages count their steps together (`run_attack`): `of` is all of them.
         let mut on = |p: &Progress| {
             progress(&AuditProgress {
                 done: k,
                 cells: jobs.len(),
                 current: job.label.clone(),
                 step: p.step,
-                steps,
-                fraction: (spent + cost * p.step as f64 / steps.max(1) as f64) / total.max(1.0),
+                steps: p.of,
+                fraction: (spent + cost * p.step.min(p.of) as f64 / p.of.max(1) as f64) / total.max(1.0),
             })
         };
         let start = Progress {

@@ -60,6 +60,11 @@ pub struct AuditPlan {
 pub struct RunningCell {
     pub index: usize,
     pub step: usize,
+    /// The steps of all the cell's attack's stages (its progress's `of`; the plan's steps where
+    /// absent).
+    #[serde(default)]
+    #[ts(optional)]
+    pub of: Option<usize>,
 }
 
 pub fn cell_label(cell: &Cell) -> String {
@@ -91,7 +96,12 @@ pub fn progress(plan: &AuditPlan, done: &[usize], running: &[RunningCell]) -> Au
     let finished: f64 = done.iter().filter_map(|&i| cell(i)).map(|c| c.weight).sum();
     let partial: f64 = running
         .iter()
-        .filter_map(|r| cell(r.index).map(|c| c.weight * r.step.min(c.steps) as f64 / c.steps.max(1) as f64))
+        .filter_map(|r| {
+            cell(r.index).map(|c| {
+                let of = r.of.unwrap_or(c.steps).max(1);
+                c.weight * r.step.min(of) as f64 / of as f64
+            })
+        })
         .sum();
     let first = running.first().and_then(|r| cell(r.index));
     AuditProgress {
@@ -128,6 +138,7 @@ mod tests {
             &[RunningCell {
                 index: dear.index,
                 step: dear.steps / 2,
+                of: None,
             }],
         );
         assert!((half.fraction - dear.weight * (dear.steps / 2) as f64 / dear.steps as f64).abs() < 1e-9);
