@@ -125,26 +125,7 @@ impl Setup<'_> {
         entropy: &mut Option<Vec<Vec<Option<f64>>>>,
         x: &[f32],
     ) -> Option<(SecondLayerSummary, Vec<bool>)> {
-        let params = &self.scenario.params;
-        let sizes = &params.sizes;
-        if !(self.inverts.relaxed && self.config.priors().second_layer) || sizes.len() < 4 {
-            return None;
-        }
-        let of = match self.config.protocol {
-            crate::config::Protocol::Fedsgd => SpanOf::Gradient,
-            crate::config::Protocol::Fedavg(_) => SpanOf::Update { rows: rows.len() },
-        };
-        let observed = &self.scenario.observed;
-        let present = activation_span::present_categories(self.dataset, observed.weight(0), observed.bias(0));
-        let span = ActivationSpan::new(
-            self.dataset,
-            &params.weights[0],
-            &params.biases[0],
-            observed.weight(1),
-            present,
-            of,
-            (sizes[0], sizes[1], sizes[2]),
-        )?;
+        let span = self.second_layer_span(rows.len())?;
         let d = self.dataset.d();
         let mut candidates: Vec<Vec<Value>> = x.chunks_exact(d).map(|row| self.dataset.decode(row)).collect();
         // Then rows drawn from the table's marginals (what the server knows without the update);
@@ -174,6 +155,41 @@ impl Setup<'_> {
         // Rows adopted near FedAvg's update are not proved.
         let proved = certified.iter().map(|&c| c && span.proves()).collect();
         Some((summary, proved))
+    }
+
+    /// The second layer's span of activations where the attack composes it and it leaves checks
+    /// (`ActivationSpan::new`), for a client of `rows` rows.
+    pub fn second_layer_span(&self, rows: usize) -> Option<ActivationSpan<'_>> {
+        let params = &self.scenario.params;
+        let sizes = &params.sizes;
+        if !(self.inverts.relaxed && self.config.priors().second_layer) || sizes.len() < 4 {
+            return None;
+        }
+        let of = match self.config.protocol {
+            crate::config::Protocol::Fedsgd => SpanOf::Gradient,
+            crate::config::Protocol::Fedavg(_) => SpanOf::Update { rows },
+        };
+        let observed = &self.scenario.observed;
+        let present = activation_span::present_categories(self.dataset, observed.weight(0), observed.bias(0));
+        ActivationSpan::new(
+            self.dataset,
+            &params.weights[0],
+            &params.biases[0],
+            observed.weight(1),
+            present,
+            of,
+            (sizes[0], sizes[1], sizes[2]),
+        )
+    }
+
+    /// Whether a proof can reach every row of the batch: the second layer's span proves (it
+    /// leaves checks), or the first layer's span has the batch's full rank.
+    pub fn may_prove_batch(&self) -> bool {
+        let b = self.config.rows();
+        let first = self.config.priors().proof
+            && self.inverts.relaxed
+            && self.active_subspace().is_some_and(|s| s.summary.rank == b);
+        first || self.second_layer_span(b).is_some_and(|s| s.proves())
     }
 
     /// TabLeak with the subspace prior on FedSGD: the batch's rows proved exactly from the first
