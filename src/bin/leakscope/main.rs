@@ -418,7 +418,7 @@ fn render_schema(s: &leakscope::table::SchemaSummary) -> String {
 
 fn summary_header() -> String {
     format!(
-        "| {:>5} | {:<14} | {:<8} | {:>7} | {:<15} | {:<15} | {:<15} | {:>7} | {:>10} | {:<9} | {:>7} | {:>9} |\n|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| {:>5} | {:<14} | {:<8} | {:>7} | {:<15} | {:<15} | {:<15} | {:>7} | {:>10} | {:<9} | {:>7} | {:>9} | {:>10} |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         "batch",
         "protocol",
         "attack",
@@ -430,7 +430,8 @@ fn summary_header() -> String {
         "mean steps",
         "span rank",
         "proved",
-        "2nd layer"
+        "2nd layer",
+        "prior cells"
     )
 }
 
@@ -517,7 +518,7 @@ fn summary_line(config: &AttackConfig, kind: AttackKind, reports: &[Report]) -> 
     };
     let all_rows = reports.len() * config.rows();
     format!(
-        "| {:>5} | {:<14} | {:<8} | {:>7} | {:<15} | {:<15} | {:<15} | {:>7.1} | {:>10} | {:<9} | {:>7} | {:>9} |",
+        "| {:>5} | {:<14} | {:<8} | {:>7} | {:<15} | {:<15} | {:<15} | {:>7.1} | {:>10} | {:<9} | {:>7} | {:>9} | {:>10} |",
         b,
         protocol,
         kind.to_string(),
@@ -540,11 +541,18 @@ fn summary_line(config: &AttackConfig, kind: AttackKind, reports: &[Report]) -> 
                 .filter_map(|r| Some(r.row_details()?.second_layer.as_ref()?.certified_rows)),
             all_rows,
         ),
+        // Cells that fell back to the marginals under a perturbing defence, over all cells.
+        rows_share(
+            reports
+                .iter()
+                .filter_map(|r| Some(r.row_details()?.fallback.as_ref()?.prior_cells)),
+            all_rows * reports.first().map_or(0, |r| r.features.len()),
+        ),
     )
 }
 
-/// The rows a part of the attack delivered, as a share of all the batches' rows ("—" where the
-/// part did not run).
+/// The rows (or cells) a part of the attack delivered, as a share of all the batches' rows (or
+/// cells) ("—" where the part did not run).
 fn rows_share(counts: impl Iterator<Item = usize>, all_rows: usize) -> String {
     let counts: Vec<usize> = counts.collect();
     match counts.is_empty() {
