@@ -80,11 +80,14 @@ pub struct SecondLayerSummary {
 /// The second layer's column space, and the first layer that maps a row into it.
 pub struct ActivationSpan<'a> {
     dataset: &'a Dataset,
-    /// W₁ as `Params` lays it out, [d, h₁] (x W + b), and b₁ [h₁].
+    /// W₁ as `Params` lays it out, [d, h₁] (x W + b), its transpose (kept: a refinement takes
+    /// thousands of pre-activations), and b₁ [h₁].
     w1: DMatrix<f64>,
+    w1t: DMatrix<f64>,
     b1: DVector<f64>,
-    /// An orthonormal basis of G₂'s column space, [h₁, r].
+    /// An orthonormal basis of G₂'s column space, [h₁, r], and its transpose.
     basis: DMatrix<f64>,
+    basis_t: DMatrix<f64>,
     /// Per feature, per category: whether the batch holds it (`present_categories`); a descent
     /// tries only those.
     present: Vec<Vec<bool>>,
@@ -161,11 +164,15 @@ impl<'a> ActivationSpan<'a> {
         if kept.len() + fitted + SPARE_CHECKS > h1 {
             return None;
         }
+        let w1 = DMatrix::from_row_iterator(d, h1, w1.iter().map(|&v| v as f64));
+        let basis = u.select_columns(kept);
         Some(ActivationSpan {
             dataset,
-            w1: DMatrix::from_row_iterator(d, h1, w1.iter().map(|&v| v as f64)),
+            w1t: w1.transpose(),
+            w1,
             b1: DVector::from_iterator(h1, b1.iter().map(|&v| v as f64)),
-            basis: u.select_columns(kept),
+            basis_t: basis.transpose(),
+            basis,
             present,
             threshold: match of {
                 SpanOf::Gradient => CERTIFY,
@@ -192,12 +199,12 @@ impl<'a> ActivationSpan<'a> {
 
     /// v's part outside the span.
     fn residual(&self, v: &DVector<f64>) -> DVector<f64> {
-        v - &self.basis * (self.basis.transpose() * v)
+        v - &self.basis * (&self.basis_t * v)
     }
 
     fn pre_activation(&self, row: &[Value]) -> DVector<f64> {
         let x = DVector::from_vec(self.dataset.encode(row));
-        self.w1.transpose() * x + &self.b1
+        &self.w1t * x + &self.b1
     }
 
     /// The relative distance of the row's activation to the span (∞ for a row no unit sees).
