@@ -114,8 +114,8 @@ fn candidates(rules: &[Rule], entropy: &[Vec<Option<f64>>], categorical: bool) -
 }
 
 /// The thresholds that score best on the shadow batch (`truth`, the ensemble's `rows` with their
-/// `entropy`, the marginal guess `prior`), ties going to fewer fallen-back cells; with the
-/// shadow accuracies of the ensemble, the prior and the mix.
+/// `entropy`, the marginal guess `prior`), ties going to no fallback first; with the shadow
+/// accuracies of the ensemble, the prior and the mix.
 pub fn calibrate(
     rules: &[Rule],
     truth: &[Vec<Value>],
@@ -136,7 +136,7 @@ pub fn calibrate(
                 continuous,
             };
             let s = total(t);
-            // Candidates come from fewer fallen-back cells to more: keep the first of equals.
+            // Ties keep the earlier candidate: no fallback, then every cell, then the deciles.
             if best.is_none_or(|(b, _)| s > b + 1e-12) {
                 best = Some((s, t));
             }
