@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::report::reconstruction::ReconstructionReport;
 use crate::report::{AttackDetails, Provenance, Report, RowDetails, build_report};
 use crate::scenario::seed_for;
+use crate::table::Value;
 
 impl Setup<'_> {
     /// Match, pool and score the ensemble (None: the random baseline) into the report, its
@@ -41,7 +42,7 @@ impl Setup<'_> {
 
     /// The random baseline: what an attacker knows without the update (the table's marginals),
     /// scored on the same batch, and the cells a fallback takes.
-    fn random_guess(&self) -> Vec<Vec<crate::table::Value>> {
+    fn random_guess(&self) -> Vec<Vec<Value>> {
         random_rows(self.dataset, self.config.rows(), seed_for(self.config.seed, 5))
     }
 
