@@ -103,7 +103,8 @@ export { attacks, auditDefaults, combineProgress, defaults, limits };
 /**
  * One attack as the engine plans it: time the candidates if `auto` has not yet measured this problem,
  * then run on the chosen backend, the ensemble split over `runShare` (one call per share, each on its
- * own worker) when the plan splits it. `engine` and `table` are the wasm objects.
+ * own worker, with the options of the stage it runs) when the plan splits it. `engine` and `table`
+ * are the wasm objects.
  */
 export async function runPlanned(engine, table, options, { onProgress, signal, workers = 1, runShare = null } = {}) {
   const progress = onProgress ?? undefined;
@@ -121,18 +122,30 @@ export async function runPlanned(engine, table, options, { onProgress, signal, w
     return cancellable(signal, () => engine.run(table, options, workers, progress, signal));
   }
   const started = performance.now();
-  const latest = plan.shares.map(() => null);
-  const parts = await Promise.all(
-    plan.shares.map((range, i) =>
-      runShare(range, (p) => {
-        latest[i] = p;
-        const joined = combineProgress(latest, plan.shares);
-        if (joined) onProgress?.(joined);
-      }),
-    ),
-  );
-  const seconds = (performance.now() - started) / 1000;
-  return guarded(() => engine.assess(table, options, parts, seconds, plan.shares.length));
+  const elapsed = () => (performance.now() - started) / 1000;
+  // The engine may answer once the batch is proved: the shares first run its few steps, and the
+  // engine says whether they proved every row. Progress counts the steps of both stages.
+  const early = await cancellable(signal, () => engine.earlyAnswer(table, options));
+  const shares = (stageOptions, before) => {
+    const latest = plan.shares.map(() => null);
+    return Promise.all(
+      plan.shares.map((range, i) =>
+        runShare(range, (p) => {
+          latest[i] = p;
+          const joined = combineProgress(latest, plan.shares);
+          if (joined) onProgress?.(early ? { ...joined, step: before + joined.step, of: early.planned } : joined);
+        }, stageOptions),
+      ),
+    );
+  };
+  if (early) {
+    const quick = await shares({ ...options, iterations: early.steps }, 0);
+    // A cancel that came while the first stage's shares finished still cancels.
+    const answer = await cancellable(signal, () => engine.assessEarly(table, options, quick, elapsed(), plan.shares.length));
+    if (answer) return answer;
+  }
+  const parts = await shares(options, early ? early.steps : 0);
+  return guarded(() => engine.assess(table, options, parts, elapsed(), plan.shares.length));
 }
 
 /**

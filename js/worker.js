@@ -96,10 +96,10 @@ async function run({ table: handle, options, workers }, { signal, progress }) {
     workers,
     onProgress: progress,
     // One share failing stops the others; each share goes to the next helper.
-    runShare: async (range, onProgress) => {
+    runShare: async (range, onProgress, shareOptions = options) => {
       try {
         const helper = await helperWith(next++, handle);
-        return await helper.request('invert', { table: handle, options, range }, { onProgress, signal: stop.signal });
+        return await helper.request('invert', { table: handle, options: shareOptions, range }, { onProgress, signal: stop.signal });
       } catch (error) {
         stop.abort(error);
         throw error;

@@ -25,5 +25,5 @@ pub use config::{AttackConfig, AttackKind, AttackSpec, LabelMode, MemberRange, O
 pub use error::{Error, Result};
 pub use options::RunOptions;
 pub use report::Report;
-pub use run::{assess_members, attack_received, invert_members, run_attack};
+pub use run::{assess_early, assess_members, attack_received, early_answer_steps, invert_members, run_attack};
 pub use runtime::{BackendInfo, BackendKind, Runtime, StepEngine};

@@ -157,15 +157,50 @@ async fn answer_early(
     };
     let cadence = setup.runtime.cadence(config.report_every);
     let inverted = setup.invert_with(all, &quick, cadence, progress).await?;
+    proved_report(setup, inverted, start.elapsed().as_secs_f64()).await
+}
+
+/// The report of members inverted for `EARLY_ANSWER_STEPS` steps where every row is then proved.
+async fn proved_report(setup: &Setup<'_>, inverted: Members, seconds: f64) -> Result<Option<Report>> {
     let recon = setup.reconstruct(inverted).await?;
     if !recon.provenance.iter().all(|p| *p == Provenance::Proved) {
         return Ok(None);
     }
-    let mut report = setup.report_rows(recon, None, start.elapsed().as_secs_f64())?;
+    let mut report = setup.report_rows(recon, None, seconds)?;
     if let AttackDetails::Rows(d) = &mut report.details {
         d.answered_after = Some(EARLY_ANSWER_STEPS);
     }
     Ok(Some(report))
+}
+
+/// A split run's early answer (see `answer_early`): the steps its shares first run and the steps
+/// of both stages together, where the attack may answer early; None where it may not.
+pub async fn early_answer_steps(
+    runtime: &Runtime,
+    dataset: &Dataset,
+    config: &AttackConfig,
+) -> Result<Option<(usize, usize)>> {
+    if !matches!(flow(config), Flow::Rows) {
+        return Ok(None);
+    }
+    let setup = prepare(runtime, dataset, config).await?;
+    Ok(may_answer_early(&setup).then_some((EARLY_ANSWER_STEPS, EARLY_ANSWER_STEPS + config.iterations)))
+}
+
+/// The report of shares inverted for the early answer's steps (`early_answer_steps`, the shares'
+/// own options saying so), where every row is then proved; None where not, and the shares then
+/// run in full.
+pub async fn assess_early(
+    runtime: &Runtime,
+    dataset: &Dataset,
+    config: &AttackConfig,
+    parts: Vec<Members>,
+    seconds: f64,
+) -> Result<Option<Report>> {
+    let mut setup = prepare(runtime, dataset, config).await?;
+    setup.backend = setup.backend.clone().with_workers(parts.len());
+    let joined = ensemble::join(setup.shape(), parts)?;
+    proved_report(&setup, joined, seconds).await
 }
 
 /// Attack an update received from elsewhere (see `received`) with the table's encoding as

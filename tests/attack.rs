@@ -149,6 +149,64 @@ fn the_second_layer_certifies_rows_of_an_adult_batch_of_64() {
     assert!(r.accuracy.total >= 0.9, "accuracy {}", r.accuracy.total);
 }
 
+/// A run split over workers answers early as one worker does: the shares run the early answer's
+/// steps, `assess_early` proves the batch from them, and the report is the one-worker report.
+#[test]
+fn shares_answer_early_as_one_worker_does() {
+    let data = dataset("adult-sample.csv", "salary");
+    let config = AttackConfig {
+        batch_size: 8,
+        attack: common::tableak(6),
+        iterations: 600,
+        seed: 2,
+        ..Default::default()
+    };
+    let whole = attack(&data, config.clone());
+    assert_eq!(whole.row_details().unwrap().answered_after, Some(300));
+    let rt = Runtime::cpu();
+    let (steps, planned) = pollster::block_on(leakscope::early_answer_steps(&rt, &data, &config))
+        .unwrap()
+        .expect("an unperturbed batch of 8 may answer early");
+    assert_eq!((steps, planned), (300, 900));
+    let quick = AttackConfig {
+        iterations: steps,
+        ..config.clone()
+    };
+    let parts: Vec<Members> = [(0, 3), (3, 3)]
+        .into_iter()
+        .map(|(first, count)| {
+            pollster::block_on(invert_members(
+                &rt,
+                &data,
+                &quick,
+                MemberRange { first, count },
+                &mut |_| true,
+            ))
+            .unwrap()
+        })
+        .collect();
+    let split = pollster::block_on(leakscope::assess_early(&rt, &data, &config, parts, 1.0))
+        .unwrap()
+        .expect("the shares prove the batch");
+    assert_eq!(split.rows, whole.rows);
+    assert_eq!(split.accuracy, whole.accuracy);
+    assert_eq!(split.row_details().unwrap().answered_after, Some(300));
+    // Under noise no proof holds: a split run does not try.
+    let noisy = AttackConfig {
+        defence: Some(leakscope::client::defence::Defence {
+            clip: Some(1.0),
+            noise: 0.1,
+            fake_gradients: None,
+            delta: 1e-5,
+        }),
+        ..config
+    };
+    assert_eq!(
+        pollster::block_on(leakscope::early_answer_steps(&rt, &data, &noisy)).unwrap(),
+        None
+    );
+}
+
 /// Tables of yes/no columns (Adult reduced to binary columns; a generated questionnaire,
 /// `scripts/low_diversity_tables.py`), batches of 32, seeds 0-1: the batch's encoded rows are
 /// linearly dependent (at most 15 and 21 independent directions), so the first layer proves

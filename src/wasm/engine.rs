@@ -13,7 +13,7 @@ use crate::plan::{self, Decision, Decisions, Probe, ProblemKey, RunPlan};
 use crate::run::time_steps;
 use crate::runtime::{BackendInfo, BackendKind, EngineInfo, MeasuredRate, Runtime};
 use crate::table::Dataset;
-use crate::{assess_members, run_attack};
+use crate::{assess_early, assess_members, early_answer_steps, run_attack};
 
 /// What an engine was asked to use.
 #[derive(Clone, Copy, PartialEq)]
@@ -185,6 +185,40 @@ impl Engine {
             .await
             .map_err(js_error)?;
         members_to_js(&members)
+    }
+
+    /// Where a split run may answer early: {steps, planned} (its shares first run `steps` steps,
+    /// and `planned` counts the steps of both stages for progress), or null.
+    #[wasm_bindgen(js_name = earlyAnswer)]
+    pub async fn early_answer(&self, table: &Table, options: JsValue) -> Result<JsValue, JsError> {
+        let (dataset, config) = self.prepare(table, options)?;
+        let early = early_answer_steps(&self.cpu, &dataset, &config)
+            .await
+            .map_err(js_error)?;
+        to_js(&early.map(|(steps, planned)| serde_json::json!({ "steps": steps, "planned": planned })))
+    }
+
+    /// The report of shares inverted for the early answer's steps, where every row is then
+    /// proved; null where not (the shares then run in full). `options` are the run's own.
+    #[wasm_bindgen(js_name = assessEarly)]
+    pub async fn assess_early(
+        &self,
+        table: &Table,
+        options: JsValue,
+        parts: JsValue,
+        seconds: f64,
+        workers: usize,
+    ) -> Result<JsValue, JsError> {
+        let (dataset, config) = self.prepare(table, options)?;
+        let parts = js_sys::Array::from(&parts)
+            .iter()
+            .map(|p| members_from_js(&p))
+            .collect::<Result<Vec<_>, _>>()?;
+        let runtime = self.annotated(self.cpu.clone(), &dataset, &config, workers);
+        let report = assess_early(&runtime, &dataset, &config, parts, seconds)
+            .await
+            .map_err(js_error)?;
+        to_js(&report)
     }
 
     /// The report of an ensemble inverted in shares (`invertMembers`) over `workers` workers,

@@ -187,6 +187,9 @@ test('the session API in a page: the CSV crosses to the workers once; plan, spli
       const options = { label: 'credit_risk', batchSize: 8, ensemble: 4, iterations: 100, seed: 1 };
       const plan = await table.plan(options);
       const report = await table.run(options);
+      // Split over the workers, the run answers once its shares' first steps prove the batch.
+      const steps = [];
+      const early = await table.run({ ...options, ensemble: 8, iterations: 600 }, { onProgress: (p) => steps.push([p.step, p.of]) });
       const audit = await table.audit({
         run: { ...options, iterations: 50 }, attacks: ['tableak', 'random'], batches: 1, batchSizes: [8], referenceBatch: 8,
         noiseScales: [], clients: [], localEpochs: [], localBatches: [], trainingEpochs: [],
@@ -194,7 +197,8 @@ test('the session API in a page: the CSV crosses to the workers once; plan, spli
       // table.cancel() stops what runs on the table; the table runs again afterwards.
       let cancelled = null;
       try {
-        await table.run({ ...options, iterations: 100000, reportEvery: 10 }, { onProgress: (p) => p.step >= 20 && table.cancel() });
+        // earlyStop off: the run cannot answer early, so it runs until cancelled.
+        await table.run({ ...options, iterations: 100000, reportEvery: 10, earlyStop: false }, { onProgress: (p) => p.step >= 20 && table.cancel() });
       } catch (e) {
         cancelled = e.name;
       }
@@ -211,6 +215,7 @@ test('the session API in a page: the CSV crosses to the workers once; plan, spli
       return {
         sent, rows: schema.rows, bytes: table.bytes, shares: plan.shares.length, workers: report.backend.workers,
         accuracy: [report.accuracy.total, again.accuracy.total], cells: audit.audit.cells.length, cancelled, freed,
+        early: { answered: early.details.answered_after, workers: early.backend.workers, accuracy: early.accuracy.total, steps },
       };
     }, readFileSync(german, 'utf8'));
     assert.equal(out.sent.filter((m) => m.csv).length, 1, JSON.stringify(out.sent));
@@ -221,6 +226,8 @@ test('the session API in a page: the CSV crosses to the workers once; plan, spli
     assert.equal(out.shares, 2);
     assert.equal(out.workers, 2);
     assert.equal(out.accuracy[0], out.accuracy[1], 'the same seeded run gives the same result after a cancel');
+    assert.deepEqual([out.early.answered, out.early.workers, out.early.accuracy], [300, 2, 1], JSON.stringify(out.early));
+    assert.ok(out.early.steps.every(([s, of], i) => of === 900 && (i === 0 || s >= out.early.steps[i - 1][0])), 'progress over both stages never goes back');
     assert.equal(out.cells, 2);
     assert.equal(out.cancelled, 'AbortError');
     assert.equal(out.freed, 'the table was freed');
@@ -235,6 +242,9 @@ test('a run can be cancelled, the page recovers and runs again; bad files get re
   try {
     await upload(page, german);
     await settings(page, { batchSize: 8, ensemble: 30, iterations: 100000 });
+    // Without a proof to give the run cannot answer early: it runs until cancelled.
+    await page.locator('#settings [name=subspace]').setChecked(false);
+    await page.locator('#settings [name=secondLayer]').setChecked(false);
     await page.click('#run');
     await page.waitForFunction(() => /step (\d+)/.exec(document.querySelector('#progress-text').textContent)?.[1] >= 50);
     assert.equal(await page.textContent('#run'), 'Cancel');

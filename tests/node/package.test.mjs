@@ -187,12 +187,13 @@ test('an AbortSignal cancels a run, from the callback or from a timer, and bad i
     setTimeout(() => timed.abort(), 200);
     let timedOut = null, lastStep = 0;
     try {
-      await table.run({ label: 'credit_risk', batchSize: 8, ensemble: 8, iterations: 100000, reportEvery: 10 },
+      // earlyStop off: the run cannot answer early, so the timer is what ends it.
+      await table.run({ label: 'credit_risk', batchSize: 8, ensemble: 8, iterations: 100000, reportEvery: 10, earlyStop: false },
         { onProgress: (p) => { lastStep = p.step; }, signal: timed.signal });
     } catch (e) { timedOut = e.name; }
     // table.cancel() stops every run and audit on the table, without a signal of the caller's.
     let both = [], tableSteps = 0;
-    const opts = { label: 'credit_risk', batchSize: 4, ensemble: 2, iterations: 100000, reportEvery: 10 };
+    const opts = { label: 'credit_risk', batchSize: 4, ensemble: 2, iterations: 100000, reportEvery: 10, earlyStop: false };
     const a = table.run(opts, { onProgress: (p) => { tableSteps = p.step; if (p.step >= 30) table.cancel(); } });
     const b = table.audit({ run: opts, attacks: ['tableak'], batches: 1, batchSizes: [4], noiseScales: [], clients: [],
       localEpochs: [], localBatches: [], trainingEpochs: [] });
