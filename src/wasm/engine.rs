@@ -209,12 +209,7 @@ impl Engine {
         seconds: f64,
         workers: usize,
     ) -> Result<JsValue, JsError> {
-        let (dataset, config) = self.prepare(table, options)?;
-        let parts = js_sys::Array::from(&parts)
-            .iter()
-            .map(|p| members_from_js(&p))
-            .collect::<Result<Vec<_>, _>>()?;
-        let runtime = self.annotated(self.cpu.clone(), &dataset, &config, workers);
+        let (dataset, config, parts, runtime) = self.joining(table, options, parts, workers)?;
         let report = assess_early(&runtime, &dataset, &config, parts, seconds)
             .await
             .map_err(js_error)?;
@@ -231,12 +226,7 @@ impl Engine {
         seconds: f64,
         workers: usize,
     ) -> Result<JsValue, JsError> {
-        let (dataset, config) = self.prepare(table, options)?;
-        let parts = js_sys::Array::from(&parts)
-            .iter()
-            .map(|p| members_from_js(&p))
-            .collect::<Result<Vec<_>, _>>()?;
-        let runtime = self.annotated(self.cpu.clone(), &dataset, &config, workers);
+        let (dataset, config, parts, runtime) = self.joining(table, options, parts, workers)?;
         let report = assess_members(&runtime, &dataset, &config, parts, seconds)
             .await
             .map_err(js_error)?;
@@ -415,6 +405,24 @@ impl Engine {
     }
 
     /// The table read as the caller's options say, and the attack's settings from them.
+    /// What joining an ensemble's shares takes: the table and options read, the shares from JS,
+    /// and the CPU runtime annotated with the workers that ran them.
+    fn joining(
+        &self,
+        table: &Table,
+        options: JsValue,
+        parts: JsValue,
+        workers: usize,
+    ) -> Result<(Dataset, AttackConfig, Vec<crate::attack::ensemble::Members>, Runtime), JsError> {
+        let (dataset, config) = self.prepare(table, options)?;
+        let parts = js_sys::Array::from(&parts)
+            .iter()
+            .map(|p| members_from_js(&p))
+            .collect::<Result<Vec<_>, _>>()?;
+        let runtime = self.annotated(self.cpu.clone(), &dataset, &config, workers);
+        Ok((dataset, config, parts, runtime))
+    }
+
     fn prepare(&self, table: &Table, options: JsValue) -> Result<(Dataset, AttackConfig), JsError> {
         let o: RunOptions = serde_wasm_bindgen::from_value(options).map_err(js_error)?;
         let config = o.attack_config().map_err(js_error)?;
