@@ -182,8 +182,9 @@ impl Setup<'_> {
         )
     }
 
-    /// Whether a proof can reach every row of the batch: the second layer's span proves (it
-    /// leaves checks), or the first layer's span has the batch's full rank.
+    /// Whether a proof can reach every row of the batch: the second layer's span proves (FedSGD,
+    /// and it leaves checks), or the first layer's span has the batch's full rank (the ReLU proof,
+    /// composed on FedSGD only). Both need a relaxed inversion that composes them.
     pub fn may_prove_batch(&self) -> bool {
         let b = self.config.rows();
         let first = self.config.priors().proof
