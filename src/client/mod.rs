@@ -1,4 +1,5 @@
 //! Client: the network, its explicit gradient and the federated protocols that send it.
+pub mod accountant;
 pub mod defence;
 pub mod fedavg;
 pub mod gradient;

@@ -39,7 +39,7 @@ impl Privacy {
 }
 
 /// ln Φ(x), the log of the standard normal CDF, accurate far into both tails.
-fn log_ndtr(x: f64) -> f64 {
+pub(crate) fn log_ndtr(x: f64) -> f64 {
     if x > 5.0 {
         (-0.5 * libm::erfc(x / std::f64::consts::SQRT_2)).ln_1p()
     } else if x > -20.0 {
