@@ -10,6 +10,8 @@ import type {
   EngineInfo,
   Limits,
   MeasuredRate,
+  OverRounds,
+  PrivacyQuery,
   Progress,
   Report,
   RunOptions,
@@ -42,8 +44,10 @@ export declare class Leakscope {
   static create(options?: { backend?: Backend; module?: WebAssembly.Module }): Promise<Leakscope>;
   /** The compiled WebAssembly module (after `create`), to hand to engines in other workers. */
   static readonly wasmModule: WebAssembly.Module | undefined;
-  /** The audit's default grid; `quick`: the smaller one the page runs. */
+  /** The audit's default grid (after `create`); `quick`: the smaller one the page runs. */
   static auditDefaults(quick?: boolean): AuditOptions;
+  /** ε over rounds with client sampling (RDP, as Opacus), per round and against the server (after `create`). */
+  static privacy(query: PrivacyQuery): OverRounds;
   readonly backend: EngineInfo;
   readonly limits: Limits;
   /** The attacks this engine offers, with their own settings, defaults and limits. */

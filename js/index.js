@@ -15,6 +15,7 @@ import {
   guarded,
   limits,
   loadTable,
+  privacy,
   runAudit,
   runPlanned,
   wasmModule,
@@ -66,9 +67,19 @@ export class Leakscope {
     return attacks();
   }
 
-  /** The audit's default grid; `quick`: the smaller one the page runs. */
+  /** The audit's default grid (after `create`); `quick`: the smaller one the page runs. */
   static auditDefaults(quick = false) {
     return auditDefaults(quick);
+  }
+
+  /**
+   * ε over `rounds` rounds of updates clipped and noised with multiplier `noiseMultiplier`, each
+   * client sampled at `sampleRate` (RDP accounting, as Opacus), with ε per round and against the
+   * server, which knows whom it sampled (`OverRounds` in types.d.ts). After `create`; throws on a
+   * bad setting.
+   */
+  static privacy(query) {
+    return privacy(query);
   }
 
   /** Read a CSV (string, bytes, Blob or File) once; runs and audits then refer to the table. */

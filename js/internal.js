@@ -5,17 +5,19 @@ import init, {
   Engine,
   Table,
   attacks,
-  auditDefaults,
+  auditDefaults as engineAuditDefaults,
   auditProgress,
   combineProgress,
   defaults,
   limits,
+  privacy as enginePrivacy,
   __panicForTests,
 } from '../pkg/leakscope.js';
 
 const isNode = typeof process !== 'undefined' && process.versions != null && process.versions.node != null;
 let ready;
 let compiled;
+let initialised = false;
 
 // Compile once; a WebAssembly.Module can be posted to other workers, which then share its machine code
 // (and its optimised tier) instead of each compiling the module again.
@@ -36,6 +38,7 @@ function load(module) {
   ready ??= (async () => {
     compiled = module ?? (await compile());
     await init({ module_or_path: compiled });
+    initialised = true;
   })();
   return ready;
 }
@@ -98,7 +101,18 @@ export async function loadTable(csv) {
   return guarded(() => new Table(bytes));
 }
 
-export { attacks, auditDefaults, combineProgress, defaults, limits };
+// The engine's synchronous answers that need no table, reachable as statics of `Leakscope`: they
+// need the module, so say so instead of failing inside the bindings.
+function afterCreate(name, call) {
+  return (...args) => {
+    if (!initialised) throw new Error(`leakscope: await Leakscope.create() before calling Leakscope.${name}`);
+    return call(...args);
+  };
+}
+export const auditDefaults = afterCreate('auditDefaults', engineAuditDefaults);
+export const privacy = afterCreate('privacy', enginePrivacy);
+
+export { attacks, combineProgress, defaults, limits };
 
 /**
  * One attack as the engine plans it: time the candidates if `auto` has not yet measured this problem,

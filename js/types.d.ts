@@ -702,6 +702,50 @@ noise_multiplier: number,
  */
 clients: number, };
 
+/**
+ * What a client's data is protected by over a run of rounds.
+ */
+export type OverRounds = { noise_multiplier: number, sample_rate: number, rounds: number, delta: number, 
+/**
+ * ε after every round, by RDP accounting with amplification by sampling (what Opacus and
+ * TensorFlow Privacy report).
+ */
+epsilon: number, 
+/**
+ * The RDP order that gives it.
+ */
+order: number, 
+/**
+ * ε of one round by the same accountant.
+ */
+per_round: number, 
+/**
+ * ε of one release alone, exactly (the analytic Gaussian mechanism, no sampling).
+ */
+per_release: number, 
+/**
+ * The rounds the server expects to see the client in (⌈q·T⌉).
+ */
+releases_seen: number, 
+/**
+ * ε against the server, which knows whom it sampled: the releases it sees, composed by
+ * RDP without amplification.
+ */
+epsilon_against_server: number, };
+
+/**
+ * What to account, as the npm package's `Leakscope.privacy` takes it.
+ */
+export type PrivacyQuery = { noiseMultiplier: number, 
+/**
+ * Default 1: every client in every round.
+ */
+sampleRate?: number, rounds: number, 
+/**
+ * Default `privacy::DEFAULT_DELTA`.
+ */
+delta?: number, };
+
 export type AttackConfig = { 
 /**
  * The attack, with its own settings.
@@ -953,7 +997,15 @@ localEpochs: Array<number>, localBatches: Array<number>,
 /**
  * Epochs of training on the table before the attacked round.
  */
-trainingEpochs: Array<number>, };
+trainingEpochs: Array<number>, 
+/**
+ * Rounds of training the noise study's ε is accounted over (`client::accountant`).
+ */
+rounds: number, 
+/**
+ * The chance that a client takes part in a round, for that account.
+ */
+sampleRate: number, };
 
 /**
  * How an audit runs over `workers` workers: its cells, dearest first (so the last cell to finish
@@ -1070,6 +1122,10 @@ random: MeanStd,
  * Noise: ε of one release at the defence's δ.
  */
 epsilon: number | null, 
+/**
+ * Noise: ε over the audit's rounds and sampling rate (RDP), and against the server.
+ */
+overRounds: OverRounds | null, 
 /**
  * Training: the network's accuracy on the table.
  */

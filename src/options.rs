@@ -19,7 +19,7 @@ use crate::table::{ColumnKind, DatasetOptions};
 /// left out) and the attack's settings. The npm package's `run` takes this (camelCase); every
 /// field but `label` has the engine's default.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct RunOptions {
     /// Name of the label column.
     pub label: String,

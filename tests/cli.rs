@@ -409,6 +409,21 @@ fn an_audit_in_shares_merges_into_the_same_report_as_one_run() {
     }
     assert!(stdout.contains("| B = 8 | TabLeak | 2 |"), "{stdout}");
     assert!(stdout.contains("Batch size:") && stdout.contains("Noise:"), "{stdout}");
+    // The noise study states ε over the default 100 rounds beside one release.
+    assert!(stdout.contains("ε over 100 rounds, q = 1"), "{stdout}");
+    let audit: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(whole.join("audit.json")).unwrap()).unwrap();
+    let noisy = audit["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["point"]["study"] == "noise" && r["point"]["sigma"] == 0.1)
+        .unwrap();
+    assert_eq!(noisy["overRounds"]["rounds"], 100);
+    assert_eq!(
+        noisy["overRounds"]["epsilon"],
+        noisy["overRounds"]["epsilon_against_server"]
+    );
 
     // Three shares, each its own process, as on three machines; the merge joins two directories.
     let (a, b) = (tmp("audit-share-a"), tmp("audit-share-b"));
@@ -457,6 +472,11 @@ fn bad_audit_settings_are_refused_before_anything_runs() {
         (vec!["--clients", "1,5000"], "clients 5000 must be between 1 and 1024"),
         (vec!["--noise-scales=-0.1"], "noise multiplier -0.1"),
         (vec!["--batches", "0"], "batches 0 must be between 1"),
+        (
+            vec!["--sample-rate", "1.5"],
+            "the sampling rate must be in (0, 1], not 1.5",
+        ),
+        (vec!["--training-rounds", "0"], "the rounds must be between 1"),
     ] {
         let out = bin().args(audit_args(&dir)).args(&args).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -517,4 +537,67 @@ fn defences_and_aggregation_are_stated_in_the_report() {
     let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(report["rows"].as_array().unwrap().len(), 12);
     assert!(report["model_accuracy"].as_f64().unwrap() > 0.6);
+}
+
+/// `leakscope privacy`: ε over rounds as Opacus gives it (tests/fixtures/rdp_epsilon.json holds
+/// z = 1, q = 0.01, T = 1000, δ = 1e-5: ε = 2.1536…), in words and as JSON; bad settings named.
+#[test]
+fn privacy_accounts_epsilon_over_rounds() {
+    let args = [
+        "privacy",
+        "--noise-multiplier",
+        "1",
+        "--sample-rate",
+        "0.01",
+        "--rounds",
+        "1000",
+    ];
+    let out = bin().args(args).arg("--json").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let fixture: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(format!(
+            "{}/tests/fixtures/rdp_epsilon.json",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let want = fixture["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["noise_multiplier"] == 1.0 && c["sample_rate"] == 0.01 && c["rounds"] == 1000 && c["delta"] == 1e-5)
+        .unwrap()["epsilon"]
+        .as_f64()
+        .unwrap();
+    let got = json["epsilon"].as_f64().unwrap();
+    assert!((got - want).abs() < 1e-9 * want, "{got} vs {want}");
+    assert!(json["per_round"].as_f64().unwrap() < got);
+    assert_eq!(json["releases_seen"], 10);
+    assert!(json["epsilon_against_server"].as_f64().unwrap() > got);
+
+    let out = bin().args(args).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("after 1000 rounds") && text.contains("against the server"),
+        "{text}"
+    );
+
+    for (flag, value, want) in [
+        ("--sample-rate", "0", "the sampling rate must be in (0, 1], not 0"),
+        (
+            "--noise-multiplier",
+            "-1",
+            "the noise multiplier must be a number ≥ 0, not -1",
+        ),
+        ("--delta", "2", "δ must be in (0, 1), not 2"),
+    ] {
+        let out = bin().args(args).arg(format!("{flag}={value}")).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && stderr.contains(want),
+            "{flag} {value}: {stderr}"
+        );
+    }
 }

@@ -11,6 +11,7 @@ use leakscope::audit::{
     Audit, AuditOptions, AuditPlan, AuditProgress, AuditReport, CellResult, NamedSvg, PlannedCell, Point, RunningCell,
     Study, TableInfo,
 };
+use leakscope::client::accountant::{OverRounds, PrivacyQuery};
 use leakscope::client::defence::Defence;
 use leakscope::client::fedavg::LocalTraining;
 use leakscope::client::privacy::Privacy;
@@ -78,6 +79,8 @@ fn generated() -> String {
         declaration::<leakscope::config::CafeSettings>(),
         declaration::<leakscope::attack::cafe::CafeReport>(),
         declaration::<Privacy>(),
+        declaration::<OverRounds>(),
+        declaration::<PrivacyQuery>(),
         declaration::<AttackConfig>(),
         declaration::<Protocol>(),
         declaration::<LocalTraining>(),

@@ -401,7 +401,7 @@ const AUDIT_LISTS = ['batchSizes', 'noiseScales', 'clients', 'localEpochs', 'loc
 
 function writeAuditSettings(o) {
   const f = ui.auditSettings.elements;
-  for (const name of ['batches', 'referenceBatch', 'clip']) f[name].value = String(o[name]);
+  for (const name of ['batches', 'referenceBatch', 'clip', 'rounds', 'sampleRate']) f[name].value = String(o[name]);
   for (const name of AUDIT_LISTS) f[name].value = o[name].join(', ');
 }
 
@@ -432,6 +432,8 @@ function readAudit(settings) {
     batches: number('batches'),
     referenceBatch: number('referenceBatch'),
     clip: number('clip'),
+    rounds: number('rounds'),
+    sampleRate: number('sampleRate'),
     ...Object.fromEntries(AUDIT_LISTS.map((name) => [name, list(name)])),
   };
 }

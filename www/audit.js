@@ -49,7 +49,18 @@ export function renderAudit(report, targets, attacks) {
   );
   const head = (...names) => el('thead', {}, el('tr', {}, names.map((n) => el('th', { text: n }))));
   targets.table.replaceChildren(
-    head('setting', 'attack', 'accuracy %', 'categorical %', 'continuous %', 'random %', 'ε (one release)', 'model accuracy'),
+    head(
+      'setting',
+      'attack',
+      'accuracy %',
+      'categorical %',
+      'continuous %',
+      'random %',
+      'ε (one release)',
+      `ε over ${audit.options.rounds} rounds, q = ${audit.options.sampleRate}`,
+      'ε against the server',
+      'model accuracy',
+    ),
     el(
       'tbody',
       {},
@@ -64,6 +75,8 @@ export function renderAudit(report, targets, attacks) {
           el('td', { class: 'num', text: pm(r.continuous) }),
           el('td', { class: 'num', text: (100 * r.random.mean).toFixed(1) }),
           el('td', { class: 'num', text: epsilon(r.epsilon) }),
+          el('td', { class: 'num', 'data-epsilon': 'rounds', text: epsilon(r.overRounds?.epsilon) }),
+          el('td', { class: 'num', 'data-epsilon': 'server', text: epsilon(r.overRounds?.epsilon_against_server) }),
           el('td', { class: 'num', text: pct(r.modelAccuracy) }),
         ),
       ),

@@ -24,7 +24,7 @@ pub const MAX_CELLS: usize = 10_000;
 /// network at initialisation); everything else (the table's reading, the attack's steps, members
 /// and network, the first seed) comes from `run`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct AuditOptions {
     pub run: RunOptions,
     pub attacks: Vec<AttackKind>,
@@ -43,6 +43,11 @@ pub struct AuditOptions {
     pub local_batches: Vec<usize>,
     /// Epochs of training on the table before the attacked round.
     pub training_epochs: Vec<usize>,
+    /// Rounds of training the noise study's ε is accounted over (`client::accountant`).
+    #[ts(type = "number")]
+    pub rounds: u64,
+    /// The chance that a client takes part in a round, for that account.
+    pub sample_rate: f64,
 }
 
 impl Default for AuditOptions {
@@ -61,9 +66,14 @@ impl Default for AuditOptions {
             local_epochs: vec![1, 5],
             local_batches: vec![32, 8],
             training_epochs: vec![0, 1, 5],
+            rounds: DEFAULT_ROUNDS,
+            sample_rate: 1.0,
         }
     }
 }
+
+/// The rounds an audit accounts ε over unless told: a short training run.
+pub const DEFAULT_ROUNDS: u64 = 100;
 
 impl AuditOptions {
     /// A grid a browser tab finishes in minutes: fewer batches and points.
@@ -277,6 +287,8 @@ impl AuditOptions {
                 self.batches
             ));
         }
+        crate::client::accountant::check_schedule(self.sample_rate, self.rounds)
+            .map_err(|e| Error::Config(format!("audit: {e}")))?;
         let clip_ok = self.clip > 0.0 && self.clip.is_finite();
         if !self.noise_scales.is_empty() && !clip_ok {
             return fail(format!("the clipping norm {} must be a positive number", self.clip));

@@ -178,13 +178,14 @@ pub fn render_table(audit: &Audit) -> String {
     let pm = |m: &summary::MeanStd| format!("{:.1} ± {:.1}", 100.0 * m.mean, 100.0 * m.std);
     let _ = writeln!(
         s,
-        "| setting | attack | batches | accuracy % | categorical % | continuous % | random % | ε | model % |"
+        "| setting | attack | batches | accuracy % | categorical % | continuous % | random % | ε | ε over {} rounds, q = {} (against the server) | model % |",
+        audit.options.rounds, audit.options.sample_rate
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|");
     for r in &audit.rows {
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {:.1} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {:.1} | {} | {} | {} |",
             r.point.label(),
             r.attack,
             r.batches,
@@ -193,6 +194,11 @@ pub fn render_table(audit: &Audit) -> String {
             r.continuous.as_ref().map_or("—".into(), pm),
             100.0 * r.random.mean,
             r.epsilon.map_or("—".into(), crate::report::fmt_epsilon),
+            r.over_rounds.map_or("—".into(), |o| format!(
+                "{} ({})",
+                crate::report::fmt_epsilon(o.epsilon),
+                crate::report::fmt_epsilon(o.epsilon_against_server)
+            )),
             r.model_accuracy.map_or("—".into(), |m| format!("{:.1}", 100.0 * m)),
         );
     }

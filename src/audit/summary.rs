@@ -5,6 +5,8 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use super::grid::{AuditOptions, Cell, Point, STUDIES, Study};
+use crate::client::accountant::OverRounds;
+use crate::client::privacy::DEFAULT_DELTA;
 use crate::config::AttackKind;
 use crate::error::{Error, Result};
 use crate::report::{FeatureHeader, Report, fmt_epsilon};
@@ -111,6 +113,8 @@ pub struct SummaryRow {
     pub random: MeanStd,
     /// Noise: ε of one release at the defence's δ.
     pub epsilon: Option<f64>,
+    /// Noise: ε over the audit's rounds and sampling rate (RDP), and against the server.
+    pub over_rounds: Option<OverRounds>,
     /// Training: the network's accuracy on the table.
     pub model_accuracy: Option<f64>,
 }
@@ -236,6 +240,8 @@ pub fn summarise(
                 continuous: MeanStd::of(&values(&|r| r.continuous)),
                 random: MeanStd::of(&values(&|r| Some(r.random_accuracy))).expect("a cell per batch"),
                 epsilon: of.first().and_then(|r| r.epsilon),
+                // Where one release has a guarantee (an unclipped update has none).
+                over_rounds: of.first().and_then(|r| r.epsilon).and(over_rounds(options, point)),
                 model_accuracy: MeanStd::of(&values(&|r| r.model_accuracy)).map(|m| m.mean),
             });
         }
@@ -253,6 +259,15 @@ pub fn summarise(
         verdict,
         cells: results,
     })
+}
+
+/// A noise point's ε over the audit's rounds (the noise study holds one client, clipped).
+fn over_rounds(options: &AuditOptions, point: Point) -> Option<OverRounds> {
+    let Point::Noise { sigma } = point else {
+        return None;
+    };
+    let delta = options.run.delta.unwrap_or(DEFAULT_DELTA);
+    OverRounds::of(sigma, options.sample_rate, options.rounds, delta).ok()
 }
 
 /// The judged attack at the reference batch, per column, against guessing.
@@ -432,10 +447,27 @@ fn threshold_sentence(
     let within = format!("within {:.0} points of guessing", 100.0 * SAFE_MARGIN);
     let numbers = format!("{} against {} by guessing", pct(at.accuracy.mean), pct(at.random.mean));
     let b = options.reference_batch;
-    let delta = fmt_delta(options.run.delta.unwrap_or(crate::client::privacy::DEFAULT_DELTA));
+    let delta = fmt_delta(options.run.delta.unwrap_or(DEFAULT_DELTA));
     let epsilon = at.epsilon.map_or("—".into(), fmt_epsilon);
-    // Safe at the study's first setting: the defence is not what makes it so.
-    let already = safe && at.point == first.point;
+    let over = at.over_rounds.map_or_else(String::new, |o| {
+        format!(
+            "; over {} rounds with each client sampled at rate {}, ε = {} (RDP accounting), and ε = {} against \
+             the server, which sees the client in {} of them",
+            o.rounds,
+            o.sample_rate,
+            fmt_epsilon(o.epsilon),
+            fmt_epsilon(o.epsilon_against_server),
+            o.releases_seen
+        )
+    });
+    // Safe at the study's first setting, where that has no defence: the defence is not what makes
+    // it so (a grid whose first noise scale is σ > 0 is safe by that noise).
+    let undefended = match first.point {
+        Point::Noise { sigma } => sigma == 0.0,
+        Point::Clients { clients } => clients <= 1,
+        _ => true,
+    };
+    let already = safe && at.point == first.point && undefended;
     match (study, at.point) {
         (Study::BatchSize, Point::BatchSize { batch }) if already => format!(
             "Batch size: even at the smallest batch tried ({batch} rows) {attack} gets no more than guessing \
@@ -463,12 +495,12 @@ fn threshold_sentence(
         ),
         (Study::Noise, Point::Noise { sigma }) if safe => format!(
             "Noise: with each update clipped to norm {} and noise σ = {sigma}·C added, {attack} falls to {within} \
-             at a batch of {b} ({numbers}); that noise gives ε = {epsilon} per release at δ = {delta}.",
+             at a batch of {b} ({numbers}); that noise gives ε = {epsilon} per release at δ = {delta}{over}.",
             options.clip
         ),
         (Study::Noise, Point::Noise { sigma }) => format!(
             "Noise: no noise scale tried is enough at a batch of {b}: at σ = {sigma}·C (clipping to C = {}; \
-             ε = {epsilon} per release at δ = {delta}) {attack} still recovers {numbers}.",
+             ε = {epsilon} per release at δ = {delta}{over}) {attack} still recovers {numbers}.",
             options.clip
         ),
         (Study::Clients, Point::Clients { clients }) if safe => format!(

@@ -137,6 +137,7 @@ pub fn epsilon(q: f64, sigma: f64, rounds: u64, delta: f64) -> (f64, f64) {
 pub struct OverRounds {
     pub noise_multiplier: f64,
     pub sample_rate: f64,
+    #[ts(type = "number")]
     pub rounds: u64,
     pub delta: f64,
     /// ε after every round, by RDP accounting with amplification by sampling (what Opacus and
@@ -149,6 +150,7 @@ pub struct OverRounds {
     /// ε of one release alone, exactly (the analytic Gaussian mechanism, no sampling).
     pub per_release: f64,
     /// The rounds the server expects to see the client in (⌈q·T⌉).
+    #[ts(type = "number")]
     pub releases_seen: u64,
     /// ε against the server, which knows whom it sampled: the releases it sees, composed by
     /// RDP without amplification.
@@ -158,6 +160,53 @@ pub struct OverRounds {
 /// Most rounds accounted: beyond this, ε is long past meaning anything and the sum loses digits.
 pub const MAX_ROUNDS: u64 = 1_000_000_000;
 
+/// What to account, as the npm package's `Leakscope.privacy` takes it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PrivacyQuery {
+    pub noise_multiplier: f64,
+    /// Default 1: every client in every round.
+    #[serde(default = "every_round")]
+    #[ts(optional)]
+    pub sample_rate: Option<f64>,
+    #[ts(type = "number")]
+    pub rounds: u64,
+    /// Default `privacy::DEFAULT_DELTA`.
+    #[serde(default)]
+    #[ts(optional)]
+    pub delta: Option<f64>,
+}
+
+fn every_round() -> Option<f64> {
+    Some(1.0)
+}
+
+impl PrivacyQuery {
+    pub fn account(&self) -> Result<OverRounds> {
+        OverRounds::of(
+            self.noise_multiplier,
+            self.sample_rate.unwrap_or(1.0),
+            self.rounds,
+            self.delta.unwrap_or(super::privacy::DEFAULT_DELTA),
+        )
+    }
+}
+
+/// A schedule of `rounds` rounds, each client sampled at `sample_rate`, that can be accounted.
+pub fn check_schedule(sample_rate: f64, rounds: u64) -> Result<()> {
+    if !(sample_rate > 0.0 && sample_rate <= 1.0) {
+        return Err(Error::Config(format!(
+            "the sampling rate must be in (0, 1], not {sample_rate}"
+        )));
+    }
+    if rounds == 0 || rounds > MAX_ROUNDS {
+        return Err(Error::Config(format!(
+            "the rounds must be between 1 and {MAX_ROUNDS}, not {rounds}"
+        )));
+    }
+    Ok(())
+}
+
 impl OverRounds {
     pub fn of(noise_multiplier: f64, sample_rate: f64, rounds: u64, delta: f64) -> Result<OverRounds> {
         let bad = |what: String| Err(Error::Config(what));
@@ -166,12 +215,7 @@ impl OverRounds {
                 "the noise multiplier must be a number ≥ 0, not {noise_multiplier}"
             ));
         }
-        if !(sample_rate > 0.0 && sample_rate <= 1.0) {
-            return bad(format!("the sampling rate must be in (0, 1], not {sample_rate}"));
-        }
-        if rounds == 0 || rounds > MAX_ROUNDS {
-            return bad(format!("the rounds must be between 1 and {MAX_ROUNDS}, not {rounds}"));
-        }
+        check_schedule(sample_rate, rounds)?;
         if !(delta > 0.0 && delta < 1.0) {
             return bad(format!("δ must be in (0, 1), not {delta}"));
         }
@@ -189,6 +233,36 @@ impl OverRounds {
             releases_seen,
             epsilon_against_server: self::epsilon(1.0, noise_multiplier, releases_seen, delta).0,
         })
+    }
+}
+
+impl OverRounds {
+    /// The figures in words, a line each (the CLI's `privacy` prints them).
+    pub fn lines(&self) -> Vec<String> {
+        let e = crate::report::fmt_epsilon;
+        let delta = self.delta;
+        vec![
+            format!(
+                "ε = {} after {} rounds (sampling rate {}, noise multiplier {}, δ = {delta:e}; RDP accounting, \
+                 best order {})",
+                e(self.epsilon),
+                self.rounds,
+                self.sample_rate,
+                self.noise_multiplier,
+                self.order
+            ),
+            format!(
+                "per round: ε = {} with sampling; one release alone: ε = {} (analytic Gaussian mechanism)",
+                e(self.per_round),
+                e(self.per_release)
+            ),
+            format!(
+                "against the server, which knows whom it sampled: ε = {} over the {} round{} it sees the client in",
+                e(self.epsilon_against_server),
+                self.releases_seen,
+                if self.releases_seen == 1 { "" } else { "s" }
+            ),
+        ]
     }
 }
 

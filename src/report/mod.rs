@@ -471,8 +471,10 @@ pub fn fmt_epsilon(e: f64) -> String {
         format!("{e:.0}")
     } else if e >= 10.0 {
         format!("{e:.1}")
-    } else {
+    } else if e >= 0.01 || e == 0.0 {
         format!("{e:.2}")
+    } else {
+        format!("{e:.1e}")
     }
 }
 

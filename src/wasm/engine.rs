@@ -5,7 +5,7 @@ use wasm_bindgen::prelude::*;
 
 use super::members::{members_from_js, members_to_js, reporter};
 use super::table::Table;
-use super::value::{js_error, to_js};
+use super::value::{js_error, options_from_js, to_js};
 use crate::audit::{self, AuditOptions, AuditReport, CellResult};
 use crate::config::{AttackConfig, MemberRange};
 use crate::options::RunOptions;
@@ -424,14 +424,14 @@ impl Engine {
     }
 
     fn prepare(&self, table: &Table, options: JsValue) -> Result<(Dataset, AttackConfig), JsError> {
-        let o: RunOptions = serde_wasm_bindgen::from_value(options).map_err(js_error)?;
+        let o: RunOptions = options_from_js(options)?;
         let config = o.attack_config().map_err(js_error)?;
         Ok((table.dataset(&o)?, config))
     }
 
     /// The table and an audit's grid (options left out take the audit's defaults).
     fn prepare_audit(&self, table: &Table, options: JsValue) -> Result<(Dataset, AuditOptions), JsError> {
-        let o: AuditOptions = serde_wasm_bindgen::from_value(options).map_err(js_error)?;
+        let o: AuditOptions = options_from_js(options)?;
         Ok((table.dataset(&o.run)?, o))
     }
 }

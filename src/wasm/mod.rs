@@ -10,7 +10,7 @@ mod value;
 
 pub use engine::Engine;
 pub use table::Table;
-use value::{js_error, to_js};
+use value::{js_error, options_from_js, to_js};
 
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
@@ -90,6 +90,14 @@ pub fn audit_defaults(quick: bool) -> Result<JsValue, JsError> {
     } else {
         AuditOptions::default()
     })
+}
+
+/// ε over rounds of clipped, noised updates with client sampling (`client::accountant`), from
+/// {noiseMultiplier, sampleRate, rounds, delta}.
+#[wasm_bindgen]
+pub fn privacy(query: JsValue) -> Result<JsValue, JsError> {
+    let query: crate::client::accountant::PrivacyQuery = options_from_js(query)?;
+    to_js(&query.account().map_err(js_error)?)
 }
 
 /// An audit's progress from its plan, the cells done and those running ({index, step}).

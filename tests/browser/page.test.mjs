@@ -508,7 +508,7 @@ test('FedAvg and defences from the form; an audit runs its cells across the work
     // The audit grid starts from the engine's quick grid; a smaller one here.
     await page.click('#audit-grid summary');
     assert.equal(await page.inputValue('#audit-settings [name=batchSizes]'), '8, 32, 128');
-    const grid = { batches: 2, referenceBatch: 8, batchSizes: '4, 8', noiseScales: '0.1', clip: 1, clients: '', localEpochs: '1', localBatches: '4', trainingEpochs: '' };
+    const grid = { batches: 2, referenceBatch: 8, batchSizes: '4, 8', noiseScales: '0.1', clip: 1, clients: '', localEpochs: '1', localBatches: '4', trainingEpochs: '', rounds: 200, sampleRate: 0.05 };
     for (const [name, value] of Object.entries(grid)) await page.fill(`#audit-settings [name=${name}]`, String(value));
     // Every progress text seen: with more than one worker, cells run side by side.
     const seen = [];
@@ -535,12 +535,18 @@ test('FedAvg and defences from the form; an audit runs its cells across the work
     assert.equal(await page.locator('#audit-table tr.judged[data-attack="tableak"]').count(), 4);
     assert.match(await page.textContent('#audit-info'), /The verdict reads TabLeak/);
     assert.doesNotMatch(await page.textContent('#audit-results'), /undefined|NaN/);
+    // σ = 0.1 over the 200 rounds asked, each client sampled at 5 %: ε accounted and against the server.
+    assert.match(await page.textContent('#audit-table thead'), /ε over 200 rounds, q = 0\.05/);
+    const overRounds = await page.locator('#audit-table tr.judged td[data-epsilon]').evaluateAll((tds) => tds.map((t) => t.textContent));
+    assert.equal(overRounds.filter((t) => /^[0-9.e+]+$/.test(t)).length, 2, overRounds.join(' '));
+    assert.match(await page.textContent('#verdict'), /over 200 rounds with each client sampled at rate 0\.05, ε = /);
     assert.equal(await page.locator('#audit-features tbody tr').count(), 20);
     await page.screenshot({ path: join(shots, 'audit.png'), fullPage: true });
     const [file] = await Promise.all([page.waitForEvent('download'), page.click('#download-audit')]);
     const audit = JSON.parse(readFileSync(await file.path(), 'utf8'));
     const row = (study, attack) => audit.rows.find((r) => r.point.study === study && r.attack === attack && (study !== 'batchSize' || r.point.batch === 4));
     const tableak = row('batchSize', 'tableak');
+    assert.deepEqual([row('noise', 'tableak').overRounds.rounds, row('noise', 'tableak').overRounds.releases_seen], [200, 10]);
     assert.equal(tableak.batches, 2);
     assert.ok(tableak.accuracy.mean >= tableak.random.mean + 0.15, `TabLeak ${tableak.accuracy.mean} vs random ${tableak.random.mean}`);
     assert.ok(row('batchSize', 'tableak').accuracy.mean >= row('batchSize', 'cosine').accuracy.mean - 0.05);

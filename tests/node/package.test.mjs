@@ -167,6 +167,41 @@ test('the installed package audits a table over a small grid: FedAvg, noise with
   assert.match(out.refused, /batches 0 must be between 1 and 100/);
 });
 
+test('the installed package accounts ε over rounds as Opacus does, and refuses a schedule it cannot account', () => {
+  const fixture = JSON.parse(readFileSync(join(root, 'tests', 'fixtures', 'rdp_epsilon.json'), 'utf8'));
+  const cases = fixture.cases.filter((c) => c.rounds === 1000 && c.delta === 1e-5).slice(0, 5);
+  const out = runIn(
+    project,
+    `
+    import { Leakscope } from 'leakscope';
+    let early = null;
+    try { Leakscope.privacy({ noiseMultiplier: 1, rounds: 10 }); } catch (e) { early = e.message; }
+    await Leakscope.create({ backend: 'cpu' });
+    const cases = ${JSON.stringify(cases)};
+    const got = cases.map((c) => Leakscope.privacy({ noiseMultiplier: c.noise_multiplier, sampleRate: c.sample_rate, rounds: c.rounds }));
+    const everyRound = Leakscope.privacy({ noiseMultiplier: 1, rounds: 10, delta: 1e-6 });
+    const refused = [];
+    for (const query of [{ noiseMultiplier: 1, sampleRate: 0, rounds: 10 }, { noiseMultiplier: 1, rounds: 0 }, { noiseMultiplier: 1, rounds: 10, epochs: 3 }]) {
+      try { Leakscope.privacy(query); refused.push(null); } catch (e) { refused.push(e.message); }
+    }
+    console.log(JSON.stringify({ early, got, everyRound, refused }));
+    `,
+  );
+  assert.equal(out.early, 'leakscope: await Leakscope.create() before calling Leakscope.privacy');
+  assert.equal(out.got.length, cases.length);
+  out.got.forEach((g, i) => {
+    const c = cases[i];
+    assert.ok(Math.abs(g.epsilon - c.epsilon) <= 1e-6 * c.epsilon, `z ${c.noise_multiplier} q ${c.sample_rate}: ${g.epsilon} vs Opacus ${c.epsilon}`);
+    assert.ok(g.per_round > 0 && g.per_round <= g.epsilon && g.epsilon_against_server >= g.epsilon);
+  });
+  assert.equal(out.everyRound.sample_rate, 1);
+  assert.equal(out.everyRound.delta, 1e-6);
+  assert.equal(out.everyRound.releases_seen, 10);
+  assert.match(out.refused[0], /sampling rate must be in \(0, 1\], not 0/);
+  assert.match(out.refused[1], /rounds must be between 1 and/);
+  assert.match(out.refused[2], /unknown field `epochs`/);
+});
+
 test('an AbortSignal cancels a run, from the callback or from a timer, and bad input is a readable error', () => {
   const out = runIn(
     project,
@@ -206,7 +241,11 @@ test('an AbortSignal cancels a run, from the callback or from a timer, and bad i
     try { await engine.loadTable('a,b\\n1,2\\n3\\n'); } catch (e) { ragged = e.message; }
     const other = await engine.loadTable(csv);
     try { await other.run({ label: 'nope' }); } catch (e) { label = e.message; }
-    console.log(JSON.stringify({ cancelled, seen, timedOut, lastStep, both, tableSteps, after: after.rows.length, freed, ragged, label }));
+    // A misspelt option is named, not dropped for its default.
+    let misspelt = null, auditKey = null;
+    try { await other.run({ label: 'credit_risk', batchsize: 8 }); } catch (e) { misspelt = e.message; }
+    try { await other.audit({ run: { label: 'credit_risk' }, noiseScale: [0.1] }); } catch (e) { auditKey = e.message; }
+    console.log(JSON.stringify({ cancelled, seen, timedOut, lastStep, both, tableSteps, after: after.rows.length, freed, ragged, label, misspelt, auditKey }));
     `,
   );
   assert.equal(out.cancelled, 'AbortError');
@@ -219,6 +258,8 @@ test('an AbortSignal cancels a run, from the callback or from a timer, and bad i
   assert.equal(out.freed, 'the table was freed');
   assert.equal(out.ragged, 'line 3 has 1 fields but the header has 2');
   assert.match(out.label, /no column is named "nope"/);
+  assert.match(out.misspelt, /^bad options: unknown field `batchsize`, expected one of .*`batchSize`/);
+  assert.match(out.auditKey, /^bad options: unknown field `noiseScale`, expected one of .*`noiseScales`/);
 });
 
 test('a panic inside the engine reaches the caller with its message, not "unreachable"', () => {
@@ -280,7 +321,8 @@ test('the type declarations compile against a typed use of the package (tsc --st
         onProgress: (p) => seen.push({ phase: p.current, step: p.done, of: p.cells, loss: null, elapsed: p.fraction }),
       });
       const verdict: string = audit.audit.verdict.sentences[0];
-      const quick: number = worker.auditDefaults.quick.batches + Leakscope.auditDefaults(true).referenceBatch;
+      const quick: number = worker.auditDefaults.quick.batches + Leakscope.auditDefaults(true).referenceBatch
+        + Leakscope.privacy({ noiseMultiplier: 1, sampleRate: 0.01, rounds: 100 }).epsilon;
       remote.cancel();
       await local.free();
       return report.accuracy.total + limit + confident + (edge ?? 0) + kind.length + seen.length + verdict.length + quick;

@@ -54,6 +54,12 @@ pub struct AuditArgs {
     /// The δ of the ε reported beside each noise scale (default 1e-5).
     #[arg(long)]
     pub delta: Option<f64>,
+    /// Rounds of training the noise study's ε is accounted over (default 100; `--rounds` is CAFE's).
+    #[arg(long)]
+    pub training_rounds: Option<u64>,
+    /// The chance a client takes part in a round, for that account (default 1).
+    #[arg(long)]
+    pub sample_rate: Option<f64>,
     /// Clients averaged (default 1,2,4,8).
     #[arg(long, value_delimiter = ',')]
     pub clients: Option<Vec<usize>>,
@@ -103,6 +109,12 @@ impl AuditArgs {
         }
         if let Some(v) = self.clip {
             o.clip = v;
+        }
+        if let Some(v) = self.training_rounds {
+            o.rounds = v;
+        }
+        if let Some(v) = self.sample_rate {
+            o.sample_rate = v;
         }
         if let Some(v) = &self.clients {
             o.clients = v.clone();

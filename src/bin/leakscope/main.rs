@@ -70,6 +70,27 @@ enum Command {
     AttackUpdate(Box<received::AttackUpdateArgs>),
     /// Time TabLeak steps at B = 8, 32, 128 and extrapolate a full attack.
     Bench(BenchArgs),
+    /// ε over many rounds of clipped, noised updates with client sampling (RDP accounting, as
+    /// Opacus), beside ε per round and ε against the server that knows whom it sampled.
+    Privacy(PrivacyArgs),
+}
+
+/// `leakscope privacy`'s settings.
+#[derive(Args)]
+struct PrivacyArgs {
+    /// Noise std over the clipping norm (σ in `--noise`).
+    #[arg(long)]
+    noise_multiplier: f64,
+    /// Probability that a client takes part in a round.
+    #[arg(long, default_value_t = 1.0)]
+    sample_rate: f64,
+    #[arg(long)]
+    rounds: u64,
+    #[arg(long, default_value_t = leakscope::client::privacy::DEFAULT_DELTA)]
+    delta: f64,
+    /// Print the figures as JSON (`epsilon`, `per_round`, …) instead of words.
+    #[arg(long)]
+    json: bool,
 }
 
 /// `leakscope sweep`'s settings.
@@ -188,6 +209,22 @@ fn run(cli: Cli) -> CliResult<()> {
         Command::Encoding(args) => received::encoding(args)?,
         Command::AttackUpdate(args) => received::attack_update(*args)?,
         Command::Bench(args) => bench(args)?,
+        Command::Privacy(args) => {
+            let over = leakscope::client::accountant::OverRounds::of(
+                args.noise_multiplier,
+                args.sample_rate,
+                args.rounds,
+                args.delta,
+            )
+            .map_err(|e| e.to_string())?;
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&over).map_err(|e| e.to_string())?);
+            } else {
+                for line in over.lines() {
+                    println!("{line}");
+                }
+            }
+        }
     }
     Ok(())
 }
