@@ -8,7 +8,25 @@ fully connected ReLU network, and either the gradient of the mean cross-entropy 
 
   DIR/weights.safetensors   the network the server sent (model.state_dict())
   DIR/update.safetensors    the update, same names and shapes; metadata: rows, labels, table_rows
+  DIR/weights.npz           the same as numpy archives by name: numpy.savez(f, **state_dict);
+  DIR/update.npz              the update's beside its tensors: rows, labels
+  DIR/weights-arrays.npz    by position, as a Flower client holds its parameters (a list of
+  DIR/update-arrays.npz       arrays in state_dict order): numpy.savez(f, *arrays)
   DIR/update.json           both as leakscope-update/1 JSON (with --json)
+
+In a Flower NumPyClient, the same files come from the arrays it already has:
+
+  class Client(fl.client.NumPyClient):
+      def fit(self, parameters, config):           # parameters: the model the server sent
+          theta0 = [p.copy() for p in parameters]
+          set_weights(model, parameters); train(model, ...)
+          theta = [v.cpu().numpy() for v in model.state_dict().values()]
+          numpy.savez("weights.npz", *theta0)        # the network the server sent
+          numpy.savez("update.npz", *[a - b for a, b in zip(theta0, theta)])   # θ0 − θE
+          return theta, n_rows, {}
+
+and `leakscope attack-update --encoding encoding.json --weights weights.npz --update update.npz
+--protocol fedavg --local-epochs E --local-batch b --batch-size n` attacks what the server got.
 
 The tests attack the files this script wrote into tests/data/pytorch-update/ and check that they
 give what leakscope's own simulation of the same client gives:
@@ -16,16 +34,19 @@ give what leakscope's own simulation of the same client gives:
   python3 scripts/export_update.py --csv data/adult-sample.csv \
       --encoding tests/data/pytorch-update/encoding.json --rows 0,1,2,3,4,5,6,7 \
       --hidden 32,32 --seed 0 --json --out tests/data/pytorch-update
-  python3 scripts/export_update.py ... --protocol fedavg --local-epochs 2 --local-batch 4 \
+  python3 scripts/export_update.py --csv data/adult-sample.csv \
+      --encoding tests/data/pytorch-update/encoding.json --rows 8,9,10,11,12,13,14,15 \
+      --hidden 32,32 --seed 1 --protocol fedavg --local-epochs 2 --local-batch 4 \
       --out tests/data/pytorch-update/fedavg
 
-Needs torch and safetensors (pip install torch safetensors).
+Needs torch, numpy and safetensors (pip install torch numpy safetensors).
 """
 import argparse
 import csv
 import json
 import os
 
+import numpy
 import torch
 from safetensors.torch import save_file
 
@@ -146,6 +167,17 @@ def main():
         meta.update(local_epochs=str(args.local_epochs), local_batch=str(args.local_batch), client_lr=str(args.client_lr))
     save_file(weights, os.path.join(args.out, "weights.safetensors"))
     save_file(update, os.path.join(args.out, "update.safetensors"), metadata=meta)
+    as_numpy = lambda tensors: {n: t.numpy() for n, t in tensors.items()}
+    numpy.savez(os.path.join(args.out, "weights.npz"), **as_numpy(weights))
+    numpy.savez(
+        os.path.join(args.out, "update.npz"),
+        **as_numpy(update),
+        rows=numpy.array(len(batch)),
+        labels=numpy.array(labels),
+    )
+    # By position, in state_dict order: what Flower's parameters_to_ndarrays gives.
+    numpy.savez(os.path.join(args.out, "weights-arrays.npz"), *as_numpy(weights).values())
+    numpy.savez(os.path.join(args.out, "update-arrays.npz"), *[update[n].numpy() for n in weights])
     if args.json:
         doc = {
             "format": "leakscope-update/1",

@@ -67,7 +67,7 @@ fn attack_prints_a_report_and_writes_json() {
 /// The README's received-update commands: an encoding written by `encoding`, a PyTorch update in
 /// safetensors and in JSON, the same report from both.
 #[test]
-fn a_received_update_is_attacked_from_both_formats() {
+fn a_received_update_is_attacked_from_every_format() {
     let encoding = tmp("encoding.json");
     let out = bin()
         .args([
@@ -120,6 +120,47 @@ fn a_received_update_is_attacked_from_both_formats() {
     assert_eq!(from_st["rows"].as_array().unwrap().len(), 8);
     assert!(from_st["accuracy"].is_null(), "no ground truth for a received update");
     assert_eq!(from_st["rows"], from_json["rows"], "one update, two files");
+    // numpy archives: by name they carry rows and labels; as Flower's list of arrays they carry
+    // neither, so the rows are given and the labels restored from the gradient.
+    let (_, from_npz) = attack(&["weights.npz", "update.npz"], &tmp("npz.json"));
+    assert_eq!(from_st["rows"], from_npz["rows"], "one update, three files");
+    let out = bin()
+        .args(["attack-update", "--encoding"])
+        .arg(&encoding)
+        .args([
+            "--weights",
+            &update("weights-arrays.npz"),
+            "--update",
+            &update("update-arrays.npz"),
+        ])
+        .args(["--ensemble", "2", "--iterations", "40", "--quiet"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("does not say how many rows it was computed on: give --batch-size"),
+        "{stderr}"
+    );
+    let out = bin()
+        .args(["attack-update", "--encoding"])
+        .arg(&encoding)
+        .args([
+            "--weights",
+            &update("weights-arrays.npz"),
+            "--update",
+            &update("update-arrays.npz"),
+        ])
+        .args(["--batch-size", "8", "--ensemble", "2", "--iterations", "40", "--quiet"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    // Restored from the gradient: the file's counts (six <=50K, two >50K), in the order restoration gives.
+    assert!(
+        text.contains("labels used (restored from the update): <=50K, <=50K, <=50K, <=50K, <=50K, <=50K, >50K, >50K"),
+        "{text}"
+    );
 }
 
 #[test]

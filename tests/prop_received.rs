@@ -1,5 +1,6 @@
-//! Property tests of received updates (issue 16): safetensors pairs and JSON documents, random,
-//! mutated byte by byte, with headers edited (shapes set huge, dtypes changed, offsets moved),
+//! Property tests of received updates (issues 16, 18): safetensors pairs, numpy archives and JSON
+//! documents, random, mutated byte by byte, with headers edited (shapes set huge, dtypes changed,
+//! offsets moved),
 //! truncated, or holding NaN and ±∞, never panic, never allocate more than a small multiple of the
 //! files (a shape declares a size; the bytes must be there), and either read into an update whose
 //! tensors fit together or fail with an error that names the file part at fault.
@@ -193,6 +194,91 @@ fn check_json(bytes: &[u8]) -> Result<Option<String>, TestCaseError> {
     check_read(read)
 }
 
+/// One `.npy` member as numpy writes it: magic, version 1.0, the header dict padded to 64 bytes.
+fn npy(descr: &str, fortran: bool, shape: &[usize], data: &[u8]) -> Vec<u8> {
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    let shape = match dims.len() {
+        1 => format!("({},)", dims[0]),
+        _ => format!("({})", dims.join(", ")),
+    };
+    let order = if fortran { "True" } else { "False" };
+    let mut header = format!("{{'descr': '{descr}', 'fortran_order': {order}, 'shape': {shape}, }}");
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend((header.len() as u16).to_le_bytes());
+    out.extend(header.as_bytes());
+    out.extend(data);
+    out
+}
+
+/// A numpy archive of members (name without `.npy`), stored as `numpy.savez` stores them.
+fn npz(members: &[(String, Vec<u8>)]) -> Vec<u8> {
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let options = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    for (name, bytes) in members {
+        zip.start_file(format!("{name}.npy"), options).unwrap();
+        std::io::Write::write_all(&mut zip, bytes).unwrap();
+    }
+    zip.finish().unwrap().into_inner()
+}
+
+fn f32_npy(shape: &[usize], values: &[f32]) -> Vec<u8> {
+    npy(
+        "<f4",
+        false,
+        shape,
+        &values.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>(),
+    )
+}
+
+/// A network's tensors as an archive: by name, or by position (`arr_0`, …) in the given order.
+fn npz_of(tensors: &Tensors, positional: bool, extra: &[(String, Vec<u8>)]) -> Vec<u8> {
+    let mut members: Vec<(String, Vec<u8>)> = tensors
+        .iter()
+        .enumerate()
+        .map(|(i, (name, shape, values))| {
+            let name = if positional { format!("arr_{i}") } else { name.clone() };
+            (name, f32_npy(shape, values))
+        })
+        .collect();
+    members.extend(extra.iter().cloned());
+    npz(&members)
+}
+
+/// Class names as numpy stores `numpy.array(labels)`: fixed-width UTF-32.
+fn labels_npy(labels: &[String]) -> Vec<u8> {
+    let width = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0).max(1);
+    let mut data = Vec::new();
+    for l in labels {
+        let mut chars: Vec<u32> = l.chars().map(|c| c as u32).collect();
+        chars.resize(width, 0);
+        data.extend(chars.iter().flat_map(|c| c.to_le_bytes()));
+    }
+    npy(&format!("<U{width}"), false, &[labels.len()], &data)
+}
+
+fn check_npz(weights: &[u8], update: &[u8]) -> Result<Option<String>, TestCaseError> {
+    let (read, peak) = peak_of(|| ReceivedUpdate::from_files(update, Some(weights)));
+    let len = weights.len() + update.len();
+    prop_assert!(
+        peak <= allowed(len),
+        "from_files allocated {peak} bytes for {len} bytes of npz"
+    );
+    let m = check_read(read)?;
+    if let Some(m) = &m {
+        prop_assert!(
+            ["weights", "update", "the update", "holds a non-finite value"]
+                .iter()
+                .any(|w| m.contains(w)),
+            "{m}"
+        );
+    }
+    Ok(m)
+}
+
 /// A safetensors header's tensors, in file order.
 fn tensor_names(header: &Value) -> Vec<String> {
     header
@@ -330,6 +416,66 @@ proptest! {
         }
         if let Some(m) = check_safetensors(&w, &with_header(&header, &data))? {
             prop_assert!(m.contains("metadata"), "{m}");
+        }
+    }
+
+    /// A small network reads the same from numpy archives, by name (with rows and labels) or by
+    /// position, as from safetensors.
+    #[test]
+    fn written_npz_reads_back((weights, update, rows) in network(), positional in any::<bool>()) {
+        let labels: Option<Vec<String>> = rows.map(|r| (0..r).map(|i| format!("class {}", i % 2)).collect());
+        let mut extra = Vec::new();
+        if let (Some(r), Some(l)) = (rows, &labels) {
+            extra.push(("rows".to_string(), npy("<i8", false, &[], &(r as i64).to_le_bytes())));
+            extra.push(("labels".to_string(), labels_npy(l)));
+        }
+        let read = ReceivedUpdate::from_files(&npz_of(&update, positional, &extra), Some(&npz_of(&weights, positional, &[])))
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        check_update(&read)?;
+        let st = ReceivedUpdate::from_safetensors(&safetensors(&weights, &BTreeMap::new()), &safetensors(&update, &BTreeMap::new())).unwrap();
+        prop_assert_eq!(&read.params, &st.params);
+        prop_assert!(read.update.values().eq(st.update.values()));
+        prop_assert_eq!(read.rows, rows);
+        prop_assert_eq!(read.labels, labels);
+    }
+
+    /// The PyTorch export's archives (by name and by position), bytes flipped, cut, inserted, deleted.
+    #[test]
+    fn mutated_npz_read_or_fail_specifically(which in 0u8..3, positional in any::<bool>(), edits in edits(5)) {
+        let suffix = if positional { "-arrays" } else { "" };
+        let (w, u) = (fixture(&format!("weights{suffix}.npz")), fixture(&format!("update{suffix}.npz")));
+        let (w, u) = match which {
+            0 => (apply(&w, &edits), u),
+            1 => (w, apply(&u, &edits)),
+            _ => (apply(&w, &edits), apply(&u, &edits)),
+        };
+        check_npz(&w, &u)?;
+    }
+
+    /// A member's header edited: any dtype, shape (huge ones included) or order, against the bytes
+    /// it holds: read where it still fits, else refused naming the array, and never allocated for.
+    #[test]
+    fn npy_headers_of_any_dtype_and_shape_are_refused_unallocated(
+        (weights, update, _) in network(),
+        in_update in any::<bool>(),
+        which in any::<Index>(),
+        descr in prop::sample::select(vec!["<f4", ">f4", "<f8", "<f2", "<i4", "<i8", "|u1", "|b1", "<U3", "|O", "<c8", "f4", "<f16", "[('a', '<f4')]", ""]),
+        fortran in any::<bool>(),
+        shape in prop::collection::vec(prop_oneof![
+            Just(0usize), Just(1), Just(2), Just(3), Just(1 << 20), Just(1 << 40), Just(usize::MAX), any::<usize>(),
+        ], 0..4),
+    ) {
+        let (mut w, mut u) = (weights, update);
+        let target = if in_update { &mut u } else { &mut w };
+        let k = which.index(target.len());
+        let (name, _, values) = target.remove(k);
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let edited = (name.clone(), npy(descr, fortran, &shape, &bytes));
+        let rest = npz_of(target, false, &[edited]);
+        let other = npz_of(if in_update { &w } else { &u }, false, &[]);
+        let (wb, ub) = if in_update { (other, rest) } else { (rest, other) };
+        if let Some(m) = check_npz(&wb, &ub)? {
+            prop_assert!(m.contains(name.as_str()) || m.contains("layers") || m.contains("update's") || m.contains("missing"), "{m}");
         }
     }
 

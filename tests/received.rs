@@ -176,6 +176,78 @@ fn a_pytorch_fedavg_update_is_the_simulated_one() {
     assert_eq!(report.rows.len(), 8);
 }
 
+/// What PyTorch wrote in every format, and mixed: the same network and the same update, exactly.
+#[test]
+fn safetensors_npz_by_name_and_by_position_and_json_hold_the_same_update() {
+    for dir in ["", "fedavg/"] {
+        let f = |file: &str| fixture(&format!("{dir}{file}"));
+        let st = ReceivedUpdate::from_safetensors(&f("weights.safetensors"), &f("update.safetensors")).unwrap();
+        let npz = ReceivedUpdate::from_npz(&f("weights.npz"), &f("update.npz")).unwrap();
+        assert_eq!(npz, st, "{dir}: update.npz by name, with rows and labels");
+        assert_eq!(
+            ReceivedUpdate::from_files(&f("update.npz"), Some(&f("weights.npz"))).unwrap(),
+            st,
+            "{dir}: told apart by content"
+        );
+        // Flower's list of arrays: no names, no rows, no labels; layers named layer0, layer1, ….
+        let positional = ReceivedUpdate::from_files(&f("update-arrays.npz"), Some(&f("weights-arrays.npz"))).unwrap();
+        assert_eq!(positional.update.names(), ["layer0", "layer1", "layer2"]);
+        assert_eq!(positional.params, st.params);
+        assert!(positional.update.values().eq(st.update.values()));
+        assert_eq!((positional.rows, positional.labels.as_ref()), (None, None));
+        // Mixed: positional arrays take the other file's layer names.
+        for (update, weights) in [
+            ("update-arrays.npz", "weights.safetensors"),
+            ("update.safetensors", "weights-arrays.npz"),
+        ] {
+            let mixed = ReceivedUpdate::from_files(&f(update), Some(&f(weights))).unwrap();
+            assert_eq!(mixed.params, st.params, "{dir}{update} with {weights}");
+            assert_eq!(mixed.update, st.update, "{dir}{update} with {weights}");
+        }
+    }
+    let json = fixture("update.json");
+    let st = ReceivedUpdate::from_safetensors(&fixture("weights.safetensors"), &fixture("update.safetensors")).unwrap();
+    assert_eq!(ReceivedUpdate::from_files(&json, None).unwrap(), st);
+}
+
+#[test]
+fn files_in_the_wrong_combination_are_named() {
+    type Case = (Vec<u8>, Option<Vec<u8>>, &'static str);
+    let cases: Vec<Case> = vec![
+        (
+            fixture("update.npz"),
+            None,
+            "the update is a numpy archive, which holds the update only",
+        ),
+        (
+            fixture("update.safetensors"),
+            None,
+            "the update is a safetensors file, which holds the update only",
+        ),
+        (
+            fixture("update.json"),
+            Some(fixture("weights.npz")),
+            "a JSON update carries its weights",
+        ),
+        (
+            fixture("update.npz"),
+            Some(fixture("update.json")),
+            "weights: a JSON document",
+        ),
+        (
+            fixture("update.npz"),
+            Some(b"hello".to_vec()),
+            "weights: neither a safetensors file",
+        ),
+    ];
+    for (update, weights, want) in cases {
+        let err = ReceivedUpdate::from_files(&update, weights.as_deref())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(want), "{err}\nwanted: {want}");
+    }
+}
+
 #[test]
 fn an_update_that_does_not_fit_the_encoding_or_the_settings_is_refused() {
     let dataset = encoding();

@@ -148,7 +148,11 @@ impl ReconstructionReport {
         if let Some(l) = self.details.epoch_prior {
             let _ = writeln!(s, "epoch prior λ = {l}");
         }
-        let _ = writeln!(s, "labels used: {}", self.labels.join(", "));
+        let whence = match self.config.labels {
+            crate::config::LabelMode::Known => "the client's, from the file",
+            crate::config::LabelMode::Restored => "restored from the update",
+        };
+        let _ = writeln!(s, "labels used ({whence}): {}", self.labels.join(", "));
         for k in &self.confidence_counts {
             let _ = writeln!(
                 s,

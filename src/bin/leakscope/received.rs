@@ -1,5 +1,6 @@
 //! `leakscope encoding` (a table's encoding as a file) and `leakscope attack-update` (attack an
-//! update that came from elsewhere: safetensors or JSON, checked against that encoding).
+//! update that came from elsewhere: safetensors, numpy archives or JSON, checked against that
+//! encoding).
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -41,10 +42,12 @@ pub struct AttackUpdateArgs {
     /// The table's encoding (`leakscope encoding` writes one).
     #[arg(long)]
     pub encoding: PathBuf,
-    /// The update: a .safetensors file (with --weights) or a leakscope-update/1 JSON file.
+    /// The update: a safetensors file or a numpy .npz archive (with --weights), or a
+    /// leakscope-update/1 JSON file (which carries the weights); told apart by content.
     #[arg(long)]
     pub update: PathBuf,
-    /// The network's weights as a .safetensors state dict (with a .safetensors update).
+    /// The network the server sent: its state dict as safetensors or .npz (numpy.savez, by name
+    /// or as the list of arrays in state_dict order a Flower client holds).
     #[arg(long)]
     pub weights: Option<PathBuf>,
     /// Rows the client computed the update on, when the file does not say.
@@ -75,21 +78,11 @@ fn read(path: &Path) -> CliResult<Vec<u8>> {
 }
 
 pub fn load_update(update: &Path, weights: Option<&Path>) -> CliResult<ReceivedUpdate> {
-    let is_json = update.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
-    let at = |e: leakscope::Error| format!("{}: {e}", update.display());
-    match (is_json, weights) {
-        (true, None) => {
-            let text =
-                String::from_utf8(read(update)?).map_err(|_| format!("{} is not UTF-8 text", update.display()))?;
-            ReceivedUpdate::from_json(&text).map_err(at)
-        }
-        (true, Some(_)) => Err("a JSON update carries its weights: leave out --weights".into()),
-        (false, Some(w)) => ReceivedUpdate::from_safetensors(&read(w)?, &read(update)?).map_err(at),
-        (false, None) => Err(format!(
-            "{} is read as safetensors, which holds the update only: give the model's state dict with --weights",
-            update.display()
-        )),
-    }
+    let weights = weights.map(read).transpose()?;
+    ReceivedUpdate::from_files(&read(update)?, weights.as_deref()).map_err(|e| match &weights {
+        Some(_) => e.to_string(),
+        None => format!("{}: {e}", update.display()),
+    })
 }
 
 pub fn attack_update(args: AttackUpdateArgs) -> CliResult<()> {

@@ -1,8 +1,11 @@
 //! An update received from elsewhere (a real client, another framework): the network's weights
 //! and the update (a gradient, or θ0 − θE for FedAvg), read from safetensors (PyTorch's
-//! `state_dict` saved with the `safetensors` package) or JSON, and checked against the table's
-//! encoding before any attack. PyTorch's `nn.Linear` stores W as [out, in] and computes x Wᵀ + b;
-//! leakscope holds W as [in, out], so weights and their updates are transposed on reading.
+//! `state_dict` saved with the `safetensors` package), numpy archives (`npz`: `numpy.savez`, as a
+//! Flower client holds its parameters) or JSON, and checked against the table's encoding before
+//! any attack. PyTorch's `nn.Linear` stores W as [out, in] and computes x Wᵀ + b; leakscope holds
+//! W as [in, out], so weights and their updates are transposed on reading.
+mod npz;
+
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
@@ -209,58 +212,63 @@ impl ReceivedUpdate {
     /// shapes). The update's metadata may say `rows` (a number) and `labels` (a JSON array of
     /// class names, in the client's order).
     pub fn from_safetensors(weights: &[u8], update: &[u8]) -> Result<ReceivedUpdate> {
-        let read =
-            |what: &str, bytes: &[u8]| -> Result<(Vec<Named>, Option<std::collections::HashMap<String, String>>)> {
-                let (_, meta) = safetensors::SafeTensors::read_metadata(bytes)
-                    .map_err(|e| Error::Config(format!("{what}: not a safetensors file ({e})")))?;
-                let file = safetensors::SafeTensors::deserialize(bytes)
-                    .map_err(|e| Error::Config(format!("{what}: not a safetensors file ({e})")))?;
-                let mut out = Vec::new();
-                for (name, view) in file.tensors() {
-                    let data = view.data();
-                    let values: Vec<f32> = match view.dtype() {
-                        safetensors::Dtype::F32 => data
-                            .chunks_exact(4)
-                            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                            .collect(),
-                        safetensors::Dtype::F64 => data
-                            .chunks_exact(8)
-                            .map(|c| f64::from_le_bytes(c.try_into().unwrap()) as f32)
-                            .collect(),
-                        other => {
-                            return fail(format!(
-                                "{what}: {name} is {other:?}; save float32 or float64 tensors (model.float())"
-                            ));
-                        }
-                    };
-                    out.push(Named {
-                        name,
-                        shape: view.shape().to_vec(),
-                        values,
-                    });
-                }
-                Ok((out, meta.metadata().clone()))
-            };
-        let (w, _) = read("weights", weights)?;
-        let (u, meta) = read("update", update)?;
-        let meta = meta.unwrap_or_default();
-        let rows = match meta.get("rows") {
-            Some(r) => Some(
-                r.trim()
-                    .parse::<usize>()
-                    .map_err(|_| Error::Config(format!("update: metadata rows = {r:?} is not a whole number")))?,
-            ),
-            None => None,
-        };
-        let labels = match meta.get("labels") {
-            Some(l) => Some(serde_json::from_str::<Vec<String>>(l).map_err(|e| {
-                Error::Config(format!(
-                    "update: metadata labels must be a JSON array of class names ({e})"
-                ))
-            })?),
-            None => None,
-        };
-        Self::from_tensors(w, u, rows, labels)
+        let w = read_safetensors("weights", weights)?;
+        let u = read_safetensors("update", update)?;
+        Self::from_tensors(w.tensors, u.tensors, u.rows, u.labels)
+    }
+
+    /// From two numpy archives (`numpy.savez`): arrays by name (`**model.state_dict()`) or by
+    /// position (`arr_0`, `arr_1`, … in `state_dict` order: weight, bias, weight, …); the update
+    /// may hold `rows` (an integer) and `labels` (an array of class names) beside its tensors.
+    pub fn from_npz(weights: &[u8], update: &[u8]) -> Result<ReceivedUpdate> {
+        Self::from_parts(npz_part("weights", weights)?, npz_part("update", update)?)
+    }
+
+    /// From the files as a client wrote them, whatever their formats: a JSON document alone
+    /// (it carries the weights), or the update with the model's weights, each a safetensors
+    /// file or a numpy archive (told apart by their first bytes, not their names).
+    pub fn from_files(update: &[u8], weights: Option<&[u8]>) -> Result<ReceivedUpdate> {
+        let kind = Format::of(update);
+        match (kind, weights) {
+            (Format::Json, None) => {
+                let text =
+                    std::str::from_utf8(update).map_err(|_| Error::Config("update: JSON that is not UTF-8".into()))?;
+                Self::from_json(text)
+            }
+            (Format::Json, Some(_)) => fail("a JSON update carries its weights: give the JSON file alone".into()),
+            (_, None) => fail(format!(
+                "the update is {}, which holds the update only: give the model's state dict as well",
+                kind.describe()
+            )),
+            (_, Some(weights)) => {
+                let part = |what: &str, bytes: &[u8]| match Format::of(bytes) {
+                    Format::Npz => npz_part(what, bytes),
+                    Format::Safetensors => read_safetensors(what, bytes),
+                    Format::Json => fail(format!(
+                        "{what}: a JSON document; the model's weights go in a safetensors file or a numpy archive \
+                         (or both weights and update in one leakscope-update/1 JSON)"
+                    )),
+                    Format::Unknown => fail(format!(
+                        "{what}: neither a safetensors file, a numpy .npz archive nor a leakscope-update/1 JSON document"
+                    )),
+                };
+                Self::from_parts(part("weights", weights)?, part("update", update)?)
+            }
+        }
+    }
+
+    /// Two files' tensors, positional ones named after the other file's layers (or `layer0`, …).
+    fn from_parts(mut w: Part, mut u: Part) -> Result<ReceivedUpdate> {
+        match (w.positional, u.positional) {
+            (true, true) => {
+                npz::name_positional("weights", &mut w.tensors, None)?;
+                npz::name_positional("update", &mut u.tensors, None)?;
+            }
+            (true, false) => npz::name_positional("weights", &mut w.tensors, Some(&layer_names(&u.tensors)))?,
+            (false, true) => npz::name_positional("update", &mut u.tensors, Some(&layer_names(&w.tensors)))?,
+            (false, false) => {}
+        }
+        Self::from_tensors(w.tensors, u.tensors, u.rows, u.labels)
     }
 
     /// From one JSON document: {"format": "leakscope-update/1", "weights": {name: nested array},
@@ -300,6 +308,128 @@ impl ReceivedUpdate {
     }
 }
 
+/// One file's tensors and what it says about the client.
+struct Part {
+    tensors: Vec<Named>,
+    /// Tensors named by position only (numpy's `arr_0`, …), in `state_dict` order.
+    positional: bool,
+    rows: Option<usize>,
+    labels: Option<Vec<String>>,
+}
+
+/// The formats an update comes in, told apart by their first bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Safetensors,
+    Npz,
+    Json,
+    Unknown,
+}
+
+impl Format {
+    fn of(bytes: &[u8]) -> Format {
+        if npz::looks_like_npz(bytes) {
+            return Format::Npz;
+        }
+        // safetensors: an 8-byte little-endian header length, then the JSON header.
+        if bytes.len() > 8 && bytes[8] == b'{' {
+            let n = u64::from_le_bytes(bytes[..8].try_into().unwrap());
+            if n <= (bytes.len() - 8) as u64 {
+                return Format::Safetensors;
+            }
+        }
+        let text = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
+        match text.iter().find(|b| !b.is_ascii_whitespace()) {
+            Some(b'{') => Format::Json,
+            _ => Format::Unknown,
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Format::Safetensors => "a safetensors file",
+            Format::Npz => "a numpy archive",
+            Format::Json => "a JSON document",
+            Format::Unknown => "in no format leakscope reads",
+        }
+    }
+}
+
+/// The layers a named file holds, in the order `layers_of` chains them.
+fn layer_names(tensors: &[Named]) -> Vec<String> {
+    let mut names: Vec<String> = tensors
+        .iter()
+        .filter_map(|t| t.name.strip_suffix(".weight").map(str::to_string))
+        .collect();
+    names.sort_by_key(|n| natural_key(n));
+    names
+}
+
+fn npz_part(what: &str, bytes: &[u8]) -> Result<Part> {
+    let a = npz::read(what, bytes)?;
+    Ok(Part {
+        tensors: a.tensors,
+        positional: a.positional,
+        rows: a.rows,
+        labels: a.labels,
+    })
+}
+
+/// A safetensors file's tensors (float32 or float64) and its metadata's `rows` and `labels`.
+fn read_safetensors(what: &str, bytes: &[u8]) -> Result<Part> {
+    let (_, meta) = safetensors::SafeTensors::read_metadata(bytes)
+        .map_err(|e| Error::Config(format!("{what}: not a safetensors file ({e})")))?;
+    let file = safetensors::SafeTensors::deserialize(bytes)
+        .map_err(|e| Error::Config(format!("{what}: not a safetensors file ({e})")))?;
+    let mut tensors = Vec::new();
+    for (name, view) in file.tensors() {
+        let data = view.data();
+        let values: Vec<f32> = match view.dtype() {
+            safetensors::Dtype::F32 => data
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+            safetensors::Dtype::F64 => data
+                .chunks_exact(8)
+                .map(|c| f64::from_le_bytes(c.try_into().unwrap()) as f32)
+                .collect(),
+            other => {
+                return fail(format!(
+                    "{what}: {name} is {other:?}; save float32 or float64 tensors (model.float())"
+                ));
+            }
+        };
+        tensors.push(Named {
+            name,
+            shape: view.shape().to_vec(),
+            values,
+        });
+    }
+    let meta = meta.metadata().clone().unwrap_or_default();
+    let rows = match meta.get("rows") {
+        Some(r) => Some(
+            r.trim()
+                .parse::<usize>()
+                .map_err(|_| Error::Config(format!("{what}: metadata rows = {r:?} is not a whole number")))?,
+        ),
+        None => None,
+    };
+    let labels = match meta.get("labels") {
+        Some(l) => Some(serde_json::from_str::<Vec<String>>(l).map_err(|e| {
+            Error::Config(format!(
+                "{what}: metadata labels must be a JSON array of class names ({e})"
+            ))
+        })?),
+        None => None,
+    };
+    Ok(Part {
+        tensors,
+        positional: false,
+        rows,
+        labels,
+    })
+}
+
 /// A nested JSON array of numbers → (shape, row-major values); ragged arrays are refused.
 fn flatten(v: &serde_json::Value) -> std::result::Result<(Vec<usize>, Vec<f32>), String> {
     match v {
@@ -321,6 +451,46 @@ fn flatten(v: &serde_json::Value) -> std::result::Result<(Vec<usize>, Vec<f32>),
             Ok((full, values))
         }
         other => Err(format!("expected numbers, found {other}")),
+    }
+}
+
+impl ReceivedUpdate {
+    /// Check the update against the encoding and the attack's settings: the network's widths, the
+    /// rows, and that nothing describes a simulated client.
+    pub fn check_against(&self, dataset: &Dataset, config: &AttackConfig) -> Result<()> {
+        let sizes = &self.params.sizes;
+        let (inputs, outputs) = (sizes[0], *sizes.last().unwrap_or(&0));
+        if inputs != dataset.d() || outputs != dataset.classes.len() {
+            return fail(format!(
+                "the network takes {inputs} inputs and gives {outputs} outputs, but the encoding makes rows {} wide \
+                 with {} classes ({}): is it the encoding the client used?",
+                dataset.d(),
+                dataset.classes.len(),
+                dataset.classes.join(", ")
+            ));
+        }
+        if config.layer_sizes(dataset) != *sizes {
+            return fail(format!(
+                "the received network's layers are {:?} but the attack's settings say hidden {:?}",
+                sizes, config.hidden
+            ));
+        }
+        if let Some(r) = self.rows
+            && r != config.rows()
+        {
+            return fail(format!(
+                "the update was computed on {r} rows but the attack is set for {}",
+                config.rows()
+            ));
+        }
+        if config.clients > 1 || config.training_epochs > 0 || config.defence.is_some() {
+            return fail(
+                "clients, training epochs and defences describe a simulated client; a received update is \
+                 attacked as it came"
+                    .into(),
+            );
+        }
+        Ok(())
     }
 }
 
@@ -393,45 +563,5 @@ mod tests {
             let err = ReceivedUpdate::from_json(&text).unwrap_err().to_string();
             assert!(err.contains(want), "{err}\nwanted: {want}");
         }
-    }
-}
-
-impl ReceivedUpdate {
-    /// Check the update against the encoding and the attack's settings: the network's widths, the
-    /// rows, and that nothing describes a simulated client.
-    pub fn check_against(&self, dataset: &Dataset, config: &AttackConfig) -> Result<()> {
-        let sizes = &self.params.sizes;
-        let (inputs, outputs) = (sizes[0], *sizes.last().unwrap_or(&0));
-        if inputs != dataset.d() || outputs != dataset.classes.len() {
-            return fail(format!(
-                "the network takes {inputs} inputs and gives {outputs} outputs, but the encoding makes rows {} wide \
-                 with {} classes ({}): is it the encoding the client used?",
-                dataset.d(),
-                dataset.classes.len(),
-                dataset.classes.join(", ")
-            ));
-        }
-        if config.layer_sizes(dataset) != *sizes {
-            return fail(format!(
-                "the received network's layers are {:?} but the attack's settings say hidden {:?}",
-                sizes, config.hidden
-            ));
-        }
-        if let Some(r) = self.rows
-            && r != config.rows()
-        {
-            return fail(format!(
-                "the update was computed on {r} rows but the attack is set for {}",
-                config.rows()
-            ));
-        }
-        if config.clients > 1 || config.training_epochs > 0 || config.defence.is_some() {
-            return fail(
-                "clients, training epochs and defences describe a simulated client; a received update is \
-                 attacked as it came"
-                    .into(),
-            );
-        }
-        Ok(())
     }
 }
