@@ -13,6 +13,7 @@ import type {
   OverRounds,
   PrivacyQuery,
   Progress,
+  ReconstructionReport,
   Report,
   RunOptions,
   RunPlan,
@@ -28,6 +29,14 @@ export type CsvInput = string | Uint8Array | ArrayBuffer | Blob;
 export interface RunControl {
   onProgress?: (p: Progress) => void;
   signal?: AbortSignal;
+}
+
+/** An update a real client sent: the table's encoding (`leakscope encoding`), the update, and the
+ * network the server sent (safetensors or numpy .npz; left out for a leakscope-update/1 JSON). */
+export interface UpdateFiles {
+  encoding: CsvInput;
+  update: CsvInput;
+  weights?: CsvInput;
 }
 
 /** An audit's grid: every field may be left out (the defaults fill it), `run.label` is required. */
@@ -54,6 +63,8 @@ export declare class Leakscope {
   readonly attacks: AttackInfo[];
   /** The options a run gets for every one it leaves out. */
   readonly defaults: Required<Omit<RunOptions, 'lr'>> & Pick<RunOptions, 'lr'>;
+  /** Attack an update a real client sent; `batchSize` and `labels` only where the files do not say them. */
+  attackUpdate(files: UpdateFiles, options?: Partial<RunOptions>, control?: RunControl): Promise<ReconstructionReport>;
   /** Read a CSV once (a malformed one is refused with its line); runs and audits then refer to it. */
   loadTable(csv: CsvInput): Promise<LeakscopeTable>;
 }

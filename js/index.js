@@ -8,6 +8,7 @@
 // `leakscope/remote` gives the same API with the engine in module Web Workers.
 import {
   RAW,
+  attackUpdate,
   attacks,
   auditDefaults,
   createEngine,
@@ -80,6 +81,16 @@ export class Leakscope {
    */
   static privacy(query) {
     return privacy(query);
+  }
+
+  /**
+   * Attack an update a real client sent (no table needed): {encoding, update, weights?} as files
+   * (string, bytes, Blob or File; safetensors, numpy .npz or leakscope-update/1 JSON). `options`
+   * are a run's; `batchSize` and `labels` only where the files do not say them. Resolves to a
+   * report without accuracy (there is no ground truth).
+   */
+  async attackUpdate(files, options = {}, { onProgress, signal } = {}) {
+    return attackUpdate(this.#engine, files, options, { onProgress, signal });
   }
 
   /** Read a CSV (string, bytes, Blob or File) once; runs and audits then refer to the table. */

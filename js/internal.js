@@ -115,6 +115,20 @@ export const privacy = afterCreate('privacy', enginePrivacy);
 export { attacks, combineProgress, defaults, limits };
 
 /**
+ * Attack an update that came from elsewhere: `encoding` (the JSON `leakscope encoding` writes),
+ * `update` and, unless the update is a leakscope-update/1 JSON, `weights` (safetensors or numpy
+ * .npz; each a string, bytes, Blob or File). The engine reads the formats and fills the options
+ * the files decide (rows, hidden widths, labels).
+ */
+export async function attackUpdate(engine, { encoding, update, weights } = {}, options = {}, { onProgress, signal } = {}) {
+  if (encoding == null || update == null) throw new TypeError('attackUpdate needs {encoding, update} (and weights, unless the update is JSON)');
+  const text = typeof encoding === 'string' ? encoding : new TextDecoder().decode(await toBytes(encoding));
+  const updateBytes = await toBytes(update);
+  const weightBytes = weights == null ? undefined : await toBytes(weights);
+  return cancellable(signal, () => engine.attackUpdate(text, updateBytes, weightBytes, options, onProgress ?? undefined, signal));
+}
+
+/**
  * One attack as the engine plans it: time the candidates if `auto` has not yet measured this problem,
  * then run on the chosen backend, the ensemble split over `runShare` (one call per share, each on its
  * own worker, with the options of the stage it runs) when the plan splits it. `engine` and `table`

@@ -1,5 +1,5 @@
-import type { Backend, CsvInput, Leakscope, Table } from './index.js';
-import type { AttackInfo, AuditOptions, EngineInfo, Limits } from './types.js';
+import type { Backend, CsvInput, Leakscope, RunControl, Table, UpdateFiles } from './index.js';
+import type { AttackInfo, AuditOptions, EngineInfo, Limits, ReconstructionReport, RunOptions } from './types.js';
 
 /** `Leakscope`'s API with the engine in module Web Workers (the package's `leakscope/remote` entry). */
 export declare class LeakscopeWorker {
@@ -22,6 +22,8 @@ export declare class LeakscopeWorker {
    * stops it at the next progress report, and a worker that does not answer within 3 s is replaced.
    */
   loadTable(csv: CsvInput): Promise<Table>;
+  /** Attack an update a real client sent, in the engine's worker (see `Leakscope.attackUpdate`). */
+  attackUpdate(files: UpdateFiles, options?: Partial<RunOptions>, control?: RunControl): Promise<ReconstructionReport>;
   /** Stop the workers; the object and its tables are unusable afterwards. */
   terminate(): void;
 }

@@ -153,6 +153,11 @@ export class LeakscopeWorker {
     return this.#workers;
   }
 
+  /** Attack an update a real client sent, in the engine's worker (see `Leakscope.attackUpdate`). */
+  async attackUpdate(files, options = {}, { onProgress, signal } = {}) {
+    return this.#main.request('attackUpdate', { files, options }, { onProgress, signal });
+  }
+
   /** Send a CSV (string, bytes, Blob or File: a File is read in the worker) to the engine once. */
   async loadTable(csv) {
     const table = new RemoteTable(this.#main, checkCsv(csv), (count) => this.#connectHelpers(count), this.#workers);

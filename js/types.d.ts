@@ -311,6 +311,31 @@ fallback: FallbackSummary | null,
  */
 answered_after: number | null, };
 
+export type ReconstructionReport = { 
+/**
+ * `RECONSTRUCTION_FORMAT`.
+ */
+format: string, attack: AttackKind, backend: BackendInfo, seconds: number, config: AttackConfig, features: Array<FeatureHeader>, rows: Array<ReconstructedRow>, 
+/**
+ * The labels the attack used (given with the update, or restored from it), as class names.
+ */
+labels: Array<string>, confidence_counts: Array<ConfidenceCount>, per_feature_entropy: Array<number | null>, confidence_levels: ConfidenceLevels, loss_curve: Array<[number, number]>, 
+/**
+ * Steps each member of the ensemble took before it stopped improving.
+ */
+member_steps: Array<number>, 
+/**
+ * What the attack composed: the epoch prior, the first layer's span.
+ */
+details: RowDetails, };
+
+export type ReconstructedRow = { cells: Array<string>, entropy: Array<number | null>, confidence: Array<Confidence>, };
+
+/**
+ * Cells per confidence level, per feature kind.
+ */
+export type ConfidenceCount = { kind: ColumnKind, high: number, medium: number, low: number, };
+
 export type Accuracy = { total: number, categorical: number | null, continuous: number | null, 
 /**
  * Per feature, in table order.

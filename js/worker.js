@@ -8,9 +8,11 @@
 //
 // From the page:   create {backend, module?, shareModule?} · load {csv} → {handle, bytes}
 //                  · inspect/plan/run/auditPlan/audit {table: handle, options, workers} · drop {table}
+//                  · attackUpdate {files: {encoding, update, weights?}, options}
 //                  · helper {index, port} (a helper's port, transferred) · connect {port} (to a helper)
 // On a helper's port: load {handle, csv} · invert {table, options, range} · auditCell {table, options, index}
 import {
+  attackUpdate,
   attacks,
   auditDefaults,
   createEngine,
@@ -128,6 +130,8 @@ serve(self, {
   auditPlan: async ({ table, options, workers }) => (await started()).auditPlan(tableOf(table).table, options, workers),
   run,
   audit,
+  attackUpdate: async ({ files, options }, { signal, progress }) =>
+    attackUpdate(await started(), files, options, { onProgress: progress, signal }),
   // The coordinator's side of a helper.
   helper: ({ index, port }) => {
     helpers[index] = new RpcClient(port);

@@ -139,7 +139,7 @@ fn a_received_update_is_attacked_from_every_format() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
-        stderr.contains("does not say how many rows it was computed on: give --batch-size"),
+        stderr.contains("does not say how many rows it was computed on: give the batch size"),
         "{stderr}"
     );
     let out = bin()

@@ -4,6 +4,7 @@ import { LeakscopeWorker } from './leakscope/js/remote.js';
 import { LossChart } from './chart.js';
 import { bytes, el, renderBuckets, renderCells, renderLegend, renderSchema, renderSummary } from './render.js';
 import { renderAudit } from './audit.js';
+import { setupReceived } from './received.js';
 import { downloadAudit, downloadCsv, downloadJson } from './export.js';
 
 const DEMO = {
@@ -612,6 +613,7 @@ ui.demo.addEventListener('click', async () => {
 });
 
 $('download-json').addEventListener('click', () => state.report && downloadJson(state.report, state.fileName));
+setupReceived(() => state.engineReady, downloadJson);
 $('download-audit').addEventListener('click', () => state.audit && downloadAudit(state.audit.audit, state.fileName));
 $('download-csv').addEventListener('click', () => state.report && downloadCsv(state.report, state.fileName));
 

@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use crate::client::network::Params;
 use crate::client::update::Update;
-use crate::config::AttackConfig;
+use crate::config::{AttackConfig, LabelMode};
 use crate::error::{Error, Result};
 use crate::table::Dataset;
 
@@ -455,6 +455,40 @@ fn flatten(v: &serde_json::Value) -> std::result::Result<(Vec<usize>, Vec<f32>),
 }
 
 impl ReceivedUpdate {
+    /// The attack's options for this update, from a caller's `options` (attack, protocol, members,
+    /// steps): the network's hidden widths, the label of `dataset` (the encoding), the rows the
+    /// caller gives (`rows`) or the file says, and the labels as the caller asks (`labels`) or else
+    /// the file's where it carries them and restored from the update where not.
+    pub fn attack_options(
+        &self,
+        dataset: &Dataset,
+        mut options: crate::options::RunOptions,
+        rows: Option<usize>,
+        labels: Option<LabelMode>,
+    ) -> Result<crate::options::RunOptions> {
+        options.batch_size = match (rows, self.rows, &self.labels) {
+            (Some(r), Some(f), _) if r != f => {
+                return fail(format!(
+                    "the batch size is given as {r} but the update says it was computed on {f} rows"
+                ));
+            }
+            (Some(r), _, _) | (None, Some(r), _) => r,
+            (None, None, Some(l)) => l.len(),
+            (None, None, None) => {
+                return fail("the update does not say how many rows it was computed on: give the batch size".into());
+            }
+        };
+        let sizes = &self.params.sizes;
+        options.hidden = sizes[1..sizes.len() - 1].to_vec();
+        options.label = dataset.label.clone();
+        options.labels = labels.unwrap_or(if self.labels.is_some() {
+            LabelMode::Known
+        } else {
+            LabelMode::Restored
+        });
+        Ok(options)
+    }
+
     /// Check the update against the encoding and the attack's settings: the network's widths, the
     /// rows, and that nothing describes a simulated client.
     pub fn check_against(&self, dataset: &Dataset, config: &AttackConfig) -> Result<()> {

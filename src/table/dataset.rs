@@ -344,7 +344,14 @@ impl Dataset {
     pub fn format(&self, feature: usize, value: Value) -> String {
         match (&self.features[feature].kind, value) {
             (FeatureKind::Categorical { categories }, Value::Cat(c)) => categories[c as usize].clone(),
-            (FeatureKind::Continuous { decimals, .. }, v) => format!("{:.*}", *decimals as usize, v.num()),
+            (FeatureKind::Continuous { decimals, .. }, v) => {
+                let text = format!("{:.*}", *decimals as usize, v.num());
+                // A small negative value rounds to "-0": the column never holds one.
+                match text.strip_prefix('-') {
+                    Some(rest) if rest.bytes().all(|b| b == b'0' || b == b'.') => rest.to_string(),
+                    _ => text,
+                }
+            }
             (_, v) => format!("{}", v.num()),
         }
     }

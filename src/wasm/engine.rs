@@ -166,6 +166,52 @@ impl Engine {
         to_js(&report)
     }
 
+    /// Attack an update that came from elsewhere (`received`): the table's encoding (the JSON
+    /// `leakscope encoding` writes), the update (safetensors, numpy archive, or a
+    /// leakscope-update/1 JSON that carries the weights too) and the network the server sent
+    /// (absent for JSON). `options` are a run's (attack, protocol, members, steps); `batchSize`
+    /// and `labels` only where the caller gives them, else the file's, as `leakscope
+    /// attack-update` does. Runs on this engine's CPU, or its GPU when it was created on WebGPU.
+    #[wasm_bindgen(js_name = attackUpdate)]
+    #[allow(clippy::too_many_arguments)]
+    pub async fn attack_update(
+        &self,
+        encoding: String,
+        update: Vec<u8>,
+        weights: Option<Vec<u8>>,
+        options: JsValue,
+        on_progress: Option<js_sys::Function>,
+        signal: Option<web_sys::AbortSignal>,
+    ) -> Result<JsValue, JsError> {
+        let encoding: crate::table::Encoding =
+            serde_json::from_str(&encoding).map_err(|e| JsError::new(&format!("not an encoding ({e})")))?;
+        let dataset = encoding.into_dataset().map_err(js_error)?;
+        let received = crate::received::ReceivedUpdate::from_files(&update, weights.as_deref()).map_err(js_error)?;
+        // Which of the batch size and the labels the caller gave: the rest come from the file.
+        let given: serde_json::Value = options_from_js(options.clone())?;
+        let o: RunOptions = options_from_js(options)?;
+        let rows = given.get("batchSize").map(|_| o.batch_size);
+        let labels = given.get("labels").map(|_| o.labels);
+        if given.get("label").is_some() && o.label != dataset.label {
+            return Err(JsError::new(&format!(
+                "the encoding's label is {:?}, not {:?}: leave label out",
+                dataset.label, o.label
+            )));
+        }
+        let o = received.attack_options(&dataset, o, rows, labels).map_err(js_error)?;
+        let config = o.attack_config().map_err(js_error)?;
+        let runtime = match (self.choice, &self.gpu) {
+            (Choice::WebGpu, Some(gpu)) => gpu.clone(),
+            _ => self.cpu.clone(),
+        };
+        let runtime = self.annotated(runtime, &dataset, &config, 1);
+        let mut progress = reporter(on_progress, signal);
+        let report = crate::attack_received(&runtime, &dataset, &config, &received, &mut progress)
+            .await
+            .map_err(js_error)?;
+        to_js(&report)
+    }
+
     /// Invert members `first .. first + count` of the ensemble on the CPU: one worker's share.
     /// Resolves to {range, x, probs, loss_curve, steps} for `assess`.
     #[wasm_bindgen(js_name = invertMembers)]

@@ -569,6 +569,48 @@ test('FedAvg and defences from the form; an audit runs its cells across the work
   }
 });
 
+test('a client\'s update from files: numpy arrays by position with the rows given, then a JSON; a missing file is named', async () => {
+  const { browser, page, problems } = await openPage({ webgpu: false });
+  try {
+    const fixtures = join(root, 'tests', 'data', 'pytorch-update');
+    const attack = async (state) => {
+      await page.click('#received-run');
+      await page.waitForFunction((s) => document.body.dataset.received === s, state, { timeout: 120_000 });
+    };
+    await page.click('#received-details summary');
+    // Only the update: the page asks for the encoding, the engine is not called.
+    await page.setInputFiles('#received-update', join(fixtures, 'update-arrays.npz'));
+    await page.click('#received-run');
+    assert.match(await page.locator('#received-error').textContent(), /Choose the encoding and the update/);
+    await page.setInputFiles('#received-encoding', join(fixtures, 'encoding.json'));
+    await page.setInputFiles('#received-weights', join(fixtures, 'weights-arrays.npz'));
+    // Flower's list of arrays says neither rows nor labels: the engine's error names what to give.
+    await attack('failed');
+    assert.match(await page.locator('#received-error').textContent(), /does not say how many rows it was computed on: give the batch size/);
+    await page.fill('#received-rows', '8');
+    await attack('done');
+    assert.equal(await page.locator('#received-cells tbody tr').count(), 8);
+    assert.equal(await page.locator('#received-cells thead th').count(), 15, '#, then the 14 features');
+    const info = await page.locator('#received-info').textContent();
+    assert.match(info, /8 rows reconstructed from the update \(no ground truth, so no accuracy\); labels restored from the update/);
+    assert.ok((await page.locator('#received-cells td.conf-high').count()) > 0, 'cells coloured by confidence');
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#received-download')]);
+    const report = JSON.parse(readFileSync(await download.path(), 'utf8'));
+    assert.equal(report.format, 'leakscope-reconstruction/2');
+    assert.equal(report.rows.length, 8);
+    // A leakscope-update/1 JSON carries the weights and the labels: the weights input is cleared.
+    await page.setInputFiles('#received-weights', []);
+    await page.fill('#received-rows', '');
+    await page.setInputFiles('#received-update', join(fixtures, 'update.json'));
+    await attack('done');
+    assert.match(await page.locator('#received-info').textContent(), /labels from the file: (<=50K, ){5}<=50K, >50K, >50K\./);
+    await page.screenshot({ path: join(shots, 'received.png'), fullPage: true });
+    assert.deepEqual(problems, []);
+  } finally {
+    await browser.close();
+  }
+});
+
 test('WebGPU on SwiftShader: auto times both backends and takes the CPU, a forced WebGPU run reports its adapter', async () => {
   const auto = await openPage({ webgpu: true });
   try {

@@ -202,6 +202,56 @@ test('the installed package accounts ε over rounds as Opacus does, and refuses 
   assert.match(out.refused[2], /unknown field `epochs`/);
 });
 
+test('the installed package attacks an update a PyTorch client wrote, from every format, the same', () => {
+  const fixtures = join(root, 'tests', 'data', 'pytorch-update');
+  for (const f of ['encoding.json', 'weights.safetensors', 'update.safetensors', 'update.json', 'weights.npz', 'update.npz', 'weights-arrays.npz', 'update-arrays.npz']) {
+    copyFileSync(join(fixtures, f), join(project, f));
+  }
+  const out = runIn(
+    project,
+    `
+    import { readFileSync } from 'node:fs';
+    import { Leakscope } from 'leakscope';
+    const file = (f) => readFileSync(f);
+    const engine = await Leakscope.create({ backend: 'cpu' });
+    const encoding = readFileSync('encoding.json', 'utf8');
+    const options = { ensemble: 2, iterations: 40 };
+    const steps = [];
+    const st = await engine.attackUpdate({ encoding, weights: file('weights.safetensors'), update: file('update.safetensors') }, options,
+      { onProgress: (p) => steps.push(p.step) });
+    const npz = await engine.attackUpdate({ encoding, weights: file('weights.npz'), update: file('update.npz') }, options);
+    const json = await engine.attackUpdate({ encoding, update: new Blob([file('update.json')]) }, options);
+    const arrays = await engine.attackUpdate({ encoding, weights: file('weights-arrays.npz'), update: file('update-arrays.npz') }, { ...options, batchSize: 8 });
+    const refused = [];
+    for (const [files, opts] of [
+      [{ encoding, weights: file('weights-arrays.npz'), update: file('update-arrays.npz') }, options],
+      [{ encoding, update: file('update.npz') }, options],
+      [{ encoding, weights: file('weights.npz'), update: file('update.npz') }, { ...options, batchSize: 4 }],
+      [{ encoding: '{}', weights: file('weights.npz'), update: file('update.npz') }, options],
+      [{ encoding, weights: file('weights.npz'), update: file('update.npz') }, { ...options, label: 'sex' }],
+    ]) {
+      try { await engine.attackUpdate(files, opts); refused.push(null); } catch (e) { refused.push(e.message); }
+    }
+    console.log(JSON.stringify({ st, npz, json, arrays, steps, refused }));
+    `,
+  );
+  const rows = (r) => JSON.stringify(r.rows.map((row) => row.cells));
+  assert.equal(out.st.rows.length, 8);
+  assert.equal(out.st.accuracy ?? null, null, 'no ground truth for a received update');
+  assert.equal(rows(out.npz), rows(out.st));
+  assert.equal(rows(out.json), rows(out.st));
+  assert.deepEqual(out.npz.labels, out.st.labels);
+  assert.equal(out.arrays.config.labels, 'restored');
+  assert.equal(out.st.config.labels, 'known');
+  assert.deepEqual([...out.arrays.labels].sort(), [...out.st.labels].sort(), 'restored labels: the same counts');
+  assert.ok(out.steps.length > 0);
+  assert.match(out.refused[0], /does not say how many rows it was computed on: give the batch size/);
+  assert.match(out.refused[1], /numpy archive, which holds the update only/);
+  assert.match(out.refused[2], /batch size is given as 4 but the update says it was computed on 8 rows/);
+  assert.match(out.refused[3], /not an encoding/);
+  assert.match(out.refused[4], /the encoding's label is "salary", not "sex"/);
+});
+
 test('an AbortSignal cancels a run, from the callback or from a timer, and bad input is a readable error', () => {
   const out = runIn(
     project,
@@ -302,7 +352,7 @@ test('the type declarations compile against a typed use of the package (tsc --st
   writeFileSync(
     join(project, 'use.ts'),
     `
-    import { Leakscope, type LeakscopeTable, type Table, type AuditReport, type Report, type RunOptions, type Progress } from 'leakscope';
+    import { Leakscope, type LeakscopeTable, type Table, type AuditReport, type Report, type ReconstructionReport, type RunOptions, type Progress } from 'leakscope';
     import { LeakscopeWorker } from 'leakscope/remote';
     async function main(csv: Uint8Array): Promise<number> {
       const engine = await Leakscope.create({ backend: 'auto' });
@@ -321,7 +371,9 @@ test('the type declarations compile against a typed use of the package (tsc --st
         onProgress: (p) => seen.push({ phase: p.current, step: p.done, of: p.cells, loss: null, elapsed: p.fraction }),
       });
       const verdict: string = audit.audit.verdict.sentences[0];
-      const quick: number = worker.auditDefaults.quick.batches + Leakscope.auditDefaults(true).referenceBatch
+      const received: ReconstructionReport = await engine.attackUpdate({ encoding: '{}', update: csv, weights: new Blob(['{}']) }, { ensemble: 2 });
+      const remoteReceived: ReconstructionReport = await worker.attackUpdate({ encoding: csv, update: csv }, { batchSize: 8 }, { signal: new AbortController().signal });
+      const quick: number = received.rows.length + remoteReceived.rows.length + worker.auditDefaults.quick.batches + Leakscope.auditDefaults(true).referenceBatch
         + Leakscope.privacy({ noiseMultiplier: 1, sampleRate: 0.01, rounds: 100 }).epsilon;
       remote.cancel();
       await local.free();

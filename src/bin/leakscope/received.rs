@@ -94,19 +94,6 @@ pub fn attack_update(args: AttackUpdateArgs) -> CliResult<()> {
         .into_dataset()
         .map_err(|e| format!("{}: {e}", args.encoding.display()))?;
     let received = load_update(&args.update, args.weights.as_deref())?;
-    let sizes = &received.params.sizes;
-    let rows = match (args.batch_size, received.rows, &received.labels) {
-        (Some(r), Some(f), _) if r != f => {
-            return Err(format!(
-                "--batch-size {r} but the update says it was computed on {f} rows"
-            ));
-        }
-        (Some(r), _, _) | (None, Some(r), _) => r,
-        (None, None, Some(l)) => l.len(),
-        (None, None, None) => {
-            return Err("the update does not say how many rows it was computed on: give --batch-size".into());
-        }
-    };
     let table = crate::args::TableArgs {
         csv: args.encoding.clone(),
         label: dataset.label.clone(),
@@ -116,15 +103,13 @@ pub fn attack_update(args: AttackUpdateArgs) -> CliResult<()> {
     };
     let mut options = run_options(&table, &args.attack_args, None);
     options.attack = AttackKind::from(args.attack);
-    options.batch_size = rows;
-    options.hidden = sizes[1..sizes.len() - 1].to_vec();
-    // Labels: the file's when it carries them, else restored from the gradient.
-    options.labels = match args.attack_args.labels {
-        Some(LabelArg::Known) => LabelMode::Known,
-        Some(LabelArg::Restored) => LabelMode::Restored,
-        None if received.labels.is_some() => LabelMode::Known,
-        None => LabelMode::Restored,
-    };
+    let labels = args.attack_args.labels.map(|l| match l {
+        LabelArg::Known => LabelMode::Known,
+        LabelArg::Restored => LabelMode::Restored,
+    });
+    let mut options = received
+        .attack_options(&dataset, options, args.batch_size, labels)
+        .map_err(|e| e.to_string())?;
     if matches!(args.protocol, ProtocolArg::Fedavg) {
         options.protocol = ProtocolKind::Fedavg;
         if let Some(v) = args.local_batch {

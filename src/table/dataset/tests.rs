@@ -45,6 +45,11 @@ fn encodes_standardises_and_decodes() {
     let mut enc: Vec<f32> = d.encode(&d.rows[0]).iter().map(|&v| v as f32).collect();
     enc[0] = 100.0;
     assert_eq!(d.decode(&enc)[0], Value::Num(40.5));
+    // Negative zero, or a value that rounds to zero from below, is written "0".
+    assert_eq!(d.format(0, Value::Num(-0.0)), "0.0");
+    assert_eq!(d.format(0, Value::Num(-0.04)), "0.0");
+    assert_eq!(d.format(0, Value::Num(-0.06)), "-0.1");
+    assert_eq!(d.format(1, Value::Cat(1)), "red");
 }
 
 #[test]

@@ -1,0 +1,91 @@
+// "Already have a client's update? Attack it": the files a real client's round leaves, read in this
+// tab and attacked by the engine's worker (`LeakscopeWorker.attackUpdate`). The engine reads the
+// formats and fills what the files decide (rows, network, labels); this module only moves files and
+// shows the reconstruction, each cell coloured by the attacker's confidence (no truth to compare).
+import { el } from './render.js';
+
+const $ = (id) => document.getElementById(id);
+
+function options() {
+  const o = { protocol: $('received-protocol').value };
+  const rows = $('received-rows').value.trim();
+  if (rows) o.batchSize = Number(rows);
+  if (o.protocol === 'fedavg') {
+    o.localEpochs = Number($('received-epochs').value);
+    o.localBatch = Number($('received-batch').value);
+  }
+  return o;
+}
+
+function render(report) {
+  const c = report.config;
+  const counts = report.confidence_counts.map((k) => `${k.kind}: ${k.high} high, ${k.medium} medium, ${k.low} low`).join('; ');
+  $('received-info').textContent =
+    `${report.rows.length} rows reconstructed from the update (no ground truth, so no accuracy); labels ` +
+    `${c.labels === 'known' ? 'from the file' : 'restored from the update'}: ${report.labels.join(', ')}. ` +
+    `Cells by the attacker's confidence: ${counts}. ${report.backend.label}, ${report.seconds.toFixed(1)} s.`;
+  const head = el('thead', {}, el('tr', {}, el('th', { text: '#' }), ...report.features.map((f) => el('th', { text: f.name, title: f.kind }))));
+  const body = el(
+    'tbody',
+    {},
+    report.rows.map((row, i) =>
+      el(
+        'tr',
+        { class: 'reconstructed' },
+        el('td', { class: 'num', text: i + 1 }),
+        row.cells.map((v, f) => {
+          const entropy = row.entropy[f];
+          const title = entropy === null ? 'no ensemble, no confidence' : `${row.confidence[f]} confidence (entropy ${entropy.toFixed(3)})`;
+          return el('td', { class: `conf-${row.confidence[f]}`, title, text: v });
+        }),
+      ),
+    ),
+  );
+  $('received-cells').replaceChildren(el('div', { class: 'scroll' }, el('table', { class: 'cells' }, head, body)));
+  $('received-results').hidden = false;
+}
+
+/** Wire the section to the page's engine (`engine()` gives the started LeakscopeWorker). */
+export function setupReceived(engine, download) {
+  let controller = null;
+  let report = null;
+  const error = (message) => {
+    $('received-error').textContent = message;
+    $('received-error').hidden = !message;
+  };
+  $('received-run').addEventListener('click', async () => {
+    const [encoding, weights, update] = ['received-encoding', 'received-weights', 'received-update'].map((id) => $(id).files[0]);
+    error('');
+    if (!encoding || !update) {
+      error('Choose the encoding and the update (and the network the server sent, unless the update is a leakscope-update/1 JSON).');
+      return;
+    }
+    const worker = await engine();
+    controller = new AbortController();
+    $('received-run').disabled = true;
+    $('received-cancel').hidden = false;
+    $('received-results').hidden = true;
+    $('received-status').textContent = 'reading the files…';
+    document.body.dataset.received = 'running';
+    try {
+      report = await worker.attackUpdate({ encoding, update, weights }, options(), {
+        signal: controller.signal,
+        onProgress: (p) => { $('received-status').textContent = `${p.phase}: step ${p.step} of ${p.of}`; },
+      });
+      render(report);
+      $('received-status').textContent = '';
+      document.body.dataset.received = 'done';
+    } catch (e) {
+      $('received-status').textContent = '';
+      if (e?.name === 'AbortError') $('received-status').textContent = 'Cancelled; nothing was kept.';
+      else error(`The update could not be attacked: ${e?.message ?? e}`);
+      document.body.dataset.received = 'failed';
+    } finally {
+      controller = null;
+      $('received-run').disabled = false;
+      $('received-cancel').hidden = true;
+    }
+  });
+  $('received-cancel').addEventListener('click', () => controller?.abort(new DOMException('cancelled', 'AbortError')));
+  $('received-download').addEventListener('click', () => report && download(report, $('received-update').files[0]?.name ?? 'update'));
+}
