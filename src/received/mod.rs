@@ -5,6 +5,9 @@
 //! any attack. PyTorch's `nn.Linear` stores W as [out, in] and computes x Wᵀ + b; leakscope holds
 //! W as [in, out], so weights and their updates are transposed on reading.
 mod npz;
+mod tensor;
+
+use tensor::{Named, transpose};
 
 use std::collections::BTreeMap;
 
@@ -33,13 +36,6 @@ pub struct ReceivedUpdate {
 
 fn fail<T>(m: String) -> Result<T> {
     Err(Error::Config(m))
-}
-
-/// One named tensor as read: its shape as stored and its values, row-major.
-struct Named {
-    name: String,
-    shape: Vec<usize>,
-    values: Vec<f32>,
 }
 
 /// Natural order of layer names: "2" before "10", "fc1" before "fc2", "0" before "layers.1".
@@ -135,17 +131,6 @@ fn layers_of(what: &str, tensors: Vec<Named>) -> Result<(Vec<String>, Vec<Named>
         }
     }
     Ok((names, ws, bs))
-}
-
-/// [out, in] row-major → [in, out] row-major.
-fn transpose(values: &[f32], out: usize, inp: usize) -> Vec<f32> {
-    let mut t = vec![0f32; values.len()];
-    for o in 0..out {
-        for i in 0..inp {
-            t[i * out + o] = values[o * inp + i];
-        }
-    }
-    t
 }
 
 impl ReceivedUpdate {

@@ -5,8 +5,12 @@
 //! allocated for it, so an edited header cannot ask for more memory than the file brings.
 use std::io::{Cursor, Read};
 
-use super::{Named, fail};
+use super::tensor::{Named, transpose};
 use crate::error::{Error, Result};
+
+fn fail<T>(m: String) -> Result<T> {
+    Err(Error::Config(m))
+}
 
 /// What one archive holds: tensors (named, or positional in `state_dict` order) and the
 /// optional `rows` (an integer) and `labels` (strings) a client may save beside them.
@@ -203,7 +207,7 @@ impl<'a> Array<'a> {
         debug_assert_eq!(values.len(), self.len);
         let shape: Vec<usize> = self.header.shape().iter().map(|&d| d as usize).collect();
         let values = match (self.header.order(), shape.as_slice()) {
-            (npyz::Order::Fortran, [rows, cols]) => super::transpose(&values, *cols, *rows),
+            (npyz::Order::Fortran, [rows, cols]) => transpose(&values, *cols, *rows),
             (npyz::Order::Fortran, s) if s.len() > 2 => {
                 return Err(format!("a {}-dimensional array in Fortran order", s.len()));
             }
