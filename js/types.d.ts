@@ -46,6 +46,11 @@ localBatch?: number, localEpochs?: number, clientLr?: number,
  */
 epochPrior?: EpochPrior, seed?: number, labels?: LabelMode, hidden?: Array<number>, 
 /**
+ * Between the client's layers: {kind: 'relu'} (the default), 'leaky_relu' (with its slope),
+ * 'gelu', 'tanh' or 'sigmoid'.
+ */
+activation?: Activation, 
+/**
  * Epochs of ordinary training on the table before the attacked round (default 0).
  */
 trainingEpochs?: number, 
@@ -758,6 +763,12 @@ releases_seen: number,
  */
 epsilon_against_server: number, };
 
+export type Activation = { "kind": "relu" } | { "kind": "leaky_relu", 
+/**
+ * The slope below zero (PyTorch's `negative_slope`, default 0.01).
+ */
+slope: number, } | { "kind": "gelu" } | { "kind": "tanh" } | { "kind": "sigmoid" };
+
 /**
  * What to account, as the npm package's `Leakscope.privacy` takes it.
  */
@@ -784,6 +795,10 @@ batch_size: number, protocol: Protocol,
  * Optimisation steps of the attacks that invert.
  */
 iterations: number, seed: number, labels: LabelMode, hidden: Array<number>, 
+/**
+ * The nonlinearity between the client's layers (ReLU by default).
+ */
+activation: Activation, 
 /**
  * Epochs of ordinary training on the whole table (`client::training`) before the attacked
  * round; 0 attacks the network at initialisation, as the paper does.

@@ -82,6 +82,8 @@ pub struct AttackConfig {
     pub seed: u64,
     pub labels: LabelMode,
     pub hidden: Vec<usize>,
+    /// The nonlinearity between the client's layers (ReLU by default).
+    pub activation: crate::client::activation::Activation,
     /// Epochs of ordinary training on the whole table (`client::training`) before the attacked
     /// round; 0 attacks the network at initialisation, as the paper does.
     pub training_epochs: usize,
@@ -109,6 +111,7 @@ impl Default for AttackConfig {
             seed: 0,
             labels: LabelMode::Known,
             hidden: vec![100, 100],
+            activation: crate::client::activation::Activation::Relu,
             training_epochs: 0,
             clients: 1,
             defence: None,
@@ -186,6 +189,7 @@ impl AttackConfig {
         if self.hidden.contains(&0) {
             return fail("hidden layer sizes must be positive".into());
         }
+        self.activation.validate()?;
         if self.report_every == 0 {
             return fail("report_every must be at least 1".into());
         }

@@ -63,6 +63,10 @@ pub struct RunOptions {
     pub labels: LabelMode,
     #[ts(as = "Option<_>", optional)]
     pub hidden: Vec<usize>,
+    /// Between the client's layers: {kind: 'relu'} (the default), 'leaky_relu' (with its slope),
+    /// 'gelu', 'tanh' or 'sigmoid'.
+    #[ts(as = "Option<_>", optional)]
+    pub activation: crate::client::activation::Activation,
     /// Epochs of ordinary training on the table before the attacked round (default 0).
     #[ts(as = "Option<_>", optional)]
     pub training_epochs: usize,
@@ -143,6 +147,7 @@ impl Default for RunOptions {
             seed: c.seed,
             labels: c.labels,
             hidden: c.hidden,
+            activation: c.activation,
             training_epochs: c.training_epochs,
             clients: c.clients,
             clip: None,
@@ -235,6 +240,7 @@ impl RunOptions {
             seed: self.seed,
             labels: self.labels,
             hidden: self.hidden.clone(),
+            activation: self.activation,
             training_epochs: self.training_epochs,
             clients: self.clients,
             defence: self.defence(),

@@ -76,6 +76,7 @@ impl Client {
                 &dataset.labels,
                 config.training_epochs,
                 seed_for(config.seed, 7),
+                config.activation,
             )
             .await?;
             params = trained;
@@ -86,6 +87,7 @@ impl Client {
             clients: config.clients,
             defence: config.defence,
             seed: seed_for(config.seed, 3),
+            activation: config.activation,
         };
         let observed = simulate_round(&params, &encode_rows(dataset, &rows), &labels, classes, &round).await?;
         Ok(Client {
@@ -147,7 +149,13 @@ pub fn server_labels(params: &Params, observed: &Update, labels: &[usize], confi
         }
         LabelMode::Restored => {
             let last = observed.weight(params.layers() - 1);
-            labels_from_counts(&restore_counts(params, last, config.rows(), seed_for(config.seed, 4)))
+            labels_from_counts(&restore_counts(
+                params,
+                last,
+                config.rows(),
+                seed_for(config.seed, 4),
+                config.activation,
+            ))
         }
     }
 }
@@ -179,6 +187,7 @@ impl Scenario {
             clients: config.clients,
             defence: config.defence,
             seed: seed_for(config.seed, 13),
+            activation: config.activation,
         };
         let x = encode_rows(dataset, &rows);
         let observed = simulate_round(&self.params, &x, &self.labels, dataset.classes.len(), &round).await?;

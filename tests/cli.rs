@@ -211,6 +211,69 @@ fn bad_input_gets_a_specific_error_and_no_output_file() {
     }
 }
 
+/// `--activation`: the report names it and the definition that ran; what cannot be is refused by name.
+#[test]
+fn another_activation_runs_on_the_definition_and_bad_ones_are_named() {
+    let json = tmp("tanh.json");
+    let out = bin()
+        .args(["attack", "--csv", &data("german-credit.csv"), "--label", "credit_risk"])
+        .args([
+            "--batch-size",
+            "4",
+            "--ensemble",
+            "2",
+            "--iterations",
+            "40",
+            "--activation",
+            "leaky_relu=0.2",
+        ])
+        .args(["--quiet", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(
+        report["config"]["activation"],
+        serde_json::json!({"kind": "leaky_relu", "slope": 0.2})
+    );
+    assert!(
+        report["backend"]["label"].as_str().unwrap().contains("burn tensor ops"),
+        "{}",
+        report["backend"]
+    );
+    for (args, want) in [
+        (
+            vec!["--activation", "swish"],
+            "unknown activation \"swish\": use one of relu, leaky_relu, gelu, tanh, sigmoid",
+        ),
+        (
+            vec!["--activation", "gelu=0.1"],
+            "a slope is leaky_relu's; gelu has none",
+        ),
+        (vec!["--activation", "leaky_relu=steep"], "\"steep\" is not a slope"),
+        (
+            vec!["--attack", "cafe", "--activation", "tanh"],
+            "CAFE's parties run a ReLU network (client::vertical); activation tanh is not simulated there",
+        ),
+    ] {
+        let out = bin()
+            .args([
+                "attack",
+                "--csv",
+                &data("german-credit.csv"),
+                "--label",
+                "credit_risk",
+                "--quiet",
+            ])
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(want), "{args:?}: {stderr}");
+    }
+}
+
 /// Batch k of a sweep is drawn with seed + k: seeds that would run past u64 are refused up front,
 /// before any batch runs, instead of overflowing.
 #[test]

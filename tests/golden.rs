@@ -6,6 +6,8 @@ use leakscope::attack::Objective;
 use leakscope::attack::inversion::{Problem, Simulation, loss_and_grad};
 use leakscope::attack::problem::ProblemSpec;
 use leakscope::attack::relax::{Layout, Relaxation};
+use leakscope::attack::second_order::reverse;
+use leakscope::client::activation::Activation;
 use leakscope::client::gradient::{ParamGrads, param_grads};
 use leakscope::client::network::{Net, Params};
 use leakscope::client::update::Update;
@@ -137,7 +139,7 @@ fn check_mlp_parameter_gradient(rt: &Runtime) {
     }
     // The loss itself, through the host forward pass.
     let xs: Vec<f64> = flat(&f["x"]);
-    let (_, probs) = p.forward_host(&xs, b);
+    let (_, probs) = p.forward_host(&xs, b, Default::default());
     let labels = flat(&f["y"]);
     let ce = labels
         .iter()
@@ -634,4 +636,75 @@ fn epsilon_over_rounds_matches_opacus() {
         worst = worst.max(rel);
     }
     eprintln!("largest relative difference from Opacus: {worst:.1e}");
+}
+
+/// Every activation (scripts/golden_activations.py, float64 PyTorch): the client's explicit
+/// backward pass, and the attacker's second-order gradient (its reverse) with respect to the rows
+/// and to the parameters, as FedAvg's unrolled training needs.
+#[test]
+fn every_activation_backward_and_second_order() {
+    let f = fixture("activation_grads.json");
+    let sizes: Vec<usize> = f["sizes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap() as usize)
+        .collect();
+    let layers = sizes.len() - 1;
+    let p = Params {
+        sizes: sizes.clone(),
+        weights: f["weights"].as_array().unwrap().iter().map(f32s).collect(),
+        biases: f["biases"].as_array().unwrap().iter().map(f32s).collect(),
+    };
+    let device = Runtime::cpu().device;
+    let b = f["x"].as_array().unwrap().len();
+    let classes = *sizes.last().unwrap();
+    let xt = Tensor::<3>::from_data(TensorData::new(f32s(&f["x"]), [1, b, sizes[0]]), &device);
+    let y = Tensor::<3>::from_data(TensorData::new(onehot(&f["y"], classes), [1, b, classes]), &device);
+    let tensor = |v: &Json, shape: [usize; 3]| Tensor::<3>::from_data(TensorData::new(f32s(v), shape), &device);
+    let big_g = ParamGrads {
+        weights: (0..layers)
+            .map(|l| tensor(&f["G"]["weights"][l], [1, sizes[l], sizes[l + 1]]))
+            .collect(),
+        biases: (0..layers)
+            .map(|l| tensor(&f["G"]["biases"][l], [1, 1, sizes[l + 1]]))
+            .collect(),
+    };
+    let read = |t: &Tensor<3>| pollster::block_on(read_f32(t.clone())).unwrap();
+    for case in f["cases"].as_array().unwrap() {
+        let activation: Activation = serde_json::from_value(case["activation"].clone()).unwrap();
+        let name = activation.name();
+        let net = Net::new(&p, &device).with_activation(activation);
+        let (g, tape) = param_grads(&net, &xt, &y);
+        for l in 0..layers {
+            assert_close(
+                &format!("{name}: grad W{l}"),
+                &read(&g.weights[l]),
+                &flat(&case["grad"]["weights"][l]),
+            );
+            assert_close(
+                &format!("{name}: grad b{l}"),
+                &read(&g.biases[l]),
+                &flat(&case["grad"]["biases"][l]),
+            );
+        }
+        let (x_bar, theta_bar) = reverse(&net, &tape, &big_g, true);
+        assert_close(&format!("{name}: dS/dx"), &read(&x_bar), &flat(&case["dS_dx"]));
+        let theta_bar = theta_bar.unwrap();
+        for l in 0..layers {
+            let (w, bias) = (&case["dS_dtheta"]["weights"][l], &case["dS_dtheta"]["biases"][l]);
+            assert_close(&format!("{name}: dS/dW{l}"), &read(&theta_bar.weights[l]), &flat(w));
+            assert_close(&format!("{name}: dS/db{l}"), &read(&theta_bar.biases[l]), &flat(bias));
+        }
+        // The host forward pass (label restoration's) gives PyTorch's loss.
+        let (_, probs) = p.forward_host(&flat(&f["x"]), b, activation);
+        let ce = flat(&f["y"])
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| -probs[i * classes + c as usize].ln())
+            .sum::<f64>()
+            / b as f64;
+        let want = case["loss"].as_f64().unwrap();
+        assert!((ce - want).abs() < 1e-6, "{name}: loss {ce} against PyTorch's {want}");
+    }
 }

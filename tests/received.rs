@@ -52,6 +52,7 @@ fn simulated(received: &ReceivedUpdate, meta_file: &str, protocol: Protocol) -> 
         clients: 1,
         defence: None,
         seed: 0,
+        activation: Default::default(),
     };
     pollster::block_on(simulate_round(&received.params, &x, &labels, 2, &round)).unwrap()
 }

@@ -83,6 +83,7 @@ fn generated() -> String {
         declaration::<leakscope::attack::cafe::CafeReport>(),
         declaration::<Privacy>(),
         declaration::<OverRounds>(),
+        declaration::<leakscope::client::activation::Activation>(),
         declaration::<PrivacyQuery>(),
         declaration::<AttackConfig>(),
         declaration::<Protocol>(),

@@ -9,13 +9,19 @@ pub const DUMMY_ROWS: usize = 1000;
 
 /// Estimated count of each class in the batch, summing to `batch`.
 /// `last_weight_grad` is the observed gradient of the last layer's W, [h, C] row-major.
-pub fn restore_counts(params: &Params, last_weight_grad: &[f32], batch: usize, seed: u64) -> Vec<usize> {
+pub fn restore_counts(
+    params: &Params,
+    last_weight_grad: &[f32],
+    batch: usize,
+    seed: u64,
+    activation: crate::client::activation::Activation,
+) -> Vec<usize> {
     let d = params.sizes[0];
     let classes = *params.sizes.last().unwrap();
     let hidden = params.sizes[params.sizes.len() - 2];
     let mut rng = StdRng::seed_from_u64(seed);
     let dummies: Vec<f64> = (0..DUMMY_ROWS * d).map(|_| normal(&mut rng)).collect();
-    let (h, probs) = params.forward_host(&dummies, DUMMY_ROWS);
+    let (h, probs) = params.forward_host(&dummies, DUMMY_ROWS, activation);
     let p: Vec<f64> = (0..classes)
         .map(|c| (0..DUMMY_ROWS).map(|r| probs[r * classes + c]).sum::<f64>() / DUMMY_ROWS as f64)
         .collect();

@@ -47,6 +47,7 @@ pub fn infer(
     batch: &[usize],
     column: &str,
     seed: u64,
+    activation: crate::client::activation::Activation,
 ) -> (Vec<usize>, MembershipReport) {
     let n = batch.len();
     let outside: Vec<usize> = (0..dataset.n()).filter(|i| batch.binary_search(i).is_err()).collect();
@@ -102,7 +103,10 @@ pub fn infer(
         let trained = params.minus(observed);
         let mut variance = vec![0f64; candidates.len()];
         for x in &encoded {
-            for (acc, g) in variance.iter_mut().zip(gradient_variances(&trained, x, &labels)) {
+            for (acc, g) in variance
+                .iter_mut()
+                .zip(gradient_variances(&trained, x, &labels, activation))
+            {
                 *acc += g / values as f64;
             }
         }
@@ -127,9 +131,14 @@ pub fn infer(
 
 /// Per row ([n, d] encoded, labels), the variance of the entries of its last-layer gradient
 /// (∂ℓ/∂W_L = h (p − y)ᵀ and ∂ℓ/∂b_L = p − y).
-pub fn gradient_variances(params: &Params, x: &[f64], labels: &[usize]) -> Vec<f64> {
+pub fn gradient_variances(
+    params: &Params,
+    x: &[f64],
+    labels: &[usize],
+    activation: crate::client::activation::Activation,
+) -> Vec<f64> {
     let n = labels.len();
-    let (hidden, probs) = params.forward_host(x, n);
+    let (hidden, probs) = params.forward_host(x, n, activation);
     let h = hidden.len() / n.max(1);
     let c = probs.len() / n.max(1);
     (0..n)

@@ -9,6 +9,7 @@ use super::inversion::{Problem, Simulation, SubspacePrior};
 use super::known::KnownCells;
 use super::objective::Objective;
 use super::relax::{Layout, Relaxation};
+use crate::client::activation::Activation;
 use crate::client::gradient::ParamGrads;
 use crate::client::network::{Net, Params};
 use crate::client::update::Update;
@@ -32,6 +33,8 @@ pub struct ProblemSpec {
     pub known: Option<KnownCells>,
     /// Rounds after the first the server observed of the same rows: the model it sent, the update.
     pub later_rounds: Vec<(Params, Update)>,
+    /// Between the client's layers. The accelerators run ReLU only (`Needs::other_activation`).
+    pub activation: Activation,
 }
 
 /// The tensors the definition needs on a device.
@@ -79,7 +82,13 @@ impl ProblemSpec {
             subspace: None,
             known: None,
             later_rounds: Vec::new(),
+            activation: Activation::Relu,
         }
+    }
+
+    pub fn with_activation(mut self, activation: Activation) -> ProblemSpec {
+        self.activation = activation;
+        self
     }
 
     /// The same problem made by the client's local training (FedAvg), with the epoch prior's
@@ -132,7 +141,7 @@ impl ProblemSpec {
         let (rows, d) = (self.rows(), self.d());
         let up3 = |v: &[f32]| Tensor::<3>::from_data(TensorData::new(v.to_vec(), [1, rows, d]), device);
         OnDevice {
-            net: Net::new(&self.params, device),
+            net: Net::new(&self.params, device).with_activation(self.activation),
             target: upload(&self.target, &self.params.sizes, device),
             relaxation: self.layout.as_ref().map(|l| Relaxation::new(l, device)),
             subspace: self.subspace.as_ref().map(|(projector, weight)| SubspacePrior {
@@ -145,7 +154,7 @@ impl ProblemSpec {
                 .iter()
                 .map(|(params, update)| {
                     (
-                        Net::new(params, device),
+                        Net::new(params, device).with_activation(self.activation),
                         upload(update, &params.sizes, device),
                         update.norm(),
                     )

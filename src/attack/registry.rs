@@ -166,7 +166,14 @@ impl AttackConfig {
 
     /// The priors the attack composes here.
     pub fn priors(&self) -> Priors {
-        self.attacker().priors(self)
+        let mut priors = self.attacker().priors(self);
+        // The proofs read the ReLU pattern (`attack::activity`) and ReLU activations
+        // (`attack::activation_span`); another activation has neither.
+        if !self.activation.is_relu() {
+            priors.proof = false;
+            priors.second_layer = false;
+        }
+        priors
     }
 
     /// What the attack holds in memory at its peak (`plan::limits`).

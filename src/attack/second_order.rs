@@ -12,8 +12,9 @@ use crate::client::network::Net;
 
 /// Reverse of `param_grads`: given G = dL/d(parameter gradient) per member, returns dL/dx as
 /// [N, B, d] and, with `with_params`, dL/dθ per member (what FedAvg's unrolled local training
-/// needs to carry the adjoint from one local step to the one before). The ReLU masks are piecewise
-/// constant and carry no derivative.
+/// needs to carry the adjoint from one local step to the one before). ReLU's mask m = σ′(a) is
+/// piecewise constant and carries no derivative; a smooth activation's does: m̄ = δ̄_{l-1} ⊙ (δ_l W_lᵀ)
+/// reaches a_{l-1} as m̄ ⊙ σ″(a_{l-1}).
 ///
 /// In the explicit backward, θ enters three ways: the forward products a_l = h_{l-1} W_l + b_l, the
 /// backward product δ_{l-1} = (δ_l W_lᵀ) ⊙ m, and (through both) the rows of the gradient itself.
@@ -27,11 +28,17 @@ pub fn reverse(net: &Net, tape: &Tape, g: &ParamGrads, with_params: bool) -> (Te
     // was computed from δ_l.
     let mut h_bar: Vec<Tensor<3>> = Vec::with_capacity(layers);
     let mut delta_bar: Option<Tensor<3>> = None;
+    // dL/da_{l-1} through σ′(a_{l-1}) in the backward product, for smooth activations.
+    let mut through_mask: Vec<Option<Tensor<3>>> = vec![None; layers];
     for l in 0..layers {
         let gw = &g.weights[l];
         h_bar.push(tape.deltas[l].clone().matmul(gw.clone().swap_dims(1, 2)));
         let mut db = tape.inputs[l].clone().matmul(gw.clone()) + g.biases[l].clone();
         if let Some(prev) = delta_bar.take() {
+            if let Some(d2) = &tape.curvature[l - 1] {
+                let e = tape.deltas[l].clone().matmul(net.weights[l].clone().swap_dims(1, 2));
+                through_mask[l - 1] = Some(prev.clone() * e * d2.clone());
+            }
             let e_bar = prev * tape.masks[l - 1].clone();
             if with_params {
                 // From δ_{l-1} = (δ_l W_lᵀ) ⊙ m: dL/dW_l += (dL/dδ_{l-1} ⊙ m)ᵀ δ_l.
@@ -63,6 +70,9 @@ pub fn reverse(net: &Net, tape: &Tape, g: &ParamGrads, with_params: bool) -> (Te
             break;
         }
         a_bar = total * tape.masks[l - 1].clone();
+        if let Some(extra) = through_mask[l - 1].take() {
+            a_bar = a_bar + extra;
+        }
     }
     let params = with_params.then(|| ParamGrads {
         weights: w_bar.into_iter().map(Option::unwrap).collect(),

@@ -103,6 +103,7 @@ impl<'a> Setup<'a> {
         )
         .with_known(self.scenario.known.clone())
         .with_later_rounds(self.scenario.later_rounds.clone())
+        .with_activation(self.config.activation)
         .with_simulation(
             self.simulation(),
             (0..self.members).map(|m| self.config.prior_of(m)).collect(),
@@ -152,6 +153,7 @@ impl<'a> Setup<'a> {
             local_training: matches!(self.config.protocol, Protocol::Fedavg(_)),
             known_cells: self.scenario.known.is_some(),
             rounds: 1 + self.scenario.later_rounds.len(),
+            other_activation: !self.config.activation.is_relu(),
         })
     }
 

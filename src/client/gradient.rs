@@ -86,8 +86,10 @@ pub struct Tape {
     pub b: usize,
     /// Layer inputs h_{l-1} as [N, B, in_l] (h_{-1} = x).
     pub inputs: Vec<Tensor<3>>,
-    /// ReLU masks of hidden layers as 0/1 floats [N, B, out_l].
+    /// σ′ of hidden layers' pre-activations [N, B, out_l] (ReLU: its 0/1 mask).
     pub masks: Vec<Tensor<3>>,
+    /// σ″ of the same, where the activation has one (None for ReLU and leaky ReLU).
+    pub curvature: Vec<Option<Tensor<3>>>,
     /// Backward signals δ_l = dL/da_l, [N, B, out_l].
     pub deltas: Vec<Tensor<3>>,
     /// Softmax of the logits, [N, B, C].
@@ -102,15 +104,17 @@ pub fn param_grads(net: &Net, x: &Tensor<3>, onehot: &Tensor<3>) -> (ParamGrads,
     let layers = net.layers();
     let mut inputs = Vec::with_capacity(layers);
     let mut masks = Vec::with_capacity(layers - 1);
+    let mut curvature = Vec::with_capacity(layers - 1);
     let mut h = x.clone();
     let mut logits = None;
     for l in 0..layers {
         let a = h.clone().matmul(net.weights[l].clone()) + net.biases[l].clone();
         inputs.push(h.clone());
         if l + 1 < layers {
-            let mask = a.clone().greater_elem(0.0).float();
-            h = a * mask.clone();
-            masks.push(mask);
+            let (out, d1, d2) = net.activation.apply(a);
+            h = out;
+            masks.push(d1);
+            curvature.push(d2);
         } else {
             logits = Some(a);
         }
@@ -137,6 +141,7 @@ pub fn param_grads(net: &Net, x: &Tensor<3>, onehot: &Tensor<3>) -> (ParamGrads,
         b,
         inputs,
         masks,
+        curvature,
         deltas: deltas.into_iter().map(Option::unwrap).collect(),
         probs,
     };
@@ -151,6 +156,7 @@ impl Net {
         Net {
             weights: self.weights.iter().zip(&g.weights).map(|(p, q)| step(p, q)).collect(),
             biases: self.biases.iter().zip(&g.biases).map(|(p, q)| step(p, q)).collect(),
+            activation: self.activation,
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Client: the network, its explicit gradient and the federated protocols that send it.
 pub mod accountant;
+pub mod activation;
 pub mod defence;
 pub mod fedavg;
 pub mod gradient;

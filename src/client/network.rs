@@ -1,8 +1,10 @@
-//! The client's model: a fully connected ReLU network, PyTorch-style uniform init, seeded.
+//! The client's model: a fully connected network (ReLU by default, `activation`), PyTorch-style
+//! uniform init, seeded.
 use burn::tensor::{Device, Tensor, TensorData};
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use serde::{Deserialize, Serialize};
 
+use super::activation::Activation;
 use super::update::Update;
 
 /// Host copy of the parameters, layer by layer: W is [in, out] row-major, layer(x) = x W + b.
@@ -66,6 +68,8 @@ impl Params {
 pub struct Net {
     pub weights: Vec<Tensor<3>>,
     pub biases: Vec<Tensor<3>>,
+    /// Between the layers.
+    pub activation: Activation,
 }
 
 impl Net {
@@ -82,7 +86,17 @@ impl Net {
                 device,
             ));
         }
-        Net { weights, biases }
+        Net {
+            weights,
+            biases,
+            activation: Activation::Relu,
+        }
+    }
+
+    /// The same network with another nonlinearity between its layers.
+    pub fn with_activation(mut self, activation: Activation) -> Net {
+        self.activation = activation;
+        self
     }
 
     pub fn layers(&self) -> usize {
@@ -94,7 +108,7 @@ impl Params {
     /// Host forward pass of `rows` rows (row-major [rows, d]) in f64: returns the last hidden
     /// layer's activations [rows, h] and the softmax outputs [rows, C]. Used off the hot path
     /// (label restoration).
-    pub fn forward_host(&self, x: &[f64], rows: usize) -> (Vec<f64>, Vec<f64>) {
+    pub fn forward_host(&self, x: &[f64], rows: usize, activation: Activation) -> (Vec<f64>, Vec<f64>) {
         let mut h = x.to_vec();
         let mut last_hidden = Vec::new();
         for l in 0..self.layers() {
@@ -106,9 +120,6 @@ impl Params {
                 }
                 for i in 0..fan_in {
                     let v = h[r * fan_in + i];
-                    if v == 0.0 {
-                        continue;
-                    }
                     let w = &self.weights[l][i * fan_out..(i + 1) * fan_out];
                     for o in 0..fan_out {
                         a[r * fan_out + o] += v * w[o] as f64;
@@ -116,7 +127,7 @@ impl Params {
                 }
             }
             if l + 1 < self.layers() {
-                a.iter_mut().for_each(|v| *v = v.max(0.0));
+                a.iter_mut().for_each(|v| *v = activation.host(*v));
                 last_hidden = a.clone();
             } else {
                 for r in 0..rows {

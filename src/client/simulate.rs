@@ -22,6 +22,8 @@ pub struct Round {
     pub defence: Option<Defence>,
     /// The defences' randomness (client k draws from its own stream).
     pub seed: u64,
+    /// Between the client's layers.
+    pub activation: crate::client::activation::Activation,
 }
 
 /// Host copy of a one-member update.
@@ -49,7 +51,7 @@ pub async fn simulate_round(
     let clients = round.clients.max(1);
     let b = rows / clients;
     let device = &Device::flex();
-    let net = Net::new(params, device);
+    let net = Net::new(params, device).with_activation(round.activation);
     let mut observed: Option<Update> = None;
     for k in 0..clients {
         let part = k * b..(k + 1) * b;

@@ -6,6 +6,7 @@
 use burn::tensor::{Device, Tensor, TensorData};
 use rand::{SeedableRng, rngs::StdRng, seq::SliceRandom};
 
+use super::activation::Activation;
 use super::gradient::param_grads;
 use super::network::{Net, Params};
 use crate::error::Result;
@@ -19,11 +20,18 @@ pub const TRAINING_LR: f64 = 0.05;
 /// `labels`, every epoch in a fresh order drawn from `seed`. Returns the trained parameters and
 /// the network's accuracy on the table after training (what a user would call the model's
 /// quality).
-pub async fn train(params: &Params, x: &[f32], labels: &[usize], epochs: usize, seed: u64) -> Result<(Params, f64)> {
+pub async fn train(
+    params: &Params,
+    x: &[f32],
+    labels: &[usize],
+    epochs: usize,
+    seed: u64,
+    activation: Activation,
+) -> Result<(Params, f64)> {
     let device = &Device::flex();
     let (n, d) = (labels.len(), params.sizes[0]);
     let classes = *params.sizes.last().unwrap();
-    let mut net = Net::new(params, device);
+    let mut net = Net::new(params, device).with_activation(activation);
     let mut order: Vec<usize> = (0..n).collect();
     let mut rng = StdRng::seed_from_u64(seed);
     for _ in 0..epochs {
@@ -49,12 +57,12 @@ pub async fn train(params: &Params, x: &[f32], labels: &[usize], epochs: usize, 
         trained.weights[l] = read_f32(net.weights[l].clone()).await?;
         trained.biases[l] = read_f32(net.biases[l].clone()).await?;
     }
-    let accuracy = accuracy(&trained, x, labels);
+    let accuracy = accuracy(&trained, x, labels, activation);
     Ok((trained, accuracy))
 }
 
 /// Share of rows whose most likely class is their label.
-pub fn accuracy(params: &Params, x: &[f32], labels: &[usize]) -> f64 {
+pub fn accuracy(params: &Params, x: &[f32], labels: &[usize], activation: Activation) -> f64 {
     let n = labels.len();
     if n == 0 {
         return 0.0;
@@ -67,7 +75,7 @@ pub fn accuracy(params: &Params, x: &[f32], labels: &[usize]) -> f64 {
             .iter()
             .flat_map(|&i| x[i * d..(i + 1) * d].iter().map(|&v| v as f64))
             .collect();
-        let (_, probs) = params.forward_host(&xs, chunk.len());
+        let (_, probs) = params.forward_host(&xs, chunk.len(), activation);
         for (r, &i) in chunk.iter().enumerate() {
             let row = &probs[r * classes..(r + 1) * classes];
             let best = (0..classes).max_by(|&a, &b| row[a].total_cmp(&row[b])).unwrap();
@@ -99,12 +107,12 @@ mod tests {
             }
         }
         let params = Params::init(&[d, 16, 2], 1);
-        let before = accuracy(&params, &x, &labels);
-        let (trained, after) = pollster::block_on(train(&params, &x, &labels, 20, 9)).unwrap();
+        let before = accuracy(&params, &x, &labels, Activation::Relu);
+        let (trained, after) = pollster::block_on(train(&params, &x, &labels, 20, 9, Activation::Relu)).unwrap();
         assert!(after > 0.93 && after > before + 0.2, "{before} → {after}");
-        let (again, _) = pollster::block_on(train(&params, &x, &labels, 20, 9)).unwrap();
+        let (again, _) = pollster::block_on(train(&params, &x, &labels, 20, 9, Activation::Relu)).unwrap();
         assert_eq!(trained, again);
-        let (other, _) = pollster::block_on(train(&params, &x, &labels, 20, 10)).unwrap();
+        let (other, _) = pollster::block_on(train(&params, &x, &labels, 20, 10, Activation::Relu)).unwrap();
         assert_ne!(trained, other);
     }
 }

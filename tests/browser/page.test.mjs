@@ -569,6 +569,25 @@ test('FedAvg and defences from the form; an audit runs its cells across the work
   }
 });
 
+test('another activation from the form: the report says it ran, on the definition, without the proofs', async () => {
+  const { browser, page, problems } = await openPage({ webgpu: false });
+  try {
+    await upload(page, german);
+    await settings(page, { batchSize: 4, ensemble: 2, iterations: 60 });
+    await page.click('#federation summary');
+    await page.selectOption('#settings [name=activation]', 'leaky_relu');
+    await page.fill('#settings [name=leakySlope]', '0.2');
+    await runToEnd(page);
+    const report = await downloadReport(page);
+    assert.deepEqual(report.config.activation, { kind: 'leaky_relu', slope: 0.2 });
+    assert.match(report.backend.label, /burn tensor ops/);
+    assert.ok(report.rows.length === 4 && report.accuracy.total > 0);
+    assert.deepEqual(problems, []);
+  } finally {
+    await browser.close();
+  }
+});
+
 test('a client\'s update from files: numpy arrays by position with the rows given, then a JSON; a missing file is named', async () => {
   const { browser, page, problems } = await openPage({ webgpu: false });
   try {

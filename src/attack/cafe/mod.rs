@@ -46,6 +46,12 @@ impl Attack for CafeSettings {
 
     fn validate(&self, config: &AttackConfig, dataset: &Dataset, has_rows: bool) -> Result<()> {
         let fail = |m: String| Err(Error::Config(m));
+        if !config.activation.is_relu() {
+            return fail(format!(
+                "CAFE's parties run a ReLU network (client::vertical); activation {} is not simulated there",
+                config.activation.name()
+            ));
+        }
         if self.rows == 0 || (has_rows && self.rows > dataset.n()) || self.rows > MAX_ROWS {
             return fail(format!(
                 "CAFE's rows {} must be between 1 and the table's {} (at most {MAX_ROWS})",

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
+use leakscope::client::activation::Activation;
 use leakscope::config::EpochPrior;
 use leakscope::options::ProtocolKind;
 use leakscope::table::ColumnKind;
@@ -63,6 +64,10 @@ pub struct AttackArgs {
     /// Hidden layer sizes of the client's network (default 100,100).
     #[arg(long, value_delimiter = ',')]
     pub hidden: Option<Vec<usize>>,
+    /// Between the client's layers: relu (default), leaky_relu (slope 0.01; leaky_relu=0.2 for
+    /// another), gelu, tanh or sigmoid. Anything but relu runs the definition, without the proofs.
+    #[arg(long, value_parser = parse_activation)]
+    pub activation: Option<Activation>,
     /// Adam learning rate (default: 0.1 for TabLeak, the reference's 0.06 for the baselines).
     #[arg(long)]
     pub lr: Option<f64>,
@@ -276,6 +281,9 @@ pub fn run_options(table: &TableArgs, attack: &AttackArgs, client: Option<&Clien
     if let Some(v) = &attack.hidden {
         o.hidden = v.clone();
     }
+    if let Some(a) = attack.activation {
+        o.activation = a;
+    }
     if let Some(v) = attack.epoch_prior {
         o.epoch_prior = v;
     }
@@ -303,4 +311,21 @@ pub fn run_options(table: &TableArgs, attack: &AttackArgs, client: Option<&Clien
         o.training_epochs = c.train_epochs;
     }
     o
+}
+
+/// `relu`, `gelu`, …, or `leaky_relu=0.2` (a slope other than PyTorch's 0.01).
+fn parse_activation(text: &str) -> Result<Activation, String> {
+    let (name, slope) = match text.split_once('=') {
+        Some((name, slope)) => (
+            name,
+            Some(
+                slope
+                    .trim()
+                    .parse::<f64>()
+                    .map_err(|_| format!("{slope:?} is not a slope"))?,
+            ),
+        ),
+        None => (text, None),
+    };
+    Activation::parse(name, slope).map_err(|e| e.to_string())
 }

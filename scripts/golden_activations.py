@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Golden vectors for the client's activations (issue 18), in float64 with PyTorch.
+
+For each activation between the layers of a small [6, 5, 4, 3] network (ReLU, LeakyReLU(0.2),
+GELU, Tanh, Sigmoid) on 4 rows: the mean cross-entropy's parameter gradient (the client's explicit
+backward pass), and, for a fixed tensor G of the gradient's shapes, the gradient of
+S = Σ ⟨G, ∇θ L(x, θ)⟩ with respect to the rows x and to θ (the attacker's second-order gradient,
+`attack::second_order::reverse`). Weights are written [in, out] (leakscope's layout), rows of x
+have no zero pre-activation (ReLU's kink), so every activation is differentiable where it is used.
+
+  python3 scripts/golden_activations.py > tests/fixtures/activation_grads.json
+
+Needs torch (pip install torch).
+"""
+import json
+
+import torch
+
+torch.set_default_dtype(torch.float64)
+SIZES = [6, 5, 4, 3]
+ROWS = 4
+ACTIVATIONS = [
+    ({"kind": "relu"}, torch.nn.ReLU()),
+    ({"kind": "leaky_relu", "slope": 0.2}, torch.nn.LeakyReLU(0.2)),
+    ({"kind": "gelu"}, torch.nn.GELU()),
+    ({"kind": "tanh"}, torch.nn.Tanh()),
+    ({"kind": "sigmoid"}, torch.nn.Sigmoid()),
+]
+
+
+def main():
+    g = torch.Generator().manual_seed(18)
+    rand = lambda *shape: torch.rand(*shape, generator=g) * 2 - 1
+    weights = [rand(SIZES[i], SIZES[i + 1]) for i in range(len(SIZES) - 1)]  # [in, out]
+    biases = [rand(SIZES[i + 1]) * 0.5 for i in range(len(SIZES) - 1)]
+    x0 = rand(ROWS, SIZES[0]) * 1.5
+    y = torch.tensor([0, 2, 1, 2])
+    big_g = [rand(*w.shape) for w in weights], [rand(*b.shape) for b in biases]
+    cases = []
+    for spec, act in ACTIVATIONS:
+        x = x0.clone().requires_grad_(True)
+        theta = [t.clone().requires_grad_(True) for t in weights + biases]
+        ws, bs = theta[: len(weights)], theta[len(weights):]
+        h = x
+        for l, (w, b) in enumerate(zip(ws, bs)):
+            a = h @ w + b
+            h = act(a) if l + 1 < len(ws) else a
+        loss = torch.nn.functional.cross_entropy(h, y)
+        grads = torch.autograd.grad(loss, theta, create_graph=True)
+        s = sum((gg * t).sum() for gg, t in zip(grads, big_g[0] + big_g[1]))
+        dx, *dtheta = torch.autograd.grad(s, [x] + theta)
+        n = len(weights)
+        cases.append({
+            "activation": spec,
+            "loss": loss.item(),
+            "grad": {"weights": [t.tolist() for t in grads[:n]], "biases": [t.tolist() for t in grads[n:]]},
+            "dS_dx": dx.tolist(),
+            "dS_dtheta": {"weights": [t.tolist() for t in dtheta[:n]], "biases": [t.tolist() for t in dtheta[n:]]},
+        })
+    print(json.dumps({
+        "description": __doc__.strip().splitlines()[0],
+        "sizes": SIZES,
+        "weights": [w.tolist() for w in weights],
+        "biases": [b.tolist() for b in biases],
+        "x": x0.tolist(),
+        "y": y.tolist(),
+        "G": {"weights": [t.tolist() for t in big_g[0]], "biases": [t.tolist() for t in big_g[1]]},
+        "cases": cases,
+    }))
+
+
+if __name__ == "__main__":
+    main()
