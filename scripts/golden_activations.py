@@ -2,7 +2,7 @@
 """Golden vectors for the client's activations (issue 18), in float64 with PyTorch.
 
 For each activation between the layers of a small [6, 5, 4, 3] network (ReLU, LeakyReLU(0.2),
-GELU, Tanh, Sigmoid) on 4 rows: the mean cross-entropy's parameter gradient (the client's explicit
+GELU, Tanh, Sigmoid), and for a [6, 3] network without a hidden layer (logistic regression), on 4 rows: the mean cross-entropy's parameter gradient (the client's explicit
 backward pass), and, for a fixed tensor G of the gradient's shapes, the gradient of
 S = Σ ⟨G, ∇θ L(x, θ)⟩ with respect to the rows x and to θ (the attacker's second-order gradient,
 `attack::second_order::reverse`). Weights are written [in, out] (leakscope's layout), rows of x
@@ -28,16 +28,15 @@ ACTIVATIONS = [
 ]
 
 
-def main():
-    g = torch.Generator().manual_seed(18)
+def network(sizes, activations, g):
     rand = lambda *shape: torch.rand(*shape, generator=g) * 2 - 1
-    weights = [rand(SIZES[i], SIZES[i + 1]) for i in range(len(SIZES) - 1)]  # [in, out]
-    biases = [rand(SIZES[i + 1]) * 0.5 for i in range(len(SIZES) - 1)]
-    x0 = rand(ROWS, SIZES[0]) * 1.5
+    weights = [rand(sizes[i], sizes[i + 1]) for i in range(len(sizes) - 1)]  # [in, out]
+    biases = [rand(sizes[i + 1]) * 0.5 for i in range(len(sizes) - 1)]
+    x0 = rand(ROWS, sizes[0]) * 1.5
     y = torch.tensor([0, 2, 1, 2])
     big_g = [rand(*w.shape) for w in weights], [rand(*b.shape) for b in biases]
     cases = []
-    for spec, act in ACTIVATIONS:
+    for spec, act in activations:
         x = x0.clone().requires_grad_(True)
         theta = [t.clone().requires_grad_(True) for t in weights + biases]
         ws, bs = theta[: len(weights)], theta[len(weights):]
@@ -57,15 +56,23 @@ def main():
             "dS_dx": dx.tolist(),
             "dS_dtheta": {"weights": [t.tolist() for t in dtheta[:n]], "biases": [t.tolist() for t in dtheta[n:]]},
         })
-    print(json.dumps({
-        "description": __doc__.strip().splitlines()[0],
-        "sizes": SIZES,
+    return {
+        "sizes": sizes,
         "weights": [w.tolist() for w in weights],
         "biases": [b.tolist() for b in biases],
         "x": x0.tolist(),
         "y": y.tolist(),
         "G": {"weights": [t.tolist() for t in big_g[0]], "biases": [t.tolist() for t in big_g[1]]},
         "cases": cases,
+    }
+
+
+def main():
+    g = torch.Generator().manual_seed(18)
+    print(json.dumps({
+        "description": __doc__.strip().splitlines()[0],
+        # Two hidden layers, every activation; and no hidden layer (logistic regression).
+        "networks": [network(SIZES, ACTIVATIONS, g), network([SIZES[0], SIZES[-1]], ACTIVATIONS[:1], g)],
     }))
 
 

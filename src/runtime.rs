@@ -192,9 +192,9 @@ pub struct Needs {
     pub known_cells: bool,
     /// Rounds whose losses are summed.
     pub rounds: usize,
-    /// An activation other than ReLU between the client's layers: the fused CPU kernel and the
-    /// GPU kernels are written for ReLU, so the definition runs.
-    pub other_activation: bool,
+    /// A model the fused CPU kernel and the GPU kernels are not written for (an activation other
+    /// than ReLU, or no hidden layer): the definition runs.
+    pub beyond_kernels: bool,
 }
 
 /// A device and what runs on it.
@@ -229,7 +229,7 @@ impl Runtime {
     /// cells; the CPU kernel adds FedAvg and known cells; several rounds only the definition sums.
     pub fn engine_for(&self, needs: &Needs) -> StepEngine {
         match self.engine() {
-            _ if needs.rounds > 1 || needs.other_activation => StepEngine::Definition,
+            _ if needs.rounds > 1 || needs.beyond_kernels => StepEngine::Definition,
             StepEngine::CubeKernels if needs.local_training || needs.known_cells => StepEngine::Definition,
             engine => engine,
         }

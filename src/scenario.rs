@@ -152,6 +152,7 @@ pub fn server_labels(params: &Params, observed: &Update, labels: &[usize], confi
             labels_from_counts(&restore_counts(
                 params,
                 last,
+                observed.bias(params.layers() - 1),
                 config.rows(),
                 seed_for(config.seed, 4),
                 config.activation,

@@ -211,9 +211,10 @@ fn bad_input_gets_a_specific_error_and_no_output_file() {
     }
 }
 
-/// `--activation`: the report names it and the definition that ran; what cannot be is refused by name.
+/// `--activation` and `--hidden none`: the report names them and the definition that ran; what
+/// cannot be is refused by name.
 #[test]
-fn another_activation_runs_on_the_definition_and_bad_ones_are_named() {
+fn another_activation_and_logistic_regression_run_on_the_definition_and_bad_ones_are_named() {
     let json = tmp("tanh.json");
     let out = bin()
         .args(["attack", "--csv", &data("german-credit.csv"), "--label", "credit_risk"])
@@ -242,6 +243,26 @@ fn another_activation_runs_on_the_definition_and_bad_ones_are_named() {
         "{}",
         report["backend"]
     );
+    // Logistic regression: one row is its gradient's ratio, recovered exactly.
+    let json = tmp("logistic.json");
+    let out = bin()
+        .args([
+            "attack",
+            "--csv",
+            &data("adult-sample.csv"),
+            "--label",
+            "salary",
+            "--hidden",
+            "none",
+        ])
+        .args(["--batch-size", "1", "--seed", "0", "--quiet", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["config"]["hidden"], serde_json::json!([]));
+    assert_eq!(report["accuracy"]["total"], 1.0, "{}", report["accuracy"]);
     for (args, want) in [
         (
             vec!["--activation", "swish"],
@@ -252,6 +273,10 @@ fn another_activation_runs_on_the_definition_and_bad_ones_are_named() {
             "a slope is leaky_relu's; gelu has none",
         ),
         (vec!["--activation", "leaky_relu=steep"], "\"steep\" is not a slope"),
+        (
+            vec!["--hidden", "10,x"],
+            "\"x\" is not a layer width: give widths such as 100,100, or none",
+        ),
         (
             vec!["--attack", "cafe", "--activation", "tanh"],
             "CAFE's parties run a ReLU network (client::vertical); activation tanh is not simulated there",

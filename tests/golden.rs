@@ -638,12 +638,20 @@ fn epsilon_over_rounds_matches_opacus() {
     eprintln!("largest relative difference from Opacus: {worst:.1e}");
 }
 
-/// Every activation (scripts/golden_activations.py, float64 PyTorch): the client's explicit
-/// backward pass, and the attacker's second-order gradient (its reverse) with respect to the rows
-/// and to the parameters, as FedAvg's unrolled training needs.
+/// Every activation, and no hidden layer (scripts/golden_activations.py, float64 PyTorch): the
+/// client's explicit backward pass, and the attacker's second-order gradient (its reverse) with
+/// respect to the rows and to the parameters, as FedAvg's unrolled training needs.
 #[test]
-fn every_activation_backward_and_second_order() {
+fn every_activation_and_logistic_regression_backward_and_second_order() {
     let f = fixture("activation_grads.json");
+    let networks = f["networks"].as_array().unwrap();
+    assert_eq!(networks.len(), 2);
+    for net in networks {
+        check_network(net);
+    }
+}
+
+fn check_network(f: &Json) {
     let sizes: Vec<usize> = f["sizes"]
         .as_array()
         .unwrap()
@@ -673,7 +681,7 @@ fn every_activation_backward_and_second_order() {
     let read = |t: &Tensor<3>| pollster::block_on(read_f32(t.clone())).unwrap();
     for case in f["cases"].as_array().unwrap() {
         let activation: Activation = serde_json::from_value(case["activation"].clone()).unwrap();
-        let name = activation.name();
+        let name = format!("{:?} {}", sizes, activation.name());
         let net = Net::new(&p, &device).with_activation(activation);
         let (g, tape) = param_grads(&net, &xt, &y);
         for l in 0..layers {

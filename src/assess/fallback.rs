@@ -159,18 +159,21 @@ pub struct Calibration {
 impl Setup<'_> {
     /// Whether the attack falls back to the marginals here: it asks for it, it pools cells with an
     /// entropy, the table's marginals are known (a simulated client), and the client's defence
-    /// perturbs the update (where it does not, the ensemble scores above the marginals).
+    /// perturbs the update or the model has no hidden layer (elsewhere the ensemble scores above
+    /// the marginals).
     pub fn wants_fallback(&self) -> bool {
         self.config.priors().fallback
             && self.inverts.relaxed
             && self.members > 0
             && self.dataset.n() > 0
             && self.scenario.truth.is_some()
-            && self.perturbed()
+            && (self.perturbed() || self.config.hidden.is_empty())
     }
 
     /// Whether the client's defence perturbs the update (noise, fake gradients): there no proof
-    /// holds and the ensemble may say less than the marginals.
+    /// holds and the ensemble may say less than the marginals. Logistic regression's update (no
+    /// hidden layer: (d + 1)·C numbers of rank at most C) says as little beyond one row, so it
+    /// falls back too.
     pub fn perturbed(&self) -> bool {
         self.config
             .defence

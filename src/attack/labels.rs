@@ -8,10 +8,15 @@ use crate::client::network::Params;
 pub const DUMMY_ROWS: usize = 1000;
 
 /// Estimated count of each class in the batch, summing to `batch`.
-/// `last_weight_grad` is the observed gradient of the last layer's W, [h, C] row-major.
+/// `last_weight_grad` is the observed gradient of the last layer's W, [h, C] row-major, and
+/// `last_bias_grad` its bias's, [C]. Geng et al. sum the weight gradient over the last layer's
+/// inputs, which ReLU keeps non-negative; where they may be negative or are the rows themselves
+/// (another activation, logistic regression) their mean is near zero, and the bias's gradient,
+/// (1/B) Σᵢ (pᵢ − yᵢ), is the same estimate with every input 1.
 pub fn restore_counts(
     params: &Params,
     last_weight_grad: &[f32],
+    last_bias_grad: &[f32],
     batch: usize,
     seed: u64,
     activation: crate::client::activation::Activation,
@@ -25,11 +30,20 @@ pub fn restore_counts(
     let p: Vec<f64> = (0..classes)
         .map(|c| (0..DUMMY_ROWS).map(|r| probs[r * classes + c]).sum::<f64>() / DUMMY_ROWS as f64)
         .collect();
-    let o = h.iter().sum::<f64>() / DUMMY_ROWS as f64;
+    let relu_inputs = activation.is_relu() && params.layers() > 1;
+    let o = if relu_inputs {
+        h.iter().sum::<f64>() / DUMMY_ROWS as f64
+    } else {
+        1.0
+    };
     let b = batch as f64;
     let estimate: Vec<f64> = (0..classes)
         .map(|c| {
-            let dw: f64 = (0..hidden).map(|j| last_weight_grad[j * classes + c] as f64).sum();
+            let dw: f64 = if relu_inputs {
+                (0..hidden).map(|j| last_weight_grad[j * classes + c] as f64).sum()
+            } else {
+                last_bias_grad[c] as f64
+            };
             let est = if o.abs() > 1e-12 {
                 b * p[c] - b * dw / o
             } else {

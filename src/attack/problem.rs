@@ -33,7 +33,7 @@ pub struct ProblemSpec {
     pub known: Option<KnownCells>,
     /// Rounds after the first the server observed of the same rows: the model it sent, the update.
     pub later_rounds: Vec<(Params, Update)>,
-    /// Between the client's layers. The accelerators run ReLU only (`Needs::other_activation`).
+    /// Between the client's layers. The accelerators run ReLU only (`Needs::beyond_kernels`).
     pub activation: Activation,
 }
 

@@ -173,6 +173,13 @@ impl AttackConfig {
             priors.proof = false;
             priors.second_layer = false;
         }
+        // Without a hidden layer (logistic regression) the first layer is the output layer: its
+        // gradient X Δ has rank at most the classes, and its span no longer holds the rows.
+        if self.hidden.is_empty() {
+            priors.span = false;
+            priors.proof = false;
+            priors.second_layer = false;
+        }
         priors
     }
 

@@ -153,7 +153,7 @@ impl<'a> Setup<'a> {
             local_training: matches!(self.config.protocol, Protocol::Fedavg(_)),
             known_cells: self.scenario.known.is_some(),
             rounds: 1 + self.scenario.later_rounds.len(),
-            other_activation: !self.config.activation.is_relu(),
+            beyond_kernels: !self.config.activation.is_relu() || self.config.hidden.is_empty(),
         })
     }
 

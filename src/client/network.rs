@@ -105,12 +105,13 @@ impl Net {
 }
 
 impl Params {
-    /// Host forward pass of `rows` rows (row-major [rows, d]) in f64: returns the last hidden
-    /// layer's activations [rows, h] and the softmax outputs [rows, C]. Used off the hot path
-    /// (label restoration).
+    /// Host forward pass of `rows` rows (row-major [rows, d]) in f64: returns the last layer's
+    /// input [rows, h] (the last hidden layer's activations, or the rows themselves where there is
+    /// no hidden layer: logistic regression) and the softmax outputs [rows, C]. Used off the hot
+    /// path (label restoration).
     pub fn forward_host(&self, x: &[f64], rows: usize, activation: Activation) -> (Vec<f64>, Vec<f64>) {
         let mut h = x.to_vec();
-        let mut last_hidden = Vec::new();
+        let mut last_hidden = x.to_vec();
         for l in 0..self.layers() {
             let (fan_in, fan_out) = (self.sizes[l], self.sizes[l + 1]);
             let mut a = vec![0f64; rows * fan_out];

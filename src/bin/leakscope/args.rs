@@ -61,9 +61,10 @@ pub struct AttackArgs {
     /// gradient (FedSGD).
     #[arg(long, value_enum)]
     pub labels: Option<LabelArg>,
-    /// Hidden layer sizes of the client's network (default 100,100).
-    #[arg(long, value_delimiter = ',')]
-    pub hidden: Option<Vec<usize>>,
+    /// Hidden layer sizes of the client's network (default 100,100); `none`: no hidden layer
+    /// (logistic regression).
+    #[arg(long, value_parser = parse_hidden)]
+    pub hidden: Option<Hidden>,
     /// Between the client's layers: relu (default), leaky_relu (slope 0.01; leaky_relu=0.2 for
     /// another), gelu, tanh or sigmoid. Anything but relu runs the definition, without the proofs.
     #[arg(long, value_parser = parse_activation)]
@@ -278,7 +279,7 @@ pub fn run_options(table: &TableArgs, attack: &AttackArgs, client: Option<&Clien
     if let Some(v) = attack.iterations {
         o.iterations = v;
     }
-    if let Some(v) = &attack.hidden {
+    if let Some(Hidden(v)) = &attack.hidden {
         o.hidden = v.clone();
     }
     if let Some(a) = attack.activation {
@@ -328,4 +329,23 @@ fn parse_activation(text: &str) -> Result<Activation, String> {
         None => (text, None),
     };
     Activation::parse(name, slope).map_err(|e| e.to_string())
+}
+
+/// Hidden layer widths as `--hidden` takes them.
+#[derive(Debug, Clone)]
+pub struct Hidden(pub Vec<usize>);
+
+/// `100,100`, or `none` for no hidden layer.
+fn parse_hidden(text: &str) -> Result<Hidden, String> {
+    if text.trim().eq_ignore_ascii_case("none") {
+        return Ok(Hidden(Vec::new()));
+    }
+    text.split(',')
+        .map(|w| {
+            w.trim()
+                .parse::<usize>()
+                .map_err(|_| format!("{w:?} is not a layer width: give widths such as 100,100, or none"))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Hidden)
 }
