@@ -124,36 +124,25 @@ fn a_received_update_is_attacked_from_every_format() {
     // neither, so the rows are given and the labels restored from the gradient.
     let (_, from_npz) = attack(&["weights.npz", "update.npz"], &tmp("npz.json"));
     assert_eq!(from_st["rows"], from_npz["rows"], "one update, three files");
-    let out = bin()
-        .args(["attack-update", "--encoding"])
-        .arg(&encoding)
-        .args([
-            "--weights",
-            &update("weights-arrays.npz"),
-            "--update",
-            &update("update-arrays.npz"),
-        ])
-        .args(["--ensemble", "2", "--iterations", "40", "--quiet"])
-        .output()
-        .unwrap();
+    let arrays = |extra: &[&str]| {
+        bin()
+            .args(["attack-update", "--encoding"])
+            .arg(&encoding)
+            .args(["--weights", &update("weights-arrays.npz")])
+            .args(["--update", &update("update-arrays.npz")])
+            .args(["--ensemble", "2", "--iterations", "40", "--quiet"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = arrays(&[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
         stderr.contains("does not say how many rows it was computed on: give the batch size"),
         "{stderr}"
     );
-    let out = bin()
-        .args(["attack-update", "--encoding"])
-        .arg(&encoding)
-        .args([
-            "--weights",
-            &update("weights-arrays.npz"),
-            "--update",
-            &update("update-arrays.npz"),
-        ])
-        .args(["--batch-size", "8", "--ensemble", "2", "--iterations", "40", "--quiet"])
-        .output()
-        .unwrap();
+    let out = arrays(&["--batch-size", "8"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
     // Restored from the gradient: the file's counts (six <=50K, two >50K), in the order restoration gives.
@@ -215,10 +204,21 @@ fn bad_input_gets_a_specific_error_and_no_output_file() {
 /// cannot be is refused by name.
 #[test]
 fn another_activation_and_logistic_regression_run_on_the_definition_and_bad_ones_are_named() {
-    let json = tmp("tanh.json");
-    let out = bin()
-        .args(["attack", "--csv", &data("german-credit.csv"), "--label", "credit_risk"])
-        .args([
+    let report = |csv: &str, label: &str, args: &[&str]| -> serde_json::Value {
+        let json = tmp(&format!("{}.json", args.join("-")));
+        let out = bin()
+            .args(["attack", "--csv", &data(csv), "--label", label, "--quiet", "--json"])
+            .arg(&json)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+    };
+    let leaky = report(
+        "german-credit.csv",
+        "credit_risk",
+        &[
             "--batch-size",
             "4",
             "--ensemble",
@@ -227,42 +227,22 @@ fn another_activation_and_logistic_regression_run_on_the_definition_and_bad_ones
             "40",
             "--activation",
             "leaky_relu=0.2",
-        ])
-        .args(["--quiet", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        ],
+    );
     assert_eq!(
-        report["config"]["activation"],
+        leaky["config"]["activation"],
         serde_json::json!({"kind": "leaky_relu", "slope": 0.2})
     );
-    assert!(
-        report["backend"]["label"].as_str().unwrap().contains("burn tensor ops"),
-        "{}",
-        report["backend"]
-    );
+    let label = leaky["backend"]["label"].as_str().unwrap();
+    assert!(label.contains("burn tensor ops"), "{label}");
     // Logistic regression: one row is its gradient's ratio, recovered exactly.
-    let json = tmp("logistic.json");
-    let out = bin()
-        .args([
-            "attack",
-            "--csv",
-            &data("adult-sample.csv"),
-            "--label",
-            "salary",
-            "--hidden",
-            "none",
-        ])
-        .args(["--batch-size", "1", "--seed", "0", "--quiet", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(report["config"]["hidden"], serde_json::json!([]));
-    assert_eq!(report["accuracy"]["total"], 1.0, "{}", report["accuracy"]);
+    let logistic = report(
+        "adult-sample.csv",
+        "salary",
+        &["--hidden", "none", "--batch-size", "1", "--seed", "0"],
+    );
+    assert_eq!(logistic["config"]["hidden"], serde_json::json!([]));
+    assert_eq!(logistic["accuracy"]["total"], 1.0, "{}", logistic["accuracy"]);
     for (args, want) in [
         (
             vec!["--activation", "swish"],

@@ -162,15 +162,24 @@ fn check_read(read: leakscope::Result<ReceivedUpdate>) -> Result<Option<String>,
 }
 
 fn check_safetensors(weights: &[u8], update: &[u8]) -> Result<Option<String>, TestCaseError> {
-    let (read, peak) = peak_of(|| ReceivedUpdate::from_safetensors(weights, update));
+    check_pair("from_safetensors", weights, update, || {
+        ReceivedUpdate::from_safetensors(weights, update)
+    })
+}
+
+/// A pair of files read: within its allowance of memory, into an update or an error that names
+/// the file at fault.
+fn check_pair(
+    reader: &str,
+    weights: &[u8],
+    update: &[u8],
+    read: impl FnOnce() -> leakscope::Result<ReceivedUpdate>,
+) -> Result<Option<String>, TestCaseError> {
+    let (read, peak) = peak_of(read);
     let len = weights.len() + update.len();
-    prop_assert!(
-        peak <= allowed(len),
-        "from_safetensors allocated {peak} bytes for {len} bytes"
-    );
+    prop_assert!(peak <= allowed(len), "{reader} allocated {peak} bytes for {len} bytes");
     let m = check_read(read)?;
     if let Some(m) = &m {
-        // The file at fault is named.
         prop_assert!(
             ["weights", "update", "the update", "holds a non-finite value"]
                 .iter()
@@ -261,22 +270,9 @@ fn labels_npy(labels: &[String]) -> Vec<u8> {
 }
 
 fn check_npz(weights: &[u8], update: &[u8]) -> Result<Option<String>, TestCaseError> {
-    let (read, peak) = peak_of(|| ReceivedUpdate::from_files(update, Some(weights)));
-    let len = weights.len() + update.len();
-    prop_assert!(
-        peak <= allowed(len),
-        "from_files allocated {peak} bytes for {len} bytes of npz"
-    );
-    let m = check_read(read)?;
-    if let Some(m) = &m {
-        prop_assert!(
-            ["weights", "update", "the update", "holds a non-finite value"]
-                .iter()
-                .any(|w| m.contains(w)),
-            "{m}"
-        );
-    }
-    Ok(m)
+    check_pair("from_files (npz)", weights, update, || {
+        ReceivedUpdate::from_files(update, Some(weights))
+    })
 }
 
 /// A safetensors header's tensors, in file order.
