@@ -142,7 +142,15 @@ fn a_received_update_is_attacked_from_every_format() {
         stderr.contains("does not say how many rows it was computed on: give the batch size"),
         "{stderr}"
     );
-    let out = arrays(&["--batch-size", "8"]);
+    let out = arrays(&["--batch-size", "8", "--hidden", "none"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "the model is stated with no hidden layer (logistic regression) but the weights have hidden layers [32, 32]"
+        ),
+        "{stderr}"
+    );
+    let out = arrays(&["--batch-size", "8", "--hidden", "32,32"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
     // Restored from the gradient: the file's counts (six <=50K, two >50K), in the order restoration gives.

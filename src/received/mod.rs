@@ -441,15 +441,17 @@ fn flatten(v: &serde_json::Value) -> std::result::Result<(Vec<usize>, Vec<f32>),
 
 impl ReceivedUpdate {
     /// The attack's options for this update, from a caller's `options` (attack, protocol, members,
-    /// steps): the network's hidden widths, the label of `dataset` (the encoding), the rows the
-    /// caller gives (`rows`) or the file says, and the labels as the caller asks (`labels`) or else
-    /// the file's where it carries them and restored from the update where not.
+    /// steps, activation): the network's hidden widths (checked against `hidden` where the caller
+    /// states them), the label of `dataset` (the encoding), the rows the caller gives (`rows`) or
+    /// the file says, and the labels as the caller asks (`labels`) or else the file's where it
+    /// carries them and restored from the update where not.
     pub fn attack_options(
         &self,
         dataset: &Dataset,
         mut options: crate::options::RunOptions,
         rows: Option<usize>,
         labels: Option<LabelMode>,
+        hidden: Option<&[usize]>,
     ) -> Result<crate::options::RunOptions> {
         options.batch_size = match (rows, self.rows, &self.labels) {
             (Some(r), Some(f), _) if r != f => {
@@ -464,7 +466,21 @@ impl ReceivedUpdate {
             }
         };
         let sizes = &self.params.sizes;
-        options.hidden = sizes[1..sizes.len() - 1].to_vec();
+        let found = &sizes[1..sizes.len() - 1];
+        if let Some(stated) = hidden
+            && stated != found
+        {
+            let says = |h: &[usize]| match h {
+                [] => "no hidden layer (logistic regression)".to_string(),
+                h => format!("hidden layers {h:?}"),
+            };
+            return fail(format!(
+                "the model is stated with {} but the weights have {}",
+                says(stated),
+                says(found)
+            ));
+        }
+        options.hidden = found.to_vec();
         options.label = dataset.label.clone();
         options.labels = labels.unwrap_or(if self.labels.is_some() {
             LabelMode::Known

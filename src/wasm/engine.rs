@@ -192,13 +192,16 @@ impl Engine {
         let o: RunOptions = options_from_js(options)?;
         let rows = given.get("batchSize").map(|_| o.batch_size);
         let labels = given.get("labels").map(|_| o.labels);
+        let hidden = given.get("hidden").map(|_| o.hidden.clone());
         if given.get("label").is_some() && o.label != dataset.label {
             return Err(JsError::new(&format!(
                 "the encoding's label is {:?}, not {:?}: leave label out",
                 dataset.label, o.label
             )));
         }
-        let o = received.attack_options(&dataset, o, rows, labels).map_err(js_error)?;
+        let o = received
+            .attack_options(&dataset, o, rows, labels, hidden.as_deref())
+            .map_err(js_error)?;
         let config = o.attack_config().map_err(js_error)?;
         let runtime = match (self.choice, &self.gpu) {
             (Choice::WebGpu, Some(gpu)) => gpu.clone(),

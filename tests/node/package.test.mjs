@@ -229,6 +229,7 @@ test('the installed package attacks an update a PyTorch client wrote, from every
       [{ encoding, weights: file('weights.npz'), update: file('update.npz') }, { ...options, batchSize: 4 }],
       [{ encoding: '{}', weights: file('weights.npz'), update: file('update.npz') }, options],
       [{ encoding, weights: file('weights.npz'), update: file('update.npz') }, { ...options, label: 'sex' }],
+      [{ encoding, weights: file('weights.npz'), update: file('update.npz') }, { ...options, hidden: [100, 100] }],
     ]) {
       try { await engine.attackUpdate(files, opts); refused.push(null); } catch (e) { refused.push(e.message); }
     }
@@ -250,6 +251,7 @@ test('the installed package attacks an update a PyTorch client wrote, from every
   assert.match(out.refused[2], /batch size is given as 4 but the update says it was computed on 8 rows/);
   assert.match(out.refused[3], /not an encoding/);
   assert.match(out.refused[4], /the encoding's label is "salary", not "sex"/);
+  assert.match(out.refused[5], /the model is stated with hidden layers \[100, 100\] but the weights have hidden layers \[32, 32\]/);
 });
 
 test('an AbortSignal cancels a run, from the callback or from a timer, and bad input is a readable error', () => {

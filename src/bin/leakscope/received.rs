@@ -108,7 +108,13 @@ pub fn attack_update(args: AttackUpdateArgs) -> CliResult<()> {
         LabelArg::Restored => LabelMode::Restored,
     });
     let mut options = received
-        .attack_options(&dataset, options, args.batch_size, labels)
+        .attack_options(
+            &dataset,
+            options,
+            args.batch_size,
+            labels,
+            args.attack_args.hidden.as_ref().map(|h| h.0.as_slice()),
+        )
         .map_err(|e| e.to_string())?;
     if matches!(args.protocol, ProtocolArg::Fedavg) {
         options.protocol = ProtocolKind::Fedavg;
