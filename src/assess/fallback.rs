@@ -159,15 +159,16 @@ pub struct Calibration {
 impl Setup<'_> {
     /// Whether the attack falls back to the marginals here: it asks for it, it pools cells with an
     /// entropy, the table's marginals are known (a simulated client), and the client's defence
-    /// perturbs the update or the model has no hidden layer (elsewhere the ensemble scores above
-    /// the marginals).
+    /// perturbs the update, or the model leaves no proof (no hidden layer, or an activation other
+    /// than ReLU: a saturating sigmoid's update says less than the marginals at B = 32). Elsewhere
+    /// the ensemble scores above the marginals.
     pub fn wants_fallback(&self) -> bool {
         self.config.priors().fallback
             && self.inverts.relaxed
             && self.members > 0
             && self.dataset.n() > 0
             && self.scenario.truth.is_some()
-            && (self.perturbed() || self.config.hidden.is_empty())
+            && (self.perturbed() || self.config.hidden.is_empty() || !self.config.activation.is_relu())
     }
 
     /// Whether the client's defence perturbs the update (noise, fake gradients): there no proof
