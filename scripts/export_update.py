@@ -3,7 +3,8 @@
 
 The client's side of a federated round, written the way a PyTorch (or Flower) client computes it:
 rows encoded with the table's encoding (`leakscope encoding --csv ... --out encoding.json`), a
-fully connected ReLU network, and either the gradient of the mean cross-entropy on one batch
+fully connected network (ReLU or another activation, or no hidden layer), and either the gradient
+of the mean cross-entropy on one batch
 (FedSGD) or θ0 − θE after plain-SGD local training over the rows in order (FedAvg). It writes
 
   DIR/weights.safetensors   the network the server sent (model.state_dict())
@@ -38,6 +39,10 @@ give what leakscope's own simulation of the same client gives:
       --encoding tests/data/pytorch-update/encoding.json --rows 8,9,10,11,12,13,14,15 \
       --hidden 32,32 --seed 1 --protocol fedavg --local-epochs 2 --local-batch 4 \
       --out tests/data/pytorch-update/fedavg
+  python3 scripts/export_update.py ... --rows 16,17,18,19,20,21,22,23 --hidden 32,32 --seed 2 \
+      --activation gelu --out tests/data/pytorch-update/gelu
+  python3 scripts/export_update.py ... --rows 24,25,26,27 --hidden none --seed 3 --json \
+      --out tests/data/pytorch-update/logistic
 
 Needs torch, numpy and safetensors (pip install torch numpy safetensors).
 """
@@ -88,14 +93,22 @@ def encode(cells, header, encoding):
     return [(v - m) / s for v, m, s in zip(out, encoding["mean"], encoding["std"])]
 
 
-def network(d, hidden, classes, seed):
+def activation(spec):
+    """relu, leaky_relu (or leaky_relu=SLOPE), gelu, tanh, sigmoid: as leakscope's --activation."""
+    name, _, slope = spec.partition("=")
+    if name == "leaky_relu":
+        return torch.nn.LeakyReLU(float(slope) if slope else 0.01)
+    return {"relu": torch.nn.ReLU, "gelu": torch.nn.GELU, "tanh": torch.nn.Tanh, "sigmoid": torch.nn.Sigmoid}[name]()
+
+
+def network(d, hidden, classes, seed, act="relu"):
     torch.manual_seed(seed)
     sizes = [d] + hidden + [classes]
     layers = []
     for i in range(len(sizes) - 1):
         layers.append(torch.nn.Linear(sizes[i], sizes[i + 1]))
         if i < len(sizes) - 2:
-            layers.append(torch.nn.ReLU())
+            layers.append(activation(act))
     return torch.nn.Sequential(*layers)
 
 
@@ -129,7 +142,8 @@ def main():
     ap.add_argument("--csv", required=True)
     ap.add_argument("--encoding", required=True)
     ap.add_argument("--rows", required=True, help="complete-row indices of the client's batch, e.g. 0,1,2")
-    ap.add_argument("--hidden", default="100,100")
+    ap.add_argument("--hidden", default="100,100", help="widths, or none (logistic regression)")
+    ap.add_argument("--activation", default="relu", help="relu, leaky_relu[=SLOPE], gelu, tanh, sigmoid")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--protocol", choices=["fedsgd", "fedavg"], default="fedsgd")
     ap.add_argument("--local-epochs", type=int, default=1)
@@ -148,8 +162,8 @@ def main():
     labels = [r[label_at] for r in batch]
     x = torch.tensor([encode(r, header, encoding) for r in batch], dtype=torch.float32)
     y = torch.tensor([encoding["classes"].index(l) for l in labels])
-    hidden = [int(h) for h in args.hidden.split(",")]
-    model = network(x.shape[1], hidden, len(encoding["classes"]), args.seed)
+    hidden = [] if args.hidden == "none" else [int(h) for h in args.hidden.split(",")]
+    model = network(x.shape[1], hidden, len(encoding["classes"]), args.seed, args.activation)
     if args.protocol == "fedsgd":
         update = fedsgd_update(model, x, y)
     else:
@@ -162,6 +176,7 @@ def main():
         "labels": json.dumps(labels),
         "table_rows": json.dumps(picked),
         "protocol": args.protocol,
+        "activation": args.activation,
     }
     if args.protocol == "fedavg":
         meta.update(local_epochs=str(args.local_epochs), local_batch=str(args.local_batch), client_lr=str(args.client_lr))

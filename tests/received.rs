@@ -3,6 +3,7 @@
 //! the same client computes, and attacked gives the same reconstruction as that simulated update.
 mod common;
 
+use leakscope::client::activation::Activation;
 use leakscope::client::fedavg::LocalTraining;
 use leakscope::client::simulate::{Round, simulate_round};
 use leakscope::client::update::Update;
@@ -39,6 +40,10 @@ fn encoding() -> Dataset {
 
 /// leakscope's simulation of the client the export ran: the same network, the same rows.
 fn simulated(received: &ReceivedUpdate, meta_file: &str, protocol: Protocol) -> Update {
+    simulated_with(received, meta_file, protocol, Activation::Relu)
+}
+
+fn simulated_with(received: &ReceivedUpdate, meta_file: &str, protocol: Protocol, activation: Activation) -> Update {
     let table = common::adult();
     let rows: Vec<usize> = serde_json::from_str(&metadata(meta_file)["table_rows"]).unwrap();
     let x: Vec<f32> = rows
@@ -52,7 +57,7 @@ fn simulated(received: &ReceivedUpdate, meta_file: &str, protocol: Protocol) -> 
         clients: 1,
         defence: None,
         seed: 0,
-        activation: Default::default(),
+        activation,
     };
     pollster::block_on(simulate_round(&received.params, &x, &labels, 2, &round)).unwrap()
 }
@@ -175,6 +180,72 @@ fn a_pytorch_fedavg_update_is_the_simulated_one() {
     let labels: Vec<String> = serde_json::from_str(&meta["labels"]).unwrap();
     assert_eq!(report.labels, labels);
     assert_eq!(report.rows.len(), 8);
+}
+
+/// Other models PyTorch trains, written in every format: a GELU network and logistic regression (no
+/// hidden layer). Each format holds the same update, the update is leakscope's simulation of the
+/// same client, and attacked it gives the reconstruction the simulated update gives.
+#[test]
+fn a_gelu_network_and_logistic_regression_from_pytorch_are_the_simulated_ones() {
+    let dataset = encoding();
+    for (dir, activation, hidden) in [
+        ("gelu", Activation::Gelu, vec![32, 32]),
+        ("logistic", Activation::Relu, vec![]),
+    ] {
+        let f = |file: &str| fixture(&format!("{dir}/{file}"));
+        let st = ReceivedUpdate::from_safetensors(&f("weights.safetensors"), &f("update.safetensors")).unwrap();
+        assert_eq!(
+            metadata(&format!("{dir}/update.safetensors"))["activation"],
+            activation.name()
+        );
+        assert_eq!(
+            ReceivedUpdate::from_npz(&f("weights.npz"), &f("update.npz")).unwrap(),
+            st,
+            "{dir}"
+        );
+        let arrays = ReceivedUpdate::from_files(&f("update-arrays.npz"), Some(&f("weights-arrays.npz"))).unwrap();
+        assert!(
+            arrays.update.values().eq(st.update.values()) && arrays.params == st.params,
+            "{dir}"
+        );
+        if dir == "logistic" {
+            let json = ReceivedUpdate::from_files(&f("update.json"), None).unwrap();
+            assert_eq!(json, st, "{dir}");
+            assert_eq!(st.params.sizes, [dataset.d(), 2]);
+        }
+        let ours = simulated_with(&st, &format!("{dir}/update.safetensors"), Protocol::Fedsgd, activation);
+        let gap = relative_gap(&st.update, &ours);
+        eprintln!("{dir}: PyTorch's gradient against leakscope's: {gap:.2e} of the largest entry");
+        assert!(
+            gap < 1e-5,
+            "{dir}: PyTorch's gradient and leakscope's differ by {gap:.2e}"
+        );
+        let options = RunOptions {
+            ensemble: Some(4),
+            iterations: 200,
+            activation,
+            hidden: hidden.clone(),
+            ..RunOptions::default()
+        };
+        let options = st.attack_options(&dataset, options, None, None, Some(&hidden)).unwrap();
+        let config = options.attack_config().unwrap();
+        let rt = Runtime::cpu();
+        let attack =
+            |r: &ReceivedUpdate| pollster::block_on(attack_received(&rt, &dataset, &config, r, &mut |_| true)).unwrap();
+        let ours = ReceivedUpdate {
+            update: ours,
+            ..st.clone()
+        };
+        let (a, b) = (attack(&st), attack(&ours));
+        assert!(a.backend.label.contains("burn tensor ops"), "{}", a.backend.label);
+        let cells: Vec<_> = a.rows.iter().flat_map(|r| &r.cells).collect();
+        let same = cells
+            .iter()
+            .zip(b.rows.iter().flat_map(|r| &r.cells))
+            .filter(|(x, y)| **x == *y)
+            .count();
+        assert_eq!(same, cells.len(), "{dir}: {same} of {} cells agree", cells.len());
+    }
 }
 
 /// What PyTorch wrote in every format, and mixed: the same network and the same update, exactly.
