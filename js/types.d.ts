@@ -51,6 +51,11 @@ epochPrior?: EpochPrior, seed?: number, labels?: LabelMode, hidden?: Array<numbe
  */
 activation?: Activation, 
 /**
+ * The output layer: 'softmax' (one logit per class, the default) or 'sigmoid' (one logit
+ * with binary cross-entropy, for a two-class label).
+ */
+head?: Head, 
+/**
  * Epochs of ordinary training on the table before the attacked round (default 0).
  */
 trainingEpochs?: number, 
@@ -769,6 +774,8 @@ export type Activation = { "kind": "relu" } | { "kind": "leaky_relu",
  */
 slope: number, } | { "kind": "gelu" } | { "kind": "tanh" } | { "kind": "sigmoid" };
 
+export type Head = "softmax" | "sigmoid";
+
 /**
  * What to account, as the npm package's `Leakscope.privacy` takes it.
  */
@@ -799,6 +806,10 @@ iterations: number, seed: number, labels: LabelMode, hidden: Array<number>,
  * The nonlinearity between the client's layers (ReLU by default).
  */
 activation: Activation, 
+/**
+ * The output layer and its loss (softmax cross-entropy by default).
+ */
+head: Head, 
 /**
  * Epochs of ordinary training on the whole table (`client::training`) before the attacked
  * round; 0 attacks the network at initialisation, as the paper does.

@@ -3,8 +3,9 @@
 
 The client's side of a federated round, written the way a PyTorch (or Flower) client computes it:
 rows encoded with the table's encoding (`leakscope encoding --csv ... --out encoding.json`), a
-fully connected network (ReLU or another activation, or no hidden layer), and either the gradient
-of the mean cross-entropy on one batch
+fully connected network (ReLU or another activation, or no hidden layer) with a softmax head
+(one logit per class, cross-entropy) or a sigmoid head (one logit, BCEWithLogitsLoss, for a
+two-class label), and either the gradient of the mean loss on one batch
 (FedSGD) or θ0 − θE after plain-SGD local training over the rows in order (FedAvg). It writes
 
   DIR/weights.safetensors   the network the server sent (model.state_dict())
@@ -43,6 +44,8 @@ give what leakscope's own simulation of the same client gives:
       --activation gelu --out tests/data/pytorch-update/gelu
   python3 scripts/export_update.py ... --rows 24,25,26,27 --hidden none --seed 3 --json \
       --out tests/data/pytorch-update/logistic
+  python3 scripts/export_update.py ... --rows 28,29,30,31,32,33,34,35 --hidden 32,32 --seed 4 \
+      --head sigmoid --json --out tests/data/pytorch-update/sigmoid-head
 
 Needs torch, numpy and safetensors (pip install torch numpy safetensors).
 """
@@ -50,6 +53,7 @@ import argparse
 import csv
 import json
 import os
+import sys
 
 import numpy
 import torch
@@ -112,21 +116,29 @@ def network(d, hidden, classes, seed, act="relu"):
     return torch.nn.Sequential(*layers)
 
 
-def fedsgd_update(model, x, y):
-    loss = torch.nn.functional.cross_entropy(model(x), y)
+def loss_of(head, logits, y):
+    """Softmax cross-entropy over classes, or BCE on one logit (the target: the second class)."""
+    if head == "sigmoid":
+        return torch.nn.functional.binary_cross_entropy_with_logits(logits[:, 0], y.to(logits.dtype))
+    return torch.nn.functional.cross_entropy(logits, y)
+
+
+def fedsgd_update(model, x, y, head):
+    loss = loss_of(head, model(x), y)
     names = [n for n, _ in model.named_parameters()]
     grads = torch.autograd.grad(loss, [p for _, p in model.named_parameters()])
     return {n: g.detach().contiguous() for n, g in zip(names, grads)}
 
 
-def fedavg_update(model, x, y, epochs, local_batch, lr):
+def fedavg_update(model, x, y, head, epochs, local_batch, lr):
     """Plain SGD over the rows in order, E epochs, no reshuffle; the update is θ0 − θE."""
     theta0 = {n: p.detach().clone() for n, p in model.named_parameters()}
     optimiser = torch.optim.SGD(model.parameters(), lr=lr)
     for _ in range(epochs):
         for start in range(0, len(y), local_batch):
             optimiser.zero_grad()
-            loss = torch.nn.functional.cross_entropy(model(x[start : start + local_batch]), y[start : start + local_batch])
+            part = slice(start, start + local_batch)
+            loss = loss_of(head, model(x[part]), y[part])
             loss.backward()
             optimiser.step()
     update = {n: (theta0[n] - p.detach()).contiguous() for n, p in model.named_parameters()}
@@ -144,6 +156,7 @@ def main():
     ap.add_argument("--rows", required=True, help="complete-row indices of the client's batch, e.g. 0,1,2")
     ap.add_argument("--hidden", default="100,100", help="widths, or none (logistic regression)")
     ap.add_argument("--activation", default="relu", help="relu, leaky_relu[=SLOPE], gelu, tanh, sigmoid")
+    ap.add_argument("--head", choices=["softmax", "sigmoid"], default="softmax")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--protocol", choices=["fedsgd", "fedavg"], default="fedsgd")
     ap.add_argument("--local-epochs", type=int, default=1)
@@ -163,11 +176,15 @@ def main():
     x = torch.tensor([encode(r, header, encoding) for r in batch], dtype=torch.float32)
     y = torch.tensor([encoding["classes"].index(l) for l in labels])
     hidden = [] if args.hidden == "none" else [int(h) for h in args.hidden.split(",")]
-    model = network(x.shape[1], hidden, len(encoding["classes"]), args.seed, args.activation)
+    classes = len(encoding["classes"])
+    if args.head == "sigmoid" and classes != 2:
+        sys.exit(f"a sigmoid head is one logit for a two-class label; {encoding['label']} has {classes} classes")
+    outputs = 1 if args.head == "sigmoid" else classes
+    model = network(x.shape[1], hidden, outputs, args.seed, args.activation)
     if args.protocol == "fedsgd":
-        update = fedsgd_update(model, x, y)
+        update = fedsgd_update(model, x, y, args.head)
     else:
-        update = fedavg_update(model, x, y, args.local_epochs, args.local_batch, args.client_lr)
+        update = fedavg_update(model, x, y, args.head, args.local_epochs, args.local_batch, args.client_lr)
 
     os.makedirs(args.out, exist_ok=True)
     weights = {n: t.detach().contiguous() for n, t in model.state_dict().items()}
@@ -177,6 +194,7 @@ def main():
         "table_rows": json.dumps(picked),
         "protocol": args.protocol,
         "activation": args.activation,
+        "head": args.head,
     }
     if args.protocol == "fedavg":
         meta.update(local_epochs=str(args.local_epochs), local_batch=str(args.local_batch), client_lr=str(args.client_lr))
@@ -203,7 +221,7 @@ def main():
         }
         with open(os.path.join(args.out, "update.json"), "w") as f:
             json.dump(doc, f)
-    print(f"{args.protocol} update of {len(batch)} rows on a {x.shape[1]}-{args.hidden}-{len(encoding['classes'])} network written to {args.out}")
+    print(f"{args.protocol} update of {len(batch)} rows on a {x.shape[1]}-{args.hidden}-{outputs} network ({args.head} head) written to {args.out}")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Golden vectors for the client's activations (issue 18), in float64 with PyTorch.
+"""Golden vectors for the client's activations and heads (issue 18), in float64 with PyTorch.
 
 For each activation between the layers of a small [6, 5, 4, 3] network (ReLU, LeakyReLU(0.2),
-GELU, Tanh, Sigmoid), and for a [6, 3] network without a hidden layer (logistic regression), on 4 rows: the mean cross-entropy's parameter gradient (the client's explicit
+GELU, Tanh, Sigmoid), for a [6, 3] network without a hidden layer (softmax regression), and with a
+sigmoid head (one logit under BCEWithLogitsLoss) on [6, 5, 4, 1] (ReLU, GELU, Tanh) and [6, 1]
+(logistic regression), on 4 rows: the mean loss's parameter gradient (the client's explicit
 backward pass), and, for a fixed tensor G of the gradient's shapes, the gradient of
 S = Σ ⟨G, ∇θ L(x, θ)⟩ with respect to the rows x and to θ (the attacker's second-order gradient,
 `attack::second_order::reverse`). Weights are written [in, out] (leakscope's layout), rows of x
@@ -28,12 +30,12 @@ ACTIVATIONS = [
 ]
 
 
-def network(sizes, activations, g):
+def network(sizes, activations, g, head="softmax"):
     rand = lambda *shape: torch.rand(*shape, generator=g) * 2 - 1
     weights = [rand(sizes[i], sizes[i + 1]) for i in range(len(sizes) - 1)]  # [in, out]
     biases = [rand(sizes[i + 1]) * 0.5 for i in range(len(sizes) - 1)]
     x0 = rand(ROWS, sizes[0]) * 1.5
-    y = torch.tensor([0, 2, 1, 2])
+    y = torch.tensor([0, 2, 1, 2]) if head == "softmax" else torch.tensor([0, 1, 1, 0])
     big_g = [rand(*w.shape) for w in weights], [rand(*b.shape) for b in biases]
     cases = []
     for spec, act in activations:
@@ -44,7 +46,10 @@ def network(sizes, activations, g):
         for l, (w, b) in enumerate(zip(ws, bs)):
             a = h @ w + b
             h = act(a) if l + 1 < len(ws) else a
-        loss = torch.nn.functional.cross_entropy(h, y)
+        if head == "softmax":
+            loss = torch.nn.functional.cross_entropy(h, y)
+        else:
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(h[:, 0], y.to(h.dtype))
         grads = torch.autograd.grad(loss, theta, create_graph=True)
         s = sum((gg * t).sum() for gg, t in zip(grads, big_g[0] + big_g[1]))
         dx, *dtheta = torch.autograd.grad(s, [x] + theta)
@@ -57,6 +62,7 @@ def network(sizes, activations, g):
             "dS_dtheta": {"weights": [t.tolist() for t in dtheta[:n]], "biases": [t.tolist() for t in dtheta[n:]]},
         })
     return {
+        "head": head,
         "sizes": sizes,
         "weights": [w.tolist() for w in weights],
         "biases": [b.tolist() for b in biases],
@@ -71,8 +77,14 @@ def main():
     g = torch.Generator().manual_seed(18)
     print(json.dumps({
         "description": __doc__.strip().splitlines()[0],
-        # Two hidden layers, every activation; and no hidden layer (logistic regression).
-        "networks": [network(SIZES, ACTIVATIONS, g), network([SIZES[0], SIZES[-1]], ACTIVATIONS[:1], g)],
+        # Two hidden layers, every activation; no hidden layer (softmax regression); and one logit
+        # under BCE, with hidden layers and without (logistic regression).
+        "networks": [
+            network(SIZES, ACTIVATIONS, g),
+            network([SIZES[0], SIZES[-1]], ACTIVATIONS[:1], g),
+            network(SIZES[:-1] + [1], [ACTIVATIONS[0], ACTIVATIONS[2], ACTIVATIONS[3]], g, "sigmoid"),
+            network([SIZES[0], 1], ACTIVATIONS[:1], g, "sigmoid"),
+        ],
     }))
 
 

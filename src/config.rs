@@ -84,6 +84,8 @@ pub struct AttackConfig {
     pub hidden: Vec<usize>,
     /// The nonlinearity between the client's layers (ReLU by default).
     pub activation: crate::client::activation::Activation,
+    /// The output layer and its loss (softmax cross-entropy by default).
+    pub head: crate::client::head::Head,
     /// Epochs of ordinary training on the whole table (`client::training`) before the attacked
     /// round; 0 attacks the network at initialisation, as the paper does.
     pub training_epochs: usize,
@@ -112,6 +114,7 @@ impl Default for AttackConfig {
             labels: LabelMode::Known,
             hidden: vec![100, 100],
             activation: crate::client::activation::Activation::Relu,
+            head: crate::client::head::Head::Softmax,
             training_epochs: 0,
             clients: 1,
             defence: None,
@@ -142,12 +145,21 @@ impl AttackConfig {
         }
     }
 
-    /// Layer widths of the client's network on this table: [d, hidden..., classes].
+    /// Layer widths of the client's network on this table: [d, hidden..., outputs] (the head's
+    /// outputs: one per class, or one).
     pub fn layer_sizes(&self, dataset: &Dataset) -> Vec<usize> {
         let mut sizes = vec![dataset.d()];
         sizes.extend(&self.hidden);
-        sizes.push(dataset.classes.len());
+        sizes.push(self.head.outputs(dataset.classes.len()));
         sizes
+    }
+
+    /// The client's model besides its widths.
+    pub fn model(&self) -> crate::client::head::Model {
+        crate::client::head::Model {
+            activation: self.activation,
+            head: self.head,
+        }
     }
 
     /// The checks every attack shares: the client, the network, the protocol. `has_rows`: the
@@ -190,6 +202,7 @@ impl AttackConfig {
             return fail("hidden layer sizes must be positive".into());
         }
         self.activation.validate()?;
+        self.head.check_label(&dataset.classes)?;
         if self.report_every == 0 {
             return fail("report_every must be at least 1".into());
         }

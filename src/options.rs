@@ -67,6 +67,10 @@ pub struct RunOptions {
     /// 'gelu', 'tanh' or 'sigmoid'.
     #[ts(as = "Option<_>", optional)]
     pub activation: crate::client::activation::Activation,
+    /// The output layer: 'softmax' (one logit per class, the default) or 'sigmoid' (one logit
+    /// with binary cross-entropy, for a two-class label).
+    #[ts(as = "Option<_>", optional)]
+    pub head: crate::client::head::Head,
     /// Epochs of ordinary training on the table before the attacked round (default 0).
     #[ts(as = "Option<_>", optional)]
     pub training_epochs: usize,
@@ -148,6 +152,7 @@ impl Default for RunOptions {
             labels: c.labels,
             hidden: c.hidden,
             activation: c.activation,
+            head: c.head,
             training_epochs: c.training_epochs,
             clients: c.clients,
             clip: None,
@@ -241,6 +246,7 @@ impl RunOptions {
             labels: self.labels,
             hidden: self.hidden.clone(),
             activation: self.activation,
+            head: self.head,
             training_epochs: self.training_epochs,
             clients: self.clients,
             defence: self.defence(),

@@ -76,7 +76,7 @@ impl Client {
                 &dataset.labels,
                 config.training_epochs,
                 seed_for(config.seed, 7),
-                config.activation,
+                config.model(),
             )
             .await?;
             params = trained;
@@ -87,7 +87,7 @@ impl Client {
             clients: config.clients,
             defence: config.defence,
             seed: seed_for(config.seed, 3),
-            activation: config.activation,
+            model: config.model(),
         };
         let observed = simulate_round(&params, &encode_rows(dataset, &rows), &labels, classes, &round).await?;
         Ok(Client {
@@ -155,7 +155,7 @@ pub fn server_labels(params: &Params, observed: &Update, labels: &[usize], confi
                 observed.bias(params.layers() - 1),
                 config.rows(),
                 seed_for(config.seed, 4),
-                config.activation,
+                config.model(),
             ))
         }
     }
@@ -188,7 +188,7 @@ impl Scenario {
             clients: config.clients,
             defence: config.defence,
             seed: seed_for(config.seed, 13),
-            activation: config.activation,
+            model: config.model(),
         };
         let x = encode_rows(dataset, &rows);
         let observed = simulate_round(&self.params, &x, &self.labels, dataset.classes.len(), &round).await?;

@@ -150,6 +150,15 @@ fn a_received_update_is_attacked_from_every_format() {
         ),
         "{stderr}"
     );
+    let out = arrays(&["--batch-size", "8", "--head", "sigmoid"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "the model is stated with a sigmoid head (1 output for a 2-class label) but the weights' last layer \
+             has 2 outputs"
+        ),
+        "{stderr}"
+    );
     let out = arrays(&["--batch-size", "8", "--hidden", "32,32"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
@@ -208,10 +217,10 @@ fn bad_input_gets_a_specific_error_and_no_output_file() {
     }
 }
 
-/// `--activation` and `--hidden none`: the report names them and the definition that ran; what
-/// cannot be is refused by name.
+/// `--activation`, `--hidden none` and `--head sigmoid`: the report names them and the definition
+/// that ran; what cannot be is refused by name.
 #[test]
-fn another_activation_and_logistic_regression_run_on_the_definition_and_bad_ones_are_named() {
+fn another_activation_logistic_regression_and_a_sigmoid_head_run_and_bad_ones_are_named() {
     let report = |csv: &str, label: &str, args: &[&str]| -> serde_json::Value {
         let json = tmp(&format!("{}.json", args.join("-")));
         let out = bin()
@@ -251,6 +260,34 @@ fn another_activation_and_logistic_regression_run_on_the_definition_and_bad_ones
     );
     assert_eq!(logistic["config"]["hidden"], serde_json::json!([]));
     assert_eq!(logistic["accuracy"]["total"], 1.0, "{}", logistic["accuracy"]);
+    // One logit under binary cross-entropy: the ReLU pattern still proves the batch, and the
+    // labels restored from that one output are the batch's.
+    let sigmoid = report(
+        "german-credit.csv",
+        "credit_risk",
+        &["--head", "sigmoid", "--batch-size", "8", "--labels", "restored"],
+    );
+    assert_eq!(sigmoid["config"]["head"], "sigmoid");
+    assert_eq!(sigmoid["accuracy"]["total"], 1.0, "{}", sigmoid["accuracy"]);
+    assert_eq!(sigmoid["label_accuracy"], 1.0);
+    let out = bin()
+        .args([
+            "attack",
+            "--csv",
+            &data("adult-sample.csv"),
+            "--label",
+            "race",
+            "--head",
+            "sigmoid",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && stderr.contains("a sigmoid head is one logit for a two-class label; this label has 5 classes"),
+        "{stderr}"
+    );
     for (args, want) in [
         (
             vec!["--activation", "swish"],
@@ -268,6 +305,14 @@ fn another_activation_and_logistic_regression_run_on_the_definition_and_bad_ones
         (
             vec!["--attack", "cafe", "--activation", "tanh"],
             "CAFE's parties run a ReLU network (client::vertical); activation tanh is not simulated there",
+        ),
+        (
+            vec!["--head", "tanh"],
+            "unknown head \"tanh\": use one of softmax, sigmoid",
+        ),
+        (
+            vec!["--attack", "cafe", "--head", "sigmoid"],
+            "CAFE's parties run a softmax head (client::vertical); the sigmoid head is not simulated there",
         ),
     ] {
         let out = bin()

@@ -9,6 +9,7 @@ use leakscope::attack::relax::{Layout, Relaxation};
 use leakscope::attack::second_order::reverse;
 use leakscope::client::activation::Activation;
 use leakscope::client::gradient::{ParamGrads, param_grads};
+use leakscope::client::head::{Head, Model};
 use leakscope::client::network::{Net, Params};
 use leakscope::client::update::Update;
 use leakscope::runtime::{Runtime, read_f32};
@@ -638,14 +639,15 @@ fn epsilon_over_rounds_matches_opacus() {
     eprintln!("largest relative difference from Opacus: {worst:.1e}");
 }
 
-/// Every activation, and no hidden layer (scripts/golden_activations.py, float64 PyTorch): the
-/// client's explicit backward pass, and the attacker's second-order gradient (its reverse) with
-/// respect to the rows and to the parameters, as FedAvg's unrolled training needs.
+/// Every activation, no hidden layer, and a sigmoid head with and without hidden layers
+/// (scripts/golden_activations.py, float64 PyTorch): the client's explicit backward pass, and the
+/// attacker's second-order gradient (its reverse) with respect to the rows and to the parameters,
+/// as FedAvg's unrolled training needs.
 #[test]
-fn every_activation_and_logistic_regression_backward_and_second_order() {
+fn every_activation_head_and_logistic_regression_backward_and_second_order() {
     let f = fixture("activation_grads.json");
     let networks = f["networks"].as_array().unwrap();
-    assert_eq!(networks.len(), 2);
+    assert_eq!(networks.len(), 4);
     for net in networks {
         check_network(net);
     }
@@ -666,9 +668,15 @@ fn check_network(f: &Json) {
     };
     let device = Runtime::cpu().device;
     let b = f["x"].as_array().unwrap().len();
-    let classes = *sizes.last().unwrap();
+    let head: Head = serde_json::from_value(f["head"].clone()).unwrap();
+    let outputs = *sizes.last().unwrap();
+    let classes = head.classes(outputs);
+    let labels: Vec<usize> = flat(&f["y"]).iter().map(|&c| c as usize).collect();
     let xt = Tensor::<3>::from_data(TensorData::new(f32s(&f["x"]), [1, b, sizes[0]]), &device);
-    let y = Tensor::<3>::from_data(TensorData::new(onehot(&f["y"], classes), [1, b, classes]), &device);
+    let y = Tensor::<3>::from_data(
+        TensorData::new(head.targets(&labels, classes), [1, b, outputs]),
+        &device,
+    );
     let tensor = |v: &Json, shape: [usize; 3]| Tensor::<3>::from_data(TensorData::new(f32s(v), shape), &device);
     let big_g = ParamGrads {
         weights: (0..layers)
@@ -681,8 +689,9 @@ fn check_network(f: &Json) {
     let read = |t: &Tensor<3>| pollster::block_on(read_f32(t.clone())).unwrap();
     for case in f["cases"].as_array().unwrap() {
         let activation: Activation = serde_json::from_value(case["activation"].clone()).unwrap();
-        let name = format!("{:?} {}", sizes, activation.name());
-        let net = Net::new(&p, &device).with_activation(activation);
+        let name = format!("{:?} {} {}", sizes, activation.name(), head.name());
+        let model = Model { activation, head };
+        let net = Net::new(&p, &device).with_model(model);
         let (g, tape) = param_grads(&net, &xt, &y);
         for l in 0..layers {
             assert_close(
@@ -704,12 +713,13 @@ fn check_network(f: &Json) {
             assert_close(&format!("{name}: dS/dW{l}"), &read(&theta_bar.weights[l]), &flat(w));
             assert_close(&format!("{name}: dS/db{l}"), &read(&theta_bar.biases[l]), &flat(bias));
         }
-        // The host forward pass (label restoration's) gives PyTorch's loss.
-        let (_, probs) = p.forward_host(&flat(&f["x"]), b, activation);
-        let ce = flat(&f["y"])
+        // The host forward pass (label restoration's) gives PyTorch's loss: a sigmoid head's one
+        // logit as two class probabilities.
+        let (_, probs) = p.forward_host(&flat(&f["x"]), b, model);
+        let ce = labels
             .iter()
             .enumerate()
-            .map(|(i, &c)| -probs[i * classes + c as usize].ln())
+            .map(|(i, &c)| -probs[i * classes + c].ln())
             .sum::<f64>()
             / b as f64;
         let want = case["loss"].as_f64().unwrap();

@@ -5,6 +5,7 @@ mod common;
 
 use leakscope::client::activation::Activation;
 use leakscope::client::fedavg::LocalTraining;
+use leakscope::client::head::{Head, Model};
 use leakscope::client::simulate::{Round, simulate_round};
 use leakscope::client::update::Update;
 use leakscope::config::Protocol;
@@ -40,10 +41,10 @@ fn encoding() -> Dataset {
 
 /// leakscope's simulation of the client the export ran: the same network, the same rows.
 fn simulated(received: &ReceivedUpdate, meta_file: &str, protocol: Protocol) -> Update {
-    simulated_with(received, meta_file, protocol, Activation::Relu)
+    simulated_with(received, meta_file, protocol, Model::default())
 }
 
-fn simulated_with(received: &ReceivedUpdate, meta_file: &str, protocol: Protocol, activation: Activation) -> Update {
+fn simulated_with(received: &ReceivedUpdate, meta_file: &str, protocol: Protocol, model: Model) -> Update {
     let table = common::adult();
     let rows: Vec<usize> = serde_json::from_str(&metadata(meta_file)["table_rows"]).unwrap();
     let x: Vec<f32> = rows
@@ -57,7 +58,7 @@ fn simulated_with(received: &ReceivedUpdate, meta_file: &str, protocol: Protocol
         clients: 1,
         defence: None,
         seed: 0,
-        activation,
+        model,
     };
     pollster::block_on(simulate_round(&received.params, &x, &labels, 2, &round)).unwrap()
 }
@@ -182,16 +183,19 @@ fn a_pytorch_fedavg_update_is_the_simulated_one() {
     assert_eq!(report.rows.len(), 8);
 }
 
-/// Other models PyTorch trains, written in every format: a GELU network and logistic regression (no
-/// hidden layer). Each format holds the same update, the update is leakscope's simulation of the
-/// same client, and attacked it gives the reconstruction the simulated update gives.
+/// Other models PyTorch trains, written in every format: a GELU network, logistic regression (no
+/// hidden layer) and a ReLU network with one logit under BCEWithLogitsLoss (a sigmoid head). Each
+/// format holds the same update, the update is leakscope's simulation of the same client, and
+/// attacked it gives the reconstruction the simulated update gives.
 #[test]
-fn a_gelu_network_and_logistic_regression_from_pytorch_are_the_simulated_ones() {
+fn a_gelu_network_logistic_regression_and_a_sigmoid_head_from_pytorch_are_the_simulated_ones() {
     let dataset = encoding();
-    for (dir, activation, hidden) in [
-        ("gelu", Activation::Gelu, vec![32, 32]),
-        ("logistic", Activation::Relu, vec![]),
+    for (dir, activation, head, hidden) in [
+        ("gelu", Activation::Gelu, Head::Softmax, vec![32, 32]),
+        ("logistic", Activation::Relu, Head::Softmax, vec![]),
+        ("sigmoid-head", Activation::Relu, Head::Sigmoid, vec![32, 32]),
     ] {
+        let model = Model { activation, head };
         let f = |file: &str| fixture(&format!("{dir}/{file}"));
         let st = ReceivedUpdate::from_safetensors(&f("weights.safetensors"), &f("update.safetensors")).unwrap();
         assert_eq!(
@@ -208,12 +212,21 @@ fn a_gelu_network_and_logistic_regression_from_pytorch_are_the_simulated_ones() 
             arrays.update.values().eq(st.update.values()) && arrays.params == st.params,
             "{dir}"
         );
-        if dir == "logistic" {
+        assert_eq!(
+            metadata(&format!("{dir}/update.safetensors"))
+                .get("head")
+                .map_or("softmax", |h| h),
+            head.name()
+        );
+        if dir != "gelu" {
             let json = ReceivedUpdate::from_files(&f("update.json"), None).unwrap();
             assert_eq!(json, st, "{dir}");
-            assert_eq!(st.params.sizes, [dataset.d(), 2]);
         }
-        let ours = simulated_with(&st, &format!("{dir}/update.safetensors"), Protocol::Fedsgd, activation);
+        let mut sizes = vec![dataset.d()];
+        sizes.extend(&hidden);
+        sizes.push(head.outputs(2));
+        assert_eq!(st.params.sizes, sizes, "{dir}");
+        let ours = simulated_with(&st, &format!("{dir}/update.safetensors"), Protocol::Fedsgd, model);
         let gap = relative_gap(&st.update, &ours);
         eprintln!("{dir}: PyTorch's gradient against leakscope's: {gap:.2e} of the largest entry");
         assert!(
@@ -227,7 +240,11 @@ fn a_gelu_network_and_logistic_regression_from_pytorch_are_the_simulated_ones() 
             hidden: hidden.clone(),
             ..RunOptions::default()
         };
-        let options = st.attack_options(&dataset, options, None, None, Some(&hidden)).unwrap();
+        // The head is read off the last layer's width where the caller does not state it.
+        let options = st
+            .attack_options(&dataset, options, None, None, Some(&hidden), None)
+            .unwrap();
+        assert_eq!(options.head, head, "{dir}");
         let config = options.attack_config().unwrap();
         let rt = Runtime::cpu();
         let attack =

@@ -84,6 +84,7 @@ fn generated() -> String {
         declaration::<Privacy>(),
         declaration::<OverRounds>(),
         declaration::<leakscope::client::activation::Activation>(),
+        declaration::<leakscope::client::head::Head>(),
         declaration::<PrivacyQuery>(),
         declaration::<AttackConfig>(),
         declaration::<Protocol>(),

@@ -8,8 +8,9 @@ use crate::client::network::Params;
 pub const DUMMY_ROWS: usize = 1000;
 
 /// Estimated count of each class in the batch, summing to `batch`.
-/// `last_weight_grad` is the observed gradient of the last layer's W, [h, C] row-major, and
-/// `last_bias_grad` its bias's, [C]. Geng et al. sum the weight gradient over the last layer's
+/// `last_weight_grad` is the observed gradient of the last layer's W, [h, outputs] row-major, and
+/// `last_bias_grad` its bias's, [outputs]; a sigmoid head's one output is read as two classes
+/// (`Head::class_gradient`). Geng et al. sum the weight gradient over the last layer's
 /// inputs, which ReLU keeps non-negative; where they may be negative or are the rows themselves
 /// (another activation, logistic regression) their mean is near zero, and the bias's gradient,
 /// (1/B) Σᵢ (pᵢ − yᵢ), is the same estimate with every input 1.
@@ -19,18 +20,19 @@ pub fn restore_counts(
     last_bias_grad: &[f32],
     batch: usize,
     seed: u64,
-    activation: crate::client::activation::Activation,
+    model: crate::client::head::Model,
 ) -> Vec<usize> {
     let d = params.sizes[0];
-    let classes = *params.sizes.last().unwrap();
+    let outputs = *params.sizes.last().unwrap();
+    let classes = model.head.classes(outputs);
     let hidden = params.sizes[params.sizes.len() - 2];
     let mut rng = StdRng::seed_from_u64(seed);
     let dummies: Vec<f64> = (0..DUMMY_ROWS * d).map(|_| normal(&mut rng)).collect();
-    let (h, probs) = params.forward_host(&dummies, DUMMY_ROWS, activation);
+    let (h, probs) = params.forward_host(&dummies, DUMMY_ROWS, model);
     let p: Vec<f64> = (0..classes)
         .map(|c| (0..DUMMY_ROWS).map(|r| probs[r * classes + c]).sum::<f64>() / DUMMY_ROWS as f64)
         .collect();
-    let relu_inputs = activation.is_relu() && params.layers() > 1;
+    let relu_inputs = model.activation.is_relu() && params.layers() > 1;
     let o = if relu_inputs {
         h.iter().sum::<f64>() / DUMMY_ROWS as f64
     } else {
@@ -40,9 +42,15 @@ pub fn restore_counts(
     let estimate: Vec<f64> = (0..classes)
         .map(|c| {
             let dw: f64 = if relu_inputs {
-                (0..hidden).map(|j| last_weight_grad[j * classes + c] as f64).sum()
+                (0..hidden)
+                    .map(|j| {
+                        model
+                            .head
+                            .class_gradient(&last_weight_grad[j * outputs..(j + 1) * outputs], c)
+                    })
+                    .sum()
             } else {
-                last_bias_grad[c] as f64
+                model.head.class_gradient(last_bias_grad, c)
             };
             let est = if o.abs() > 1e-12 {
                 b * p[c] - b * dw / o

@@ -47,7 +47,7 @@ pub fn infer(
     batch: &[usize],
     column: &str,
     seed: u64,
-    activation: crate::client::activation::Activation,
+    model: crate::client::head::Model,
 ) -> (Vec<usize>, MembershipReport) {
     let n = batch.len();
     let outside: Vec<usize> = (0..dataset.n()).filter(|i| batch.binary_search(i).is_err()).collect();
@@ -103,10 +103,7 @@ pub fn infer(
         let trained = params.minus(observed);
         let mut variance = vec![0f64; candidates.len()];
         for x in &encoded {
-            for (acc, g) in variance
-                .iter_mut()
-                .zip(gradient_variances(&trained, x, &labels, activation))
-            {
+            for (acc, g) in variance.iter_mut().zip(gradient_variances(&trained, x, &labels, model)) {
                 *acc += g / values as f64;
             }
         }
@@ -131,14 +128,9 @@ pub fn infer(
 
 /// Per row ([n, d] encoded, labels), the variance of the entries of its last-layer gradient
 /// (∂ℓ/∂W_L = h (p − y)ᵀ and ∂ℓ/∂b_L = p − y).
-pub fn gradient_variances(
-    params: &Params,
-    x: &[f64],
-    labels: &[usize],
-    activation: crate::client::activation::Activation,
-) -> Vec<f64> {
+pub fn gradient_variances(params: &Params, x: &[f64], labels: &[usize], model: crate::client::head::Model) -> Vec<f64> {
     let n = labels.len();
-    let (hidden, probs) = params.forward_host(x, n, activation);
+    let (hidden, probs) = params.forward_host(x, n, model);
     let h = hidden.len() / n.max(1);
     let c = probs.len() / n.max(1);
     (0..n)

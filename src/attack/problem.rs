@@ -9,8 +9,8 @@ use super::inversion::{Problem, Simulation, SubspacePrior};
 use super::known::KnownCells;
 use super::objective::Objective;
 use super::relax::{Layout, Relaxation};
-use crate::client::activation::Activation;
 use crate::client::gradient::ParamGrads;
+use crate::client::head::Model;
 use crate::client::network::{Net, Params};
 use crate::client::update::Update;
 
@@ -19,7 +19,8 @@ use crate::client::update::Update;
 pub struct ProblemSpec {
     pub params: Params,
     pub target: Update,
-    /// The client's labels in its order, one-hot [n, C] (shared by every member).
+    /// The client's labels in its order as the head's targets [n, outputs] (shared by every
+    /// member; `Head::targets`).
     pub onehot: Vec<f32>,
     /// None: optimise the encoded rows directly (the Cosine and DLG baselines).
     pub layout: Option<Layout>,
@@ -33,8 +34,8 @@ pub struct ProblemSpec {
     pub known: Option<KnownCells>,
     /// Rounds after the first the server observed of the same rows: the model it sent, the update.
     pub later_rounds: Vec<(Params, Update)>,
-    /// Between the client's layers. The accelerators run ReLU only (`Needs::beyond_kernels`).
-    pub activation: Activation,
+    /// Activation and head. The accelerators run ReLU and softmax only (`Needs::beyond_kernels`).
+    pub model: Model,
 }
 
 /// The tensors the definition needs on a device.
@@ -82,12 +83,12 @@ impl ProblemSpec {
             subspace: None,
             known: None,
             later_rounds: Vec::new(),
-            activation: Activation::Relu,
+            model: Model::default(),
         }
     }
 
-    pub fn with_activation(mut self, activation: Activation) -> ProblemSpec {
-        self.activation = activation;
+    pub fn with_model(mut self, model: Model) -> ProblemSpec {
+        self.model = model;
         self
     }
 
@@ -141,7 +142,7 @@ impl ProblemSpec {
         let (rows, d) = (self.rows(), self.d());
         let up3 = |v: &[f32]| Tensor::<3>::from_data(TensorData::new(v.to_vec(), [1, rows, d]), device);
         OnDevice {
-            net: Net::new(&self.params, device).with_activation(self.activation),
+            net: Net::new(&self.params, device).with_model(self.model),
             target: upload(&self.target, &self.params.sizes, device),
             relaxation: self.layout.as_ref().map(|l| Relaxation::new(l, device)),
             subspace: self.subspace.as_ref().map(|(projector, weight)| SubspacePrior {
@@ -154,7 +155,7 @@ impl ProblemSpec {
                 .iter()
                 .map(|(params, update)| {
                     (
-                        Net::new(params, device).with_activation(self.activation),
+                        Net::new(params, device).with_model(self.model),
                         upload(update, &params.sizes, device),
                         update.norm(),
                     )

@@ -48,11 +48,9 @@ pub fn reverse(net: &Net, tape: &Tape, g: &ParamGrads, with_params: bool) -> (Te
         }
         delta_bar = Some(db);
     }
-    // δ_{L-1} = (softmax(a) − y) / B  →  dL/da = s ⊙ (s̄ − Σ s̄ ⊙ s).
-    let s_bar = delta_bar.unwrap().div_scalar(tape.b as f64);
-    let s = tape.probs.clone();
-    let inner = (s_bar.clone() * s.clone()).sum_dim(2);
-    let mut a_bar = s * (s_bar - inner);
+    // δ_{L-1} = (p(a) − y) / B  →  dL/da through the head's Jacobian.
+    let p_bar = delta_bar.unwrap().div_scalar(tape.b as f64);
+    let mut a_bar = net.head.reverse(tape.probs.clone(), p_bar);
     let mut x_bar = None;
     for l in (0..layers).rev() {
         if with_params {

@@ -17,14 +17,6 @@ use crate::runtime::{BackendInfo, Needs, Runtime, StepEngine};
 use crate::scenario::{Scenario, seed_for};
 use crate::table::Dataset;
 
-fn onehot(labels: &[usize], classes: usize) -> Vec<f32> {
-    let mut out = vec![0f32; labels.len() * classes];
-    for (i, &c) in labels.iter().enumerate() {
-        out[i * classes + c] = 1.0;
-    }
-    out
-}
-
 /// An inversion ready to run: the scenario, and how the attack inverts it.
 pub struct Setup<'a> {
     pub runtime: &'a Runtime,
@@ -97,13 +89,15 @@ impl<'a> Setup<'a> {
         let spec = ProblemSpec::new(
             &self.scenario.params,
             &self.scenario.observed,
-            onehot(&self.scenario.labels, self.dataset.classes.len()),
+            self.config
+                .head
+                .targets(&self.scenario.labels, self.dataset.classes.len()),
             self.inverts.relaxed.then_some(&self.layout),
             self.inverts.objective,
         )
         .with_known(self.scenario.known.clone())
         .with_later_rounds(self.scenario.later_rounds.clone())
-        .with_activation(self.config.activation)
+        .with_model(self.config.model())
         .with_simulation(
             self.simulation(),
             (0..self.members).map(|m| self.config.prior_of(m)).collect(),
@@ -153,7 +147,7 @@ impl<'a> Setup<'a> {
             local_training: matches!(self.config.protocol, Protocol::Fedavg(_)),
             known_cells: self.scenario.known.is_some(),
             rounds: 1 + self.scenario.later_rounds.len(),
-            beyond_kernels: !self.config.activation.is_relu() || self.config.hidden.is_empty(),
+            beyond_kernels: !self.config.model().in_kernels() || self.config.hidden.is_empty(),
         })
     }
 

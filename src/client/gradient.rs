@@ -4,7 +4,7 @@
 //!
 //! Shapes: N members, B rows, layer l maps in_l → out_l; weights are [1, in, out] when the members
 //! share them (broadcast in the batched products) and [N, in, out] when each has its own.
-use burn::tensor::{Tensor, activation};
+use burn::tensor::Tensor;
 
 use super::network::Net;
 
@@ -92,13 +92,13 @@ pub struct Tape {
     pub curvature: Vec<Option<Tensor<3>>>,
     /// Backward signals δ_l = dL/da_l, [N, B, out_l].
     pub deltas: Vec<Tensor<3>>,
-    /// Softmax of the logits, [N, B, C].
+    /// The head's probabilities, [N, B, outputs].
     pub probs: Tensor<3>,
 }
 
 /// Gradient of the mean cross-entropy over each member's B rows w.r.t. every parameter.
-/// `x` is [N, B, d]; `onehot` is the labels as [N, B, C] (or [1, B, C], the same for every
-/// member). The network's weights broadcast over members ([1, ·, ·]) or are per member.
+/// `x` is [N, B, d]; `onehot` is the head's targets as [N, B, outputs] (or [1, B, outputs], the
+/// same for every member; `Head::targets`). The network's weights broadcast over members ([1, ·, ·]) or are per member.
 pub fn param_grads(net: &Net, x: &Tensor<3>, onehot: &Tensor<3>) -> (ParamGrads, Tape) {
     let [n, b, _] = x.dims();
     let layers = net.layers();
@@ -119,7 +119,8 @@ pub fn param_grads(net: &Net, x: &Tensor<3>, onehot: &Tensor<3>) -> (ParamGrads,
             logits = Some(a);
         }
     }
-    let probs = activation::softmax(logits.unwrap(), 2);
+    // Softmax cross-entropy and sigmoid BCE both give dL/d(logits) = (p − y)/B.
+    let probs = net.head.probabilities(logits.unwrap());
     let mut delta = (probs.clone() - onehot.clone()).div_scalar(b as f64);
     let mut deltas = vec![None; layers];
     let mut weights = vec![None; layers];
@@ -157,6 +158,7 @@ impl Net {
             weights: self.weights.iter().zip(&g.weights).map(|(p, q)| step(p, q)).collect(),
             biases: self.biases.iter().zip(&g.biases).map(|(p, q)| step(p, q)).collect(),
             activation: self.activation,
+            head: self.head,
         }
     }
 }

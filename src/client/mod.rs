@@ -4,6 +4,7 @@ pub mod activation;
 pub mod defence;
 pub mod fedavg;
 pub mod gradient;
+pub mod head;
 pub mod network;
 pub mod privacy;
 pub mod simulate;

@@ -5,6 +5,7 @@ use rand::{Rng, SeedableRng, rngs::StdRng};
 use serde::{Deserialize, Serialize};
 
 use super::activation::Activation;
+use super::head::{Head, Model};
 use super::update::Update;
 
 /// Host copy of the parameters, layer by layer: W is [in, out] row-major, layer(x) = x W + b.
@@ -70,6 +71,8 @@ pub struct Net {
     pub biases: Vec<Tensor<3>>,
     /// Between the layers.
     pub activation: Activation,
+    /// The output layer's probabilities and loss.
+    pub head: Head,
 }
 
 impl Net {
@@ -90,12 +93,14 @@ impl Net {
             weights,
             biases,
             activation: Activation::Relu,
+            head: Head::Softmax,
         }
     }
 
-    /// The same network with another nonlinearity between its layers.
-    pub fn with_activation(mut self, activation: Activation) -> Net {
-        self.activation = activation;
+    /// The same weights in another model (activation between the layers, head).
+    pub fn with_model(mut self, model: Model) -> Net {
+        self.activation = model.activation;
+        self.head = model.head;
         self
     }
 
@@ -107,9 +112,9 @@ impl Net {
 impl Params {
     /// Host forward pass of `rows` rows (row-major [rows, d]) in f64: returns the last layer's
     /// input [rows, h] (the last hidden layer's activations, or the rows themselves where there is
-    /// no hidden layer: logistic regression) and the softmax outputs [rows, C]. Used off the hot
-    /// path (label restoration).
-    pub fn forward_host(&self, x: &[f64], rows: usize, activation: Activation) -> (Vec<f64>, Vec<f64>) {
+    /// no hidden layer: logistic regression) and the class probabilities [rows, classes] (a sigmoid
+    /// head's one output as two classes). Used off the hot path (label restoration).
+    pub fn forward_host(&self, x: &[f64], rows: usize, model: Model) -> (Vec<f64>, Vec<f64>) {
         let mut h = x.to_vec();
         let mut last_hidden = x.to_vec();
         for l in 0..self.layers() {
@@ -128,21 +133,13 @@ impl Params {
                 }
             }
             if l + 1 < self.layers() {
-                a.iter_mut().for_each(|v| *v = activation.host(*v));
+                a.iter_mut().for_each(|v| *v = model.activation.host(*v));
                 last_hidden = a.clone();
             } else {
-                for r in 0..rows {
-                    let row = &mut a[r * fan_out..(r + 1) * fan_out];
-                    let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                    let sum: f64 = row
-                        .iter_mut()
-                        .map(|v| {
-                            *v = (*v - max).exp();
-                            *v
-                        })
-                        .sum();
-                    row.iter_mut().for_each(|v| *v /= sum);
-                }
+                a = a
+                    .chunks_exact(fan_out)
+                    .flat_map(|row| model.head.host_probabilities(row))
+                    .collect();
             }
             h = a;
         }

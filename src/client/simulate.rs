@@ -22,8 +22,8 @@ pub struct Round {
     pub defence: Option<Defence>,
     /// The defences' randomness (client k draws from its own stream).
     pub seed: u64,
-    /// Between the client's layers.
-    pub activation: crate::client::activation::Activation,
+    /// The client's activation and head.
+    pub model: crate::client::head::Model,
 }
 
 /// Host copy of a one-member update.
@@ -51,19 +51,17 @@ pub async fn simulate_round(
     let clients = round.clients.max(1);
     let b = rows / clients;
     let device = &Device::flex();
-    let net = Net::new(params, device).with_activation(round.activation);
+    let net = Net::new(params, device).with_model(round.model);
+    let outputs = *params.sizes.last().expect("a network has layers");
     let mut observed: Option<Update> = None;
     for k in 0..clients {
         let part = k * b..(k + 1) * b;
-        let mut y = vec![0f32; b * classes];
-        for (i, &c) in labels[part.clone()].iter().enumerate() {
-            y[i * classes + c] = 1.0;
-        }
+        let y = round.model.head.targets(&labels[part.clone()], classes);
         let xt = Tensor::<3>::from_data(
             TensorData::new(x[part.start * d..part.end * d].to_vec(), [1, b, d]),
             device,
         );
-        let yt = Tensor::<3>::from_data(TensorData::new(y, [1, b, classes]), device);
+        let yt = Tensor::<3>::from_data(TensorData::new(y, [1, b, outputs]), device);
         let update = match &round.protocol {
             Protocol::Fedsgd => param_grads(&net, &xt, &yt).0,
             Protocol::Fedavg(training) => local_training(&net, &[xt], &yt, training, false).0,

@@ -6,8 +6,8 @@
 use burn::tensor::{Device, Tensor, TensorData};
 use rand::{SeedableRng, rngs::StdRng, seq::SliceRandom};
 
-use super::activation::Activation;
 use super::gradient::param_grads;
+use super::head::Model;
 use super::network::{Net, Params};
 use crate::error::Result;
 use crate::runtime::read_f32;
@@ -26,12 +26,13 @@ pub async fn train(
     labels: &[usize],
     epochs: usize,
     seed: u64,
-    activation: Activation,
+    model: Model,
 ) -> Result<(Params, f64)> {
     let device = &Device::flex();
     let (n, d) = (labels.len(), params.sizes[0]);
-    let classes = *params.sizes.last().unwrap();
-    let mut net = Net::new(params, device).with_activation(activation);
+    let outputs = *params.sizes.last().unwrap();
+    let classes = model.head.classes(outputs);
+    let mut net = Net::new(params, device).with_model(model);
     let mut order: Vec<usize> = (0..n).collect();
     let mut rng = StdRng::seed_from_u64(seed);
     for _ in 0..epochs {
@@ -42,12 +43,10 @@ pub async fn train(
                 .iter()
                 .flat_map(|&i| x[i * d..(i + 1) * d].iter().copied())
                 .collect();
-            let mut yb = vec![0f32; rows * classes];
-            for (r, &i) in chunk.iter().enumerate() {
-                yb[r * classes + labels[i]] = 1.0;
-            }
+            let chunk_labels: Vec<usize> = chunk.iter().map(|&i| labels[i]).collect();
+            let yb = model.head.targets(&chunk_labels, classes);
             let xt = Tensor::<3>::from_data(TensorData::new(xb, [1, rows, d]), device);
-            let yt = Tensor::<3>::from_data(TensorData::new(yb, [1, rows, classes]), device);
+            let yt = Tensor::<3>::from_data(TensorData::new(yb, [1, rows, outputs]), device);
             let (g, _) = param_grads(&net, &xt, &yt);
             net = net.sgd_step(&g, TRAINING_LR);
         }
@@ -57,25 +56,25 @@ pub async fn train(
         trained.weights[l] = read_f32(net.weights[l].clone()).await?;
         trained.biases[l] = read_f32(net.biases[l].clone()).await?;
     }
-    let accuracy = accuracy(&trained, x, labels, activation);
+    let accuracy = accuracy(&trained, x, labels, model);
     Ok((trained, accuracy))
 }
 
 /// Share of rows whose most likely class is their label.
-pub fn accuracy(params: &Params, x: &[f32], labels: &[usize], activation: Activation) -> f64 {
+pub fn accuracy(params: &Params, x: &[f32], labels: &[usize], model: Model) -> f64 {
     let n = labels.len();
     if n == 0 {
         return 0.0;
     }
     let d = params.sizes[0];
-    let classes = *params.sizes.last().unwrap();
+    let classes = model.head.classes(*params.sizes.last().unwrap());
     let mut right = 0;
     for chunk in (0..n).collect::<Vec<_>>().chunks(4096) {
         let xs: Vec<f64> = chunk
             .iter()
             .flat_map(|&i| x[i * d..(i + 1) * d].iter().map(|&v| v as f64))
             .collect();
-        let (_, probs) = params.forward_host(&xs, chunk.len(), activation);
+        let (_, probs) = params.forward_host(&xs, chunk.len(), model);
         for (r, &i) in chunk.iter().enumerate() {
             let row = &probs[r * classes..(r + 1) * classes];
             let best = (0..classes).max_by(|&a, &b| row[a].total_cmp(&row[b])).unwrap();
@@ -107,12 +106,22 @@ mod tests {
             }
         }
         let params = Params::init(&[d, 16, 2], 1);
-        let before = accuracy(&params, &x, &labels, Activation::Relu);
-        let (trained, after) = pollster::block_on(train(&params, &x, &labels, 20, 9, Activation::Relu)).unwrap();
+        let before = accuracy(&params, &x, &labels, Model::default());
+        let relu = Model::default();
+        let (trained, after) = pollster::block_on(train(&params, &x, &labels, 20, 9, relu)).unwrap();
         assert!(after > 0.93 && after > before + 0.2, "{before} → {after}");
-        let (again, _) = pollster::block_on(train(&params, &x, &labels, 20, 9, Activation::Relu)).unwrap();
+        let (again, _) = pollster::block_on(train(&params, &x, &labels, 20, 9, relu)).unwrap();
         assert_eq!(trained, again);
-        let (other, _) = pollster::block_on(train(&params, &x, &labels, 20, 10, Activation::Relu)).unwrap();
+        let (other, _) = pollster::block_on(train(&params, &x, &labels, 20, 10, relu)).unwrap();
         assert_ne!(trained, other);
+        // One logit under binary cross-entropy learns the same rule.
+        let sigmoid = Model {
+            head: crate::client::head::Head::Sigmoid,
+            ..relu
+        };
+        let one_logit = Params::init(&[d, 16, 1], 1);
+        let before = accuracy(&one_logit, &x, &labels, sigmoid);
+        let (_, after) = pollster::block_on(train(&one_logit, &x, &labels, 20, 9, sigmoid)).unwrap();
+        assert!(after > 0.93 && after > before + 0.2, "sigmoid head: {before} → {after}");
     }
 }

@@ -257,11 +257,7 @@ mod tests {
         let deltas = first_layer_deltas(&params, &x, &labels);
         // d ℓ / d b1_j by central differences on the bias, per row.
         let loss = |p: &Params, row: usize| {
-            let (_, probs) = p.forward_host(
-                &x[row * 5..(row + 1) * 5],
-                1,
-                crate::client::activation::Activation::Relu,
-            );
+            let (_, probs) = p.forward_host(&x[row * 5..(row + 1) * 5], 1, Default::default());
             -probs[labels[row]].ln()
         };
         for row in 0..2 {

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use crate::client::head::Head;
 use crate::client::network::Params;
 use crate::client::update::Update;
 use crate::config::{AttackConfig, LabelMode};
@@ -441,8 +442,8 @@ fn flatten(v: &serde_json::Value) -> std::result::Result<(Vec<usize>, Vec<f32>),
 
 impl ReceivedUpdate {
     /// The attack's options for this update, from a caller's `options` (attack, protocol, members,
-    /// steps, activation): the network's hidden widths (checked against `hidden` where the caller
-    /// states them), the label of `dataset` (the encoding), the rows the caller gives (`rows`) or
+    /// steps, activation): the network's hidden widths and head (checked against `hidden` and
+    /// `head` where the caller states them), the label of `dataset` (the encoding), the rows the caller gives (`rows`) or
     /// the file says, and the labels as the caller asks (`labels`) or else the file's where it
     /// carries them and restored from the update where not.
     pub fn attack_options(
@@ -452,6 +453,7 @@ impl ReceivedUpdate {
         rows: Option<usize>,
         labels: Option<LabelMode>,
         hidden: Option<&[usize]>,
+        head: Option<Head>,
     ) -> Result<crate::options::RunOptions> {
         options.batch_size = match (rows, self.rows, &self.labels) {
             (Some(r), Some(f), _) if r != f => {
@@ -481,6 +483,7 @@ impl ReceivedUpdate {
             ));
         }
         options.hidden = found.to_vec();
+        options.head = Self::head_of(*sizes.last().unwrap_or(&0), dataset, head)?;
         options.label = dataset.label.clone();
         options.labels = labels.unwrap_or(if self.labels.is_some() {
             LabelMode::Known
@@ -490,18 +493,44 @@ impl ReceivedUpdate {
         Ok(options)
     }
 
+    /// The head behind a last layer of `outputs` outputs: one per class is softmax's, one for a
+    /// two-class label sigmoid's; a stated head must be the one the weights have.
+    fn head_of(outputs: usize, dataset: &Dataset, stated: Option<Head>) -> Result<Head> {
+        let classes = dataset.classes.len();
+        let found = match outputs {
+            1 if classes == 2 => Head::Sigmoid,
+            _ => Head::Softmax,
+        };
+        match stated {
+            Some(h) if h.outputs(classes) != outputs => fail(format!(
+                "the model is stated with a {} head ({} for a {classes}-class label) but the weights' last \
+                 layer has {outputs} output{}",
+                h.name(),
+                match h.outputs(classes) {
+                    1 => "1 output".to_string(),
+                    k => format!("{k} outputs"),
+                },
+                if outputs == 1 { "" } else { "s" }
+            )),
+            Some(h) => Ok(h),
+            None => Ok(found),
+        }
+    }
+
     /// Check the update against the encoding and the attack's settings: the network's widths, the
     /// rows, and that nothing describes a simulated client.
     pub fn check_against(&self, dataset: &Dataset, config: &AttackConfig) -> Result<()> {
         let sizes = &self.params.sizes;
         let (inputs, outputs) = (sizes[0], *sizes.last().unwrap_or(&0));
-        if inputs != dataset.d() || outputs != dataset.classes.len() {
+        if inputs != dataset.d() || outputs != config.head.outputs(dataset.classes.len()) {
             return fail(format!(
                 "the network takes {inputs} inputs and gives {outputs} outputs, but the encoding makes rows {} wide \
-                 with {} classes ({}): is it the encoding the client used?",
+                 with {} classes ({}), {} outputs under a {} head: is it the encoding the client used?",
                 dataset.d(),
                 dataset.classes.len(),
-                dataset.classes.join(", ")
+                dataset.classes.join(", "),
+                config.head.outputs(dataset.classes.len()),
+                config.head.name()
             ));
         }
         if config.layer_sizes(dataset) != *sizes {

@@ -193,6 +193,7 @@ impl Engine {
         let rows = given.get("batchSize").map(|_| o.batch_size);
         let labels = given.get("labels").map(|_| o.labels);
         let hidden = given.get("hidden").map(|_| o.hidden.clone());
+        let head = given.get("head").map(|_| o.head);
         if given.get("label").is_some() && o.label != dataset.label {
             return Err(JsError::new(&format!(
                 "the encoding's label is {:?}, not {:?}: leave label out",
@@ -200,7 +201,7 @@ impl Engine {
             )));
         }
         let o = received
-            .attack_options(&dataset, o, rows, labels, hidden.as_deref())
+            .attack_options(&dataset, o, rows, labels, hidden.as_deref(), head)
             .map_err(js_error)?;
         let config = o.attack_config().map_err(js_error)?;
         let runtime = match (self.choice, &self.gpu) {

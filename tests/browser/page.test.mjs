@@ -569,7 +569,7 @@ test('FedAvg and defences from the form; an audit runs its cells across the work
   }
 });
 
-test('another activation from the form: the report says it ran, on the definition, without the proofs', async () => {
+test('another activation and head from the form: the report says they ran, on the definition', async () => {
   const { browser, page, problems } = await openPage({ webgpu: false });
   try {
     await upload(page, german);
@@ -577,9 +577,11 @@ test('another activation from the form: the report says it ran, on the definitio
     await page.click('#federation summary');
     await page.selectOption('#settings [name=activation]', 'leaky_relu');
     await page.fill('#settings [name=leakySlope]', '0.2');
+    await page.selectOption('#settings [name=head]', 'sigmoid');
     await runToEnd(page);
     const report = await downloadReport(page);
     assert.deepEqual(report.config.activation, { kind: 'leaky_relu', slope: 0.2 });
+    assert.equal(report.config.head, 'sigmoid');
     assert.match(report.backend.label, /burn tensor ops/);
     assert.ok(report.rows.length === 4 && report.accuracy.total > 0);
     assert.deepEqual(problems, []);

@@ -207,6 +207,8 @@ test('the installed package attacks an update a PyTorch client wrote, from every
   for (const f of ['encoding.json', 'weights.safetensors', 'update.safetensors', 'update.json', 'weights.npz', 'update.npz', 'weights-arrays.npz', 'update-arrays.npz']) {
     copyFileSync(join(fixtures, f), join(project, f));
   }
+  mkdirSync(join(project, 'sigmoid-head'), { recursive: true });
+  for (const f of ['weights.npz', 'update.npz']) copyFileSync(join(fixtures, 'sigmoid-head', f), join(project, 'sigmoid-head', f));
   const out = runIn(
     project,
     `
@@ -222,6 +224,8 @@ test('the installed package attacks an update a PyTorch client wrote, from every
     const npz = await engine.attackUpdate({ encoding, weights: file('weights.npz'), update: file('update.npz') }, options);
     const json = await engine.attackUpdate({ encoding, update: new Blob([file('update.json')]) }, options);
     const arrays = await engine.attackUpdate({ encoding, weights: file('weights-arrays.npz'), update: file('update-arrays.npz') }, { ...options, batchSize: 8 });
+    // One logit under BCE: the head is read off the weights.
+    const sigmoid = await engine.attackUpdate({ encoding, weights: file('sigmoid-head/weights.npz'), update: file('sigmoid-head/update.npz') }, options);
     const refused = [];
     for (const [files, opts] of [
       [{ encoding, weights: file('weights-arrays.npz'), update: file('update-arrays.npz') }, options],
@@ -230,10 +234,11 @@ test('the installed package attacks an update a PyTorch client wrote, from every
       [{ encoding: '{}', weights: file('weights.npz'), update: file('update.npz') }, options],
       [{ encoding, weights: file('weights.npz'), update: file('update.npz') }, { ...options, label: 'sex' }],
       [{ encoding, weights: file('weights.npz'), update: file('update.npz') }, { ...options, hidden: [100, 100] }],
+      [{ encoding, weights: file('weights.npz'), update: file('update.npz') }, { ...options, head: 'sigmoid' }],
     ]) {
       try { await engine.attackUpdate(files, opts); refused.push(null); } catch (e) { refused.push(e.message); }
     }
-    console.log(JSON.stringify({ st, npz, json, arrays, steps, refused }));
+    console.log(JSON.stringify({ st, npz, json, arrays, sigmoid, steps, refused }));
     `,
   );
   const rows = (r) => JSON.stringify(r.rows.map((row) => row.cells));
@@ -252,6 +257,9 @@ test('the installed package attacks an update a PyTorch client wrote, from every
   assert.match(out.refused[3], /not an encoding/);
   assert.match(out.refused[4], /the encoding's label is "salary", not "sex"/);
   assert.match(out.refused[5], /the model is stated with hidden layers \[100, 100\] but the weights have hidden layers \[32, 32\]/);
+  assert.match(out.refused[6], /the model is stated with a sigmoid head \(1 output for a 2-class label\) but the weights' last layer has 2 outputs/);
+  assert.equal(out.sigmoid.config.head, 'sigmoid');
+  assert.equal(out.sigmoid.rows.length, 8);
 });
 
 test('an AbortSignal cancels a run, from the callback or from a timer, and bad input is a readable error', () => {

@@ -23,7 +23,7 @@ pub async fn scenario(dataset: &Dataset, config: &AttackConfig, settings: &Attri
                 &client.batch,
                 &settings.column,
                 seed_for(config.seed, 9),
-                config.activation,
+                config.model(),
             );
             (rows, Some(report))
         }

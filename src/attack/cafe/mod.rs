@@ -52,6 +52,12 @@ impl Attack for CafeSettings {
                 config.activation.name()
             ));
         }
+        if config.head != crate::client::head::Head::Softmax {
+            return fail(format!(
+                "CAFE's parties run a softmax head (client::vertical); the {} head is not simulated there",
+                config.head.name()
+            ));
+        }
         if self.rows == 0 || (has_rows && self.rows > dataset.n()) || self.rows > MAX_ROWS {
             return fail(format!(
                 "CAFE's rows {} must be between 1 and the table's {} (at most {MAX_ROWS})",

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use leakscope::client::activation::Activation;
+use leakscope::client::head::Head;
 use leakscope::config::EpochPrior;
 use leakscope::options::ProtocolKind;
 use leakscope::table::ColumnKind;
@@ -69,6 +70,11 @@ pub struct AttackArgs {
     /// another), gelu, tanh or sigmoid. Anything but relu runs the definition, without the proofs.
     #[arg(long, value_parser = parse_activation)]
     pub activation: Option<Activation>,
+    /// The client's output layer: softmax (one logit per class under cross-entropy, the default)
+    /// or sigmoid (one logit under binary cross-entropy, for a two-class label: PyTorch's
+    /// BCEWithLogitsLoss). A sigmoid head runs the definition.
+    #[arg(long, value_parser = parse_head)]
+    pub head: Option<Head>,
     /// Adam learning rate (default: 0.1 for TabLeak, the reference's 0.06 for the baselines).
     #[arg(long)]
     pub lr: Option<f64>,
@@ -285,6 +291,9 @@ pub fn run_options(table: &TableArgs, attack: &AttackArgs, client: Option<&Clien
     if let Some(a) = attack.activation {
         o.activation = a;
     }
+    if let Some(h) = attack.head {
+        o.head = h;
+    }
     if let Some(v) = attack.epoch_prior {
         o.epoch_prior = v;
     }
@@ -329,6 +338,10 @@ fn parse_activation(text: &str) -> Result<Activation, String> {
         None => (text, None),
     };
     Activation::parse(name, slope).map_err(|e| e.to_string())
+}
+
+fn parse_head(text: &str) -> Result<Head, String> {
+    Head::parse(text).map_err(|e| e.to_string())
 }
 
 /// Hidden layer widths as `--hidden` takes them.

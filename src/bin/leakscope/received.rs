@@ -114,6 +114,7 @@ pub fn attack_update(args: AttackUpdateArgs) -> CliResult<()> {
             args.batch_size,
             labels,
             args.attack_args.hidden.as_ref().map(|h| h.0.as_slice()),
+            args.attack_args.head,
         )
         .map_err(|e| e.to_string())?;
     if matches!(args.protocol, ProtocolArg::Fedavg) {
