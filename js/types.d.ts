@@ -339,7 +339,12 @@ member_steps: Array<number>,
  */
 details: RowDetails, };
 
-export type ReconstructedRow = { cells: Array<string>, entropy: Array<number | null>, confidence: Array<Confidence>, };
+export type ReconstructedRow = { cells: Array<string>, entropy: Array<number | null>, confidence: Array<Confidence>, 
+/**
+ * The row's label, where the attack read it off the update (the rows explain its last layer
+ * exactly: `attack::row_labels`); null elsewhere.
+ */
+label: string | null, };
 
 /**
  * Cells per confidence level, per feature kind.
@@ -373,7 +378,12 @@ confidence: Array<Confidence>,
 /**
  * How the reconstructed row was obtained (null where the attack does not say).
  */
-provenance: Provenance | null, };
+provenance: Provenance | null, 
+/**
+ * The reconstructed row's label, where the attack read it off the update (the rows explain
+ * its last layer exactly: `attack::row_labels`); null elsewhere.
+ */
+label: string | null, };
 
 /**
  * How far the attacker can trust a reconstructed cell, from the ensemble's entropy.

@@ -265,6 +265,62 @@ fn a_gelu_network_logistic_regression_and_a_sigmoid_head_from_pytorch_are_the_si
     }
 }
 
+/// With the labels left to the attack, the client's batch proved row by row gives each row's own
+/// label off the last layer (`attack::row_labels`): the label of the table row it is, for the
+/// softmax head and the sigmoid head alike; where Geng et al.'s counts alone were known before.
+#[test]
+fn once_every_row_is_proved_each_rows_label_is_read_off_the_update() {
+    let dataset = encoding();
+    let table = common::adult();
+    for (dir, head) in [("", Head::Softmax), ("sigmoid-head/", Head::Sigmoid)] {
+        let f = |file: &str| fixture(&format!("{dir}{file}"));
+        let received = ReceivedUpdate::from_safetensors(&f("weights.safetensors"), &f("update.safetensors")).unwrap();
+        // The default attack: every row proved (a short one leaves two of the sigmoid head's eight
+        // rows unproved, and then no label is claimed).
+        let options = received
+            .attack_options(
+                &dataset,
+                RunOptions::default(),
+                None,
+                Some(LabelMode::Restored),
+                None,
+                None,
+            )
+            .unwrap();
+        assert_eq!(options.head, head);
+        let config = options.attack_config().unwrap();
+        let report = pollster::block_on(attack_received(
+            &Runtime::cpu(),
+            &dataset,
+            &config,
+            &received,
+            &mut |_| true,
+        ))
+        .unwrap();
+        let rows: Vec<usize> =
+            serde_json::from_str(&metadata(&format!("{dir}update.safetensors"))["table_rows"]).unwrap();
+        let formatted = |i: usize| -> Vec<String> {
+            table.rows[i]
+                .iter()
+                .enumerate()
+                .map(|(c, &v)| table.format(c, v))
+                .collect()
+        };
+        for row in &report.rows {
+            let i = rows
+                .iter()
+                .copied()
+                .find(|&i| formatted(i) == row.cells)
+                .unwrap_or_else(|| panic!("{dir}: {:?} is no row of the batch", row.cells));
+            assert_eq!(
+                row.label.as_ref(),
+                Some(&table.classes[table.labels[i]]),
+                "{dir}: row {i}"
+            );
+        }
+    }
+}
+
 /// What PyTorch wrote in every format, and mixed: the same network and the same update, exactly.
 #[test]
 fn safetensors_npz_by_name_and_by_position_and_json_hold_the_same_update() {

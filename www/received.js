@@ -24,7 +24,10 @@ function render(report) {
     `${report.rows.length} rows reconstructed from the update (no ground truth, so no accuracy); labels ` +
     `${c.labels === 'known' ? 'from the file' : 'restored from the update'}: ${report.labels.join(', ')}. ` +
     `Cells by the attacker's confidence: ${counts}. ${report.backend.label}, ${report.seconds.toFixed(1)} s.`;
-  const head = el('thead', {}, el('tr', {}, el('th', { text: '#' }), ...report.features.map((f) => el('th', { text: f.name, title: f.kind }))));
+  // Each row's own label, where the rows explain the update's last layer exactly.
+  const labelled = report.rows.length > 0 && report.rows.every((row) => row.label != null);
+  const labelHead = labelled ? [el('th', { text: 'label', title: "read off the update's last layer, row by row" })] : [];
+  const head = el('thead', {}, el('tr', {}, el('th', { text: '#' }), ...labelHead, ...report.features.map((f) => el('th', { text: f.name, title: f.kind }))));
   const body = el(
     'tbody',
     {},
@@ -33,6 +36,7 @@ function render(report) {
         'tr',
         { class: 'reconstructed' },
         el('td', { class: 'num', text: i + 1 }),
+        labelled ? el('td', { class: 'label', text: row.label }) : [],
         row.cells.map((v, f) => {
           const entropy = row.entropy[f];
           const title = entropy === null ? 'no ensemble, no confidence' : `${row.confidence[f]} confidence (entropy ${entropy.toFixed(3)})`;

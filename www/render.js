@@ -263,6 +263,10 @@ export function renderSummary(box, info, report, attack) {
     const how = { proved: 'proved', ensemble: 'from the ensemble', prior: 'from the marginals' };
     setting.push(`rows ${report.provenance.map((g) => `${g.rows} ${how[g.provenance]} (${(100 * g.accuracy).toFixed(1)} % right)`).join(', ')}`);
   }
+  if (report.rows.length && report.rows.every((row) => row.label != null)) {
+    const right = report.config.labels === 'restored' ? ` (${(100 * report.label_accuracy).toFixed(1)} % right)` : '';
+    setting.push(`each row's label read off the update, which the rows explain exactly${right}`);
+  }
   if (d.kind === 'rows' && d.answered_after != null) {
     setting.push(`every row proved after ${d.answered_after} steps, so the attack answered then`);
   }

@@ -8,6 +8,7 @@ use crate::attack::activation_span::{self, ActivationSpan, SecondLayerSummary, S
 use crate::attack::activity::{self, ActivitySolver};
 use crate::attack::baselines::random_rows;
 use crate::attack::ensemble::Members;
+use crate::attack::row_labels;
 use crate::attack::setup::Setup;
 use crate::error::Result;
 use crate::report::{PriorFit, Provenance};
@@ -32,6 +33,9 @@ pub struct Reconstruction {
     pub second_layer: Option<SecondLayerSummary>,
     /// How each row was obtained: proved (by either layer) or pooled from the ensemble.
     pub provenance: Vec<Provenance>,
+    /// Each row's label, read off the last layer where the rows explain it exactly
+    /// (`attack::row_labels`); None where they do not.
+    pub row_labels: Option<Vec<usize>>,
     pub steps: Vec<usize>,
 }
 
@@ -90,7 +94,7 @@ impl Setup<'_> {
             Some((summary, certified)) => (Some(summary), certified),
             None => (None, vec![false; rows.len()]),
         };
-        let provenance = rows
+        let provenance: Vec<Provenance> = rows
             .iter()
             .zip(&certified)
             .map(|(row, &c)| match c || proved_rows.contains(row) {
@@ -98,6 +102,7 @@ impl Setup<'_> {
                 false => Provenance::Ensemble,
             })
             .collect();
+        let row_labels = self.labels_of_rows(&rows);
         Ok(Reconstruction {
             rows,
             entropy,
@@ -108,8 +113,27 @@ impl Setup<'_> {
             proved,
             second_layer,
             provenance,
+            row_labels,
             steps: inversion.steps,
         })
+    }
+
+    /// Every row's label from the last layer's gradient (`attack::row_labels`) on a FedSGD update
+    /// (FedAvg's sums several steps' residuals): the read is its own certificate, holding only
+    /// where the rows, all of them, explain that gradient exactly with a label each; in practice
+    /// where every row is proved, and on no perturbed update.
+    fn labels_of_rows(&self, rows: &[Vec<Value>]) -> Option<Vec<usize>> {
+        if rows.is_empty() || self.config.protocol != crate::config::Protocol::Fedsgd {
+            return None;
+        }
+        let x: Vec<f64> = encode_rows(self.dataset, rows).iter().map(|&v| v as f64).collect();
+        row_labels::read_labels(
+            &self.scenario.params,
+            self.config.model(),
+            &self.scenario.observed,
+            &x,
+            rows.len(),
+        )
     }
 
     /// TabLeak's pooled rows refined towards the second layer's span of activations

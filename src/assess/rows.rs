@@ -33,6 +33,7 @@ impl Setup<'_> {
                 proved: 0,
                 second_layer: None,
                 provenance: vec![Provenance::Prior; self.config.rows()],
+                row_labels: None,
                 steps: Vec::new(),
             },
             Some(inversion) => self.reconstruct(inversion).await?,
@@ -106,6 +107,10 @@ impl Setup<'_> {
         );
         report.model_accuracy = self.scenario.model_accuracy;
         report.set_provenance(&recon.provenance, &scored.assignment);
+        if let Some(labels) = &recon.row_labels {
+            let truth_labels: Vec<usize> = truth.indices.iter().map(|&i| dataset.labels[i]).collect();
+            report.set_row_labels(&dataset.classes, labels, &scored.assignment, &truth_labels);
+        }
         report.details = AttackDetails::Rows(RowDetails {
             epoch_prior: recon.epoch_prior,
             epoch_prior_fits: recon.epoch_prior_fits,
@@ -140,6 +145,11 @@ impl Setup<'_> {
             seconds,
         );
         report.member_steps = recon.steps;
+        if let Some(labels) = &recon.row_labels {
+            for (row, &l) in report.rows.iter_mut().zip(labels) {
+                row.label = Some(self.dataset.classes[l].clone());
+            }
+        }
         Ok(report)
     }
 }

@@ -21,6 +21,7 @@ pub mod pointwise;
 pub mod problem;
 pub mod registry;
 pub mod relax;
+pub mod row_labels;
 pub mod second_order;
 pub mod setup;
 pub mod spec;

@@ -10,7 +10,7 @@ use crate::attack::cafe::CafeReport;
 use crate::assess::fallback::FallbackSummary;
 use crate::assess::scoring::{Accuracy, Scored};
 use crate::client::privacy::Privacy;
-use crate::config::{AttackConfig, AttackKind};
+use crate::config::{AttackConfig, AttackKind, LabelMode};
 use crate::runtime::BackendInfo;
 use crate::table::{ColumnKind, Dataset, Value};
 
@@ -117,6 +117,9 @@ pub struct RowReport {
     pub confidence: Vec<Confidence>,
     /// How the reconstructed row was obtained (null where the attack does not say).
     pub provenance: Option<Provenance>,
+    /// The reconstructed row's label, where the attack read it off the update (the rows explain
+    /// its last layer exactly: `attack::row_labels`); null elsewhere.
+    pub label: Option<String>,
 }
 
 /// The paper's Table 4: how right the attacker is on the cells it is surest of. Per feature kind,
@@ -306,6 +309,7 @@ pub fn build_report(
             },
             confidence: Vec::new(),
             provenance: None,
+            label: None,
         })
         .map(|mut row: RowReport| {
             row.confidence = features
@@ -377,6 +381,26 @@ impl Report {
                 })
             })
             .collect();
+    }
+
+    /// Each reconstructed row's label (class indices `of_reconstructed`, named by `classes`) on the
+    /// true row it was matched to (`assignment`). Where the server restored its labels, the share
+    /// it has right is now per row against `truth` (the true rows' labels), not per count.
+    pub fn set_row_labels(
+        &mut self,
+        classes: &[String],
+        of_reconstructed: &[usize],
+        assignment: &[usize],
+        truth: &[usize],
+    ) {
+        let mut right = 0;
+        for ((row, &j), &t) in self.rows.iter_mut().zip(assignment).zip(truth) {
+            row.label = Some(classes[of_reconstructed[j]].clone());
+            right += (of_reconstructed[j] == t) as usize;
+        }
+        if self.config.labels == LabelMode::Restored {
+            self.label_accuracy = right as f64 / truth.len().max(1) as f64;
+        }
     }
 }
 

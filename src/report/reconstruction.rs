@@ -16,6 +16,9 @@ pub struct ReconstructedRow {
     pub cells: Vec<String>,
     pub entropy: Vec<Option<f64>>,
     pub confidence: Vec<Confidence>,
+    /// The row's label, where the attack read it off the update (the rows explain its last layer
+    /// exactly: `attack::row_labels`); null elsewhere.
+    pub label: Option<String>,
 }
 
 /// Cells per confidence level, per feature kind.
@@ -82,6 +85,7 @@ impl ReconstructionReport {
                         .map(|(h, &e)| Confidence::of(h.kind, e))
                         .collect(),
                     entropy,
+                    label: None,
                 }
             })
             .collect();
@@ -153,6 +157,14 @@ impl ReconstructionReport {
             crate::config::LabelMode::Restored => "restored from the update",
         };
         let _ = writeln!(s, "labels used ({whence}): {}", self.labels.join(", "));
+        let read: Vec<&str> = self.rows.iter().filter_map(|r| r.label.as_deref()).collect();
+        if read.len() == self.rows.len() && !read.is_empty() {
+            let _ = writeln!(
+                s,
+                "each row's label, read off the update, which the rows explain exactly: {}",
+                read.join(", ")
+            );
+        }
         for k in &self.confidence_counts {
             let _ = writeln!(
                 s,

@@ -141,6 +141,16 @@ fn accuracy(r: &Report, s: &mut String) {
             })
             .collect();
         let _ = writeln!(s, "rows: {}", groups.join(", "));
+        if r.rows.iter().all(|row| row.label.is_some()) && !r.rows.is_empty() {
+            let right = match r.config.labels {
+                LabelMode::Restored => format!(" ({} right)", pct(Some(r.label_accuracy))),
+                LabelMode::Known => String::new(),
+            };
+            let _ = writeln!(
+                s,
+                "labels: each row's read off the update, which the rows explain exactly{right}"
+            );
+        }
         if let Some(steps) = r.row_details().and_then(|d| d.answered_after) {
             let _ = writeln!(
                 s,

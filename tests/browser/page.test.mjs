@@ -611,7 +611,9 @@ test('a client\'s update from files: numpy arrays by position with the rows give
     await page.fill('#received-rows', '8');
     await attack('done');
     assert.equal(await page.locator('#received-cells tbody tr').count(), 8);
-    assert.equal(await page.locator('#received-cells thead th').count(), 15, '#, then the 14 features');
+    // Every row proved, so each row's label is read off the update: a column of its own.
+    assert.equal(await page.locator('#received-cells thead th').count(), 16, '#, the label, then the 14 features');
+    assert.equal(await page.locator('#received-cells td.label').count(), 8);
     const info = await page.locator('#received-info').textContent();
     assert.match(info, /8 rows reconstructed from the update \(no ground truth, so no accuracy\); labels restored from the update/);
     assert.ok((await page.locator('#received-cells td.conf-high').count()) > 0, 'cells coloured by confidence');

@@ -1,0 +1,148 @@
+//! Each row's label, exactly, once its row is known. The last layer's FedSGD gradient is
+//! G = (1/B) Σᵢ hᵢ rᵢᵀ and its bias's g = (1/B) Σᵢ rᵢ, with hᵢ the row's input to that layer and
+//! rᵢ = pᵢ − yᵢ its output residual (softmax cross-entropy and a sigmoid head's BCE alike). With
+//! every row proved the server computes every hᵢ and pᵢ itself; the B residuals are then the
+//! solution of (H + 1)·O linear equations in B·O unknowns, unique where the hᵢ (with a 1 for the
+//! bias) are independent, and yᵢ = pᵢ − rᵢ is a one-hot vector (or 0/1) to float error. That is a
+//! certificate: a wrong row leaves the system without an exact solution or a y that is no label.
+//! Geng et al.'s restoration gives only the batch's counts, and those approximately.
+use nalgebra::DMatrix;
+
+use crate::client::head::{Head, Model};
+use crate::client::network::Params;
+use crate::client::update::Update;
+
+/// The least-squares residual against the gradient's size above which the rows do not explain
+/// the last layer's gradient (float32 updates leave ~1e-6).
+const RESIDUAL: f64 = 1e-4;
+/// How far a recovered y may be from a label (one-hot, or 0/1).
+const OFF_LABEL: f64 = 0.05;
+/// The rows' inputs to the last layer must be independent: smallest singular value against the
+/// largest.
+const INDEPENDENT: f64 = 1e-8;
+
+/// The label (class index) of each of the `b` encoded rows `x` ([b, d] row-major) behind the
+/// FedSGD `update` of `params`, or None where the rows do not certify them.
+pub fn read_labels(params: &Params, model: Model, update: &Update, x: &[f64], b: usize) -> Option<Vec<usize>> {
+    let last = params.layers() - 1;
+    let (h, outputs) = (params.sizes[last], params.sizes[last + 1]);
+    if b == 0 || b > h + 1 {
+        return None;
+    }
+    let (inputs, probs) = params.forward_host(x, b, model);
+    let classes = model.head.classes(outputs);
+    // M [(h + 1), b]: column i is (hᵢ, 1); T = B·[G; g], [(h + 1), outputs].
+    let m = DMatrix::from_fn(h + 1, b, |j, i| if j < h { inputs[i * h + j] } else { 1.0 });
+    let (gw, gb) = (update.weight(last), update.bias(last));
+    let t = DMatrix::from_fn(h + 1, outputs, |j, o| {
+        b as f64
+            * if j < h {
+                gw[j * outputs + o] as f64
+            } else {
+                gb[o] as f64
+            }
+    });
+    let svd = m.clone().svd(true, true);
+    let largest = svd.singular_values.max();
+    if largest.is_nan() || largest <= 0.0 || svd.singular_values.min() < INDEPENDENT * largest {
+        return None;
+    }
+    let r = svd.solve(&t, 0.0).ok()?;
+    let residual = (&m * &r - &t).norm();
+    if residual.is_nan() || residual > RESIDUAL * t.norm().max(f64::MIN_POSITIVE) {
+        return None;
+    }
+    (0..b)
+        .map(|i| {
+            let p = &probs[i * classes..(i + 1) * classes];
+            let y: Vec<f64> = match model.head {
+                Head::Softmax => (0..classes).map(|c| p[c] - r[(i, c)]).collect(),
+                // One output, the second class's: y = p(yes) − r.
+                Head::Sigmoid => {
+                    let yes = p[1] - r[(i, 0)];
+                    vec![1.0 - yes, yes]
+                }
+            };
+            let c = (0..classes).max_by(|&a, &b| y[a].total_cmp(&y[b]))?;
+            let off = (0..classes)
+                .map(|k| (y[k] - (k == c) as u8 as f64).abs())
+                .fold(0.0, f64::max);
+            (off <= OFF_LABEL).then_some(c)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::tensor::{Device, Tensor, TensorData};
+
+    use super::*;
+    use crate::client::activation::Activation;
+    use crate::client::gradient::param_grads;
+    use crate::client::network::Net;
+
+    /// A FedSGD gradient of `b` rows with these labels, and the rows.
+    fn gradient(sizes: &[usize], model: Model, labels: &[usize]) -> (Params, Update, Vec<f64>) {
+        let params = Params::init(sizes, 3);
+        let (b, d) = (labels.len(), sizes[0]);
+        let x: Vec<f64> = (0..b * d).map(|k| ((k * 37 % 23) as f64 - 11.0) / 7.0).collect();
+        let device = &Device::flex();
+        let classes = if model.head == Head::Sigmoid {
+            2
+        } else {
+            *sizes.last().unwrap()
+        };
+        let xt = Tensor::<3>::from_data(
+            TensorData::new(x.iter().map(|&v| v as f32).collect(), [1, b, d]),
+            device,
+        );
+        let outputs = *sizes.last().unwrap();
+        let y = Tensor::<3>::from_data(
+            TensorData::new(model.head.targets(labels, classes), [1, b, outputs]),
+            device,
+        );
+        let (g, _) = param_grads(&Net::new(&params, device).with_model(model), &xt, &y);
+        let read = |t: &Tensor<3>| pollster::block_on(crate::runtime::read_f32(t.clone())).unwrap();
+        let update = Update::from_layers(
+            g.weights.iter().map(read).collect(),
+            g.biases.iter().map(read).collect(),
+        );
+        (params, update, x)
+    }
+
+    #[test]
+    fn every_rows_label_is_read_from_the_last_layer_for_either_head() {
+        let labels = [2, 0, 1, 1, 0, 2, 2, 0];
+        let softmax = Model::default();
+        let (params, update, x) = gradient(&[5, 12, 10, 3], softmax, &labels);
+        assert_eq!(read_labels(&params, softmax, &update, &x, 8), Some(labels.to_vec()));
+        let sigmoid = Model {
+            activation: Activation::Gelu,
+            head: Head::Sigmoid,
+        };
+        let yes_no = [1, 0, 0, 1, 1, 1, 0, 1];
+        let (params, update, x) = gradient(&[5, 12, 10, 1], sigmoid, &yes_no);
+        assert_eq!(read_labels(&params, sigmoid, &update, &x, 8), Some(yes_no.to_vec()));
+    }
+
+    #[test]
+    fn a_wrong_row_or_too_many_rows_certify_nothing() {
+        let labels = [2, 0, 1, 1, 0, 2, 2, 0];
+        let model = Model::default();
+        let (params, update, mut x) = gradient(&[5, 12, 10, 3], model, &labels);
+        let mut moved = x.clone();
+        moved[7] += 0.5;
+        assert_eq!(read_labels(&params, model, &update, &moved, 8), None);
+        // Two rows swapped keep the system solvable: the labels follow their rows.
+        x.swap(0, 5);
+        x.swap(1, 6);
+        x.swap(2, 7);
+        x.swap(3, 8);
+        x.swap(4, 9);
+        let swapped = read_labels(&params, model, &update, &x, 8).unwrap();
+        assert_eq!((swapped[0], swapped[1]), (labels[1], labels[0]));
+        // More rows than the last layer's inputs (+1): the residuals are not determined.
+        let (params, update, x) = gradient(&[5, 4, 3], model, &labels);
+        assert_eq!(read_labels(&params, model, &update, &x, 8), None);
+    }
+}
