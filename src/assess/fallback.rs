@@ -159,9 +159,10 @@ pub struct Calibration {
 impl Setup<'_> {
     /// Whether the attack falls back to the marginals here: it asks for it, it pools cells with an
     /// entropy, the table's marginals are known (a simulated client), and the client's defence
-    /// perturbs the update, or the model leaves no proof (no hidden layer, or an activation other
-    /// than ReLU: a saturating sigmoid's update says less than the marginals at B = 32). Elsewhere
-    /// the ensemble scores above the marginals.
+    /// perturbs the update, or the model may leave rows unproved (no hidden layer; an activation
+    /// other than ReLU, which has the second layer's certificate only: a sigmoid's update at
+    /// initialisation says less than the marginals at B = 32). Proved rows never fall back.
+    /// Elsewhere the ensemble scores above the marginals.
     pub fn wants_fallback(&self) -> bool {
         self.config.priors().fallback
             && self.inverts.relaxed

@@ -204,6 +204,7 @@ impl Setup<'_> {
             of,
             (sizes[0], sizes[1], sizes[2]),
         )
+        .map(|span| span.with_activation(self.config.activation))
     }
 
     /// Whether a proof can reach every row of the batch: the second layer's span proves (FedSGD,

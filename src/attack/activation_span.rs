@@ -1,19 +1,22 @@
 //! Rows certified by the second layer, where the first layer's proof (`activity`) cannot reach:
-//! large batches, and tables whose rows are linearly dependent. In FedSGD the second layer's
-//! weight gradient is G₂ = (1/B) Σᵢ aᵢ δᵢᵀ ([h₁, h₂]) with aᵢ = relu(W₁ᵀxᵢ + b₁) row i's
-//! first-layer activation, so G₂'s column space is spanned by the rows' activations. The
-//! activations do not share the rows' linear dependence (the ReLU breaks it), so G₂'s rank r
-//! reaches min(B, h₂); while r < h₁, a candidate row x is a row of the batch only if relu(W₁ᵀx + b₁)
-//! lies in that space: h₁ − r independent checks per candidate, a certificate.
+//! large batches, tables whose rows are linearly dependent, and activations other than ReLU. In
+//! FedSGD the second layer's weight gradient is G₂ = (1/B) Σᵢ aᵢ δᵢᵀ ([h₁, h₂]) with
+//! aᵢ = σ(W₁ᵀxᵢ + b₁) row i's first-layer activation, so G₂'s column space is spanned by the rows'
+//! activations. The activations do not share the rows' linear dependence (the nonlinearity breaks
+//! it), so G₂'s rank r reaches min(B, h₂); while r < h₁, a candidate row x is a row of the batch
+//! only if σ(W₁ᵀx + b₁) lies in that space: h₁ − r independent checks per candidate, a
+//! certificate. Nothing in it asks σ to be ReLU's.
 //!
 //! A candidate (the ensemble's pooled row) is refined towards the space: its continuous values
-//! by least squares on its own ReLU pattern (the activation is affine in them there), rounded to
-//! their column's precision, and its categorical cells by coordinate descent over each column's
-//! values. A refined row is adopted only when the certificate holds for it.
+//! by Gauss-Newton on the activation (for ReLU, least squares on the row's own pattern, where the
+//! activation is affine in them), rounded to their column's precision, and its categorical cells
+//! by coordinate descent over each column's values. A refined row is adopted only when the
+//! certificate holds for it.
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
+use crate::client::activation::Activation;
 use crate::table::{Dataset, FeatureKind, Value};
 
 /// The span ends at the widest drop between consecutive singular values of G₂ below this share of
@@ -94,6 +97,8 @@ pub struct ActivationSpan<'a> {
     /// The relative distance under which a refined row is adopted.
     threshold: f64,
     proof: bool,
+    /// Between the client's layers (ReLU unless `with_activation`).
+    activation: Activation,
 }
 
 /// A category's first-layer gradient row this close (relative) to its constant times the bias
@@ -179,6 +184,7 @@ impl<'a> ActivationSpan<'a> {
                 SpanOf::Update { .. } => FEDAVG_NEAR,
             },
             proof: of == SpanOf::Gradient,
+            activation: Activation::Relu,
         })
     }
 
@@ -202,6 +208,12 @@ impl<'a> ActivationSpan<'a> {
         v - &self.basis * (&self.basis_t * v)
     }
 
+    /// The same span for a network with another activation between its layers.
+    pub fn with_activation(mut self, activation: Activation) -> Self {
+        self.activation = activation;
+        self
+    }
+
     fn pre_activation(&self, row: &[Value]) -> DVector<f64> {
         let x = DVector::from_vec(self.dataset.encode(row));
         &self.w1t * x + &self.b1
@@ -209,7 +221,7 @@ impl<'a> ActivationSpan<'a> {
 
     /// The relative distance of the row's activation to the span (∞ for a row no unit sees).
     pub fn distance(&self, row: &[Value]) -> f64 {
-        let a = self.pre_activation(row).map(|z| z.max(0.0));
+        let a = self.pre_activation(row).map(|z| self.activation.host(z));
         let norm = a.norm();
         if norm == 0.0 {
             return f64::INFINITY;
@@ -218,7 +230,8 @@ impl<'a> ActivationSpan<'a> {
     }
 
     /// The continuous values that bring the row's activation nearest the span, its categorical
-    /// cells fixed: least squares on the row's ReLU pattern, then rounded and kept in range.
+    /// cells fixed: Gauss-Newton steps (for ReLU, least squares on the row's pattern), each
+    /// rounded and kept in range.
     fn fit_continuous(&self, row: &mut [Value], rounds: usize) -> f64 {
         let continuous: Vec<(usize, usize, f64, f64, f64, u32)> = self
             .dataset
@@ -237,12 +250,12 @@ impl<'a> ActivationSpan<'a> {
                 break;
             }
             let z = self.pre_activation(row);
-            let active = z.map(|v| if v > 0.0 { 1.0 } else { 0.0 });
-            let a = z.component_mul(&active);
-            // d a / d value_f = W₁[offset_f, :] / std_f on the active units.
+            let slope = z.map(|v| self.activation.host_slope(v));
+            let a = z.map(|v| self.activation.host(v));
+            // d a / d value_f = σ′(z) ⊙ W₁[offset_f, :] / std_f (ReLU: on the active units).
             let mut columns = DMatrix::zeros(a.len(), continuous.len());
             for (k, &(_, offset, std, ..)) in continuous.iter().enumerate() {
-                let column = self.w1.row(offset).transpose().component_mul(&active) / std;
+                let column = self.w1.row(offset).transpose().component_mul(&slope) / std;
                 columns.set_column(k, &self.residual(&column));
             }
             let target = -self.residual(&a);
@@ -413,9 +426,14 @@ mod tests {
 
     /// A FedSGD batch of 64 Adult rows on the default network: its span and its rows.
     fn batch(dataset: &Dataset) -> (Scenario, Vec<Vec<Value>>) {
+        batch_with(dataset, 64, Activation::Relu)
+    }
+
+    fn batch_with(dataset: &Dataset, batch_size: usize, activation: Activation) -> (Scenario, Vec<Vec<Value>>) {
         let config = AttackConfig {
-            batch_size: 64,
+            batch_size,
             seed: 0,
+            activation,
             ..Default::default()
         };
         let scenario = pollster::block_on(Scenario::of_rows(dataset, &config)).unwrap();
@@ -424,6 +442,10 @@ mod tests {
     }
 
     fn span<'a>(dataset: &'a Dataset, scenario: &Scenario) -> ActivationSpan<'a> {
+        span_with(dataset, scenario, Activation::Relu)
+    }
+
+    fn span_with<'a>(dataset: &'a Dataset, scenario: &Scenario, activation: Activation) -> ActivationSpan<'a> {
         let p = &scenario.params;
         let present = present_categories(dataset, scenario.observed.weight(0), scenario.observed.bias(0));
         ActivationSpan::new(
@@ -435,7 +457,8 @@ mod tests {
             SpanOf::Gradient,
             (p.sizes[0], p.sizes[1], p.sizes[2]),
         )
-        .expect("B = 64 leaves checks on a width of 100")
+        .expect("the batch leaves checks on a width of 100")
+        .with_activation(activation)
     }
 
     #[test]
@@ -510,6 +533,75 @@ mod tests {
             assert!(span.distance(&mixed) > CERTIFY);
             let (_, distance) = span.refine(&mixed, &rows);
             assert!(distance >= CERTIFY);
+        }
+    }
+
+    /// The certificate for the smooth and the leaky activations (ReLU's is above): a batch of 32's
+    /// rows lie in the span, a row one cell off refines back to its batch row, and neither rows from
+    /// outside the batch nor mixtures of its rows pass, refined as the attack refines.
+    #[test]
+    fn the_certificate_holds_for_every_activation_and_refuses_strangers_and_mixtures() {
+        let dataset = adult();
+        let f = dataset.features.iter().position(|f| f.is_categorical()).unwrap();
+        // A sigmoid's activations at initialisation are nearly affine in the row (σ(z) ≈ ½ + z/4):
+        // G₂'s spectrum has no clear drop, so no span is read and nothing is certified.
+        let (scenario, _) = batch_with(&dataset, 32, Activation::Sigmoid);
+        let p = &scenario.params;
+        let present = present_categories(&dataset, scenario.observed.weight(0), scenario.observed.bias(0));
+        let sizes = (p.sizes[0], p.sizes[1], p.sizes[2]);
+        let sigmoid = ActivationSpan::new(
+            &dataset,
+            &p.weights[0],
+            &p.biases[0],
+            scenario.observed.weight(1),
+            present,
+            SpanOf::Gradient,
+            sizes,
+        );
+        assert!(sigmoid.is_none());
+        for activation in [Activation::LeakyRelu { slope: 0.2 }, Activation::Gelu, Activation::Tanh] {
+            let name = activation.name();
+            let (scenario, rows) = batch_with(&dataset, 32, activation);
+            let span = span_with(&dataset, &scenario, activation);
+            assert_eq!(span.rank(), 32, "{name}");
+            for row in &rows {
+                assert!(span.distance(row) < CERTIFY, "{name}: {}", span.distance(row));
+            }
+            for row in rows.iter().take(4) {
+                let mut off = row.clone();
+                off[f] = Value::Cat(if row[f] == Value::Cat(0) { 1 } else { 0 });
+                assert!(span.distance(&off) > 100.0 * CERTIFY, "{name}: {}", span.distance(&off));
+                let (refined, distance) = span.refine(&off, &[]);
+                assert!(distance < CERTIFY && span.among(&refined, &rows), "{name}");
+            }
+            let inside = scenario.truth.as_ref().unwrap().indices.clone();
+            let mut tried = 0;
+            for i in (0..dataset.n()).filter(|i| !inside.contains(i)).step_by(11).take(12) {
+                let row = &dataset.rows[i];
+                if span.among(row, &rows) {
+                    continue;
+                }
+                let (refined, distance) = span.refine(row, &rows);
+                assert!(
+                    distance >= CERTIFY,
+                    "{name}: row {i} refined to {refined:?} at {distance:e}"
+                );
+                tried += 1;
+            }
+            assert!(tried >= 10, "{name}");
+            for pair in rows.chunks_exact(2).take(6) {
+                let mixed: Vec<Value> = pair[0]
+                    .iter()
+                    .zip(&pair[1])
+                    .map(|(a, b)| match (a, b) {
+                        (Value::Num(x), Value::Num(y)) => Value::Num(((x + y) / 2.0).round()),
+                        _ => *a,
+                    })
+                    .collect();
+                if !span.among(&mixed, &rows) {
+                    assert!(span.refine(&mixed, &rows).1 >= CERTIFY, "{name}: a mixture passed");
+                }
+            }
         }
     }
 

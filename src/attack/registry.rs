@@ -167,11 +167,10 @@ impl AttackConfig {
     /// The priors the attack composes here.
     pub fn priors(&self) -> Priors {
         let mut priors = self.attacker().priors(self);
-        // The proofs read the ReLU pattern (`attack::activity`) and ReLU activations
-        // (`attack::activation_span`); another activation has neither.
+        // The first layer's proof reads the ReLU pattern (`attack::activity`), which another
+        // activation has not; the second layer's span holds any activation's rows.
         if !self.activation.is_relu() {
             priors.proof = false;
-            priors.second_layer = false;
         }
         // Without a hidden layer (logistic regression) the first layer is the output layer: its
         // gradient X Δ has rank at most the classes, and its span no longer holds the rows.

@@ -132,6 +132,26 @@ impl Activation {
         }
     }
 
+    /// σ′(a) of one value on the host, in f64 (the second layer's certificate fits rows by it).
+    pub fn host_slope(&self, a: f64) -> f64 {
+        match *self {
+            Activation::Relu => (a > 0.0) as u8 as f64,
+            Activation::LeakyRelu { slope } => {
+                if a > 0.0 {
+                    1.0
+                } else {
+                    slope
+                }
+            }
+            Activation::Gelu => 0.5 * (1.0 + libm::erf(a * INV_SQRT_2)) + a * INV_SQRT_2PI * (-0.5 * a * a).exp(),
+            Activation::Tanh => 1.0 - a.tanh().powi(2),
+            Activation::Sigmoid => {
+                let s = 1.0 / (1.0 + (-a).exp());
+                s * (1.0 - s)
+            }
+        }
+    }
+
     /// σ(a) of one value on the host, in f64 (label restoration, certificates).
     pub fn host(&self, a: f64) -> f64 {
         match *self {
@@ -179,5 +199,22 @@ mod tests {
         assert!((Activation::Gelu.host(1.0) - 0.841_344_746_068_542_9).abs() < 1e-12);
         assert_eq!(Activation::LeakyRelu { slope: 0.1 }.host(-2.0), -0.2);
         assert!((Activation::Sigmoid.host(0.0) - 0.5).abs() < 1e-15);
+    }
+
+    #[test]
+    fn host_slopes_are_the_derivatives_of_host_values() {
+        let all = [
+            Activation::Relu,
+            Activation::LeakyRelu { slope: 0.2 },
+            Activation::Gelu,
+            Activation::Tanh,
+            Activation::Sigmoid,
+        ];
+        for a in all {
+            for x in [-2.3, -0.4, 0.7, 1.9] {
+                let numeric = (a.host(x + 1e-6) - a.host(x - 1e-6)) / 2e-6;
+                assert!((a.host_slope(x) - numeric).abs() < 1e-6, "{} at {x}", a.name());
+            }
+        }
     }
 }

@@ -67,7 +67,8 @@ pub struct AttackArgs {
     #[arg(long, value_parser = parse_hidden)]
     pub hidden: Option<Hidden>,
     /// Between the client's layers: relu (default), leaky_relu (slope 0.01; leaky_relu=0.2 for
-    /// another), gelu, tanh or sigmoid. Anything but relu runs the definition, without the proofs.
+    /// another), gelu, tanh or sigmoid. Anything but relu runs the definition, with the second
+    /// layer's certificate and without the first layer's proof (which reads ReLU's pattern).
     #[arg(long, value_parser = parse_activation)]
     pub activation: Option<Activation>,
     /// The client's output layer: softmax (one logit per class under cross-entropy, the default)
