@@ -195,6 +195,8 @@ pub struct Needs {
     /// A model the fused CPU kernel and the GPU kernels are not written for (an activation other
     /// than ReLU, or no hidden layer): the definition runs.
     pub beyond_kernels: bool,
+    /// A sigmoid head (one logit under BCE): the fused CPU kernel runs it, the GPU kernels do not.
+    pub sigmoid_head: bool,
 }
 
 /// A device and what runs on it.
@@ -230,7 +232,9 @@ impl Runtime {
     pub fn engine_for(&self, needs: &Needs) -> StepEngine {
         match self.engine() {
             _ if needs.rounds > 1 || needs.beyond_kernels => StepEngine::Definition,
-            StepEngine::CubeKernels if needs.local_training || needs.known_cells => StepEngine::Definition,
+            StepEngine::CubeKernels if needs.local_training || needs.known_cells || needs.sigmoid_head => {
+                StepEngine::Definition
+            }
             engine => engine,
         }
     }

@@ -125,6 +125,43 @@ fn the_cpu_kernel_follows_the_definition_through_fedavg() {
     }
 }
 
+/// A sigmoid head (one logit under binary cross-entropy): the fused CPU kernel runs it, on FedSGD
+/// (TabLeak, DLG) and through FedAvg's local steps, and follows the definition step by step.
+#[test]
+fn the_cpu_kernel_follows_the_definition_under_a_sigmoid_head() {
+    use leakscope::client::fedavg::LocalTraining;
+    use leakscope::client::head::Head;
+    use leakscope::config::Protocol;
+    let data = adult();
+    let definition = Runtime::cpu().definition();
+    let kernel = Runtime::cpu();
+    let fedavg = Protocol::Fedavg(LocalTraining {
+        epochs: 2,
+        local_batch: 4,
+        lr: 0.01,
+    });
+    for (attack, protocol) in [
+        (AttackKind::Tableak, Protocol::Fedsgd),
+        (AttackKind::Dlg, Protocol::Fedsgd),
+        (AttackKind::Tableak, fedavg),
+    ] {
+        let c = AttackConfig {
+            head: Head::Sigmoid,
+            protocol,
+            ..config(attack, 50, 5)
+        };
+        // The kernel, not the definition, is what ran: else this would compare the definition
+        // with itself.
+        let ran = self::attack(&kernel, &data, &c).backend.label;
+        assert!(ran.contains("fused kernel"), "{ran}");
+        assert_follows(
+            &format!("sigmoid head {attack} {protocol:?} kernel"),
+            &invert(&definition, &data, &c),
+            &invert(&kernel, &data, &c),
+        );
+    }
+}
+
 /// The attribute attack on `relationship` over 2 local epochs of 2 steps.
 fn attribute_config(iterations: usize) -> AttackConfig {
     use leakscope::client::fedavg::LocalTraining;

@@ -34,7 +34,8 @@ pub struct ProblemSpec {
     pub known: Option<KnownCells>,
     /// Rounds after the first the server observed of the same rows: the model it sent, the update.
     pub later_rounds: Vec<(Params, Update)>,
-    /// Activation and head. The accelerators run ReLU and softmax only (`Needs::beyond_kernels`).
+    /// Activation and head. The accelerators run ReLU only (`Needs::beyond_kernels`), the GPU
+    /// kernels a softmax head only (`Needs::sigmoid_head`).
     pub model: Model,
 }
 

@@ -147,7 +147,8 @@ impl<'a> Setup<'a> {
             local_training: matches!(self.config.protocol, Protocol::Fedavg(_)),
             known_cells: self.scenario.known.is_some(),
             rounds: 1 + self.scenario.later_rounds.len(),
-            beyond_kernels: !self.config.model().in_kernels() || self.config.hidden.is_empty(),
+            beyond_kernels: !self.config.activation.is_relu() || self.config.hidden.is_empty(),
+            sigmoid_head: self.config.head == crate::client::head::Head::Sigmoid,
         })
     }
 

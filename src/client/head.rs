@@ -142,14 +142,6 @@ pub struct Model {
     pub head: Head,
 }
 
-impl Model {
-    /// What the fused CPU kernel and the GPU kernels are written for: ReLU between layers and a
-    /// softmax head.
-    pub fn in_kernels(&self) -> bool {
-        self.activation.is_relu() && self.head == Head::Softmax
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -73,7 +73,7 @@ pub struct AttackArgs {
     pub activation: Option<Activation>,
     /// The client's output layer: softmax (one logit per class under cross-entropy, the default)
     /// or sigmoid (one logit under binary cross-entropy, for a two-class label: PyTorch's
-    /// BCEWithLogitsLoss). A sigmoid head runs the definition.
+    /// BCEWithLogitsLoss). The fused CPU kernel runs it; on a GPU the definition does.
     #[arg(long, value_parser = parse_head)]
     pub head: Option<Head>,
     /// Adam learning rate (default: 0.1 for TabLeak, the reference's 0.06 for the baselines).

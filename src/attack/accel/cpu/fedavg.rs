@@ -4,6 +4,7 @@
 use super::passes::{Weights, Workspace, forward_backward, objective, reverse};
 use crate::attack::objective::Objective;
 use crate::client::fedavg::{LocalStep, LocalTraining};
+use crate::client::head::Head;
 use crate::client::update::Update;
 
 /// What a group's unrolled local training keeps between the forward and the reverse, allocated once.
@@ -33,8 +34,9 @@ pub struct Client<'a> {
     pub target: &'a Update,
     pub target_norm: f32,
     pub objective: Objective,
-    /// The client's labels in order, one-hot [n, C].
+    /// The client's labels in order as the head's targets [n, outputs].
     pub onehot: &'a [f32],
+    pub head: Head,
     pub training: LocalTraining,
     /// Copies of the client's n rows in a member's dummy rows: one per epoch, or one shared.
     pub copies: usize,
@@ -114,7 +116,7 @@ impl Client<'_> {
                 b: &done_b[t - 1],
             }
         };
-        forward_backward(self.sizes, weights, labels, &mut un.passes[t]);
+        forward_backward(self.sizes, weights, labels, self.head, &mut un.passes[t]);
         // θ_{t+1} = θ_t − lr·g_t, per member.
         let pass = &un.passes[t];
         for l in 0..layers {
@@ -214,7 +216,7 @@ impl Client<'_> {
             }
             let weights = self.weights_at_split(&un.theta_w, &un.theta_b, t);
             let theta_bar = (t > 0).then_some((&mut un.add_w[..], &mut un.add_b[..]));
-            reverse(self.sizes, weights, &mut un.passes[t], theta_bar);
+            reverse(self.sizes, weights, self.head, &mut un.passes[t], theta_bar);
             let copy = step.epoch.min(self.copies - 1);
             let pass = &un.passes[t];
             for k in 0..g {

@@ -27,6 +27,7 @@ use crate::attack::objective::Objective;
 use crate::attack::pointwise::{AdamStep, adam, subspace_gradient, subspace_terms};
 use crate::attack::problem::ProblemSpec;
 use crate::attack::relax::HostRelax;
+use crate::client::head::Head;
 use crate::client::update::Update;
 use crate::error::Result;
 use gemm::{mm, rm};
@@ -39,8 +40,10 @@ pub struct HostProblem {
     /// The observed update.
     target: Update,
     tnorm: f32,
-    /// The client's labels in order, one-hot [n, C].
+    /// The client's labels in order as the head's targets [n, outputs].
     onehot: Vec<f32>,
+    /// The client's output layer (softmax or one sigmoid logit).
+    head: Head,
     /// The client's rows n (FedSGD: the batch).
     batch: usize,
     relax: Option<HostRelax>,
@@ -73,6 +76,7 @@ impl HostProblem {
             tnorm,
             batch,
             onehot: spec.onehot,
+            head: spec.model.head,
             relax: spec.layout.as_ref().map(HostRelax::new),
             objective: spec.objective,
             simulation: spec.simulation,
@@ -164,6 +168,7 @@ impl HostProblem {
                 target_norm: self.tnorm,
                 objective: self.objective,
                 onehot: &self.onehot,
+                head: self.head,
                 training,
                 copies,
             }),
@@ -223,7 +228,7 @@ impl HostProblem {
         match &mut buf.pass {
             Passes::Gradient(ws) => {
                 ws.x.copy_from_slice(&buf.x);
-                forward_backward(&self.sizes, self.shared(), &self.onehot, ws);
+                forward_backward(&self.sizes, self.shared(), &self.onehot, self.head, ws);
                 objective(
                     &self.sizes,
                     self.objective,
@@ -235,7 +240,7 @@ impl HostProblem {
                     grad,
                 );
                 if grad {
-                    reverse(&self.sizes, self.shared(), ws, None);
+                    reverse(&self.sizes, self.shared(), self.head, ws, None);
                     buf.x_bar.copy_from_slice(&ws.h_bar[0]);
                 }
             }

@@ -6,6 +6,7 @@
 use super::gemm::{column_sums, dot_f32, mix, mm, relu_mask, rm, tr};
 use crate::attack::objective::Objective;
 use crate::attack::pointwise::{SQUARED_ERROR_ALPHA, SQUARED_ERROR_BETA, cosine_terms};
+use crate::client::head::Head;
 use crate::client::update::Update;
 
 /// The parameters a pass uses, per layer W [in, out] and b [out]: shared by the group, or one copy
@@ -66,7 +67,7 @@ pub struct Workspace {
     pub r: usize,
     /// The rows the network sees, [g·r, d].
     pub x: Vec<f32>,
-    /// Output of each layer: ReLU'd activations, and the softmax for the last.
+    /// Output of each layer: ReLU'd activations, and the head's probabilities for the last.
     pub h: Vec<Vec<f32>>,
     pub delta: Vec<Vec<f32>>,
     /// Per-member parameter gradients, [g, in, out] and [g, out]; the objective overwrites them
@@ -102,7 +103,7 @@ impl Workspace {
 /// The forward pass and the explicit backward on ws.x with labels `onehot` ([r, C], the same for
 /// every member): activations, δ per layer, and each member's parameter gradient in ws.gw/gb.
 #[inline(always)]
-pub fn forward_backward(sizes: &[usize], weights: Weights<'_>, onehot: &[f32], ws: &mut Workspace) {
+pub fn forward_backward(sizes: &[usize], weights: Weights<'_>, onehot: &[f32], head: Head, ws: &mut Workspace) {
     let (g, r, layers) = (ws.g, ws.r, sizes.len() - 1);
     for l in 0..layers {
         let (i, o) = (sizes[l], sizes[l + 1]);
@@ -117,6 +118,8 @@ pub fn forward_backward(sizes: &[usize], weights: Weights<'_>, onehot: &[f32], w
         weights.times_w(l, g, r, i, o, input, out, true);
         if l + 1 < layers {
             out.iter_mut().for_each(|v| *v = v.max(0.0));
+        } else if head == Head::Sigmoid {
+            out.iter_mut().for_each(|v| *v = 1.0 / (1.0 + (-*v).exp()));
         } else {
             for row in out.chunks_exact_mut(o) {
                 let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
@@ -129,7 +132,7 @@ pub fn forward_backward(sizes: &[usize], weights: Weights<'_>, onehot: &[f32], w
             }
         }
     }
-    // δ_{L-1} = (softmax − y)/r, gW_l = h_{l-1}ᵀ δ_l, δ_{l-1} = δ_l W_lᵀ ⊙ [h_{l-1} > 0].
+    // δ_{L-1} = (p − y)/r (softmax cross-entropy and sigmoid BCE alike), gW_l = h_{l-1}ᵀ δ_l, δ_{l-1} = δ_l W_lᵀ ⊙ [h_{l-1} > 0].
     let inv_r = 1.0 / r as f32;
     let c = sizes[layers];
     for (dl, s) in ws.delta[layers - 1]
@@ -232,7 +235,13 @@ pub type ThetaBar<'a> = (&'a mut [Vec<f32>], &'a mut [Vec<f32>]);
 /// Reverse of the explicit backward and forward passes: G (in ws.gw/gb) → dL/dx in ws.h_bar[0],
 /// and with `theta_bar` dL/dθ per member ([g, in, out] and [g, out] per layer, overwritten).
 #[inline(always)]
-pub fn reverse(sizes: &[usize], weights: Weights<'_>, ws: &mut Workspace, mut theta_bar: Option<ThetaBar<'_>>) {
+pub fn reverse(
+    sizes: &[usize],
+    weights: Weights<'_>,
+    head: Head,
+    ws: &mut Workspace,
+    mut theta_bar: Option<ThetaBar<'_>>,
+) {
     let (g, r, layers) = (ws.g, ws.r, sizes.len() - 1);
     if let Some((wb, _)) = theta_bar.as_mut() {
         for v in wb.iter_mut() {
@@ -290,15 +299,21 @@ pub fn reverse(sizes: &[usize], weights: Weights<'_>, ws: &mut Workspace, mut th
             }
         }
     }
-    // δ = (s − y)/r → dL/da = s ⊙ (s̄ − Σ s̄ s), with s̄ = dL/dδ / r.
+    // δ = (s − y)/r → dL/da = s ⊙ (s̄ − Σ s̄ s) under softmax, s (1 − s) s̄ under a sigmoid
+    // head, with s̄ = dL/dδ / r.
     let c = sizes[layers];
     let inv_r = 1.0 / r as f32;
     for (db, s) in ws.d_bar[layers - 1]
         .chunks_exact_mut(c)
         .zip(ws.h[layers - 1].chunks_exact(c))
     {
-        let inner: f32 = db.iter().zip(s).map(|(g, p)| g * inv_r * p).sum();
-        db.iter_mut().zip(s).for_each(|(g, p)| *g = p * (*g * inv_r - inner));
+        match head {
+            Head::Softmax => {
+                let inner: f32 = db.iter().zip(s).map(|(g, p)| g * inv_r * p).sum();
+                db.iter_mut().zip(s).for_each(|(g, p)| *g = p * (*g * inv_r - inner));
+            }
+            Head::Sigmoid => db.iter_mut().zip(s).for_each(|(g, p)| *g = p * (1.0 - p) * *g * inv_r),
+        }
     }
     for l in (0..layers).rev() {
         let (i, o) = (sizes[l], sizes[l + 1]);
