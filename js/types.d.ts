@@ -253,7 +253,11 @@ label_accuracy: number, features: Array<FeatureHeader>, rows: Array<RowReport>,
  * Rows by how they were obtained (proved, ensemble, prior) with the share of their cells
  * that are right; empty where the attack does not say.
  */
-provenance: Array<ProvenanceGroup>, entropy_buckets: Array<EntropyBucket>, 
+provenance: Array<ProvenanceGroup>, 
+/**
+ * Parts the attack asks for that the client's model rules out, and why.
+ */
+not_applied: Array<NotApplied>, entropy_buckets: Array<EntropyBucket>, 
 /**
  * Accuracy of the lowest-entropy quarter of cells against all, per feature kind.
  */
@@ -329,7 +333,11 @@ format: string, attack: AttackKind, backend: BackendInfo, seconds: number, confi
 /**
  * The labels the attack used (given with the update, or restored from it), as class names.
  */
-labels: Array<string>, confidence_counts: Array<ConfidenceCount>, per_feature_entropy: Array<number | null>, confidence_levels: ConfidenceLevels, loss_curve: Array<[number, number]>, 
+labels: Array<string>, 
+/**
+ * Parts the attack asks for that the client's model rules out, and why.
+ */
+not_applied: Array<NotApplied>, confidence_counts: Array<ConfidenceCount>, per_feature_entropy: Array<number | null>, confidence_levels: ConfidenceLevels, loss_curve: Array<[number, number]>, 
 /**
  * Steps each member of the ensemble took before it stopped improving.
  */
@@ -785,6 +793,12 @@ export type Activation = { "kind": "relu" } | { "kind": "leaky_relu",
 slope: number, } | { "kind": "gelu" } | { "kind": "tanh" } | { "kind": "sigmoid" };
 
 export type Head = "softmax" | "sigmoid";
+
+/**
+ * A part an attack would compose that the client's model rules out, and why: what the report
+ * says instead of leaving it silently off.
+ */
+export type NotApplied = { part: string, why: string, };
 
 /**
  * What to account, as the npm package's `Leakscope.privacy` takes it.

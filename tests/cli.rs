@@ -252,6 +252,14 @@ fn another_activation_logistic_regression_and_a_sigmoid_head_run_and_bad_ones_ar
     );
     let label = leaky["backend"]["label"].as_str().unwrap();
     assert!(label.contains("burn tensor ops"), "{label}");
+    // What the model rules out is said, with why.
+    assert_eq!(leaky["not_applied"][0]["part"], "the first layer's proof");
+    assert!(
+        leaky["not_applied"][0]["why"]
+            .as_str()
+            .unwrap()
+            .contains("ReLU's pattern")
+    );
     // Logistic regression: one row is its gradient's ratio, recovered exactly.
     let logistic = report(
         "adult-sample.csv",
@@ -259,6 +267,7 @@ fn another_activation_logistic_regression_and_a_sigmoid_head_run_and_bad_ones_ar
         &["--hidden", "none", "--batch-size", "1", "--seed", "0"],
     );
     assert_eq!(logistic["config"]["hidden"], serde_json::json!([]));
+    assert_eq!(logistic["not_applied"].as_array().unwrap().len(), 3);
     assert_eq!(logistic["accuracy"]["total"], 1.0, "{}", logistic["accuracy"]);
     // One logit under binary cross-entropy: the ReLU pattern still proves the batch, and the
     // labels restored from that one output are the batch's.

@@ -85,6 +85,7 @@ fn generated() -> String {
         declaration::<OverRounds>(),
         declaration::<leakscope::client::activation::Activation>(),
         declaration::<leakscope::client::head::Head>(),
+        declaration::<leakscope::attack::registry::NotApplied>(),
         declaration::<PrivacyQuery>(),
         declaration::<AttackConfig>(),
         declaration::<Protocol>(),

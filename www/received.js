@@ -23,7 +23,9 @@ function render(report) {
   $('received-info').textContent =
     `${report.rows.length} rows reconstructed from the update (no ground truth, so no accuracy); labels ` +
     `${c.labels === 'known' ? 'from the file' : 'restored from the update'}: ${report.labels.join(', ')}. ` +
-    `Cells by the attacker's confidence: ${counts}. ${report.backend.label}, ${report.seconds.toFixed(1)} s.`;
+    `Cells by the attacker's confidence: ${counts}. ` +
+    (report.not_applied ?? []).map((n) => `${n.part[0].toUpperCase()}${n.part.slice(1)} not applied: ${n.why}. `).join('') +
+    `${report.backend.label}, ${report.seconds.toFixed(1)} s.`;
   // Each row's own label, where the rows explain the update's last layer exactly.
   const labelled = report.rows.length > 0 && report.rows.every((row) => row.label != null);
   const labelHead = labelled ? [el('th', { text: 'label', title: "read off the update's last layer, row by row" })] : [];

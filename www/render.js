@@ -263,6 +263,7 @@ export function renderSummary(box, info, report, attack) {
     const how = { proved: 'proved', ensemble: 'from the ensemble', prior: 'from the marginals' };
     setting.push(`rows ${report.provenance.map((g) => `${g.rows} ${how[g.provenance]} (${(100 * g.accuracy).toFixed(1)} % right)`).join(', ')}`);
   }
+  for (const n of report.not_applied ?? []) setting.push(`${n.part} not applied: ${n.why}`);
   if (report.rows.length && report.rows.every((row) => row.label != null)) {
     const right = report.config.labels === 'restored' ? ` (${(100 * report.label_accuracy).toFixed(1)} % right)` : '';
     setting.push(`each row's label read off the update, which the rows explain exactly${right}`);

@@ -10,6 +10,8 @@ use crate::config::{AttackConfig, MAX_ENSEMBLE, Optimiser, Protocol};
 use crate::error::{Error, Result};
 use crate::plan::limits::WorkingSet;
 use crate::table::Dataset;
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
 
 /// The inversion an attack runs: what it optimises and against what.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -31,6 +33,47 @@ pub struct Priors {
     /// Cells falling back to the table's marginals where a shadow client shows the update says
     /// less than they do (`assess::fallback`).
     pub fallback: bool,
+}
+
+/// A part an attack would compose that the client's model rules out, and why: what the report
+/// says instead of leaving it silently off.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct NotApplied {
+    pub part: String,
+    pub why: String,
+}
+
+/// The lines a report prints for them: parts off for one reason share a line.
+pub fn not_applied_lines(parts: &[NotApplied]) -> Vec<String> {
+    let mut lines: Vec<(Vec<&str>, &str)> = Vec::new();
+    for p in parts {
+        match lines.iter_mut().find(|(_, why)| *why == p.why) {
+            Some((names, _)) => names.push(&p.part),
+            None => lines.push((vec![&p.part], &p.why)),
+        }
+    }
+    lines
+        .into_iter()
+        .map(|(names, why)| format!("not applied: {} ({why})", names.join(", ")))
+        .collect()
+}
+
+/// The parts a model can rule out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Span,
+    Proof,
+    SecondLayer,
+}
+
+impl Part {
+    fn name(&self) -> &'static str {
+        match self {
+            Part::Span => "the first layer's span",
+            Part::Proof => "the first layer's proof",
+            Part::SecondLayer => "the second layer's certificate",
+        }
+    }
 }
 
 /// What an attack is, to the engine.
@@ -164,22 +207,68 @@ impl AttackConfig {
         }
     }
 
-    /// The priors the attack composes here.
+    /// The priors the attack composes here: those it asks for, less what the model rules out
+    /// (`not_applied`).
     pub fn priors(&self) -> Priors {
         let mut priors = self.attacker().priors(self);
-        // The first layer's proof reads the ReLU pattern (`attack::activity`), which another
-        // activation has not; the second layer's span holds any activation's rows.
-        if !self.activation.is_relu() {
-            priors.proof = false;
-        }
-        // Without a hidden layer (logistic regression) the first layer is the output layer: its
-        // gradient X Δ has rank at most the classes, and its span no longer holds the rows.
-        if self.hidden.is_empty() {
-            priors.span = false;
-            priors.proof = false;
-            priors.second_layer = false;
+        for (part, _) in self.ruled_out() {
+            match part {
+                Part::Span => priors.span = false,
+                Part::Proof => priors.proof = false,
+                Part::SecondLayer => priors.second_layer = false,
+            }
         }
         priors
+    }
+
+    /// The parts the attack asks for that the client's model rules out, with the reason.
+    pub fn not_applied(&self) -> Vec<NotApplied> {
+        self.ruled_out()
+            .into_iter()
+            .map(|(part, why)| NotApplied {
+                part: part.name().into(),
+                why,
+            })
+            .collect()
+    }
+
+    fn ruled_out(&self) -> Vec<(Part, String)> {
+        let asked = self.attacker().priors(self);
+        let mut out = Vec::new();
+        if self.hidden.is_empty() {
+            // Without a hidden layer (logistic regression) the first layer is the output layer:
+            // its gradient X Δ has rank at most the classes, and its span no longer holds the rows.
+            let why = "logistic regression has no hidden layer: its one layer's gradient has rank at most the \
+                       classes and does not span the rows";
+            for (part, on) in [
+                (Part::Span, asked.span),
+                (Part::Proof, asked.proof),
+                (Part::SecondLayer, asked.second_layer),
+            ] {
+                if on {
+                    out.push((part, why.to_string()));
+                }
+            }
+            return out;
+        }
+        // The first layer's proof reads the ReLU pattern (`attack::activity`), which another
+        // activation has not; the second layer's span holds any activation's rows.
+        if asked.proof && !self.activation.is_relu() {
+            out.push((
+                Part::Proof,
+                format!(
+                    "it reads ReLU's pattern, a zero gradient at every inactive unit, which {} has not",
+                    self.activation.name()
+                ),
+            ));
+        }
+        if asked.second_layer && self.hidden.len() < 2 {
+            out.push((
+                Part::SecondLayer,
+                "it reads the second hidden layer's gradient; this network has one hidden layer".into(),
+            ));
+        }
+        out
     }
 
     /// What the attack holds in memory at its peak (`plan::limits`).

@@ -216,6 +216,9 @@ pub struct Report {
     /// Rows by how they were obtained (proved, ensemble, prior) with the share of their cells
     /// that are right; empty where the attack does not say.
     pub provenance: Vec<ProvenanceGroup>,
+    /// Parts the attack asks for that the client's model rules out, and why.
+    #[serde(default)]
+    pub not_applied: Vec<crate::attack::registry::NotApplied>,
     pub entropy_buckets: Vec<EntropyBucket>,
     /// Accuracy of the lowest-entropy quarter of cells against all, per feature kind.
     pub confident_quarter: Vec<ConfidentQuarter>,
@@ -343,6 +346,7 @@ pub fn build_report(
         features,
         rows,
         provenance: Vec::new(),
+        not_applied: config.not_applied(),
         entropy_buckets,
         confident_quarter,
         per_feature_entropy,

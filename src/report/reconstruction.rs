@@ -45,6 +45,9 @@ pub struct ReconstructionReport {
     pub rows: Vec<ReconstructedRow>,
     /// The labels the attack used (given with the update, or restored from it), as class names.
     pub labels: Vec<String>,
+    /// Parts the attack asks for that the client's model rules out, and why.
+    #[serde(default)]
+    pub not_applied: Vec<crate::attack::registry::NotApplied>,
     pub confidence_counts: Vec<ConfidenceCount>,
     pub per_feature_entropy: Vec<Option<f64>>,
     pub confidence_levels: ConfidenceLevels,
@@ -122,6 +125,7 @@ impl ReconstructionReport {
             features,
             rows,
             labels: labels.iter().map(|&l| dataset.classes[l].clone()).collect(),
+            not_applied: config.not_applied(),
             confidence_counts,
             per_feature_entropy,
             confidence_levels: CONFIDENCE_LEVELS,
@@ -157,6 +161,9 @@ impl ReconstructionReport {
             crate::config::LabelMode::Restored => "restored from the update",
         };
         let _ = writeln!(s, "labels used ({whence}): {}", self.labels.join(", "));
+        for line in crate::attack::registry::not_applied_lines(&self.not_applied) {
+            let _ = writeln!(s, "{line}");
+        }
         let read: Vec<&str> = self.rows.iter().filter_map(|r| r.label.as_deref()).collect();
         if read.len() == self.rows.len() && !read.is_empty() {
             let _ = writeln!(

@@ -141,6 +141,9 @@ fn accuracy(r: &Report, s: &mut String) {
             })
             .collect();
         let _ = writeln!(s, "rows: {}", groups.join(", "));
+        for line in crate::attack::registry::not_applied_lines(&r.not_applied) {
+            let _ = writeln!(s, "{line}");
+        }
         if r.rows.iter().all(|row| row.label.is_some()) && !r.rows.is_empty() {
             let right = match r.config.labels {
                 LabelMode::Restored => format!(" ({} right)", pct(Some(r.label_accuracy))),

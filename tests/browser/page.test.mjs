@@ -582,6 +582,7 @@ test('another activation and head from the form: the report says they ran, on th
     const report = await downloadReport(page);
     assert.deepEqual(report.config.activation, { kind: 'leaky_relu', slope: 0.2 });
     assert.equal(report.config.head, 'sigmoid');
+    assert.match(await page.textContent('#results-info'), /the first layer's proof not applied: it reads ReLU's pattern/);
     assert.match(report.backend.label, /burn tensor ops/);
     assert.ok(report.rows.length === 4 && report.accuracy.total > 0);
     assert.deepEqual(problems, []);
