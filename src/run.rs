@@ -59,8 +59,15 @@ async fn assess(
 ) -> Result<Report> {
     match flow(setup.config) {
         Flow::Rows => {
-            let calibration = setup.calibrate_fallback(progress).await?;
-            setup.assess_rows(inverted, calibration, seconds).await
+            let recon = setup.reconstruction(inverted).await?;
+            // Proved rows never fall back: where every row is, the shadow client has nothing to
+            // decide (an activation other than ReLU asks for it, and doubled the attack's time).
+            let proved = recon.provenance.iter().all(|p| *p == crate::report::Provenance::Proved);
+            let calibration = match proved {
+                true => None,
+                false => setup.calibrate_fallback(progress).await?,
+            };
+            setup.report_rows(recon, calibration, seconds)
         }
         Flow::Attribute(a) => {
             let inverted = inverted.ok_or_else(|| Error::Config("the attribute attack inverts".into()))?;

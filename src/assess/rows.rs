@@ -14,15 +14,10 @@ use crate::scenario::seed_for;
 use crate::table::Value;
 
 impl Setup<'_> {
-    /// Match, pool and score the ensemble (None: the random baseline) into the report, its
-    /// uncertain cells falling back to the random guess's where a shadow client calibrated that.
-    pub async fn assess_rows(
-        &self,
-        inverted: Option<Members>,
-        calibration: Option<Calibration>,
-        seconds: f64,
-    ) -> Result<Report> {
-        let recon = match inverted {
+    /// Match and pool the ensemble (None: the random baseline, which inverts nothing) into one
+    /// reconstruction, for `report_rows`.
+    pub async fn reconstruction(&self, inverted: Option<Members>) -> Result<Reconstruction> {
+        Ok(match inverted {
             None => Reconstruction {
                 rows: self.random_guess(),
                 entropy: None,
@@ -37,8 +32,7 @@ impl Setup<'_> {
                 steps: Vec::new(),
             },
             Some(inversion) => self.reconstruct(inversion).await?,
-        };
-        self.report_rows(recon, calibration, seconds)
+        })
     }
 
     /// The random baseline: what an attacker knows without the update (the table's marginals),
