@@ -98,23 +98,25 @@ fn the_cpu_kernel_follows_the_definition_step_by_step() {
     }
 }
 
-/// FedAvg: 2 local epochs of 2 local steps over the client's 8 rows, differentiated through every
-/// step; TabLeak with its per-epoch copies and epoch prior, and the Cosine baseline.
-#[test]
-fn the_cpu_kernel_follows_the_definition_through_fedavg() {
-    use leakscope::client::fedavg::LocalTraining;
-    use leakscope::config::Protocol;
-    let data = adult();
-    let definition = Runtime::cpu().definition();
-    let kernel = Runtime::cpu();
-    let fedavg = Protocol::Fedavg(LocalTraining {
+/// FedAvg over the client's 8 rows: 2 local epochs of 2 local steps.
+fn fedavg() -> leakscope::config::Protocol {
+    leakscope::config::Protocol::Fedavg(leakscope::client::fedavg::LocalTraining {
         epochs: 2,
         local_batch: 4,
         lr: 0.01,
-    });
+    })
+}
+
+/// FedAvg, differentiated through every local step; TabLeak with its per-epoch copies and epoch
+/// prior, and the Cosine baseline.
+#[test]
+fn the_cpu_kernel_follows_the_definition_through_fedavg() {
+    let data = adult();
+    let definition = Runtime::cpu().definition();
+    let kernel = Runtime::cpu();
     for attack in [AttackKind::Tableak, AttackKind::Cosine] {
         let c = AttackConfig {
-            protocol: fedavg,
+            protocol: fedavg(),
             ..config(attack, 50, 5)
         };
         assert_follows(
@@ -129,21 +131,15 @@ fn the_cpu_kernel_follows_the_definition_through_fedavg() {
 /// (TabLeak, DLG) and through FedAvg's local steps, and follows the definition step by step.
 #[test]
 fn the_cpu_kernel_follows_the_definition_under_a_sigmoid_head() {
-    use leakscope::client::fedavg::LocalTraining;
     use leakscope::client::head::Head;
     use leakscope::config::Protocol;
     let data = adult();
     let definition = Runtime::cpu().definition();
     let kernel = Runtime::cpu();
-    let fedavg = Protocol::Fedavg(LocalTraining {
-        epochs: 2,
-        local_batch: 4,
-        lr: 0.01,
-    });
     for (attack, protocol) in [
         (AttackKind::Tableak, Protocol::Fedsgd),
         (AttackKind::Dlg, Protocol::Fedsgd),
-        (AttackKind::Tableak, fedavg),
+        (AttackKind::Tableak, fedavg()),
     ] {
         let c = AttackConfig {
             head: Head::Sigmoid,

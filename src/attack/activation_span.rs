@@ -461,6 +461,17 @@ mod tests {
         .with_activation(activation)
     }
 
+    /// Two batch rows mixed: every categorical cell of one, the continuous values between both.
+    fn mixture(a: &[Value], b: &[Value]) -> Vec<Value> {
+        a.iter()
+            .zip(b)
+            .map(|(a, b)| match (a, b) {
+                (Value::Num(x), Value::Num(y)) => Value::Num(((x + y) / 2.0).round()),
+                _ => *a,
+            })
+            .collect()
+    }
+
     #[test]
     fn every_row_of_a_batch_of_64_is_certified_and_a_row_one_cell_off_refines_back_to_it() {
         let dataset = adult();
@@ -517,16 +528,8 @@ mod tests {
             tried += 1;
         }
         assert!(tried >= 30);
-        // Two batch rows mixed: every categorical cell of one, the continuous values between both.
         for pair in rows.chunks_exact(2).take(12) {
-            let mixed: Vec<Value> = pair[0]
-                .iter()
-                .zip(&pair[1])
-                .map(|(a, b)| match (a, b) {
-                    (Value::Num(x), Value::Num(y)) => Value::Num(((x + y) / 2.0).round()),
-                    _ => *a,
-                })
-                .collect();
+            let mixed = mixture(&pair[0], &pair[1]);
             if span.among(&mixed, &rows) {
                 continue;
             }
@@ -590,14 +593,7 @@ mod tests {
             }
             assert!(tried >= 10, "{name}");
             for pair in rows.chunks_exact(2).take(6) {
-                let mixed: Vec<Value> = pair[0]
-                    .iter()
-                    .zip(&pair[1])
-                    .map(|(a, b)| match (a, b) {
-                        (Value::Num(x), Value::Num(y)) => Value::Num(((x + y) / 2.0).round()),
-                        _ => *a,
-                    })
-                    .collect();
+                let mixed = mixture(&pair[0], &pair[1]);
                 if !span.among(&mixed, &rows) {
                     assert!(span.refine(&mixed, &rows).1 >= CERTIFY, "{name}: a mixture passed");
                 }
