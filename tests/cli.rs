@@ -159,6 +159,37 @@ fn a_received_update_is_attacked_from_every_format() {
         ),
         "{stderr}"
     );
+    // The encoding may state the model: the activation the weights cannot show, checked against
+    // the options where both say it.
+    let stated = tmp("stated-encoding.json");
+    let gelu = |extra: &[&str]| {
+        bin()
+            .args(["attack-update", "--encoding"])
+            .arg(&stated)
+            .args(["--weights", &update("gelu/weights.npz")])
+            .args(["--update", &update("gelu/update.npz")])
+            .args(["--ensemble", "2", "--iterations", "40", "--quiet"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = bin()
+        .args(["encoding", "--csv", &data("adult-sample.csv"), "--label", "salary"])
+        .args(["--hidden", "32,32", "--activation", "gelu", "--out"])
+        .arg(&stated)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json = tmp("stated.json");
+    let out = gelu(&["--json", json.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["config"]["activation"]["kind"], "gelu");
+    let stderr = String::from_utf8_lossy(&gelu(&["--activation", "relu"]).stderr).to_string();
+    assert!(
+        stderr.contains("the encoding states the model's activation as gelu but the options say relu: leave one out"),
+        "{stderr}"
+    );
     let out = arrays(&["--batch-size", "8", "--hidden", "32,32"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));

@@ -5,6 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::dataset::{Dataset, Feature, FeatureKind, MAX_DECIMALS};
+use crate::client::activation::Activation;
+use crate::client::head::Head;
 use crate::error::{Error, Result};
 
 /// The format tag written into every encoding file.
@@ -22,6 +24,54 @@ pub struct Encoding {
     /// Per input: the network sees (value − mean) / std, with value the one-hot 0/1 or the number.
     pub mean: Vec<f64>,
     pub std: Vec<f64>,
+    /// The client's model, where the file states it: what a received update is checked against
+    /// and attacked as when the caller states nothing (the weights show the widths and the head,
+    /// but not the activation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<StatedModel>,
+}
+
+/// A model as stated beside an encoding or by a caller; each part optional.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatedModel {
+    /// Hidden widths; empty: logistic regression.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<Vec<usize>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activation: Option<Activation>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<Head>,
+}
+
+impl StatedModel {
+    /// The encoding's statement with the caller's: each part from whichever states it; where both
+    /// do and differ, an error naming both.
+    pub fn merged(file: Option<&StatedModel>, caller: StatedModel) -> Result<StatedModel> {
+        let Some(file) = file else {
+            return Ok(caller);
+        };
+        fn pick<T: PartialEq + Clone>(
+            part: &str,
+            file: &Option<T>,
+            caller: Option<T>,
+            show: impl Fn(&T) -> String,
+        ) -> Result<Option<T>> {
+            match (file, caller) {
+                (Some(f), Some(c)) if *f != c => Err(Error::Config(format!(
+                    "the encoding states the model's {part} as {} but the options say {}: leave one out",
+                    show(f),
+                    show(&c)
+                ))),
+                (f, c) => Ok(c.or_else(|| f.clone())),
+            }
+        }
+        Ok(StatedModel {
+            hidden: pick("hidden layers", &file.hidden, caller.hidden, |h| format!("{h:?}"))?,
+            activation: pick("activation", &file.activation, caller.activation, |a| a.name().into())?,
+            head: pick("head", &file.head, caller.head, |h| h.name().into())?,
+        })
+    }
 }
 
 impl Encoding {
@@ -33,6 +83,7 @@ impl Encoding {
             features: dataset.features.clone(),
             mean: dataset.mean.clone(),
             std: dataset.std.clone(),
+            model: None,
         }
     }
 
@@ -192,5 +243,41 @@ mod tests {
         let text = serde_json::to_string(&Encoding::of(&data)).unwrap();
         let back = serde_json::from_str::<Encoding>(&text).unwrap().into_dataset().unwrap();
         assert_eq!((back.d(), back.std.clone()), (data.d(), data.std.clone()));
+    }
+
+    #[test]
+    fn a_stated_model_merges_with_the_callers_and_a_conflict_names_both() {
+        let file = StatedModel {
+            hidden: Some(vec![32, 32]),
+            activation: Some(Activation::Gelu),
+            head: None,
+        };
+        let caller = StatedModel {
+            head: Some(Head::Sigmoid),
+            ..Default::default()
+        };
+        let merged = StatedModel::merged(Some(&file), caller).unwrap();
+        assert_eq!(merged.hidden, Some(vec![32, 32]));
+        assert_eq!(
+            (merged.activation, merged.head),
+            (Some(Activation::Gelu), Some(Head::Sigmoid))
+        );
+        let clash = StatedModel {
+            activation: Some(Activation::Tanh),
+            ..Default::default()
+        };
+        let e = StatedModel::merged(Some(&file), clash).unwrap_err().to_string();
+        assert!(
+            e.contains("the encoding states the model's activation as gelu but the options say tanh"),
+            "{e}"
+        );
+        // Written only where stated: an encoding without a model reads as before.
+        let json = r#"{"activation": {"kind": "tanh"}, "hidden": []}"#;
+        let read: StatedModel = serde_json::from_str(json).unwrap();
+        assert_eq!(
+            (read.hidden, read.activation, read.head),
+            (Some(vec![]), Some(Activation::Tanh), None)
+        );
+        assert!(serde_json::from_str::<StatedModel>(r#"{"activaton": "relu"}"#).is_err());
     }
 }

@@ -13,6 +13,6 @@ pub use csv_input::{MAX_CSV_BYTES, RawTable, parse_csv};
 pub use dataset::{Dataset, DatasetOptions, Feature, FeatureKind, Value};
 pub use decode::TextEncoding;
 pub use dialect::Dialect;
-pub use encoding::Encoding;
+pub use encoding::{Encoding, StatedModel};
 pub use inference::{NonNumeric, Treatment};
 pub use schema::{ColumnInfo, ColumnKind, SchemaSummary, summarize};

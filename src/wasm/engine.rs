@@ -185,6 +185,7 @@ impl Engine {
     ) -> Result<JsValue, JsError> {
         let encoding: crate::table::Encoding =
             serde_json::from_str(&encoding).map_err(|e| JsError::new(&format!("not an encoding ({e})")))?;
+        let model = encoding.model.clone();
         let dataset = encoding.into_dataset().map_err(js_error)?;
         let received = crate::received::ReceivedUpdate::from_files(&update, weights.as_deref()).map_err(js_error)?;
         // Which of the batch size and the labels the caller gave: the rest come from the file.
@@ -192,8 +193,15 @@ impl Engine {
         let o: RunOptions = options_from_js(options)?;
         let rows = given.get("batchSize").map(|_| o.batch_size);
         let labels = given.get("labels").map(|_| o.labels);
-        let hidden = given.get("hidden").map(|_| o.hidden.clone());
-        let head = given.get("head").map(|_| o.head);
+        // The model as the caller states it, merged with the encoding's statement.
+        let caller = crate::table::StatedModel {
+            hidden: given.get("hidden").map(|_| o.hidden.clone()),
+            activation: given.get("activation").map(|_| o.activation),
+            head: given.get("head").map(|_| o.head),
+        };
+        let stated = crate::table::StatedModel::merged(model.as_ref(), caller).map_err(js_error)?;
+        let mut o = o;
+        o.activation = stated.activation.unwrap_or_default();
         if given.get("label").is_some() && o.label != dataset.label {
             return Err(JsError::new(&format!(
                 "the encoding's label is {:?}, not {:?}: leave label out",
@@ -201,7 +209,7 @@ impl Engine {
             )));
         }
         let o = received
-            .attack_options(&dataset, o, rows, labels, hidden.as_deref(), head)
+            .attack_options(&dataset, o, rows, labels, stated.hidden.as_deref(), stated.head)
             .map_err(js_error)?;
         let config = o.attack_config().map_err(js_error)?;
         let runtime = match (self.choice, &self.gpu) {

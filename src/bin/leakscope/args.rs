@@ -325,7 +325,7 @@ pub fn run_options(table: &TableArgs, attack: &AttackArgs, client: Option<&Clien
 }
 
 /// `relu`, `gelu`, …, or `leaky_relu=0.2` (a slope other than PyTorch's 0.01).
-fn parse_activation(text: &str) -> Result<Activation, String> {
+pub fn parse_activation(text: &str) -> Result<Activation, String> {
     let (name, slope) = match text.split_once('=') {
         Some((name, slope)) => (
             name,
@@ -341,7 +341,7 @@ fn parse_activation(text: &str) -> Result<Activation, String> {
     Activation::parse(name, slope).map_err(|e| e.to_string())
 }
 
-fn parse_head(text: &str) -> Result<Head, String> {
+pub fn parse_head(text: &str) -> Result<Head, String> {
     Head::parse(text).map_err(|e| e.to_string())
 }
 
@@ -350,7 +350,7 @@ fn parse_head(text: &str) -> Result<Head, String> {
 pub struct Hidden(pub Vec<usize>);
 
 /// `100,100`, or `none` for no hidden layer.
-fn parse_hidden(text: &str) -> Result<Hidden, String> {
+pub fn parse_hidden(text: &str) -> Result<Hidden, String> {
     if text.trim().eq_ignore_ascii_case("none") {
         return Ok(Hidden(Vec::new()));
     }

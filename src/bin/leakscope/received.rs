@@ -4,13 +4,18 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use leakscope::client::activation::Activation;
+use leakscope::client::head::Head;
 use leakscope::options::ProtocolKind;
 use leakscope::received::ReceivedUpdate;
-use leakscope::table::Encoding;
+use leakscope::table::{Encoding, StatedModel};
 use leakscope::{AttackKind, LabelMode, attack_received};
 
 use crate::args::CliResult;
-use crate::args::{AttackArg, AttackArgs, EngineArgs, LabelArg, ProtocolArg, TableArgs, run_options};
+use crate::args::{
+    AttackArg, AttackArgs, EngineArgs, Hidden, LabelArg, ProtocolArg, TableArgs, parse_activation, parse_head,
+    parse_hidden, run_options,
+};
 use crate::io::{bar, load, write_atomically};
 
 #[derive(Args)]
@@ -20,12 +25,40 @@ pub struct EncodingArgs {
     /// Where to write the encoding (JSON).
     #[arg(long)]
     pub out: PathBuf,
+    /// The client's hidden widths, written beside the encoding (`none`: logistic regression): an
+    /// update attacked against it is checked against them.
+    #[arg(long, value_parser = parse_hidden)]
+    pub hidden: Option<Hidden>,
+    /// The client's activation, written beside the encoding: the weights cannot show it, so an
+    /// update attacked against the encoding is attacked as this (relu where nothing says).
+    #[arg(long, value_parser = parse_activation)]
+    pub activation: Option<Activation>,
+    /// The client's head (softmax or sigmoid), written beside the encoding.
+    #[arg(long, value_parser = parse_head)]
+    pub head: Option<Head>,
 }
 
 pub fn encoding(args: EncodingArgs) -> CliResult<()> {
     let dataset = load(&args.table)?;
-    let enc = Encoding::of(&dataset);
+    let stated = StatedModel {
+        hidden: args.hidden.map(|h| h.0),
+        activation: args.activation,
+        head: args.head,
+    };
+    if let Some(h) = stated.head {
+        h.check_label(&dataset.classes).map_err(|e| e.to_string())?;
+    }
+    let enc = Encoding {
+        model: (stated != StatedModel::default()).then_some(stated),
+        ..Encoding::of(&dataset)
+    };
     write_atomically(&args.out, &serde_json::to_string_pretty(&enc).unwrap())?;
+    if let Some(m) = &enc.model {
+        println!(
+            "the client's model stated beside it: {}",
+            serde_json::to_string(m).unwrap()
+        );
+    }
     println!(
         "encoding of {} ({} features, {} inputs, classes {}) written to {}",
         args.table.csv.display(),
@@ -90,6 +123,13 @@ pub fn attack_update(args: AttackUpdateArgs) -> CliResult<()> {
         .map_err(|_| format!("{} is not UTF-8 text", args.encoding.display()))?;
     let encoding: Encoding =
         serde_json::from_str(&text).map_err(|e| format!("{}: not an encoding ({e})", args.encoding.display()))?;
+    let caller = StatedModel {
+        hidden: args.attack_args.hidden.as_ref().map(|h| h.0.clone()),
+        activation: args.attack_args.activation,
+        head: args.attack_args.head,
+    };
+    let stated = StatedModel::merged(encoding.model.as_ref(), caller)
+        .map_err(|e| format!("{}: {e}", args.encoding.display()))?;
     let dataset = encoding
         .into_dataset()
         .map_err(|e| format!("{}: {e}", args.encoding.display()))?;
@@ -103,6 +143,7 @@ pub fn attack_update(args: AttackUpdateArgs) -> CliResult<()> {
     };
     let mut options = run_options(&table, &args.attack_args, None);
     options.attack = AttackKind::from(args.attack);
+    options.activation = stated.activation.unwrap_or_default();
     let labels = args.attack_args.labels.map(|l| match l {
         LabelArg::Known => LabelMode::Known,
         LabelArg::Restored => LabelMode::Restored,
@@ -113,8 +154,8 @@ pub fn attack_update(args: AttackUpdateArgs) -> CliResult<()> {
             options,
             args.batch_size,
             labels,
-            args.attack_args.hidden.as_ref().map(|h| h.0.as_slice()),
-            args.attack_args.head,
+            stated.hidden.as_deref(),
+            stated.head,
         )
         .map_err(|e| e.to_string())?;
     if matches!(args.protocol, ProtocolArg::Fedavg) {
