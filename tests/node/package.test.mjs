@@ -207,8 +207,10 @@ test('the installed package attacks an update a PyTorch client wrote, from every
   for (const f of ['encoding.json', 'weights.safetensors', 'update.safetensors', 'update.json', 'weights.npz', 'update.npz', 'weights-arrays.npz', 'update-arrays.npz']) {
     copyFileSync(join(fixtures, f), join(project, f));
   }
-  mkdirSync(join(project, 'sigmoid-head'), { recursive: true });
-  for (const f of ['weights.npz', 'update.npz']) copyFileSync(join(fixtures, 'sigmoid-head', f), join(project, 'sigmoid-head', f));
+  for (const dir of ['sigmoid-head', 'gelu']) {
+    mkdirSync(join(project, dir), { recursive: true });
+    for (const f of ['weights.npz', 'update.npz']) copyFileSync(join(fixtures, dir, f), join(project, dir, f));
+  }
   const out = runIn(
     project,
     `
@@ -226,6 +228,9 @@ test('the installed package attacks an update a PyTorch client wrote, from every
     const arrays = await engine.attackUpdate({ encoding, weights: file('weights-arrays.npz'), update: file('update-arrays.npz') }, { ...options, batchSize: 8 });
     // One logit under BCE: the head is read off the weights.
     const sigmoid = await engine.attackUpdate({ encoding, weights: file('sigmoid-head/weights.npz'), update: file('sigmoid-head/update.npz') }, options);
+    // The encoding may state the model: the activation the weights cannot show.
+    const stated = JSON.stringify({ ...JSON.parse(encoding), model: { hidden: [32, 32], activation: { kind: 'gelu' } } });
+    const gelu = await engine.attackUpdate({ encoding: stated, weights: file('gelu/weights.npz'), update: file('gelu/update.npz') }, options);
     const refused = [];
     for (const [files, opts] of [
       [{ encoding, weights: file('weights-arrays.npz'), update: file('update-arrays.npz') }, options],
@@ -235,10 +240,11 @@ test('the installed package attacks an update a PyTorch client wrote, from every
       [{ encoding, weights: file('weights.npz'), update: file('update.npz') }, { ...options, label: 'sex' }],
       [{ encoding, weights: file('weights.npz'), update: file('update.npz') }, { ...options, hidden: [100, 100] }],
       [{ encoding, weights: file('weights.npz'), update: file('update.npz') }, { ...options, head: 'sigmoid' }],
+      [{ encoding: stated, weights: file('gelu/weights.npz'), update: file('gelu/update.npz') }, { ...options, activation: { kind: 'tanh' } }],
     ]) {
       try { await engine.attackUpdate(files, opts); refused.push(null); } catch (e) { refused.push(e.message); }
     }
-    console.log(JSON.stringify({ st, npz, json, arrays, sigmoid, steps, refused }));
+    console.log(JSON.stringify({ st, npz, json, arrays, sigmoid, gelu, steps, refused }));
     `,
   );
   const rows = (r) => JSON.stringify(r.rows.map((row) => row.cells));
@@ -259,6 +265,8 @@ test('the installed package attacks an update a PyTorch client wrote, from every
   assert.match(out.refused[5], /the model is stated with hidden layers \[100, 100\] but the weights have hidden layers \[32, 32\]/);
   assert.match(out.refused[6], /the model is stated with a sigmoid head \(1 output for a 2-class label\) but the weights' last layer has 2 outputs/);
   assert.equal(out.sigmoid.config.head, 'sigmoid');
+  assert.match(out.refused[7], /the encoding states the model's activation as gelu but the options say tanh: leave one out/);
+  assert.equal(out.gelu.config.activation.kind, 'gelu');
   assert.equal(out.sigmoid.rows.length, 8);
 });
 
