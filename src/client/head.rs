@@ -106,8 +106,8 @@ impl Head {
         }
     }
 
-    /// One row's class probabilities from its logits, in place of the logits on the host
-    /// (`outputs` values in, `classes` out).
+    /// One row's class probabilities from its logits, on the host (`outputs` values in,
+    /// `classes` out).
     pub fn host_probabilities(&self, logits: &[f64]) -> Vec<f64> {
         match self {
             Head::Softmax => {
