@@ -124,17 +124,19 @@ fn a_received_update_is_attacked_from_every_format() {
     // neither, so the rows are given and the labels restored from the gradient.
     let (_, from_npz) = attack(&["weights.npz", "update.npz"], &tmp("npz.json"));
     assert_eq!(from_st["rows"], from_npz["rows"], "one update, three files");
-    let arrays = |extra: &[&str]| {
+    // A short attack of an update against an encoding.
+    let short = |encoding: &std::path::Path, weights: &str, updated: &str, extra: &[&str]| {
         bin()
             .args(["attack-update", "--encoding"])
-            .arg(&encoding)
-            .args(["--weights", &update("weights-arrays.npz")])
-            .args(["--update", &update("update-arrays.npz")])
+            .arg(encoding)
+            .args(["--weights", &update(weights)])
+            .args(["--update", &update(updated)])
             .args(["--ensemble", "2", "--iterations", "40", "--quiet"])
             .args(extra)
             .output()
             .unwrap()
     };
+    let arrays = |extra: &[&str]| short(&encoding, "weights-arrays.npz", "update-arrays.npz", extra);
     let out = arrays(&[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
@@ -162,17 +164,7 @@ fn a_received_update_is_attacked_from_every_format() {
     // The encoding may state the model: the activation the weights cannot show, checked against
     // the options where both say it.
     let stated = tmp("stated-encoding.json");
-    let gelu = |extra: &[&str]| {
-        bin()
-            .args(["attack-update", "--encoding"])
-            .arg(&stated)
-            .args(["--weights", &update("gelu/weights.npz")])
-            .args(["--update", &update("gelu/update.npz")])
-            .args(["--ensemble", "2", "--iterations", "40", "--quiet"])
-            .args(extra)
-            .output()
-            .unwrap()
-    };
+    let gelu = |extra: &[&str]| short(&stated, "gelu/weights.npz", "gelu/update.npz", extra);
     let out = bin()
         .args(["encoding", "--csv", &data("adult-sample.csv"), "--label", "salary"])
         .args(["--hidden", "32,32", "--activation", "gelu", "--out"])

@@ -80,7 +80,7 @@ fn safetensors(tensors: &Tensors, metadata: &BTreeMap<String, String>) -> Vec<u8
 
 fn with_header(header: &Value, data: &[u8]) -> Vec<u8> {
     let mut h = serde_json::to_vec(header).unwrap();
-    while h.len() % 8 != 0 {
+    while !h.len().is_multiple_of(8) {
         h.push(b' ');
     }
     let mut out = (h.len() as u64).to_le_bytes().to_vec();

@@ -11,7 +11,7 @@ use leakscope::client::update::Update;
 use leakscope::config::Protocol;
 use leakscope::options::ProtocolKind;
 use leakscope::received::ReceivedUpdate;
-use leakscope::table::{Dataset, Encoding};
+use leakscope::table::{Dataset, Encoding, StatedModel};
 use leakscope::{LabelMode, RunOptions, Runtime, attack_received};
 
 fn fixture(file: &str) -> Vec<u8> {
@@ -246,7 +246,16 @@ fn a_gelu_network_logistic_regression_and_a_sigmoid_head_from_pytorch_are_the_si
         };
         // The head is read off the last layer's width where the caller does not state it.
         let options = st
-            .attack_options(&dataset, options, None, None, Some(&hidden), None)
+            .attack_options(
+                &dataset,
+                options,
+                None,
+                None,
+                &StatedModel {
+                    hidden: Some(hidden.clone()),
+                    ..Default::default()
+                },
+            )
             .unwrap();
         assert_eq!(options.head, head, "{dir}");
         let config = options.attack_config().unwrap();
@@ -292,8 +301,7 @@ fn once_every_row_is_proved_each_rows_label_is_read_off_the_update() {
                 RunOptions::default(),
                 None,
                 Some(LabelMode::Restored),
-                None,
-                None,
+                &StatedModel::default(),
             )
             .unwrap();
         assert_eq!(options.head, head);

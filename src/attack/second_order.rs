@@ -35,9 +35,8 @@ pub fn reverse(net: &Net, tape: &Tape, g: &ParamGrads, with_params: bool) -> (Te
         h_bar.push(tape.deltas[l].clone().matmul(gw.clone().swap_dims(1, 2)));
         let mut db = tape.inputs[l].clone().matmul(gw.clone()) + g.biases[l].clone();
         if let Some(prev) = delta_bar.take() {
-            if let Some(d2) = &tape.curvature[l - 1] {
-                let e = tape.deltas[l].clone().matmul(net.weights[l].clone().swap_dims(1, 2));
-                through_mask[l - 1] = Some(prev.clone() * e * d2.clone());
+            if let Some(c) = &tape.curvature[l - 1] {
+                through_mask[l - 1] = Some(prev.clone() * c.clone());
             }
             let e_bar = prev * tape.masks[l - 1].clone();
             if with_params {

@@ -88,7 +88,8 @@ pub struct Tape {
     pub inputs: Vec<Tensor<3>>,
     /// σ′ of hidden layers' pre-activations [N, B, out_l] (ReLU: its 0/1 mask).
     pub masks: Vec<Tensor<3>>,
-    /// σ″ of the same, where the activation has one (None for ReLU and leaky ReLU).
+    /// (δ_l W_lᵀ) ⊙ σ″(a_{l-1}), where the activation has a σ″ (None for ReLU and leaky ReLU):
+    /// how the backward product moves with a_{l-1}, which the second-order gradient needs.
     pub curvature: Vec<Option<Tensor<3>>>,
     /// Backward signals δ_l = dL/da_l, [N, B, out_l].
     pub deltas: Vec<Tensor<3>>,
@@ -130,7 +131,11 @@ pub fn param_grads(net: &Net, x: &Tensor<3>, onehot: &Tensor<3>) -> (ParamGrads,
         biases[l] = Some(delta.clone().sum_dim(1));
         deltas[l] = Some(delta.clone());
         if l > 0 {
-            delta = delta.matmul(net.weights[l].clone().swap_dims(1, 2)) * masks[l - 1].clone();
+            let back = delta.matmul(net.weights[l].clone().swap_dims(1, 2));
+            if let Some(d2) = curvature[l - 1].take() {
+                curvature[l - 1] = Some(back.clone() * d2);
+            }
+            delta = back * masks[l - 1].clone();
         }
     }
     let grads = ParamGrads {

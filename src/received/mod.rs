@@ -18,7 +18,7 @@ use crate::client::network::Params;
 use crate::client::update::Update;
 use crate::config::{AttackConfig, LabelMode};
 use crate::error::{Error, Result};
-use crate::table::Dataset;
+use crate::table::{Dataset, StatedModel};
 
 /// The format tag of a JSON update.
 pub const UPDATE_FORMAT: &str = "leakscope-update/1";
@@ -442,8 +442,9 @@ fn flatten(v: &serde_json::Value) -> std::result::Result<(Vec<usize>, Vec<f32>),
 
 impl ReceivedUpdate {
     /// The attack's options for this update, from a caller's `options` (attack, protocol, members,
-    /// steps, activation): the network's hidden widths and head (checked against `hidden` and
-    /// `head` where the caller states them), the label of `dataset` (the encoding), the rows the caller gives (`rows`) or
+    /// steps): the model as `stated` (by the caller, or beside the encoding: `StatedModel::merged`),
+    /// its hidden widths and head checked against the weights' and its activation taken (the
+    /// weights cannot show it), the label of `dataset` (the encoding), the rows the caller gives (`rows`) or
     /// the file says, and the labels as the caller asks (`labels`) or else the file's where it
     /// carries them and restored from the update where not.
     pub fn attack_options(
@@ -452,8 +453,7 @@ impl ReceivedUpdate {
         mut options: crate::options::RunOptions,
         rows: Option<usize>,
         labels: Option<LabelMode>,
-        hidden: Option<&[usize]>,
-        head: Option<Head>,
+        stated: &StatedModel,
     ) -> Result<crate::options::RunOptions> {
         options.batch_size = match (rows, self.rows, &self.labels) {
             (Some(r), Some(f), _) if r != f => {
@@ -469,7 +469,7 @@ impl ReceivedUpdate {
         };
         let sizes = &self.params.sizes;
         let found = &sizes[1..sizes.len() - 1];
-        if let Some(stated) = hidden
+        if let Some(stated) = stated.hidden.as_deref()
             && stated != found
         {
             let says = |h: &[usize]| match h {
@@ -483,7 +483,10 @@ impl ReceivedUpdate {
             ));
         }
         options.hidden = found.to_vec();
-        options.head = Self::head_of(*sizes.last().unwrap_or(&0), dataset, head)?;
+        options.head = Self::head_of(*sizes.last().unwrap_or(&0), dataset, stated.head)?;
+        if let Some(a) = stated.activation {
+            options.activation = a;
+        }
         options.label = dataset.label.clone();
         options.labels = labels.unwrap_or(if self.labels.is_some() {
             LabelMode::Known

@@ -200,8 +200,6 @@ impl Engine {
             head: given.get("head").map(|_| o.head),
         };
         let stated = crate::table::StatedModel::merged(model.as_ref(), caller).map_err(js_error)?;
-        let mut o = o;
-        o.activation = stated.activation.unwrap_or_default();
         if given.get("label").is_some() && o.label != dataset.label {
             return Err(JsError::new(&format!(
                 "the encoding's label is {:?}, not {:?}: leave label out",
@@ -209,7 +207,7 @@ impl Engine {
             )));
         }
         let o = received
-            .attack_options(&dataset, o, rows, labels, stated.hidden.as_deref(), stated.head)
+            .attack_options(&dataset, o, rows, labels, &stated)
             .map_err(js_error)?;
         let config = o.attack_config().map_err(js_error)?;
         let runtime = match (self.choice, &self.gpu) {

@@ -8,7 +8,7 @@ use leakscope::client::activation::Activation;
 use leakscope::client::head::Head;
 use leakscope::config::EpochPrior;
 use leakscope::options::ProtocolKind;
-use leakscope::table::ColumnKind;
+use leakscope::table::{ColumnKind, StatedModel};
 use leakscope::{AttackKind, BackendKind, LabelMode, RunOptions, Runtime};
 
 /// A command's outcome: its error is the message the terminal shows.
@@ -47,6 +47,36 @@ pub struct EngineArgs {
     pub quiet: bool,
 }
 
+/// The client's model, as the attack's settings and `leakscope encoding` take it.
+#[derive(Args)]
+pub struct ModelArgs {
+    /// Hidden layer sizes of the client's network (default 100,100); `none`: no hidden layer
+    /// (logistic regression).
+    #[arg(long, value_parser = parse_hidden)]
+    pub hidden: Option<Hidden>,
+    /// Between the client's layers: relu (default), leaky_relu (slope 0.01; leaky_relu=0.2 for
+    /// another), gelu, tanh or sigmoid. Anything but relu runs the definition, with the second
+    /// layer's certificate and without the first layer's proof (which reads ReLU's pattern).
+    #[arg(long, value_parser = parse_activation)]
+    pub activation: Option<Activation>,
+    /// The client's output layer: softmax (one logit per class under cross-entropy, the default)
+    /// or sigmoid (one logit under binary cross-entropy, for a two-class label: PyTorch's
+    /// BCEWithLogitsLoss). The fused CPU kernel runs it; on a GPU the definition does.
+    #[arg(long, value_parser = parse_head)]
+    pub head: Option<Head>,
+}
+
+impl ModelArgs {
+    /// The parts given.
+    pub fn stated(&self) -> StatedModel {
+        StatedModel {
+            hidden: self.hidden.as_ref().map(|h| h.0.clone()),
+            activation: self.activation,
+            head: self.head,
+        }
+    }
+}
+
 /// The attacker's settings.
 #[derive(Args)]
 pub struct AttackArgs {
@@ -62,20 +92,8 @@ pub struct AttackArgs {
     /// gradient (FedSGD).
     #[arg(long, value_enum)]
     pub labels: Option<LabelArg>,
-    /// Hidden layer sizes of the client's network (default 100,100); `none`: no hidden layer
-    /// (logistic regression).
-    #[arg(long, value_parser = parse_hidden)]
-    pub hidden: Option<Hidden>,
-    /// Between the client's layers: relu (default), leaky_relu (slope 0.01; leaky_relu=0.2 for
-    /// another), gelu, tanh or sigmoid. Anything but relu runs the definition, with the second
-    /// layer's certificate and without the first layer's proof (which reads ReLU's pattern).
-    #[arg(long, value_parser = parse_activation)]
-    pub activation: Option<Activation>,
-    /// The client's output layer: softmax (one logit per class under cross-entropy, the default)
-    /// or sigmoid (one logit under binary cross-entropy, for a two-class label: PyTorch's
-    /// BCEWithLogitsLoss). The fused CPU kernel runs it; on a GPU the definition does.
-    #[arg(long, value_parser = parse_head)]
-    pub head: Option<Head>,
+    #[command(flatten)]
+    pub model: ModelArgs,
     /// Adam learning rate (default: 0.1 for TabLeak, the reference's 0.06 for the baselines).
     #[arg(long)]
     pub lr: Option<f64>,
@@ -286,13 +304,14 @@ pub fn run_options(table: &TableArgs, attack: &AttackArgs, client: Option<&Clien
     if let Some(v) = attack.iterations {
         o.iterations = v;
     }
-    if let Some(Hidden(v)) = &attack.hidden {
-        o.hidden = v.clone();
+    let model = attack.model.stated();
+    if let Some(v) = model.hidden {
+        o.hidden = v;
     }
-    if let Some(a) = attack.activation {
+    if let Some(a) = model.activation {
         o.activation = a;
     }
-    if let Some(h) = attack.head {
+    if let Some(h) = model.head {
         o.head = h;
     }
     if let Some(v) = attack.epoch_prior {
@@ -325,7 +344,7 @@ pub fn run_options(table: &TableArgs, attack: &AttackArgs, client: Option<&Clien
 }
 
 /// `relu`, `gelu`, …, or `leaky_relu=0.2` (a slope other than PyTorch's 0.01).
-pub fn parse_activation(text: &str) -> Result<Activation, String> {
+fn parse_activation(text: &str) -> Result<Activation, String> {
     let (name, slope) = match text.split_once('=') {
         Some((name, slope)) => (
             name,
@@ -341,7 +360,7 @@ pub fn parse_activation(text: &str) -> Result<Activation, String> {
     Activation::parse(name, slope).map_err(|e| e.to_string())
 }
 
-pub fn parse_head(text: &str) -> Result<Head, String> {
+fn parse_head(text: &str) -> Result<Head, String> {
     Head::parse(text).map_err(|e| e.to_string())
 }
 
@@ -350,7 +369,7 @@ pub fn parse_head(text: &str) -> Result<Head, String> {
 pub struct Hidden(pub Vec<usize>);
 
 /// `100,100`, or `none` for no hidden layer.
-pub fn parse_hidden(text: &str) -> Result<Hidden, String> {
+fn parse_hidden(text: &str) -> Result<Hidden, String> {
     if text.trim().eq_ignore_ascii_case("none") {
         return Ok(Hidden(Vec::new()));
     }

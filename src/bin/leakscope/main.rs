@@ -63,7 +63,8 @@ enum Command {
     /// Join the shares of an audit run with --shard into the report one run would give.
     Merge(audit::MergeArgs),
     /// Write a table's encoding (columns, categories, standardisation) as JSON, for
-    /// `attack-update` and for a client exporting its update.
+    /// `attack-update` and for a client exporting its update; --hidden, --activation and --head
+    /// are written beside it, and an update attacked against it is taken as that model.
     Encoding(received::EncodingArgs),
     /// Attack an update that came from elsewhere (safetensors or JSON): the reconstruction and
     /// its confidence, without accuracy (there is no ground truth).

@@ -4,18 +4,13 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use leakscope::client::activation::Activation;
-use leakscope::client::head::Head;
 use leakscope::options::ProtocolKind;
 use leakscope::received::ReceivedUpdate;
 use leakscope::table::{Encoding, StatedModel};
 use leakscope::{AttackKind, LabelMode, attack_received};
 
 use crate::args::CliResult;
-use crate::args::{
-    AttackArg, AttackArgs, EngineArgs, Hidden, LabelArg, ProtocolArg, TableArgs, parse_activation, parse_head,
-    parse_hidden, run_options,
-};
+use crate::args::{AttackArg, AttackArgs, EngineArgs, LabelArg, ModelArgs, ProtocolArg, TableArgs, run_options};
 use crate::io::{bar, load, write_atomically};
 
 #[derive(Args)]
@@ -25,26 +20,16 @@ pub struct EncodingArgs {
     /// Where to write the encoding (JSON).
     #[arg(long)]
     pub out: PathBuf,
-    /// The client's hidden widths, written beside the encoding (`none`: logistic regression): an
-    /// update attacked against it is checked against them.
-    #[arg(long, value_parser = parse_hidden)]
-    pub hidden: Option<Hidden>,
-    /// The client's activation, written beside the encoding: the weights cannot show it, so an
-    /// update attacked against the encoding is attacked as this (relu where nothing says).
-    #[arg(long, value_parser = parse_activation)]
-    pub activation: Option<Activation>,
-    /// The client's head (softmax or sigmoid), written beside the encoding.
-    #[arg(long, value_parser = parse_head)]
-    pub head: Option<Head>,
+    /// The client's model, written beside the encoding where given: an update attacked against
+    /// it is checked against its widths and head and attacked with its activation (which the
+    /// weights cannot show).
+    #[command(flatten)]
+    pub model: ModelArgs,
 }
 
 pub fn encoding(args: EncodingArgs) -> CliResult<()> {
     let dataset = load(&args.table)?;
-    let stated = StatedModel {
-        hidden: args.hidden.map(|h| h.0),
-        activation: args.activation,
-        head: args.head,
-    };
+    let stated = args.model.stated();
     if let Some(h) = stated.head {
         h.check_label(&dataset.classes).map_err(|e| e.to_string())?;
     }
@@ -123,12 +108,7 @@ pub fn attack_update(args: AttackUpdateArgs) -> CliResult<()> {
         .map_err(|_| format!("{} is not UTF-8 text", args.encoding.display()))?;
     let encoding: Encoding =
         serde_json::from_str(&text).map_err(|e| format!("{}: not an encoding ({e})", args.encoding.display()))?;
-    let caller = StatedModel {
-        hidden: args.attack_args.hidden.as_ref().map(|h| h.0.clone()),
-        activation: args.attack_args.activation,
-        head: args.attack_args.head,
-    };
-    let stated = StatedModel::merged(encoding.model.as_ref(), caller)
+    let stated = StatedModel::merged(encoding.model.as_ref(), args.attack_args.model.stated())
         .map_err(|e| format!("{}: {e}", args.encoding.display()))?;
     let dataset = encoding
         .into_dataset()
@@ -143,20 +123,12 @@ pub fn attack_update(args: AttackUpdateArgs) -> CliResult<()> {
     };
     let mut options = run_options(&table, &args.attack_args, None);
     options.attack = AttackKind::from(args.attack);
-    options.activation = stated.activation.unwrap_or_default();
     let labels = args.attack_args.labels.map(|l| match l {
         LabelArg::Known => LabelMode::Known,
         LabelArg::Restored => LabelMode::Restored,
     });
     let mut options = received
-        .attack_options(
-            &dataset,
-            options,
-            args.batch_size,
-            labels,
-            stated.hidden.as_deref(),
-            stated.head,
-        )
+        .attack_options(&dataset, options, args.batch_size, labels, &stated)
         .map_err(|e| e.to_string())?;
     if matches!(args.protocol, ProtocolArg::Fedavg) {
         options.protocol = ProtocolKind::Fedavg;
