@@ -5,7 +5,9 @@ The client's side of a federated round, written the way a PyTorch (or Flower) cl
 rows encoded with the table's encoding (`leakscope encoding --csv ... --out encoding.json`), a
 fully connected network (ReLU or another activation, or no hidden layer) with a softmax head
 (one logit per class, cross-entropy) or a sigmoid head (one logit, BCEWithLogitsLoss, for a
-two-class label), and either the gradient of the mean loss on one batch
+two-class label) or, where the encoding's label is a regression's (`leakscope encoding --task
+regression`), one linear output under MSELoss on the label standardised as the encoding states,
+and either the gradient of the mean loss on one batch
 (FedSGD) or θ0 − θE after plain-SGD local training over the rows in order (FedAvg). It writes
 
   DIR/weights.safetensors   the network the server sent (model.state_dict())
@@ -46,6 +48,11 @@ give what leakscope's own simulation of the same client gives:
       --out tests/data/pytorch-update/logistic
   python3 scripts/export_update.py ... --rows 28,29,30,31,32,33,34,35 --hidden 32,32 --seed 4 \
       --head sigmoid --json --out tests/data/pytorch-update/sigmoid-head
+  python3 scripts/export_update.py --csv data/adult-sample.csv \
+      --encoding tests/data/pytorch-update/regression/encoding.json --rows 44,45,46,47,48,49,50,51 \
+      --hidden 32,32 --seed 6 --json --out tests/data/pytorch-update/regression
+
+A regression's update carries no labels: they are what the server reconstructs.
 
 Needs torch, numpy and safetensors (pip install torch numpy safetensors).
 """
@@ -117,7 +124,10 @@ def network(d, hidden, classes, seed, act="relu"):
 
 
 def loss_of(head, logits, y):
-    """Softmax cross-entropy over classes, or BCE on one logit (the target: the second class)."""
+    """Softmax cross-entropy over classes, BCE on one logit (the target: the second class), or a
+    regression's squared error on one output."""
+    if head == "linear":
+        return torch.nn.functional.mse_loss(logits[:, 0], y)
     if head == "sigmoid":
         return torch.nn.functional.binary_cross_entropy_with_logits(logits[:, 0], y.to(logits.dtype))
     return torch.nn.functional.cross_entropy(logits, y)
@@ -174,12 +184,20 @@ def main():
     label_at = header.index(encoding["label"])
     labels = [r[label_at] for r in batch]
     x = torch.tensor([encode(r, header, encoding) for r in batch], dtype=torch.float32)
-    y = torch.tensor([encoding["classes"].index(l) for l in labels])
     hidden = [] if args.hidden == "none" else [int(h) for h in args.hidden.split(",")]
-    classes = len(encoding["classes"])
-    if args.head == "sigmoid" and classes != 2:
-        sys.exit(f"a sigmoid head is one logit for a two-class label; {encoding['label']} has {classes} classes")
-    outputs = 1 if args.head == "sigmoid" else classes
+    target = encoding.get("target")
+    if target:
+        # A regression: the label standardised as the encoding states it; no labels written.
+        args.head = "linear"
+        y = torch.tensor([(float(l) - target["mean"]) / target["std"] for l in labels], dtype=torch.float32)
+        labels = None
+        outputs = 1
+    else:
+        y = torch.tensor([encoding["classes"].index(l) for l in labels])
+        classes = len(encoding["classes"])
+        if args.head == "sigmoid" and classes != 2:
+            sys.exit(f"a sigmoid head is one logit for a two-class label; {encoding['label']} has {classes} classes")
+        outputs = 1 if args.head == "sigmoid" else classes
     model = network(x.shape[1], hidden, outputs, args.seed, args.activation)
     if args.protocol == "fedsgd":
         update = fedsgd_update(model, x, y, args.head)
@@ -190,12 +208,13 @@ def main():
     weights = {n: t.detach().contiguous() for n, t in model.state_dict().items()}
     meta = {
         "rows": str(len(batch)),
-        "labels": json.dumps(labels),
         "table_rows": json.dumps(picked),
         "protocol": args.protocol,
         "activation": args.activation,
         "head": args.head,
     }
+    if labels is not None:
+        meta["labels"] = json.dumps(labels)
     if args.protocol == "fedavg":
         meta.update(local_epochs=str(args.local_epochs), local_batch=str(args.local_batch), client_lr=str(args.client_lr))
     save_file(weights, os.path.join(args.out, "weights.safetensors"))
@@ -206,7 +225,7 @@ def main():
         os.path.join(args.out, "update.npz"),
         **as_numpy(update),
         rows=numpy.array(len(batch)),
-        labels=numpy.array(labels),
+        **({} if labels is None else {"labels": numpy.array(labels)}),
     )
     # By position, in state_dict order: what Flower's parameters_to_ndarrays gives.
     numpy.savez(os.path.join(args.out, "weights-arrays.npz"), *as_numpy(weights).values())
@@ -217,7 +236,7 @@ def main():
             "weights": {n: t.tolist() for n, t in weights.items()},
             "update": {n: t.tolist() for n, t in update.items()},
             "rows": len(batch),
-            "labels": labels,
+            **({} if labels is None else {"labels": labels}),
         }
         with open(os.path.join(args.out, "update.json"), "w") as f:
             json.dump(doc, f)

@@ -10,6 +10,7 @@ pub use crate::attack::spec::{AttackKind, AttackSpec};
 pub use crate::attack::tableak::settings::{DEFAULT_EPOCH_PRIOR, EpochPrior, PRIOR_CANDIDATES, TableakSettings};
 use crate::client::defence::Defence;
 use crate::client::fedavg::LocalTraining;
+use crate::client::head::Task;
 use crate::error::{Error, Result};
 use crate::table::Dataset;
 
@@ -126,6 +127,30 @@ impl Default for AttackConfig {
 }
 
 impl AttackConfig {
+    /// The model's task is the label's: a linear head under the squared error for a regression's
+    /// numbers, a classifier's head for classes. A regression's label is unknown to the server,
+    /// which reconstructs it with each row: there is nothing to restore.
+    fn check_task(&self, dataset: &Dataset) -> Result<()> {
+        let label = &dataset.label;
+        match (self.head.task(), dataset.task()) {
+            (Task::Regression, Task::Classification) => Err(Error::Config(format!(
+                "the model is a regression (one linear output under the squared error) but the label {label:?} \
+                 was read as classes: read the table with the task regression"
+            ))),
+            (Task::Classification, Task::Regression) => Err(Error::Config(format!(
+                "the label {label:?} was read as a regression's numbers but the model has a classifier's {} head: \
+                 state the task regression",
+                self.head.name()
+            ))),
+            (Task::Regression, _) if self.labels == LabelMode::Restored => Err(Error::Config(
+                "a regression's label is a number the server does not know: it is reconstructed with each row, \
+                 not restored; leave the labels at known"
+                    .into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// The attack's name.
     pub fn kind(&self) -> AttackKind {
         self.attack.kind()
@@ -202,6 +227,7 @@ impl AttackConfig {
             return fail("hidden layer sizes must be positive".into());
         }
         self.activation.validate()?;
+        self.check_task(dataset)?;
         self.head.check_label(&dataset.classes)?;
         if self.report_every == 0 {
             return fail("report_every must be at least 1".into());

@@ -71,6 +71,10 @@ pub struct RunOptions {
     /// with binary cross-entropy, for a two-class label).
     #[ts(as = "Option<_>", optional)]
     pub head: crate::client::head::Head,
+    /// 'classification' (the default) or 'regression': one linear output under the squared error
+    /// on a numeric label, which the server does not know and reconstructs with each row.
+    #[ts(as = "Option<_>", optional)]
+    pub task: crate::client::head::Task,
     /// Epochs of ordinary training on the table before the attacked round (default 0).
     #[ts(as = "Option<_>", optional)]
     pub training_epochs: usize,
@@ -153,6 +157,7 @@ impl Default for RunOptions {
             hidden: c.hidden,
             activation: c.activation,
             head: c.head,
+            task: c.head.task(),
             training_epochs: c.training_epochs,
             clients: c.clients,
             clip: None,
@@ -182,6 +187,7 @@ impl RunOptions {
             kinds: self.kinds.clone().into_iter().collect(),
             ignore: self.ignore.clone(),
             include: self.include.clone(),
+            task: self.task,
         }
     }
 
@@ -231,6 +237,17 @@ impl RunOptions {
     }
 
     /// The whole configuration (the one place flat options become one).
+    /// The task's head: a regression's linear output, a classifier's stated head (the default
+    /// softmax stands for "not stated").
+    pub fn head(&self) -> Result<crate::client::head::Head> {
+        use crate::client::head::Head;
+        let stated = match (self.task, self.head) {
+            (crate::client::head::Task::Regression, Head::Softmax) => None,
+            (_, h) => Some(h),
+        };
+        self.task.head(stated)
+    }
+
     pub fn attack_config(&self) -> Result<AttackConfig> {
         let attack = self.attack_spec()?;
         Ok(AttackConfig {
@@ -246,7 +263,7 @@ impl RunOptions {
             labels: self.labels,
             hidden: self.hidden.clone(),
             activation: self.activation,
-            head: self.head,
+            head: self.head()?,
             training_epochs: self.training_epochs,
             clients: self.clients,
             defence: self.defence(),

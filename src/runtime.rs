@@ -193,7 +193,8 @@ pub struct Needs {
     /// Rounds whose losses are summed.
     pub rounds: usize,
     /// A model the fused CPU kernel and the GPU kernels are not written for (an activation other
-    /// than ReLU, or no hidden layer): the definition runs.
+    /// than ReLU, no hidden layer, or a regression, whose label is an unknown of each row): the
+    /// definition runs.
     pub beyond_kernels: bool,
     /// A sigmoid head (one logit under BCE): the fused CPU kernel runs it, the GPU kernels do not.
     pub sigmoid_head: bool,

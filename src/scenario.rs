@@ -44,6 +44,13 @@ pub struct Truth {
     pub label_accuracy: f64,
 }
 
+impl Truth {
+    /// A regression's labels of the rows, in the label's units (`Dataset::values`).
+    pub fn values(&self, dataset: &Dataset) -> Vec<f64> {
+        self.indices.iter().map(|&i| dataset.values[i]).collect()
+    }
+}
+
 /// The simulated client: its network, the update it sent, the rows it trained on.
 pub struct Client {
     pub params: Params,
@@ -62,7 +69,7 @@ impl Client {
     /// The client the seed draws: its batch, its network (trained on the whole table first where
     /// asked), and the update the server receives.
     pub async fn simulate(dataset: &Dataset, config: &AttackConfig) -> Result<Client> {
-        let classes = dataset.classes.len();
+        let head = config.model().head;
         let batch = draw_batch(dataset, config.rows(), config.seed);
         let rows: Vec<Vec<Value>> = batch.iter().map(|&i| dataset.rows[i].clone()).collect();
         let labels: Vec<usize> = batch.iter().map(|&i| dataset.labels[i]).collect();
@@ -70,10 +77,11 @@ impl Client {
         let mut model_accuracy = None;
         if config.training_epochs > 0 {
             let x_all = encode_rows(dataset, &dataset.rows);
+            let all: Vec<usize> = (0..dataset.n()).collect();
             let (trained, accuracy) = training::train(
                 &params,
                 &x_all,
-                &dataset.labels,
+                &dataset.targets(&all, head),
                 config.training_epochs,
                 seed_for(config.seed, 7),
                 config.model(),
@@ -89,7 +97,8 @@ impl Client {
             seed: seed_for(config.seed, 3),
             model: config.model(),
         };
-        let observed = simulate_round(&params, &encode_rows(dataset, &rows), &labels, classes, &round).await?;
+        let targets = dataset.targets(&batch, head);
+        let observed = simulate_round(&params, &encode_rows(dataset, &rows), &targets, &round).await?;
         Ok(Client {
             params,
             observed,
@@ -101,7 +110,8 @@ impl Client {
         })
     }
 
-    /// The truth the attack is scored against, given the labels the server used.
+    /// The truth the attack is scored against, given the labels the server used (a regression's
+    /// it reconstructs: `Truth::values`).
     pub fn truth(&self, server_labels: &[usize], classes: usize) -> Truth {
         let count = |ls: &[usize], c: usize| ls.iter().filter(|&&l| l == c).count();
         let right: usize = (0..classes)
@@ -191,7 +201,18 @@ impl Scenario {
             model: config.model(),
         };
         let x = encode_rows(dataset, &rows);
-        let observed = simulate_round(&self.params, &x, &self.labels, dataset.classes.len(), &round).await?;
+        let targets = match &dataset.target {
+            // A regression's labels are unknown to the server: the shadow client's are drawn from
+            // the table's, as its rows are from the marginals.
+            Some(t) => {
+                let mut rng = StdRng::seed_from_u64(seed_for(config.seed, 14));
+                (0..rows.len())
+                    .map(|_| t.standardise(dataset.values[rand::Rng::random_range(&mut rng, 0..dataset.n())]))
+                    .collect()
+            }
+            None => config.model().head.targets(&self.labels, dataset.classes.len()),
+        };
+        let observed = simulate_round(&self.params, &x, &targets, &round).await?;
         Ok(Scenario {
             params: self.params.clone(),
             observed,
@@ -214,6 +235,9 @@ impl Scenario {
     pub fn received(dataset: &Dataset, config: &AttackConfig, received: &ReceivedUpdate) -> Result<Scenario> {
         received.check_against(dataset, config)?;
         let labels = match (&received.labels, config.labels) {
+            // A regression's labels are the server's unknowns, reconstructed with the rows: any
+            // the file carries are not used.
+            _ if dataset.target.is_some() => vec![0; config.rows()],
             (Some(names), LabelMode::Known) => {
                 let labels = names
                     .iter()

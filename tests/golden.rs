@@ -409,7 +409,7 @@ fn check_fedavg_update_gradient(rt: &Runtime) {
     let rows = |key: &str| Tensor::<3>::from_data(TensorData::new(f32s(&f[key]), [1, n, d]), &rt.device);
 
     // The client's own update from its rows.
-    let (update, _) = local_training(&net, &[rows("x_client")], &y, &training, false);
+    let (update, _) = local_training(&net, &[rows("x_client")], Some(&y), &training, false);
     for l in 0..3 {
         let w = pollster::block_on(read_f32(update.weights[l].clone())).unwrap();
         assert_close(
@@ -427,9 +427,9 @@ fn check_fedavg_update_gradient(rt: &Runtime) {
 
     // The attacker's loss at z and its gradient through the unrolled training.
     let (t, tn) = target(&f["update_true"], &p, rt);
-    let (simulated, taken) = local_training(&net, &[rows("z")], &y, &training, true);
+    let (simulated, taken) = local_training(&net, &[rows("z")], Some(&y), &training, true);
     let (loss, u_bar) = Objective::Cosine.evaluate(&simulated, &t, tn, true);
-    let z_bar = reverse_local_training(&taken, &u_bar.unwrap(), training.lr, 1);
+    let z_bar = reverse_local_training(&taken, &u_bar.unwrap(), training.lr, 1, false);
     assert_close(
         "fedavg loss",
         &pollster::block_on(read_f32(loss)).unwrap(),
@@ -639,15 +639,15 @@ fn epsilon_over_rounds_matches_opacus() {
     eprintln!("largest relative difference from Opacus: {worst:.1e}");
 }
 
-/// Every activation, no hidden layer, and a sigmoid head with and without hidden layers
-/// (scripts/golden_activations.py, float64 PyTorch): the client's explicit backward pass, and the
-/// attacker's second-order gradient (its reverse) with respect to the rows and to the parameters,
-/// as FedAvg's unrolled training needs.
+/// Every activation, no hidden layer, and a sigmoid head and a regression's linear head with and
+/// without hidden layers (scripts/golden_activations.py, float64 PyTorch): the client's explicit
+/// backward pass, and the attacker's second-order gradient (its reverse) with respect to the rows,
+/// to the parameters (as FedAvg's unrolled training needs) and to a regression's label.
 #[test]
 fn every_activation_head_and_logistic_regression_backward_and_second_order() {
     let f = fixture("activation_grads.json");
     let networks = f["networks"].as_array().unwrap();
-    assert_eq!(networks.len(), 4);
+    assert_eq!(networks.len(), 6);
     for net in networks {
         check_network(net);
     }
@@ -673,10 +673,11 @@ fn check_network(f: &Json) {
     let classes = head.classes(outputs);
     let labels: Vec<usize> = flat(&f["y"]).iter().map(|&c| c as usize).collect();
     let xt = Tensor::<3>::from_data(TensorData::new(f32s(&f["x"]), [1, b, sizes[0]]), &device);
-    let y = Tensor::<3>::from_data(
-        TensorData::new(head.targets(&labels, classes), [1, b, outputs]),
-        &device,
-    );
+    let targets = match head {
+        Head::Linear => f32s(&f["y"]),
+        _ => head.targets(&labels, classes),
+    };
+    let y = Tensor::<3>::from_data(TensorData::new(targets, [1, b, outputs]), &device);
     let tensor = |v: &Json, shape: [usize; 3]| Tensor::<3>::from_data(TensorData::new(f32s(v), shape), &device);
     let big_g = ParamGrads {
         weights: (0..layers)
@@ -705,9 +706,16 @@ fn check_network(f: &Json) {
                 &flat(&case["grad"]["biases"][l]),
             );
         }
-        let (x_bar, theta_bar) = reverse(&net, &tape, &big_g, true);
-        assert_close(&format!("{name}: dS/dx"), &read(&x_bar), &flat(&case["dS_dx"]));
-        let theta_bar = theta_bar.unwrap();
+        let reversed = reverse(&net, &tape, &big_g, true);
+        assert_close(&format!("{name}: dS/dx"), &read(&reversed.x), &flat(&case["dS_dx"]));
+        if head == Head::Linear {
+            assert_close(
+                &format!("{name}: dS/dy"),
+                &read(&reversed.targets),
+                &flat(&case["dS_dy"]),
+            );
+        }
+        let theta_bar = reversed.params.unwrap();
         for l in 0..layers {
             let (w, bias) = (&case["dS_dtheta"]["weights"][l], &case["dS_dtheta"]["biases"][l]);
             assert_close(&format!("{name}: dS/dW{l}"), &read(&theta_bar.weights[l]), &flat(w));
@@ -716,13 +724,19 @@ fn check_network(f: &Json) {
         // The host forward pass (label restoration's) gives PyTorch's loss: a sigmoid head's one
         // logit as two class probabilities.
         let (_, probs) = p.forward_host(&flat(&f["x"]), b, model);
+        let want = case["loss"].as_f64().unwrap();
+        if head == Head::Linear {
+            let y = flat(&f["y"]);
+            let mse = (0..b).map(|i| (probs[i] - y[i]).powi(2)).sum::<f64>() / b as f64;
+            assert!((mse - want).abs() < 1e-6, "{name}: loss {mse} against PyTorch's {want}");
+            continue;
+        }
         let ce = labels
             .iter()
             .enumerate()
             .map(|(i, &c)| -probs[i * classes + c].ln())
             .sum::<f64>()
             / b as f64;
-        let want = case["loss"].as_f64().unwrap();
         assert!((ce - want).abs() < 1e-6, "{name}: loss {ce} against PyTorch's {want}");
     }
 }

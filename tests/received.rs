@@ -45,14 +45,23 @@ fn simulated(received: &ReceivedUpdate, meta_file: &str, protocol: Protocol) -> 
 }
 
 fn simulated_with(received: &ReceivedUpdate, meta_file: &str, protocol: Protocol, model: Model) -> Update {
-    let table = common::adult();
+    simulated_on(&common::adult(), received, meta_file, protocol, model)
+}
+
+/// The same, on a table read as the export's encoding reads it (a regression's label, say).
+fn simulated_on(
+    table: &Dataset,
+    received: &ReceivedUpdate,
+    meta_file: &str,
+    protocol: Protocol,
+    model: Model,
+) -> Update {
     let rows: Vec<usize> = serde_json::from_str(&metadata(meta_file)["table_rows"]).unwrap();
     let x: Vec<f32> = rows
         .iter()
         .flat_map(|&i| table.encode(&table.rows[i]))
         .map(|v| v as f32)
         .collect();
-    let labels: Vec<usize> = rows.iter().map(|&i| table.labels[i]).collect();
     let round = Round {
         protocol,
         clients: 1,
@@ -60,7 +69,8 @@ fn simulated_with(received: &ReceivedUpdate, meta_file: &str, protocol: Protocol
         seed: 0,
         model,
     };
-    pollster::block_on(simulate_round(&received.params, &x, &labels, 2, &round)).unwrap()
+    let targets = table.targets(&rows, model.head);
+    pollster::block_on(simulate_round(&received.params, &x, &targets, &round)).unwrap()
 }
 
 /// Largest difference relative to the largest magnitude, over the whole update.
@@ -280,6 +290,97 @@ fn a_gelu_network_logistic_regression_and_a_sigmoid_head_from_pytorch_are_the_si
             rows
         };
         assert_eq!(rows(&a), rows(&b), "{dir}");
+    }
+}
+
+/// A regression (one linear output under MSELoss on hours-per-week, standardised as the encoding
+/// states): safetensors, npz by name and by position and JSON hold the same update, which is
+/// leakscope's simulation of the same client; attacked, every row is proved and each row's label,
+/// which the update does not carry, is read off the last layer: the table's own value.
+#[test]
+fn a_pytorch_regression_update_gives_its_rows_and_their_labels() {
+    let dir = "regression";
+    let f = |file: &str| fixture(&format!("{dir}/{file}"));
+    let enc: Encoding = serde_json::from_slice(&f("encoding.json")).unwrap();
+    let table = common::dataset_as(
+        "adult-sample.csv",
+        "hours-per-week",
+        leakscope::client::head::Task::Regression,
+    );
+    assert_eq!(
+        enc,
+        Encoding::of(&table),
+        "the fixture's encoding is stale: re-export it"
+    );
+    let dataset = enc.into_dataset().unwrap();
+    let st = ReceivedUpdate::from_safetensors(&f("weights.safetensors"), &f("update.safetensors")).unwrap();
+    assert_eq!(
+        ReceivedUpdate::from_npz(&f("weights.npz"), &f("update.npz")).unwrap(),
+        st
+    );
+    let arrays = ReceivedUpdate::from_files(&f("update-arrays.npz"), Some(&f("weights-arrays.npz"))).unwrap();
+    assert!(arrays.update.values().eq(st.update.values()) && arrays.params == st.params);
+    assert_eq!(ReceivedUpdate::from_files(&f("update.json"), None).unwrap(), st);
+    assert!(st.labels.is_none(), "a regression's update carries no labels");
+    let model = Model {
+        activation: Activation::Relu,
+        head: Head::Linear,
+    };
+    let ours = simulated_on(
+        &table,
+        &st,
+        &format!("{dir}/update.safetensors"),
+        Protocol::Fedsgd,
+        model,
+    );
+    let gap = relative_gap(&st.update, &ours);
+    eprintln!("{dir}: PyTorch's gradient against leakscope's: {gap:.2e} of the largest entry");
+    assert!(
+        gap < 1e-5,
+        "{dir}: PyTorch's gradient and leakscope's differ by {gap:.2e}"
+    );
+    let options = st
+        .attack_options(&dataset, RunOptions::default(), None, None, &StatedModel::default())
+        .unwrap();
+    assert_eq!(
+        options.head,
+        Head::Linear,
+        "the head is read off the encoding and the last layer"
+    );
+    let config = options.attack_config().unwrap();
+    let report = pollster::block_on(attack_received(&Runtime::cpu(), &dataset, &config, &st, &mut |_| true)).unwrap();
+    assert_eq!(
+        report.regression_labels_exact,
+        Some(true),
+        "every row proved, every label read exactly"
+    );
+    assert!(report.labels.is_empty());
+    assert!(
+        report.not_applied.iter().any(|p| p.part == "label restoration"),
+        "{:?}",
+        report.not_applied
+    );
+    let rows: Vec<usize> = serde_json::from_str(&metadata(&format!("{dir}/update.safetensors"))["table_rows"]).unwrap();
+    // A proved row is the batch row to the update's float precision: a wide column such as
+    // fnlwgt (std 1e5) may be a few units off, within its tolerance.
+    let same = |i: usize, cells: &[String]| {
+        table
+            .features
+            .iter()
+            .enumerate()
+            .all(|(c, f)| match f.is_categorical() {
+                true => table.format(c, table.rows[i][c]) == cells[c],
+                false => (table.rows[i][c].num() - cells[c].parse::<f64>().unwrap()).abs() <= f.tolerance(),
+            })
+    };
+    for row in &report.rows {
+        let i = rows
+            .iter()
+            .copied()
+            .find(|&i| same(i, &row.cells))
+            .unwrap_or_else(|| panic!("{:?} is no row of the batch", row.cells));
+        let got: f64 = row.label.as_ref().expect("every row has a label").parse().unwrap();
+        assert_eq!(got, table.values[i], "row {i}");
     }
 }
 

@@ -3,7 +3,8 @@
 //! rows proved from the ReLU pattern), the anchor member chosen by its fit to the update, every
 //! member matched to it and the cells median-pooled with an entropy each (SPEC §5).
 use crate::assess::epochs::average_epochs;
-use crate::assess::{entropy, matching::match_rows, pooling::pool};
+use crate::assess::pooling::{lower_median, pool};
+use crate::assess::{entropy, matching::match_rows};
 use crate::attack::activation_span::{self, ActivationSpan, SecondLayerSummary, SpanOf};
 use crate::attack::activity::{self, ActivitySolver};
 use crate::attack::baselines::random_rows;
@@ -14,6 +15,19 @@ use crate::error::Result;
 use crate::report::{PriorFit, Provenance};
 use crate::scenario::{encode_rows, seed_for};
 use crate::table::Value;
+
+/// Encoded rows ([n, d]) with a regression's label after each row's inputs (`targets`, [n]; empty
+/// for a classifier: the rows as they are), as an inversion's dummy rows hold them.
+fn with_targets(x: Vec<f32>, targets: &[f32]) -> Vec<f32> {
+    if targets.is_empty() {
+        return x;
+    }
+    let d = x.len() / targets.len();
+    x.chunks_exact(d)
+        .zip(targets)
+        .flat_map(|(row, &t)| row.iter().copied().chain([t]))
+        .collect()
+}
 
 /// Rows drawn from the marginals per row of the batch, as starts for rows the ensemble missed.
 const MARGINAL_STARTS_PER_ROW: usize = 128;
@@ -36,6 +50,9 @@ pub struct Reconstruction {
     /// Each row's label, read off the last layer where the rows explain it exactly
     /// (`attack::row_labels`); None where they do not.
     pub row_labels: Option<Vec<usize>>,
+    /// A regression's label of each row, in its units (None for a classifier), and whether it was
+    /// read off the last layer exactly (`row_labels::read_values`) rather than pooled.
+    pub values: Option<(Vec<f64>, bool)>,
     pub steps: Vec<usize>,
 }
 
@@ -45,6 +62,8 @@ impl Setup<'_> {
     pub async fn reconstruct(&self, inversion: Members) -> Result<Reconstruction> {
         let (dataset, config) = (self.dataset, self.config);
         let b = config.rows();
+        // A regression's members carry each row's label after its inputs.
+        let (inversion, member_targets) = self.split_targets(inversion);
         // Each member's one reconstruction of the client's rows (FedAvg: its epochs averaged).
         let (mut x, mut probs) = self.member_rows(&inversion);
         let mut in_span = match self.active_subspace().filter(|_| self.inverts.relaxed) {
@@ -57,7 +76,8 @@ impl Setup<'_> {
         let candidates = config.prior_candidates();
         let ensemble = self.members / candidates.len();
         let mut fits = Vec::new();
-        let mut best: Option<(f32, usize, Vec<Vec<Value>>, Option<Vec<Vec<Option<f64>>>>)> = None;
+        type Pooled = (f32, usize, Vec<Vec<Value>>, Option<Vec<Vec<Option<f64>>>>, Vec<f32>);
+        let mut best: Option<Pooled> = None;
         for (k, _) in candidates.iter().enumerate() {
             let span = k * ensemble * b * dataset.d()..(k + 1) * ensemble * b * dataset.d();
             // The unrelaxed baselines have no probabilities.
@@ -67,15 +87,18 @@ impl Setup<'_> {
                 &probs[span.clone()]
             };
             let rows_span = k * ensemble * b..(k + 1) * ensemble * b;
+            let targets = member_targets.get(rows_span.clone()).unwrap_or_default();
             let certified = if in_span.is_empty() {
                 &in_span[..]
             } else {
                 &in_span[rows_span]
             };
-            let (rows, entropy) = self.pool(&x[span], member_probs, certified, ensemble).await?;
+            let (rows, entropy, targets) = self.pool(&x[span], member_probs, certified, targets, ensemble).await?;
             // Several priors: keep the one whose pooled rows fit the update best.
             let fit = if candidates.len() > 1 {
-                let fit = self.projected_losses(encode_rows(dataset, &rows), 1).await?[0];
+                let fit = self
+                    .projected_losses(with_targets(encode_rows(dataset, &rows), &targets), 1)
+                    .await?[0];
                 fits.push(PriorFit {
                     lambda: candidates[k],
                     fit: fit as f64,
@@ -85,10 +108,10 @@ impl Setup<'_> {
                 0.0
             };
             if best.as_ref().is_none_or(|(f, ..)| fit < *f) {
-                best = Some((fit, k, rows, entropy));
+                best = Some((fit, k, rows, entropy, targets));
             }
         }
-        let (_, k, mut rows, mut entropy) = best.expect("at least one prior candidate");
+        let (_, k, mut rows, mut entropy, targets) = best.expect("at least one prior candidate");
         let members_x = &x[k * ensemble * b * dataset.d()..(k + 1) * ensemble * b * dataset.d()];
         let (second_layer, certified) = match self.certify_by_second_layer(&mut rows, &mut entropy, members_x) {
             Some((summary, certified)) => (Some(summary), certified),
@@ -102,7 +125,10 @@ impl Setup<'_> {
                 false => Provenance::Ensemble,
             })
             .collect();
-        let row_labels = self.labels_of_rows(&rows);
+        let (row_labels, values) = match &dataset.target {
+            None => (self.labels_of_rows(&rows), None),
+            Some(_) => (None, Some(self.values_of_rows(&rows, &targets).await?)),
+        };
         Ok(Reconstruction {
             rows,
             entropy,
@@ -114,8 +140,72 @@ impl Setup<'_> {
             second_layer,
             provenance,
             row_labels,
+            values,
             steps: inversion.steps,
         })
+    }
+
+    /// A regression's members ([N, rows, d + 1]) as rows of inputs and each row's label
+    /// (standardised, [N·rows]); a classifier's as they are, with no labels.
+    fn split_targets(&self, mut inversion: Members) -> (Members, Vec<f32>) {
+        let (d, w) = (self.dataset.d(), self.row_width());
+        if w == d {
+            return (inversion, Vec::new());
+        }
+        let targets = inversion.x.chunks_exact(w).map(|row| row[d]).collect();
+        inversion.x = inversion.x.chunks_exact(w).flat_map(|row| row[..d].to_vec()).collect();
+        // FedAvg's copies per epoch: the first copy's labels, to which the others are matched.
+        let copies = self.config.rows_per_member() / self.config.rows();
+        let targets: Vec<f32> = match copies {
+            1 => targets,
+            _ => targets
+                .chunks_exact(self.config.rows_per_member())
+                .flat_map(|member| member[..self.config.rows()].to_vec())
+                .collect(),
+        };
+        (inversion, targets)
+    }
+
+    /// A regression's label of every row (in its units), and whether it is exact. The cosine
+    /// objective cannot tell the labels' residuals zᵢ − yᵢ from any multiple of them, so the
+    /// ensemble's labels (`pooled`, standardised) are not read as they are. In order: read off the
+    /// last layer's FedSGD gradient where the rows explain it exactly (`row_labels::read_values`);
+    /// fitted to it by least squares where the rows' last-layer inputs are independent
+    /// (`row_labels::fit_values`); otherwise the pooled residuals scaled by the one factor that
+    /// best fits the update's size (exact for a gradient, which is linear in the residuals; a
+    /// first-order fit through FedAvg's local steps).
+    async fn values_of_rows(&self, rows: &[Vec<Value>], pooled: &[f32]) -> Result<(Vec<f64>, bool)> {
+        let target = self.dataset.target.as_ref().expect("a regression");
+        let (params, observed, model) = (&self.scenario.params, &self.scenario.observed, self.config.model());
+        let in_units = |v: Vec<f64>| v.into_iter().map(|z| target.value(z)).collect();
+        let x32 = encode_rows(self.dataset, rows);
+        let x: Vec<f64> = x32.iter().map(|&v| v as f64).collect();
+        let b = rows.len();
+        if self.config.protocol == crate::config::Protocol::Fedsgd {
+            if let Some(read) = row_labels::read_values(params, model, observed, &x, b) {
+                return Ok((in_units(read), true));
+            }
+            if let Some(fit) = row_labels::fit_values(params, model, observed, &x, b) {
+                return Ok((in_units(fit), false));
+            }
+        }
+        let (_, z) = params.forward_host(&x, b, model);
+        let residual: Vec<f64> = z.iter().zip(pooled).map(|(z, &y)| z - y as f64).collect();
+        let round = crate::client::simulate::Round {
+            protocol: self.config.protocol,
+            clients: self.config.clients,
+            defence: None,
+            seed: 0,
+            model,
+        };
+        let targets: Vec<f32> = z.iter().zip(&residual).map(|(z, r)| (z - r) as f32).collect();
+        let unit = crate::client::simulate::simulate_round(params, &x32, &targets, &round).await?;
+        let c = (unit.dot(observed) / unit.dot(&unit)).max(0.0);
+        let c = if c.is_finite() { c } else { 1.0 };
+        Ok((
+            in_units(z.iter().zip(&residual).map(|(z, r)| z - c * r).collect()),
+            false,
+        ))
     }
 
     /// Every row's label from the last layer's gradient (`attack::row_labels`) on a FedSGD update
@@ -285,13 +375,16 @@ impl Setup<'_> {
     /// Pool `members` members' rows ([members, n, d]) into one reconstruction: the anchor is the
     /// member whose projected rows fit the update best; every member is matched to it and the
     /// cells median-pooled, with an entropy per cell. One member is its own reconstruction.
+    /// A regression's labels (`targets`, [members, n], or empty) pool by their median over the
+    /// members' matched rows.
     async fn pool(
         &self,
         x: &[f32],
         probs: &[f32],
         certified: &[bool],
+        targets: &[f32],
         members: usize,
-    ) -> Result<(Vec<Vec<Value>>, Option<Vec<Vec<Option<f64>>>>)> {
+    ) -> Result<(Vec<Vec<Value>>, Option<Vec<Vec<Option<f64>>>>, Vec<f32>)> {
         let (dataset, b, d) = (self.dataset, self.config.rows(), self.dataset.d());
         let decoded: Vec<Vec<Vec<Value>>> = (0..members)
             .map(|m| {
@@ -301,9 +394,10 @@ impl Setup<'_> {
             })
             .collect();
         if members == 1 {
-            return Ok((decoded.into_iter().next().unwrap(), None));
+            return Ok((decoded.into_iter().next().unwrap(), None, targets.to_vec()));
         }
         let projected: Vec<f32> = decoded.iter().flat_map(|rows| encode_rows(dataset, rows)).collect();
+        let projected = with_targets(projected, targets);
         let scores = self.projected_losses(projected, members).await?;
         let anchor = (0..members).min_by(|&a, &b| scores[a].total_cmp(&scores[b])).unwrap();
         let perm: Vec<Vec<usize>> = decoded
@@ -311,9 +405,19 @@ impl Setup<'_> {
             .map(|rows| match_rows(&self.rules, &decoded[anchor], rows))
             .collect();
         let pooled = pool(&self.layout, x, probs, certified, members, b, &perm);
+        let targets = match targets.is_empty() {
+            true => Vec::new(),
+            false => (0..b)
+                .map(|i| {
+                    let mut v: Vec<f64> = (0..members).map(|m| targets[m * b + perm[m][i]] as f64).collect();
+                    lower_median(&mut v) as f32
+                })
+                .collect(),
+        };
         Ok((
             pooled.rows.iter().map(|r| dataset.decode(r)).collect(),
             Some(pooled.entropy),
+            targets,
         ))
     }
 }

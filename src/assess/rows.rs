@@ -29,6 +29,7 @@ impl Setup<'_> {
                 second_layer: None,
                 provenance: vec![Provenance::Prior; self.config.rows()],
                 row_labels: None,
+                values: self.dataset.target.as_ref().map(|_| (self.random_values(), false)),
                 steps: Vec::new(),
             },
             Some(inversion) => self.reconstruct(inversion).await?,
@@ -39,6 +40,17 @@ impl Setup<'_> {
     /// scored on the same batch, and the cells a fallback takes.
     fn random_guess(&self) -> Vec<Vec<Value>> {
         random_rows(self.dataset, self.config.rows(), seed_for(self.config.seed, 5))
+    }
+
+    /// A regression's labels drawn from the table's (the random guess's, and the baseline the
+    /// reconstructed labels are set beside).
+    fn random_values(&self) -> Vec<f64> {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed_for(self.config.seed, 15));
+        let n = self.dataset.values.len();
+        (0..self.config.rows())
+            .map(|_| self.dataset.values[rng.random_range(0..n)])
+            .collect()
     }
 
     /// A reconstruction scored into the report.
@@ -105,6 +117,15 @@ impl Setup<'_> {
             let truth_labels: Vec<usize> = truth.indices.iter().map(|&i| dataset.labels[i]).collect();
             report.set_row_labels(&dataset.classes, labels, &scored.assignment, &truth_labels);
         }
+        if let Some((values, exact)) = &recon.values {
+            report.set_row_values(
+                dataset,
+                (values, *exact),
+                &scored.assignment,
+                &truth.values(dataset),
+                &self.random_values(),
+            );
+        }
         report.details = AttackDetails::Rows(RowDetails {
             epoch_prior: recon.epoch_prior,
             epoch_prior_fits: recon.epoch_prior_fits,
@@ -143,6 +164,12 @@ impl Setup<'_> {
             for (row, &l) in report.rows.iter_mut().zip(labels) {
                 row.label = Some(self.dataset.classes[l].clone());
             }
+        }
+        if let (Some((values, exact)), Some(target)) = (&recon.values, &self.dataset.target) {
+            for (row, &v) in report.rows.iter_mut().zip(values) {
+                row.label = Some(target.format(v));
+            }
+            report.regression_labels_exact = Some(*exact);
         }
         Ok(report)
     }

@@ -295,13 +295,10 @@ pub async fn drive<S: Stepper>(
                 if keep.iter().any(|&k| !k) {
                     let (x, probs) = stepper.retire(&keep).await?;
                     let (running, stopped) = split_members(&members.running, 1, &keep);
-                    let len = x.len() / stopped.len();
+                    // A regression's rows carry their label besides the probabilities' blocks.
+                    let (len, plen) = (x.len() / stopped.len(), probs.len() / stopped.len());
                     for (i, &m) in stopped.iter().enumerate() {
-                        let p = if probs.is_empty() {
-                            Vec::new()
-                        } else {
-                            probs[i * len..(i + 1) * len].to_vec()
-                        };
+                        let p = probs[i * plen..(i + 1) * plen].to_vec();
                         members.stopped[m] = Some((x[i * len..(i + 1) * len].to_vec(), p));
                         members.steps[m] = step;
                     }
@@ -320,12 +317,9 @@ pub async fn drive<S: Stepper>(
         stepper.finish().await?
     };
     let len = config.batch * config.d;
+    let plen = probs_run.len() / members.running.len().max(1);
     for (i, &m) in members.running.iter().enumerate() {
-        let p = if probs_run.is_empty() {
-            Vec::new()
-        } else {
-            probs_run[i * len..(i + 1) * len].to_vec()
-        };
+        let p = probs_run[i * plen..(i + 1) * plen].to_vec();
         members.stopped[m] = Some((x_run[i * len..(i + 1) * len].to_vec(), p));
         members.steps[m] = config.iterations;
     }

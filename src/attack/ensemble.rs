@@ -20,9 +20,11 @@ pub struct Members {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shape {
     pub members: usize,
-    /// Dummy rows per member, and their width.
+    /// Dummy rows per member, and their width (a regression's label included)...
     pub rows: usize,
     pub d: usize,
+    /// ...and the relaxation's (its probabilities' width: the network's inputs).
+    pub inputs: usize,
     /// Whether members carry probabilities (relaxed rows).
     pub relaxed: bool,
 }
@@ -54,7 +56,10 @@ pub fn join(shape: Shape, mut parts: Vec<Members>) -> Result<Members> {
             )));
         }
         let want = p.range.count.saturating_mul(len);
-        let want_probs = if shape.relaxed { want } else { 0 };
+        let want_probs = match shape.relaxed {
+            true => p.range.count.saturating_mul(shape.rows * shape.inputs),
+            false => 0,
+        };
         if p.steps.len() != p.range.count {
             return Err(Error::Config(format!(
                 "members {}..{} report the steps of {} members",

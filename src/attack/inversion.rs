@@ -14,7 +14,8 @@ use super::pointwise::{AdamStep, adam, subspace_gradient, subspace_terms};
 use super::relax::{Relaxation, Relaxed};
 use super::second_order::{reverse, reverse_local_training};
 use crate::client::fedavg::{LocalTraining, local_training};
-use crate::client::gradient::{ParamGrads, param_grads};
+use crate::client::gradient::{ParamGrads, param_grads, split_targets};
+use crate::client::head::Head;
 use crate::client::network::Net;
 use crate::error::Result;
 use crate::runtime::read_f32;
@@ -25,7 +26,9 @@ pub struct Problem<'a> {
     /// Observed update, as a one-member ParamGrads.
     pub target: &'a ParamGrads,
     pub target_norm: f64,
-    /// Labels of the client's rows in their order, one-hot [n, C] (shared by all members).
+    /// Labels of the client's rows in their order, one-hot [n, C] (shared by all members). A
+    /// regression's labels are unknowns the server reconstructs as each dummy row's last column
+    /// (`targets_in_rows`); its `onehot` is zeros [n, 1], which only count the rows.
     pub onehot: Vec<f32>,
     pub classes: usize,
     /// None = optimise the encoded rows directly (Cosine / DLG baselines).
@@ -72,6 +75,14 @@ impl Simulation {
     }
 }
 
+impl Problem<'_> {
+    /// Whether each dummy row carries its target as a last column: a regression's label, which the
+    /// server does not know.
+    pub fn targets_in_rows(&self) -> bool {
+        self.net.head == Head::Linear
+    }
+}
+
 /// The step of one inversion on a device.
 struct Definition<'a> {
     problem: &'a Problem<'a>,
@@ -79,7 +90,10 @@ struct Definition<'a> {
     n: usize,
     /// Dummy rows per member.
     b: usize,
+    /// The network's inputs per row.
     d: usize,
+    /// A dummy row's width: its inputs, and its target where it is an unknown.
+    w: usize,
     /// The labels of the client's rows, [1, n, C] (shared by the members).
     onehot: Tensor<3>,
     /// The epoch prior's weight of each member still running.
@@ -87,7 +101,8 @@ struct Definition<'a> {
 }
 
 impl<'a> Definition<'a> {
-    fn new(problem: &'a Problem<'a>, n: usize, d: usize, device: &Device) -> Self {
+    /// `w`: a dummy row's width.
+    fn new(problem: &'a Problem<'a>, n: usize, w: usize, device: &Device) -> Self {
         let rows = problem.onehot.len() / problem.classes;
         let onehot = Tensor::from_data(
             TensorData::new(problem.onehot.clone(), [1, rows, problem.classes]),
@@ -97,17 +112,39 @@ impl<'a> Definition<'a> {
             problem,
             n,
             b: problem.simulation.rows(rows),
-            d,
+            d: w - problem.targets_in_rows() as usize,
+            w,
             onehot,
             priors: problem.priors.clone(),
         }
     }
 
-    /// The relaxed rows at z (z itself without a relaxation), with the known cells pinned.
+    /// The relaxed rows at z (z itself without a relaxation), with the known cells pinned; a
+    /// regression's target column as it is.
     fn relax(&self, z: &Tensor<2>) -> (Tensor<2>, Option<Relaxed>) {
-        let relaxed = self.problem.relaxation.map(|r| r.forward(z));
-        let x = relaxed.as_ref().map_or(z.clone(), |r| r.x.clone());
-        (self.pin(x, 1), relaxed)
+        let (inputs, targets) = self.split(z.clone());
+        let relaxed = self.problem.relaxation.map(|r| r.forward(&inputs));
+        let x = relaxed.as_ref().map_or(inputs, |r| r.x.clone());
+        (self.join(self.pin(x, 1), targets), relaxed)
+    }
+
+    /// Dummy rows [·, w] as the network's inputs [·, d] and, where they carry it, the target [·, 1].
+    fn split(&self, rows: Tensor<2>) -> (Tensor<2>, Option<Tensor<2>>) {
+        if self.w == self.d {
+            return (rows, None);
+        }
+        let r = rows.dims()[0];
+        (
+            rows.clone().slice([0..r, 0..self.d]),
+            Some(rows.slice([0..r, self.d..self.w])),
+        )
+    }
+
+    fn join(&self, inputs: Tensor<2>, targets: Option<Tensor<2>>) -> Tensor<2> {
+        match targets {
+            Some(t) => Tensor::cat(vec![inputs, t], 1),
+            None => inputs,
+        }
     }
 
     /// x ⊙ free + fixed (`attack::known`), or with `part` 0 the gradient's x_bar ⊙ free.
@@ -121,27 +158,30 @@ impl<'a> Definition<'a> {
         x.reshape([n * b, d])
     }
 
-    /// Per-member loss [N, 1] at z and the gradient of their sum w.r.t. z [N·B, d].
+    /// Per-member loss [N, 1] at z and the gradient of their sum w.r.t. z [N·B, w].
     fn loss_and_grad(&self, z: &Tensor<2>) -> (Tensor<2>, Tensor<2>) {
         let (x, relaxed) = self.relax(z);
         let (loss, x_bar) = self.loss(x, true);
-        let x_bar = self.pin(x_bar.expect("asked for the gradient"), 0);
+        let (x_bar, y_bar) = self.split(x_bar.expect("asked for the gradient"));
+        let x_bar = self.pin(x_bar, 0);
         let z_bar = match (&relaxed, self.problem.relaxation) {
             (Some(r), Some(rel)) => rel.backward(r, x_bar),
             _ => x_bar,
         };
-        (loss, z_bar)
+        (loss, self.join(z_bar, y_bar))
     }
 
-    /// Per-member loss [N, 1] and, when asked, its gradient w.r.t. the rows x [N·B, d]: the
-    /// client's update against the observed one, and the subspace prior on the rows.
+    /// Per-member loss [N, 1] and, when asked, its gradient w.r.t. the rows x [N·B, w]: the
+    /// client's update against the observed one, and the subspace prior on the rows' inputs.
     fn loss(&self, x: Tensor<2>, with_grad: bool) -> (Tensor<2>, Option<Tensor<2>>) {
         let (loss, x_bar) = self.update_loss(x.clone(), with_grad);
         match &self.problem.subspace {
             Some(prior) if prior.weight > 0.0 => {
                 let (n, b, d) = (self.n, self.b, self.d);
-                let (value, grad) = subspace_prior(&x.reshape([n, b, d]), &prior.projector, prior.weight);
-                (loss + value, x_bar.map(|xb| xb + grad.reshape([n * b, d])))
+                let (inputs, targets) = self.split(x);
+                let (value, grad) = subspace_prior(&inputs.reshape([n, b, d]), &prior.projector, prior.weight);
+                let grad = self.join(grad.reshape([n * b, d]), targets.map(|t| t.zeros_like()));
+                (loss + value, x_bar.map(|xb| xb + grad))
             }
             _ => (loss, x_bar),
         }
@@ -168,24 +208,37 @@ impl<'a> Definition<'a> {
         x: Tensor<2>,
         with_grad: bool,
     ) -> (Tensor<2>, Option<Tensor<2>>) {
-        let (n, b, d) = (self.n, self.b, self.d);
+        let (n, b, w) = (self.n, self.b, self.w);
         let p = self.problem;
+        let in_rows = p.targets_in_rows();
         match p.simulation {
             Simulation::Gradient => {
-                let (g, tape) = param_grads(net, &x.reshape([n, b, d]), &self.onehot);
+                let (inputs, targets) = match in_rows {
+                    true => split_targets(x.reshape([n, b, w])),
+                    false => (x.reshape([n, b, w]), self.onehot.clone()),
+                };
+                let (g, tape) = param_grads(net, &inputs, &targets);
                 let (loss, g_bar) = p.objective.evaluate(&g, target, target_norm, with_grad);
-                let x_bar = g_bar.map(|gb| reverse(net, &tape, &gb, false).0.reshape([n * b, d]));
+                let x_bar = g_bar.map(|gb| {
+                    let r = reverse(net, &tape, &gb, false);
+                    let x_bar = match in_rows {
+                        true => Tensor::cat(vec![r.x, r.targets], 2),
+                        false => r.x,
+                    };
+                    x_bar.reshape([n * b, w])
+                });
                 (loss, x_bar)
             }
             Simulation::LocalTraining { training, copies } => {
                 let rows = b / copies;
-                let x = x.reshape([n, copies, rows, d]);
+                let x = x.reshape([n, copies, rows, w]);
                 let epochs: Vec<Tensor<3>> = (0..copies)
-                    .map(|e| x.clone().slice([0..n, e..e + 1, 0..rows, 0..d]).reshape([n, rows, d]))
+                    .map(|e| x.clone().slice([0..n, e..e + 1, 0..rows, 0..w]).reshape([n, rows, w]))
                     .collect();
-                let (update, taken) = local_training(net, &epochs, &self.onehot, &training, with_grad);
+                let onehot = (!in_rows).then_some(&self.onehot);
+                let (update, taken) = local_training(net, &epochs, onehot, &training, with_grad);
                 let (mut loss, u_bar) = p.objective.evaluate(&update, target, target_norm, with_grad);
-                let mut x_bar = u_bar.map(|ub| reverse_local_training(&taken, &ub, training.lr, copies));
+                let mut x_bar = u_bar.map(|ub| reverse_local_training(&taken, &ub, training.lr, copies, in_rows));
                 if copies > 1 && self.priors.iter().any(|&l| l > 0.0) {
                     let lambdas = Tensor::<3>::from_data(
                         TensorData::new(self.priors.iter().map(|&l| l as f32).collect::<Vec<_>>(), [n, 1, 1]),
@@ -199,7 +252,7 @@ impl<'a> Definition<'a> {
                         }
                     }
                 }
-                (loss, x_bar.map(|xb| Tensor::cat(xb, 1).reshape([n * b, d])))
+                (loss, x_bar.map(|xb| Tensor::cat(xb, 1).reshape([n * b, w])))
             }
         }
     }
@@ -285,7 +338,7 @@ impl Stepper for TensorStepper<'_> {
 
     async fn retire(&mut self, keep: &[bool]) -> Result<(Vec<f32>, Vec<f32>)> {
         // Rare (a few times an inversion): through the host, which every backend can do.
-        let (b, d) = (self.def.b, self.def.d);
+        let (b, d) = (self.def.b, self.def.w);
         let len = b * d;
         let device = self.z.device();
         let upload = |v: Vec<f32>| {

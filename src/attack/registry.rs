@@ -64,6 +64,7 @@ enum Part {
     Span,
     Proof,
     SecondLayer,
+    LabelRestoration,
 }
 
 impl Part {
@@ -72,6 +73,7 @@ impl Part {
             Part::Span => "the first layer's span",
             Part::Proof => "the first layer's proof",
             Part::SecondLayer => "the second layer's certificate",
+            Part::LabelRestoration => "label restoration",
         }
     }
 }
@@ -216,6 +218,8 @@ impl AttackConfig {
                 Part::Span => priors.span = false,
                 Part::Proof => priors.proof = false,
                 Part::SecondLayer => priors.second_layer = false,
+                // Refused where asked for (`AttackConfig::check_task`); said so where not.
+                Part::LabelRestoration => {}
             }
         }
         priors
@@ -235,18 +239,32 @@ impl AttackConfig {
     fn ruled_out(&self) -> Vec<(Part, String)> {
         let asked = self.attacker().priors(self);
         let mut out = Vec::new();
+        if self.head == crate::client::head::Head::Linear {
+            out.push((
+                Part::LabelRestoration,
+                "a regression's label is a number, not a class: the server reconstructs it with each row, and \
+                 reads it off the last layer exactly once the rows are proved"
+                    .to_string(),
+            ));
+        }
         if self.hidden.is_empty() {
             // Without a hidden layer (logistic regression) the first layer is the output layer:
-            // its gradient X Δ has rank at most the classes, and its span no longer holds the rows.
-            let why = "logistic regression has no hidden layer: its one layer's gradient has rank at most the \
-                       classes and does not span the rows";
+            // its gradient X Δ has rank at most the outputs, and its span no longer holds the rows.
+            let model = match self.head {
+                crate::client::head::Head::Linear => "linear regression",
+                _ => "logistic regression",
+            };
+            let why = format!(
+                "{model} has no hidden layer: its one layer's gradient has rank at most its outputs and does not \
+                 span the rows"
+            );
             for (part, on) in [
                 (Part::Span, asked.span),
                 (Part::Proof, asked.proof),
                 (Part::SecondLayer, asked.second_layer),
             ] {
                 if on {
-                    out.push((part, why.to_string()));
+                    out.push((part, why.clone()));
                 }
             }
             return out;

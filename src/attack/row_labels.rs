@@ -24,14 +24,62 @@ const INDEPENDENT: f64 = 1e-8;
 /// The label (class index) of each of the `b` encoded rows `x` ([b, d] row-major) behind the
 /// FedSGD `update` of `params`, or None where the rows do not certify them.
 pub fn read_labels(params: &Params, model: Model, update: &Update, x: &[f64], b: usize) -> Option<Vec<usize>> {
+    let (r, probs) = residuals(params, model, update, x, b, true)?;
+    let classes = model.head.classes(params.sizes[params.layers()]);
+    (0..b)
+        .map(|i| {
+            let p = &probs[i * classes..(i + 1) * classes];
+            let y: Vec<f64> = match model.head {
+                Head::Softmax => (0..classes).map(|c| p[c] - r[(i, c)]).collect(),
+                // One output, the second class's: y = p(yes) − r.
+                Head::Sigmoid => {
+                    let yes = p[1] - r[(i, 0)];
+                    vec![1.0 - yes, yes]
+                }
+                Head::Linear => return None,
+            };
+            let c = (0..classes).max_by(|&a, &b| y[a].total_cmp(&y[b]))?;
+            let off = (0..classes)
+                .map(|k| (y[k] - (k == c) as u8 as f64).abs())
+                .fold(0.0, f64::max);
+            (off <= OFF_LABEL).then_some(c)
+        })
+        .collect()
+}
+
+/// A regression's label of each of the `b` encoded rows `x` behind the FedSGD `update`, in the
+/// standardised units the client trained on: yᵢ = zᵢ − rᵢ, or None where the rows do not explain
+/// the last layer exactly. Only the fit certifies them: any yᵢ is a label.
+pub fn read_values(params: &Params, model: Model, update: &Update, x: &[f64], b: usize) -> Option<Vec<f64>> {
+    let (r, z) = residuals(params, model, update, x, b, true)?;
+    Some((0..b).map(|i| z[i] - r[(i, 0)]).collect())
+}
+
+/// The same labels fitted by least squares to rows that need not be exact (the ensemble's): an
+/// estimate, no certificate. None where the rows' last-layer inputs are dependent.
+pub fn fit_values(params: &Params, model: Model, update: &Update, x: &[f64], b: usize) -> Option<Vec<f64>> {
+    let (r, z) = residuals(params, model, update, x, b, false)?;
+    Some((0..b).map(|i| z[i] - r[(i, 0)]).collect())
+}
+
+/// The rows' output residuals rᵢ = pᵢ − yᵢ [b, outputs] that explain the last layer's FedSGD
+/// gradient exactly, and the rows' p (the head's probabilities, or a regression's outputs); None
+/// where the rows' last-layer inputs are dependent or (with `exact`) leave no exact solution.
+fn residuals(
+    params: &Params,
+    model: Model,
+    update: &Update,
+    x: &[f64],
+    b: usize,
+    exact: bool,
+) -> Option<(DMatrix<f64>, Vec<f64>)> {
     let last = params.layers() - 1;
     let (h, outputs) = (params.sizes[last], params.sizes[last + 1]);
     if b == 0 || b > h + 1 {
         return None;
     }
     let (inputs, probs) = params.forward_host(x, b, model);
-    let classes = model.head.classes(outputs);
-    // M [(h + 1), b]: column i is (hᵢ, 1); T = B·[G; g], [(h + 1), outputs].
+    // M [(h + 1), b]: column i is (hᵢ, 1); T = B·[G; g] / s, [(h + 1), outputs].
     let m = DMatrix::from_fn(h + 1, b, |j, i| if j < h { inputs[i * h + j] } else { 1.0 });
     let (gw, gb) = (update.weight(last), update.bias(last));
     let t = DMatrix::from_fn(h + 1, outputs, |j, o| {
@@ -49,27 +97,10 @@ pub fn read_labels(params: &Params, model: Model, update: &Update, x: &[f64], b:
     }
     let r = svd.solve(&t, 0.0).ok()?;
     let residual = (&m * &r - &t).norm();
-    if residual.is_nan() || residual > RESIDUAL * t.norm().max(f64::MIN_POSITIVE) {
+    if residual.is_nan() || (exact && residual > RESIDUAL * t.norm().max(f64::MIN_POSITIVE)) {
         return None;
     }
-    (0..b)
-        .map(|i| {
-            let p = &probs[i * classes..(i + 1) * classes];
-            let y: Vec<f64> = match model.head {
-                Head::Softmax => (0..classes).map(|c| p[c] - r[(i, c)]).collect(),
-                // One output, the second class's: y = p(yes) − r.
-                Head::Sigmoid => {
-                    let yes = p[1] - r[(i, 0)];
-                    vec![1.0 - yes, yes]
-                }
-            };
-            let c = (0..classes).max_by(|&a, &b| y[a].total_cmp(&y[b]))?;
-            let off = (0..classes)
-                .map(|k| (y[k] - (k == c) as u8 as f64).abs())
-                .fold(0.0, f64::max);
-            (off <= OFF_LABEL).then_some(c)
-        })
-        .collect()
+    Some((r / model.head.scale(), probs))
 }
 
 #[cfg(test)]

@@ -10,8 +10,16 @@ use crate::client::fedavg::Taken;
 use crate::client::gradient::{ParamGrads, Tape};
 use crate::client::network::Net;
 
+/// What `reverse` returns: dL/dx [N, B, d], dL/dθ per member where asked, and dL/dy
+/// [N, B, outputs] for the targets (what a regression's reconstructed label moves by).
+pub struct Reversed {
+    pub x: Tensor<3>,
+    pub params: Option<ParamGrads>,
+    pub targets: Tensor<3>,
+}
+
 /// Reverse of `param_grads`: given G = dL/d(parameter gradient) per member, returns dL/dx as
-/// [N, B, d] and, with `with_params`, dL/dθ per member (what FedAvg's unrolled local training
+/// [N, B, d], dL/dy, and, with `with_params`, dL/dθ per member (what FedAvg's unrolled local training
 /// needs to carry the adjoint from one local step to the one before). ReLU's mask m = σ′(a) is
 /// piecewise constant and carries no derivative; a smooth activation's does: m̄ = δ̄_{l-1} ⊙ (δ_l W_lᵀ)
 /// reaches a_{l-1} as m̄ ⊙ σ″(a_{l-1}).
@@ -20,7 +28,7 @@ use crate::client::network::Net;
 /// backward product δ_{l-1} = (δ_l W_lᵀ) ⊙ m, and (through both) the rows of the gradient itself.
 // The layers are walked by index: each step reads layer l of several parallel lists.
 #[allow(clippy::needless_range_loop)]
-pub fn reverse(net: &Net, tape: &Tape, g: &ParamGrads, with_params: bool) -> (Tensor<3>, Option<ParamGrads>) {
+pub fn reverse(net: &Net, tape: &Tape, g: &ParamGrads, with_params: bool) -> Reversed {
     let layers = net.layers();
     let mut w_bar: Vec<Option<Tensor<3>>> = vec![None; layers];
     let mut b_bar: Vec<Option<Tensor<3>>> = vec![None; layers];
@@ -47,8 +55,9 @@ pub fn reverse(net: &Net, tape: &Tape, g: &ParamGrads, with_params: bool) -> (Te
         }
         delta_bar = Some(db);
     }
-    // δ_{L-1} = (p(a) − y) / B  →  dL/da through the head's Jacobian.
-    let p_bar = delta_bar.unwrap().div_scalar(tape.b as f64);
+    // δ_{L-1} = s·(p(a) − y) / B  →  dL/da through the head's Jacobian; dL/dy = −dL/dp.
+    let p_bar = delta_bar.unwrap().mul_scalar(net.head.scale() / tape.b as f64);
+    let targets = p_bar.clone().neg();
     let mut a_bar = net.head.reverse(tape.probs.clone(), p_bar);
     let mut x_bar = None;
     for l in (0..layers).rev() {
@@ -75,7 +84,11 @@ pub fn reverse(net: &Net, tape: &Tape, g: &ParamGrads, with_params: bool) -> (Te
         weights: w_bar.into_iter().map(Option::unwrap).collect(),
         biases: b_bar.into_iter().map(Option::unwrap).collect(),
     });
-    (x_bar.expect("a network has layers"), params)
+    Reversed {
+        x: x_bar.expect("a network has layers"),
+        params,
+        targets,
+    }
 }
 
 /// Reverse of `client::fedavg::local_training` (back-propagation through the client's unrolled
@@ -84,15 +97,27 @@ pub fn reverse(net: &Net, tape: &Tape, g: &ParamGrads, with_params: bool) -> (Te
 ///
 /// θ_{t+1} = θ_t − lr·g_t(θ_t, x_t): the adjoint of g_t is −lr·θ̄_{t+1}; it reaches x_t through
 /// `reverse` and θ_t through `reverse`'s parameter part, on top of θ̄_{t+1} itself.
-pub fn reverse_local_training(taken: &[Taken], update_bar: &ParamGrads, lr: f64, entries: usize) -> Vec<Tensor<3>> {
+/// With `targets_in_rows` each row carries its target as its last column (`local_training` with no
+/// labels), and its dL/dx carries dL/dy there.
+pub fn reverse_local_training(
+    taken: &[Taken],
+    update_bar: &ParamGrads,
+    lr: f64,
+    entries: usize,
+    targets_in_rows: bool,
+) -> Vec<Tensor<3>> {
     // θ0 − θE: dL/dθE = −dL/d(update).
     let mut theta_bar = update_bar.scale(-1.0);
     let mut parts: Vec<Vec<(usize, usize, Tensor<3>)>> = vec![Vec::new(); entries];
     for (t, step) in taken.iter().enumerate().rev() {
         let g_bar = theta_bar.scale(-lr);
-        let (x_bar, through_theta) = reverse(&step.net, &step.tape, &g_bar, t > 0);
+        let reversed = reverse(&step.net, &step.tape, &g_bar, t > 0);
+        let x_bar = match targets_in_rows {
+            true => Tensor::cat(vec![reversed.x, reversed.targets], 2),
+            false => reversed.x,
+        };
         parts[step.step.epoch.min(entries - 1)].push((step.step.epoch, step.step.first, x_bar));
-        if let Some(p) = through_theta {
+        if let Some(p) = reversed.params {
             theta_bar = theta_bar.add(&p);
         }
     }

@@ -11,6 +11,7 @@ use super::registry::Inverts;
 use super::relax::Layout;
 use super::subspace::{DEFAULT_SUBSPACE_WEIGHT, Subspace, SubspaceSummary};
 use crate::assess::matching::Rule;
+use crate::client::head::Head;
 use crate::config::{AttackConfig, MemberRange, Protocol};
 use crate::error::Result;
 use crate::runtime::{BackendInfo, Needs, Runtime, StepEngine};
@@ -86,12 +87,15 @@ impl<'a> Setup<'a> {
     /// The problem, once, for the definition and the accelerators: the scenario's update and
     /// labels, how the client made the update, and the priors this attack composes.
     fn spec(&self) -> ProblemSpec {
+        // A regression's labels are unknowns of the rows (`inversion::Problem::onehot`).
+        let onehot = match self.config.head {
+            Head::Linear => vec![0.0; self.scenario.labels.len()],
+            head => head.targets(&self.scenario.labels, self.dataset.classes.len()),
+        };
         let spec = ProblemSpec::new(
             &self.scenario.params,
             &self.scenario.observed,
-            self.config
-                .head
-                .targets(&self.scenario.labels, self.dataset.classes.len()),
+            onehot,
             self.inverts.relaxed.then_some(&self.layout),
             self.inverts.objective,
         )
@@ -147,9 +151,17 @@ impl<'a> Setup<'a> {
             local_training: matches!(self.config.protocol, Protocol::Fedavg(_)),
             known_cells: self.scenario.known.is_some(),
             rounds: 1 + self.scenario.later_rounds.len(),
-            beyond_kernels: !self.config.activation.is_relu() || self.config.hidden.is_empty(),
-            sigmoid_head: self.config.head == crate::client::head::Head::Sigmoid,
+            beyond_kernels: !self.config.activation.is_relu()
+                || self.config.hidden.is_empty()
+                || self.config.head == Head::Linear,
+            sigmoid_head: self.config.head == Head::Sigmoid,
         })
+    }
+
+    /// A dummy row's width: the network's inputs, and a regression's label after them (the
+    /// server's unknown as much as the row: `inversion::Problem::targets_in_rows`).
+    pub fn row_width(&self) -> usize {
+        self.dataset.d() + (self.config.head == Head::Linear) as usize
     }
 
     pub fn check_range(&self, range: MemberRange) -> Result<()> {
@@ -161,7 +173,8 @@ impl<'a> Setup<'a> {
         Shape {
             members: self.members,
             rows: self.config.rows_per_member(),
-            d: self.dataset.d(),
+            d: self.row_width(),
+            inputs: self.dataset.d(),
             relaxed: self.inverts.relaxed,
         }
     }
@@ -183,7 +196,7 @@ impl<'a> Setup<'a> {
             members: range.count,
             first_member: range.first,
             batch: config.rows_per_member(),
-            d: self.dataset.d(),
+            d: self.row_width(),
             iterations: config.iterations,
             optimiser: config.optimiser(),
             seed: seed_for(config.seed, 6),

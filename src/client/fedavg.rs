@@ -6,7 +6,7 @@ use burn::tensor::Tensor;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use super::gradient::{ParamGrads, Tape, param_grads};
+use super::gradient::{ParamGrads, Tape, param_grads, split_targets};
 use super::network::Net;
 
 /// A FedAvg client's local training.
@@ -66,18 +66,17 @@ pub struct Taken {
 }
 
 /// Local training from `net` on rows `epochs[e]` ([N, n, d] for epoch e; one entry shared by every
-/// epoch when the client's rows are the same each epoch) with labels `onehot` ([1 or N, n, C]).
+/// epoch when the client's rows are the same each epoch) with labels `onehot` ([1 or N, n, C]);
+/// `onehot` None: each row carries its target as its last column (`gradient::split_targets`).
 /// Returns θ0 − θE per member, and every step taken (for the reverse) when `keep` is set.
 pub fn local_training(
     net: &Net,
     epochs: &[Tensor<3>],
-    onehot: &Tensor<3>,
+    onehot: Option<&Tensor<3>>,
     training: &LocalTraining,
     keep: bool,
 ) -> (ParamGrads, Vec<Taken>) {
     let [n_members, n, d] = epochs[0].dims();
-    let classes = onehot.dims()[2];
-    let labels = onehot.dims()[0];
     let mut theta = net.clone();
     let mut taken = Vec::new();
     for step in training.schedule(n) {
@@ -85,7 +84,13 @@ pub fn local_training(
         let x = epochs[step.epoch.min(epochs.len() - 1)]
             .clone()
             .slice([0..n_members, rows.clone(), 0..d]);
-        let y = onehot.clone().slice([0..labels, rows, 0..classes]);
+        let (x, y) = match onehot {
+            Some(onehot) => {
+                let [labels, _, classes] = onehot.dims();
+                (x, onehot.clone().slice([0..labels, rows, 0..classes]))
+            }
+            None => split_targets(x),
+        };
         let (g, tape) = param_grads(&theta, &x, &y);
         let next = theta.sgd_step(&g, training.lr);
         if keep {

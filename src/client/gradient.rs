@@ -97,7 +97,7 @@ pub struct Tape {
     pub probs: Tensor<3>,
 }
 
-/// Gradient of the mean cross-entropy over each member's B rows w.r.t. every parameter.
+/// Gradient of the mean loss (the head's) over each member's B rows w.r.t. every parameter.
 /// `x` is [N, B, d]; `onehot` is the head's targets as [N, B, outputs] (or [1, B, outputs], the
 /// same for every member; `Head::targets`). The network's weights broadcast over members ([1, ·, ·]) or are per member.
 pub fn param_grads(net: &Net, x: &Tensor<3>, onehot: &Tensor<3>) -> (ParamGrads, Tape) {
@@ -120,9 +120,9 @@ pub fn param_grads(net: &Net, x: &Tensor<3>, onehot: &Tensor<3>) -> (ParamGrads,
             logits = Some(a);
         }
     }
-    // Softmax cross-entropy and sigmoid BCE both give dL/d(logits) = (p − y)/B.
+    // Softmax cross-entropy and sigmoid BCE give dL/d(logits) = (p − y)/B, the squared error 2(z − y)/B.
     let probs = net.head.probabilities(logits.unwrap());
-    let mut delta = (probs.clone() - onehot.clone()).div_scalar(b as f64);
+    let mut delta = (probs.clone() - onehot.clone()).mul_scalar(net.head.scale() / b as f64);
     let mut deltas = vec![None; layers];
     let mut weights = vec![None; layers];
     let mut biases = vec![None; layers];
@@ -152,6 +152,17 @@ pub fn param_grads(net: &Net, x: &Tensor<3>, onehot: &Tensor<3>) -> (ParamGrads,
         probs,
     };
     (grads, tape)
+}
+
+/// Rows that carry their target as a last column (a regression's dummy rows, whose label the
+/// server reconstructs with them), [N, B, d + 1]: the network's inputs [N, B, d] and the targets
+/// [N, B, 1].
+pub fn split_targets(rows: Tensor<3>) -> (Tensor<3>, Tensor<3>) {
+    let [n, b, w] = rows.dims();
+    (
+        rows.clone().slice([0..n, 0..b, 0..w - 1]),
+        rows.slice([0..n, 0..b, w - 1..w]),
+    )
 }
 
 impl Net {

@@ -39,24 +39,20 @@ async fn to_host(g: &ParamGrads) -> Result<Update> {
 }
 
 /// The update the server receives from `clients` clients holding `x` (encoded rows, [rows, d]
-/// row-major) with labels `labels`, split equally in order.
-pub async fn simulate_round(
-    params: &Params,
-    x: &[f32],
-    labels: &[usize],
-    classes: usize,
-    round: &Round,
-) -> Result<Update> {
-    let (rows, d) = (labels.len(), params.sizes[0]);
+/// row-major) with the loss's targets `targets` ([rows, outputs]: `Dataset::targets`), split
+/// equally in order.
+pub async fn simulate_round(params: &Params, x: &[f32], targets: &[f32], round: &Round) -> Result<Update> {
+    let d = params.sizes[0];
+    let outputs = *params.sizes.last().expect("a network has layers");
+    let rows = targets.len() / outputs;
     let clients = round.clients.max(1);
     let b = rows / clients;
     let device = &Device::flex();
     let net = Net::new(params, device).with_model(round.model);
-    let outputs = *params.sizes.last().expect("a network has layers");
     let mut observed: Option<Update> = None;
     for k in 0..clients {
         let part = k * b..(k + 1) * b;
-        let y = round.model.head.targets(&labels[part.clone()], classes);
+        let y = targets[part.start * outputs..part.end * outputs].to_vec();
         let xt = Tensor::<3>::from_data(
             TensorData::new(x[part.start * d..part.end * d].to_vec(), [1, b, d]),
             device,
@@ -64,7 +60,7 @@ pub async fn simulate_round(
         let yt = Tensor::<3>::from_data(TensorData::new(y, [1, b, outputs]), device);
         let update = match &round.protocol {
             Protocol::Fedsgd => param_grads(&net, &xt, &yt).0,
-            Protocol::Fedavg(training) => local_training(&net, &[xt], &yt, training, false).0,
+            Protocol::Fedavg(training) => local_training(&net, &[xt], Some(&yt), training, false).0,
         };
         let mut own = to_host(&update).await?;
         if let Some(defence) = &round.defence {

@@ -118,6 +118,14 @@ impl Update {
         self.values().map(|v| (v as f64) * (v as f64)).sum::<f64>().sqrt()
     }
 
+    /// ⟨self, other⟩ over every value (the same network's), in f64.
+    pub fn dot(&self, other: &Update) -> f64 {
+        self.values()
+            .zip(other.values())
+            .map(|(a, b)| a as f64 * b as f64)
+            .sum()
+    }
+
     pub fn is_finite(&self) -> bool {
         self.values().all(f32::is_finite)
     }

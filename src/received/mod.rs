@@ -488,7 +488,9 @@ impl ReceivedUpdate {
             options.activation = a;
         }
         options.label = dataset.label.clone();
-        options.labels = labels.unwrap_or(if self.labels.is_some() {
+        options.task = dataset.task();
+        // A regression's labels are reconstructed with the rows: nothing to restore.
+        options.labels = labels.unwrap_or(if self.labels.is_some() || dataset.target.is_some() {
             LabelMode::Known
         } else {
             LabelMode::Restored
@@ -497,8 +499,20 @@ impl ReceivedUpdate {
     }
 
     /// The head behind a last layer of `outputs` outputs: one per class is softmax's, one for a
-    /// two-class label sigmoid's; a stated head must be the one the weights have.
+    /// two-class label sigmoid's, a regression's one linear output; a stated head must be the one
+    /// the weights have.
     fn head_of(outputs: usize, dataset: &Dataset, stated: Option<Head>) -> Result<Head> {
+        if dataset.target.is_some() {
+            let head = dataset.task().head(stated)?;
+            if outputs != 1 {
+                return fail(format!(
+                    "the encoding's label {:?} is a regression's (one output under the squared error) but the \
+                     weights' last layer has {outputs} outputs",
+                    dataset.label
+                ));
+            }
+            return Ok(head);
+        }
         let classes = dataset.classes.len();
         let found = match outputs {
             1 if classes == 2 => Head::Sigmoid,

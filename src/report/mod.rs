@@ -118,8 +118,32 @@ pub struct RowReport {
     /// How the reconstructed row was obtained (null where the attack does not say).
     pub provenance: Option<Provenance>,
     /// The reconstructed row's label, where the attack read it off the update (the rows explain
-    /// its last layer exactly: `attack::row_labels`); null elsewhere.
+    /// its last layer exactly: `attack::row_labels`), and a regression's always (the server
+    /// reconstructs it with the row); null elsewhere.
     pub label: Option<String>,
+    /// A regression's true label of the row, and whether the reconstructed one is within the
+    /// label's tolerance of it (null for a classifier).
+    #[serde(default)]
+    pub truth_label: Option<String>,
+    #[serde(default)]
+    pub label_correct: Option<bool>,
+}
+
+/// A regression's labels as the attack reconstructed them, against the truth.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct RegressionLabels {
+    pub label: String,
+    /// A label counts as right within this distance (0.319 of its std, as a continuous cell).
+    pub tolerance: f64,
+    /// Share of rows whose reconstructed label is within the tolerance, and the mean distance.
+    pub within_tolerance: f64,
+    pub mean_absolute_error: f64,
+    /// The same for labels drawn from the table (what the server knows without the update).
+    pub random_within_tolerance: f64,
+    pub random_mean_absolute_error: f64,
+    /// Whether the labels were read off the last layer exactly (every row proved,
+    /// `attack::row_labels::read_values`) rather than pooled from the ensemble.
+    pub read_off_update: bool,
 }
 
 /// The paper's Table 4: how right the attacker is on the cells it is surest of. Per feature kind,
@@ -209,8 +233,12 @@ pub struct Report {
     pub random_baseline: f64,
     pub random_accuracy: Accuracy,
     pub gain_over_random: f64,
-    /// Share of the batch's labels the server had right (1 with known labels).
+    /// Share of the batch's labels the server had right (1 with known labels; a regression's:
+    /// within tolerance, `regression`).
     pub label_accuracy: f64,
+    /// A regression's reconstructed labels against the truth (null for a classifier).
+    #[serde(default)]
+    pub regression: Option<RegressionLabels>,
     pub features: Vec<FeatureHeader>,
     pub rows: Vec<RowReport>,
     /// Rows by how they were obtained (proved, ensemble, prior) with the share of their cells
@@ -313,6 +341,8 @@ pub fn build_report(
             confidence: Vec::new(),
             provenance: None,
             label: None,
+            truth_label: None,
+            label_correct: None,
         })
         .map(|mut row: RowReport| {
             row.confidence = features
@@ -343,6 +373,7 @@ pub fn build_report(
         random_baseline: random.total,
         random_accuracy: random,
         label_accuracy,
+        regression: None,
         features,
         rows,
         provenance: Vec::new(),
@@ -405,6 +436,49 @@ impl Report {
         if self.config.labels == LabelMode::Restored {
             self.label_accuracy = right as f64 / truth.len().max(1) as f64;
         }
+    }
+}
+
+impl Report {
+    /// A regression's labels of the reconstructed rows (`values`, in the label's units) beside
+    /// the true rows' (`truth`), row by row through the scoring's `assignment`; `random`: labels
+    /// drawn from the table, for the baseline; `read_off_update`: read exactly, not pooled.
+    pub fn set_row_values(
+        &mut self,
+        dataset: &Dataset,
+        (values, read_off_update): (&[f64], bool),
+        assignment: &[usize],
+        truth: &[f64],
+        random: &[f64],
+    ) {
+        let Some(target) = &dataset.target else { return };
+        let tolerance = target.tolerance();
+        let (mut right, mut error) = (0, 0.0);
+        for ((row, &j), &t) in self.rows.iter_mut().zip(assignment).zip(truth) {
+            let v = values[j];
+            row.label = Some(target.format(v));
+            row.truth_label = Some(target.format(t));
+            row.label_correct = Some((v - t).abs() <= tolerance);
+            right += ((v - t).abs() <= tolerance) as usize;
+            error += (v - t).abs();
+        }
+        let n = truth.len().max(1) as f64;
+        let random_right = random
+            .iter()
+            .zip(truth)
+            .filter(|(r, t)| (*r - *t).abs() <= tolerance)
+            .count();
+        let random_error: f64 = random.iter().zip(truth).map(|(r, t)| (r - t).abs()).sum();
+        self.label_accuracy = right as f64 / n;
+        self.regression = Some(RegressionLabels {
+            label: dataset.label.clone(),
+            tolerance,
+            within_tolerance: right as f64 / n,
+            mean_absolute_error: error / n,
+            random_within_tolerance: random_right as f64 / n,
+            random_mean_absolute_error: random_error / n,
+            read_off_update,
+        });
     }
 }
 

@@ -43,11 +43,16 @@ pub struct ReconstructionReport {
     pub config: AttackConfig,
     pub features: Vec<FeatureHeader>,
     pub rows: Vec<ReconstructedRow>,
-    /// The labels the attack used (given with the update, or restored from it), as class names.
+    /// The labels the attack used (given with the update, or restored from it), as class names;
+    /// none for a regression, whose labels the attack reconstructs (`rows[].label`).
     pub labels: Vec<String>,
     /// Parts the attack asks for that the client's model rules out, and why.
     #[serde(default)]
     pub not_applied: Vec<crate::attack::registry::NotApplied>,
+    /// A regression's labels (`rows[].label`): read off the update exactly (every row proved),
+    /// or estimated with the reconstructed rows; null for a classifier.
+    #[serde(default)]
+    pub regression_labels_exact: Option<bool>,
     pub confidence_counts: Vec<ConfidenceCount>,
     pub per_feature_entropy: Vec<Option<f64>>,
     pub confidence_levels: ConfidenceLevels,
@@ -124,8 +129,12 @@ impl ReconstructionReport {
             config: config.clone(),
             features,
             rows,
-            labels: labels.iter().map(|&l| dataset.classes[l].clone()).collect(),
+            labels: match dataset.target {
+                Some(_) => Vec::new(),
+                None => labels.iter().map(|&l| dataset.classes[l].clone()).collect(),
+            },
             not_applied: config.not_applied(),
+            regression_labels_exact: None,
             confidence_counts,
             per_feature_entropy,
             confidence_levels: CONFIDENCE_LEVELS,
@@ -160,17 +169,27 @@ impl ReconstructionReport {
             crate::config::LabelMode::Known => "the client's, from the file",
             crate::config::LabelMode::Restored => "restored from the update",
         };
-        let _ = writeln!(s, "labels used ({whence}): {}", self.labels.join(", "));
+        match self.config.head.task() {
+            crate::client::head::Task::Regression => {
+                let _ = writeln!(
+                    s,
+                    "labels: a regression's, reconstructed with each row (the label column)"
+                );
+            }
+            crate::client::head::Task::Classification => {
+                let _ = writeln!(s, "labels used ({whence}): {}", self.labels.join(", "));
+            }
+        }
         for line in crate::attack::registry::not_applied_lines(&self.not_applied) {
             let _ = writeln!(s, "{line}");
         }
         let read: Vec<&str> = self.rows.iter().filter_map(|r| r.label.as_deref()).collect();
         if read.len() == self.rows.len() && !read.is_empty() {
-            let _ = writeln!(
-                s,
-                "each row's label, read off the update, which the rows explain exactly: {}",
-                read.join(", ")
-            );
+            let how = match self.regression_labels_exact {
+                Some(false) => "estimated from the update with the reconstructed rows, not proved",
+                _ => "read off the update, which the rows explain exactly",
+            };
+            let _ = writeln!(s, "each row's label, {how}: {}", read.join(", "));
         }
         for k in &self.confidence_counts {
             let _ = writeln!(

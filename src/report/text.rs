@@ -22,6 +22,7 @@ fn setting(r: &Report, s: &mut String) {
     let c = &r.config;
     let name = c.attacker().title();
     let labels = match c.labels {
+        _ if r.regression.is_some() => "a regression's label, reconstructed with each row".to_string(),
         LabelMode::Known => "known labels".to_string(),
         LabelMode::Restored => format!("restored labels, {:.0}% right", 100.0 * r.label_accuracy),
     };
@@ -144,7 +145,22 @@ fn accuracy(r: &Report, s: &mut String) {
         for line in crate::attack::registry::not_applied_lines(&r.not_applied) {
             let _ = writeln!(s, "{line}");
         }
-        if r.rows.iter().all(|row| row.label.is_some()) && !r.rows.is_empty() {
+        if let Some(g) = &r.regression {
+            let _ = writeln!(
+                s,
+                "label {:?}: {} within ±{:.3} (mean error {:.3}; drawn from the table: {}, mean error {:.3}){}",
+                g.label,
+                pct(Some(g.within_tolerance)),
+                g.tolerance,
+                g.mean_absolute_error,
+                pct(Some(g.random_within_tolerance)),
+                g.random_mean_absolute_error,
+                match g.read_off_update {
+                    true => "; each row's read off the update, which the rows explain exactly",
+                    false => "; estimated from the update with the reconstructed rows, not proved",
+                }
+            );
+        } else if r.rows.iter().all(|row| row.label.is_some()) && !r.rows.is_empty() {
             let right = match r.config.labels {
                 LabelMode::Restored => format!(" ({} right)", pct(Some(r.label_accuracy))),
                 LabelMode::Known => String::new(),
@@ -252,6 +268,10 @@ fn rows(r: &Report, max_rows: usize, s: &mut String) {
         for (h, &w) in r.features.iter().zip(&widths) {
             header += &cell(&h.name, w);
         }
+        // A regression's label, which the server reconstructs with the row, last.
+        if let Some(g) = &r.regression {
+            header += &cell(&format!("[{}]", g.label), 22);
+        }
         let _ = writeln!(s, "{}", header.trim_end());
         for (i, row) in r.rows[..shown].iter().enumerate() {
             let mut t = format!("{:>3} T ", i + 1);
@@ -262,6 +282,10 @@ fn rows(r: &Report, max_rows: usize, s: &mut String) {
                 let conf = confidence_mark(row.confidence[f]);
                 let text: String = row.reconstructed[f].chars().take(w.saturating_sub(2)).collect();
                 rec += &cell(&format!("{text}{mark}{conf}"), w);
+            }
+            if let (Some(truth), Some(label), Some(right)) = (&row.truth_label, &row.label, row.label_correct) {
+                t += &cell(truth, 22);
+                rec += &cell(&format!("{label}{}", if right { "✓" } else { "✗" }), 22);
             }
             let _ = writeln!(s, "{}\n{}", t.trim_end(), rec.trim_end());
         }

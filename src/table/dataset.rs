@@ -6,6 +6,7 @@ use super::csv_input::RawTable;
 use super::inference::{MAX_LABEL_CLASSES, Treatment, forced_continuous, infer, left_out_warning, stray_warning};
 use super::number::{parse_number, parse_number_with_decimals};
 use super::schema::{ColumnKind, column_index, is_missing};
+use crate::client::head::{Head, Task};
 use crate::error::{Error, Result};
 use rustc_hash::FxHashSet as FastSet;
 
@@ -95,6 +96,50 @@ pub struct DatasetOptions {
     /// Columns left out by default (`Treatment::Identifier`, `Treatment::Index`) to use after all.
     #[serde(default)]
     pub include: Vec<String>,
+    /// Classification: the label's values are classes. Regression: a number per row.
+    #[serde(default)]
+    pub task: Task,
+}
+
+/// A regression's label: a number per row, which the client trains on standardised with the
+/// table's mean and std (its squared error's target), and the server reconstructs with each row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Target {
+    pub min: f64,
+    pub max: f64,
+    pub decimals: u32,
+    pub mean: f64,
+    /// The values' unbiased std (1 where they are constant).
+    pub std: f64,
+}
+
+impl Target {
+    /// What the client's loss sees of a value.
+    pub fn standardise(&self, v: f64) -> f32 {
+        ((v - self.mean) / self.std) as f32
+    }
+
+    /// A standardised value back in the label's units: clamped to its range and rounded to its
+    /// decimals, as a continuous cell is (`Dataset::decode`).
+    pub fn value(&self, z: f64) -> f64 {
+        let v = (z * self.std + self.mean).clamp(self.min, self.max);
+        let scale = 10f64.powi(self.decimals as i32);
+        let rounded = (v * scale).round() / scale;
+        if rounded.is_finite() {
+            rounded.clamp(self.min, self.max)
+        } else {
+            v
+        }
+    }
+
+    /// Largest distance at which a reconstructed label counts as right, as for a continuous cell.
+    pub fn tolerance(&self) -> f64 {
+        TOLERANCE_FACTOR * self.std
+    }
+
+    pub fn format(&self, v: f64) -> String {
+        format!("{:.*}", self.decimals as usize, v)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -103,7 +148,14 @@ pub struct Dataset {
     pub label: String,
     pub classes: Vec<String>,
     pub rows: Vec<Vec<Value>>,
+    /// Each row's class (0 for every row of a regression).
     pub labels: Vec<usize>,
+    /// A regression's label (None: classification, `classes` and `labels` hold it).
+    #[serde(default)]
+    pub target: Option<Target>,
+    /// A regression's label per row, in its units (empty for classification).
+    #[serde(default)]
+    pub values: Vec<f64>,
     /// Per encoded column: mean and std used for standardisation (std = 1 where it was 0).
     pub mean: Vec<f64>,
     pub std: Vec<f64>,
@@ -192,22 +244,31 @@ impl Dataset {
             };
             warnings.push(format!("dropped {dropped} of {} rows with {why}", raw.rows.len()));
         }
-        let mut classes: Vec<String> = keep.iter().map(|&i| raw.rows[i][label_idx].clone()).collect();
-        classes.sort();
-        classes.dedup();
-        if classes.len() < 2 {
-            return Err(Error::SingleClass {
-                column: options.label.clone(),
-                class: classes[0].clone(),
-            });
-        }
-        if let Some(w) = label_warning(&options.label, &classes, dc) {
-            warnings.push(w);
-        }
-        let labels = keep
-            .iter()
-            .map(|&i| classes.binary_search(&raw.rows[i][label_idx]).unwrap())
-            .collect();
+        let (classes, labels, target, values) = match options.task {
+            Task::Classification => {
+                let mut classes: Vec<String> = keep.iter().map(|&i| raw.rows[i][label_idx].clone()).collect();
+                classes.sort();
+                classes.dedup();
+                if classes.len() < 2 {
+                    return Err(Error::SingleClass {
+                        column: options.label.clone(),
+                        class: classes[0].clone(),
+                    });
+                }
+                if let Some(w) = label_warning(&options.label, &classes, dc) {
+                    warnings.push(w);
+                }
+                let labels = keep
+                    .iter()
+                    .map(|&i| classes.binary_search(&raw.rows[i][label_idx]).unwrap())
+                    .collect();
+                (classes, labels, None, Vec::new())
+            }
+            Task::Regression => {
+                let (target, values) = read_target(raw, label_idx, &keep)?;
+                (Vec::new(), vec![0; keep.len()], Some(target), values)
+            }
+        };
 
         let columns = read_columns(raw, &used, &keep)?;
         let used: Vec<usize> = used.iter().map(|u| u.j).collect();
@@ -223,6 +284,8 @@ impl Dataset {
             classes,
             rows,
             labels,
+            target,
+            values,
             mean: vec![0.0; offset],
             std: vec![1.0; offset],
             dropped,
@@ -239,6 +302,25 @@ impl Dataset {
 
     pub fn n(&self) -> usize {
         self.rows.len()
+    }
+
+    pub fn task(&self) -> Task {
+        match self.target {
+            Some(_) => Task::Regression,
+            None => Task::Classification,
+        }
+    }
+
+    /// The loss's targets of the table's rows `rows` ([rows, outputs] row-major): the head's
+    /// (one-hot, or 0/1) for a class, the standardised value for a regression.
+    pub fn targets(&self, rows: &[usize], head: Head) -> Vec<f32> {
+        match &self.target {
+            Some(t) => rows.iter().map(|&i| t.standardise(self.values[i])).collect(),
+            None => {
+                let labels: Vec<usize> = rows.iter().map(|&i| self.labels[i]).collect();
+                head.targets(&labels, self.classes.len())
+            }
+        }
     }
 
     /// Mean and unbiased std of every encoded column, feature by feature: a one-hot column's
@@ -355,6 +437,58 @@ impl Dataset {
             (_, v) => format!("{}", v.num()),
         }
     }
+}
+
+/// A regression's label: every row must have a number there (a row without one cannot be left
+/// out unnoticed: it is one of the client's rows). `keep`: the rows whose features are whole.
+fn read_target(raw: &RawTable, label: usize, keep: &[usize]) -> Result<(Target, Vec<f64>)> {
+    let name = &raw.headers[label];
+    let dc = raw.dialect.decimal_comma;
+    let missing: Vec<u64> = (0..raw.rows.len())
+        .filter(|&i| is_missing(&raw.rows[i][label]))
+        .map(|i| raw.lines[i])
+        .collect();
+    if !missing.is_empty() {
+        let shown: Vec<String> = missing.iter().take(10).map(u64::to_string).collect();
+        return Err(Error::Config(format!(
+            "the regression label {name:?} is missing on {} rows (lines {}{}): a regression needs every \
+             row's value; fill or drop those rows, or choose another label",
+            missing.len(),
+            shown.join(", "),
+            if missing.len() > shown.len() { ", …" } else { "" }
+        )));
+    }
+    let mut values = Vec::with_capacity(keep.len());
+    let mut decimals = 0;
+    for &i in keep {
+        let cell = &raw.rows[i][label];
+        let Some((v, places)) = parse_number_with_decimals(cell, dc) else {
+            return Err(Error::Config(format!(
+                "the regression label {name:?} needs a number on every row; line {} has {cell:?}",
+                raw.lines[i]
+            )));
+        };
+        decimals = decimals.max(places.min(MAX_DECIMALS));
+        values.push(v);
+    }
+    let (mean, std) = mean_std(values.iter().copied());
+    if std <= 0.0 || !std.is_finite() {
+        return Err(Error::Config(format!(
+            "the regression label {name:?} has one value on every row; there is nothing to predict"
+        )));
+    }
+    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    Ok((
+        Target {
+            min,
+            max,
+            decimals,
+            mean,
+            std,
+        },
+        values,
+    ))
 }
 
 /// Mean and unbiased std of a 0/1 column with `count` ones among `n` values.

@@ -4,7 +4,7 @@
 //! client's own pipeline can write it by hand (docs: README, "Attack a real update").
 use serde::{Deserialize, Serialize};
 
-use super::dataset::{Dataset, Feature, FeatureKind, MAX_DECIMALS};
+use super::dataset::{Dataset, Feature, FeatureKind, MAX_DECIMALS, Target};
 use crate::client::activation::Activation;
 use crate::client::head::Head;
 use crate::error::{Error, Result};
@@ -16,8 +16,12 @@ pub const ENCODING_FORMAT: &str = "leakscope-encoding/1";
 pub struct Encoding {
     pub format: String,
     pub label: String,
-    /// The label's classes, in the order of the network's outputs.
+    /// The label's classes, in the order of the network's outputs (none for a regression).
     pub classes: Vec<String>,
+    /// A regression's label: its range, decimals, and the mean and std the client standardises
+    /// it with (absent for a classifier).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<Target>,
     /// Features in input order: a categorical one takes `categories.len()` inputs from `offset`,
     /// a continuous one input `offset`.
     pub features: Vec<Feature>,
@@ -80,6 +84,7 @@ impl Encoding {
             format: ENCODING_FORMAT.into(),
             label: dataset.label.clone(),
             classes: dataset.classes.clone(),
+            target: dataset.target.clone(),
             features: dataset.features.clone(),
             mean: dataset.mean.clone(),
             std: dataset.std.clone(),
@@ -93,11 +98,29 @@ impl Encoding {
         if self.format != ENCODING_FORMAT {
             return fail(format!("format {:?} is not {ENCODING_FORMAT:?}", self.format));
         }
-        if self.classes.len() < 2 {
-            return fail(format!(
-                "the label has {} classes; an attack needs at least two",
-                self.classes.len()
-            ));
+        match &self.target {
+            None if self.classes.len() < 2 => {
+                return fail(format!(
+                    "the label has {} classes; an attack needs at least two",
+                    self.classes.len()
+                ));
+            }
+            Some(_) if !self.classes.is_empty() => {
+                return fail("a regression's label (target) has no classes: leave classes empty".into());
+            }
+            Some(t) if !(t.min <= t.max && t.std > 0.0 && t.std.is_finite() && t.mean.is_finite()) => {
+                return fail(format!(
+                    "the regression label needs min ≤ max, a finite mean and std > 0 (min {}, max {}, mean {}, std {})",
+                    t.min, t.max, t.mean, t.std
+                ));
+            }
+            Some(t) if t.decimals > MAX_DECIMALS => {
+                return fail(format!(
+                    "the regression label has {} decimals; at most {MAX_DECIMALS} mean anything",
+                    t.decimals
+                ));
+            }
+            _ => {}
         }
         if self.features.is_empty() {
             return fail("no features".into());
@@ -154,6 +177,8 @@ impl Encoding {
             classes: self.classes,
             rows: Vec::new(),
             labels: Vec::new(),
+            target: self.target,
+            values: Vec::new(),
             mean: self.mean,
             std: self.std,
             dropped: 0,

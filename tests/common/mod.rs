@@ -15,6 +15,22 @@ pub fn dataset(file: &str, label: &str) -> Dataset {
     .unwrap()
 }
 
+/// A table of `data/` read for `task` (a regression's numeric label, say).
+#[allow(dead_code)]
+pub fn dataset_as(file: &str, label: &str, task: leakscope::client::head::Task) -> Dataset {
+    let path = format!("{}/data/{file}", env!("CARGO_MANIFEST_DIR"));
+    let raw = parse_csv(&std::fs::read(path).unwrap(), usize::MAX).unwrap();
+    Dataset::from_raw(
+        &raw,
+        &DatasetOptions {
+            label: label.into(),
+            task,
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
 /// The Adult sample with its `salary` label.
 #[allow(dead_code)] // not every test file uses it
 pub fn adult() -> Dataset {

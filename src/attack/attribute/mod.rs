@@ -82,6 +82,13 @@ impl Attack for AttributeSettings {
         if config.labels == LabelMode::Restored {
             return fail("the attribute attack takes the labels as known".into());
         }
+        if dataset.target.is_some() {
+            return fail(
+                "the attribute attack simulates a classifier's rounds with known labels; a regression's label is \
+                 unknown to the server (attack the rows instead: TabLeak reconstructs it with each row)"
+                    .into(),
+            );
+        }
         if self.rounds == 0 || self.rounds > MAX_ROUNDS {
             return fail(format!(
                 "the attribute attack observes 1 to {MAX_ROUNDS} rounds, not {}",

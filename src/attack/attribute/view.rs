@@ -50,7 +50,8 @@ pub async fn scenario(dataset: &Dataset, config: &AttackConfig, settings: &Attri
             seed: seed_for(config.seed, 20 + r as u64),
             ..client.round
         };
-        update = simulate_round(&model, &client_x, &client.labels, dataset.classes.len(), &round).await?;
+        let targets = client.round.model.head.targets(&client.labels, dataset.classes.len());
+        update = simulate_round(&model, &client_x, &targets, &round).await?;
         later_rounds.push((model.clone(), update.clone()));
     }
     Ok(Scenario {

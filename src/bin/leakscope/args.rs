@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use leakscope::client::activation::Activation;
-use leakscope::client::head::Head;
+use leakscope::client::head::{Head, Task};
 use leakscope::config::EpochPrior;
 use leakscope::options::ProtocolKind;
 use leakscope::table::{ColumnKind, StatedModel};
@@ -31,6 +31,11 @@ pub struct TableArgs {
     /// (`leakscope inspect` lists them; repeatable).
     #[arg(long)]
     pub include: Vec<String>,
+    /// What the label is: classification (its values are classes, the default) or regression (a
+    /// number on every row, predicted by one linear output under the squared error; the server
+    /// does not know it and reconstructs it with each row).
+    #[arg(long, value_parser = parse_task, default_value = "classification")]
+    pub task: Task,
 }
 
 /// Where the steps run, and how much the terminal is told.
@@ -278,6 +283,7 @@ pub fn run_options(table: &TableArgs, attack: &AttackArgs, client: Option<&Clien
         kinds: table.kinds.iter().cloned().collect(),
         ignore: table.ignore.clone(),
         include: table.include.clone(),
+        task: table.task,
         seed: attack.seed,
         ensemble: attack.ensemble,
         lr: attack.lr,
@@ -362,6 +368,10 @@ fn parse_activation(text: &str) -> Result<Activation, String> {
 
 fn parse_head(text: &str) -> Result<Head, String> {
     Head::parse(text).map_err(|e| e.to_string())
+}
+
+fn parse_task(text: &str) -> Result<Task, String> {
+    Task::parse(text).map_err(|e| e.to_string())
 }
 
 /// Hidden layer widths as `--hidden` takes them.

@@ -31,6 +31,7 @@ pub fn load(table: &TableArgs) -> CliResult<Dataset> {
         kinds: table.kinds.clone(),
         ignore: table.ignore.clone(),
         include: table.include.clone(),
+        task: table.task,
     };
     Dataset::from_raw(&raw, &options).map_err(|e| format!("{}: {e}", table.csv.display()))
 }

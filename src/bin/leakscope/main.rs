@@ -355,6 +355,7 @@ fn bench(args: BenchArgs) -> CliResult<()> {
         kinds: Vec::new(),
         ignore: Vec::new(),
         include: Vec::new(),
+        task: Default::default(),
     };
     let dataset = load(&table)?;
     let rt = EngineArgs {

@@ -30,6 +30,7 @@ pub struct EncodingArgs {
 pub fn encoding(args: EncodingArgs) -> CliResult<()> {
     let dataset = load(&args.table)?;
     let stated = args.model.stated();
+    dataset.task().head(stated.head).map_err(|e| e.to_string())?;
     if let Some(h) = stated.head {
         h.check_label(&dataset.classes).map_err(|e| e.to_string())?;
     }
@@ -45,11 +46,17 @@ pub fn encoding(args: EncodingArgs) -> CliResult<()> {
         );
     }
     println!(
-        "encoding of {} ({} features, {} inputs, classes {}) written to {}",
+        "encoding of {} ({} features, {} inputs, {}) written to {}",
         args.table.csv.display(),
         enc.features.len(),
         dataset.d(),
-        enc.classes.join(", "),
+        match &enc.target {
+            Some(t) => format!(
+                "a regression's label {:?} from {} to {}, standardised by mean {:.4} and std {:.4}",
+                enc.label, t.min, t.max, t.mean, t.std
+            ),
+            None => format!("classes {}", enc.classes.join(", ")),
+        },
         args.out.display()
     );
     Ok(())
@@ -120,6 +127,7 @@ pub fn attack_update(args: AttackUpdateArgs) -> CliResult<()> {
         kinds: Vec::new(),
         ignore: Vec::new(),
         include: Vec::new(),
+        task: dataset.task(),
     };
     let mut options = run_options(&table, &args.attack_args, None);
     options.attack = AttackKind::from(args.attack);

@@ -166,3 +166,41 @@ fn constant_columns_are_kept_with_a_warning() {
     assert_eq!(d.std, vec![1.0, 1.0]);
     assert_eq!(d.warnings.len(), 2);
 }
+
+/// A regression's label: a number on every row, standardised with the table's mean and std;
+/// missing, non-numeric or constant labels are refused by name.
+#[test]
+fn a_regression_label_is_read_as_numbers_and_bad_ones_are_named() {
+    let read = |text: &str| {
+        let raw = parse_csv(text.as_bytes(), MAX_CSV_BYTES).unwrap();
+        let options = DatasetOptions {
+            label: "y".into(),
+            task: Task::Regression,
+            ..Default::default()
+        };
+        Dataset::from_raw(&raw, &options)
+    };
+    let d = read("a,y\nk,1.5\nm,2\nk,4.25\n").unwrap();
+    assert_eq!(d.task(), Task::Regression);
+    assert!(d.classes.is_empty());
+    assert_eq!(d.values, vec![1.5, 2.0, 4.25]);
+    let t = d.target.clone().unwrap();
+    assert_eq!((t.min, t.max, t.decimals), (1.5, 4.25, 2));
+    let (mean, std) = mean_std([1.5, 2.0, 4.25].into_iter());
+    assert_eq!((t.mean, t.std), (mean, std));
+    assert_eq!(
+        d.targets(&[0, 2], Head::Linear),
+        vec![t.standardise(1.5), t.standardise(4.25)]
+    );
+    assert_eq!(t.value(t.standardise(2.0) as f64), 2.0);
+    assert_eq!(t.value(100.0), 4.25, "clamped to the label's range");
+    let e = read("a,y\nk,1\nm,\nk,3\nm,?\n").unwrap_err().to_string();
+    assert!(
+        e.contains("the regression label \"y\" is missing on 2 rows (lines 3, 5)"),
+        "{e}"
+    );
+    let e = read("a,y\nk,1\nm,lots\n").unwrap_err().to_string();
+    assert!(e.contains("needs a number on every row; line 3 has \"lots\""), "{e}");
+    let e = read("a,y\nk,7\nm,7\n").unwrap_err().to_string();
+    assert!(e.contains("has one value on every row"), "{e}");
+}

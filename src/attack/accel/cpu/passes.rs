@@ -313,6 +313,7 @@ pub fn reverse(
                 db.iter_mut().zip(s).for_each(|(g, p)| *g = p * (*g * inv_r - inner));
             }
             Head::Sigmoid => db.iter_mut().zip(s).for_each(|(g, p)| *g = p * (1.0 - p) * *g * inv_r),
+            Head::Linear => unreachable!("the CPU kernel declines a regression (Needs::regression)"),
         }
     }
     for l in (0..layers).rev() {
