@@ -56,6 +56,11 @@ activation?: Activation,
  */
 head?: Head, 
 /**
+ * 'classification' (the default) or 'regression': one linear output under the squared error
+ * on a numeric label, which the server does not know and reconstructs with each row.
+ */
+task?: Task, 
+/**
  * Epochs of ordinary training on the table before the attacked round (default 0).
  */
 trainingEpochs?: number, 
@@ -246,9 +251,14 @@ format: string, attack: AttackKind, backend: BackendInfo, seconds: number, confi
  */
 random_baseline: number, random_accuracy: Accuracy, gain_over_random: number, 
 /**
- * Share of the batch's labels the server had right (1 with known labels).
+ * Share of the batch's labels the server had right (1 with known labels; a regression's:
+ * within tolerance, `regression`).
  */
-label_accuracy: number, features: Array<FeatureHeader>, rows: Array<RowReport>, 
+label_accuracy: number, 
+/**
+ * A regression's reconstructed labels against the truth (null for a classifier).
+ */
+regression: RegressionLabels | null, features: Array<FeatureHeader>, rows: Array<RowReport>, 
 /**
  * Rows by how they were obtained (proved, ensemble, prior) with the share of their cells
  * that are right; empty where the attack does not say.
@@ -331,13 +341,19 @@ export type ReconstructionReport = {
  */
 format: string, attack: AttackKind, backend: BackendInfo, seconds: number, config: AttackConfig, features: Array<FeatureHeader>, rows: Array<ReconstructedRow>, 
 /**
- * The labels the attack used (given with the update, or restored from it), as class names.
+ * The labels the attack used (given with the update, or restored from it), as class names;
+ * none for a regression, whose labels the attack reconstructs (`rows[].label`).
  */
 labels: Array<string>, 
 /**
  * Parts the attack asks for that the client's model rules out, and why.
  */
-not_applied: Array<NotApplied>, confidence_counts: Array<ConfidenceCount>, per_feature_entropy: Array<number | null>, confidence_levels: ConfidenceLevels, loss_curve: Array<[number, number]>, 
+not_applied: Array<NotApplied>, 
+/**
+ * A regression's labels (`rows[].label`): read off the update exactly (every row proved),
+ * or estimated with the reconstructed rows; null for a classifier.
+ */
+regression_labels_exact: boolean | null, confidence_counts: Array<ConfidenceCount>, per_feature_entropy: Array<number | null>, confidence_levels: ConfidenceLevels, loss_curve: Array<[number, number]>, 
 /**
  * Steps each member of the ensemble took before it stopped improving.
  */
@@ -389,9 +405,15 @@ confidence: Array<Confidence>,
 provenance: Provenance | null, 
 /**
  * The reconstructed row's label, where the attack read it off the update (the rows explain
- * its last layer exactly: `attack::row_labels`); null elsewhere.
+ * its last layer exactly: `attack::row_labels`), and a regression's always (the server
+ * reconstructs it with the row); null elsewhere.
  */
-label: string | null, };
+label: string | null, 
+/**
+ * A regression's true label of the row, and whether the reconstructed one is within the
+ * label's tolerance of it (null for a classifier).
+ */
+truth_label: string | null, label_correct: boolean | null, };
 
 /**
  * How far the attacker can trust a reconstructed cell, from the ensemble's entropy.
@@ -792,7 +814,7 @@ export type Activation = { "kind": "relu" } | { "kind": "leaky_relu",
  */
 slope: number, } | { "kind": "gelu" } | { "kind": "tanh" } | { "kind": "sigmoid" };
 
-export type Head = "softmax" | "sigmoid";
+export type Head = "softmax" | "sigmoid" | "linear";
 
 /**
  * A part an attack would compose that the client's model rules out, and why: what the report

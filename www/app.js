@@ -373,6 +373,7 @@ function readSettings() {
   const kind = String(f.get('activation') ?? 'relu');
   out.activation = kind === 'leaky_relu' ? { kind, slope: Number(f.get('leakySlope')) } : { kind };
   out.head = String(f.get('head') ?? 'softmax');
+  out.task = String(f.get('task') ?? 'classification');
   // The chosen attack's own settings, read as the engine describes them; blank: its default.
   for (const s of state.attacks?.get(out.attack)?.settings ?? []) {
     if (s.option === 'ensemble') continue;

@@ -221,7 +221,9 @@ export function renderSummary(box, info, report, attack) {
     card('categorical', pct(a.categorical), `random: ${pct(r.categorical)}`),
     card('continuous', pct(a.continuous), `random: ${pct(r.continuous)} (within tolerance)`),
     card('rows fully recovered', `${Math.round(a.exact_rows * report.rows.length)} / ${report.rows.length}`, 'every cell right'),
-    card('labels', c.labels === 'known' ? 'known' : pct(report.label_accuracy), c.labels === 'known' ? 'given to the server' : 'restored from the update'),
+    report.regression
+      ? card(`label ${report.regression.label}`, pct(report.regression.within_tolerance), `within ±${report.regression.tolerance.toFixed(2)}, reconstructed with each row; drawn from the table: ${pct(report.regression.random_within_tolerance)}`, report.regression.within_tolerance > report.regression.random_within_tolerance ? 'leak' : '')
+      : card('labels', c.labels === 'known' ? 'known' : pct(report.label_accuracy), c.labels === 'known' ? 'given to the server' : 'restored from the update'),
     // The attacker's surest quarter of cells (lowest ensemble entropy) per kind: it can leak even
     // where the whole batch looks safe (the paper's Table 4).
     ...report.confident_quarter.map((q) =>
@@ -264,7 +266,10 @@ export function renderSummary(box, info, report, attack) {
     setting.push(`rows ${report.provenance.map((g) => `${g.rows} ${how[g.provenance]} (${(100 * g.accuracy).toFixed(1)} % right)`).join(', ')}`);
   }
   for (const n of report.not_applied ?? []) setting.push(`${n.part} not applied: ${n.why}`);
-  if (report.rows.length && report.rows.every((row) => row.label != null)) {
+  if (report.regression) {
+    const g = report.regression;
+    setting.push(`each row's ${g.label} ${g.read_off_update ? 'read off the update, which the rows explain exactly' : 'estimated from the update with the reconstructed rows'}: ${report.rows.map((r) => `${r.label} (true ${r.truth_label})`).join(', ')}; mean error ${g.mean_absolute_error.toFixed(2)}`);
+  } else if (report.rows.length && report.rows.every((row) => row.label != null)) {
     const right = report.config.labels === 'restored' ? ` (${(100 * report.label_accuracy).toFixed(1)} % right)` : '';
     setting.push(`each row's label read off the update, which the rows explain exactly${right}`);
   }

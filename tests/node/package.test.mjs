@@ -207,10 +207,11 @@ test('the installed package attacks an update a PyTorch client wrote, from every
   for (const f of ['encoding.json', 'weights.safetensors', 'update.safetensors', 'update.json', 'weights.npz', 'update.npz', 'weights-arrays.npz', 'update-arrays.npz']) {
     copyFileSync(join(fixtures, f), join(project, f));
   }
-  for (const dir of ['sigmoid-head', 'gelu']) {
+  for (const dir of ['sigmoid-head', 'gelu', 'regression']) {
     mkdirSync(join(project, dir), { recursive: true });
     for (const f of ['weights.npz', 'update.npz']) copyFileSync(join(fixtures, dir, f), join(project, dir, f));
   }
+  copyFileSync(join(fixtures, 'regression', 'encoding.json'), join(project, 'regression', 'encoding.json'));
   const out = runIn(
     project,
     `
@@ -231,6 +232,8 @@ test('the installed package attacks an update a PyTorch client wrote, from every
     // The encoding may state the model: the activation the weights cannot show.
     const stated = JSON.stringify({ ...JSON.parse(encoding), model: { hidden: [32, 32], activation: { kind: 'gelu' } } });
     const gelu = await engine.attackUpdate({ encoding: stated, weights: file('gelu/weights.npz'), update: file('gelu/update.npz') }, options);
+    // A regression's encoding (its label a number): one linear output; each row's label reconstructed.
+    const regression = await engine.attackUpdate({ encoding: readFileSync('regression/encoding.json', 'utf8'), weights: file('regression/weights.npz'), update: file('regression/update.npz') }, {});
     const refused = [];
     for (const [files, opts] of [
       [{ encoding, weights: file('weights-arrays.npz'), update: file('update-arrays.npz') }, options],
@@ -244,7 +247,7 @@ test('the installed package attacks an update a PyTorch client wrote, from every
     ]) {
       try { await engine.attackUpdate(files, opts); refused.push(null); } catch (e) { refused.push(e.message); }
     }
-    console.log(JSON.stringify({ st, npz, json, arrays, sigmoid, gelu, steps, refused }));
+    console.log(JSON.stringify({ st, npz, json, arrays, sigmoid, gelu, regression, steps, refused }));
     `,
   );
   const rows = (r) => JSON.stringify(r.rows.map((row) => row.cells));
@@ -268,6 +271,11 @@ test('the installed package attacks an update a PyTorch client wrote, from every
   assert.match(out.refused[7], /the encoding states the model's activation as gelu but the options say tanh: leave one out/);
   assert.equal(out.gelu.config.activation.kind, 'gelu');
   assert.equal(out.sigmoid.rows.length, 8);
+  assert.equal(out.regression.config.head, 'linear');
+  assert.equal(out.regression.regression_labels_exact, true);
+  assert.deepEqual(out.regression.labels, []);
+  // hours-per-week of the eight table rows the export used (rows 44-51), in some order.
+  assert.deepEqual(out.regression.rows.map((r) => r.label).sort(), ['40', '40', '40', '40', '45', '60', '60', '70']);
 });
 
 test('an AbortSignal cancels a run, from the callback or from a timer, and bad input is a readable error', () => {
