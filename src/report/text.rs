@@ -111,6 +111,36 @@ fn setting(r: &Report, s: &mut String) {
     }
 }
 
+/// The labels the attack reconstructed: a regression's against the truth, or a classifier's read
+/// row by row off the update.
+fn labels(r: &Report, s: &mut String) {
+    if let Some(g) = &r.regression {
+        let _ = writeln!(
+            s,
+            "label {:?}: {} within ±{:.3} (mean error {:.3}; drawn from the table: {}, mean error {:.3}){}",
+            g.label,
+            pct(Some(g.within_tolerance)),
+            g.tolerance,
+            g.mean_absolute_error,
+            pct(Some(g.random_within_tolerance)),
+            g.random_mean_absolute_error,
+            match g.read_off_update {
+                true => "; each row's read off the update, which the rows explain exactly",
+                false => "; estimated from the update with the reconstructed rows, not proved",
+            }
+        );
+    } else if r.rows.iter().all(|row| row.label.is_some()) && !r.rows.is_empty() {
+        let right = match r.config.labels {
+            LabelMode::Restored => format!(" ({} right)", pct(Some(r.label_accuracy))),
+            LabelMode::Known => String::new(),
+        };
+        let _ = writeln!(
+            s,
+            "labels: each row's read off the update, which the rows explain exactly{right}"
+        );
+    }
+}
+
 /// How well: the accuracy against the random baseline, per feature, and per entropy band.
 fn accuracy(r: &Report, s: &mut String) {
     let a = &r.accuracy;
@@ -145,31 +175,7 @@ fn accuracy(r: &Report, s: &mut String) {
         for line in crate::attack::registry::not_applied_lines(&r.not_applied) {
             let _ = writeln!(s, "{line}");
         }
-        if let Some(g) = &r.regression {
-            let _ = writeln!(
-                s,
-                "label {:?}: {} within ±{:.3} (mean error {:.3}; drawn from the table: {}, mean error {:.3}){}",
-                g.label,
-                pct(Some(g.within_tolerance)),
-                g.tolerance,
-                g.mean_absolute_error,
-                pct(Some(g.random_within_tolerance)),
-                g.random_mean_absolute_error,
-                match g.read_off_update {
-                    true => "; each row's read off the update, which the rows explain exactly",
-                    false => "; estimated from the update with the reconstructed rows, not proved",
-                }
-            );
-        } else if r.rows.iter().all(|row| row.label.is_some()) && !r.rows.is_empty() {
-            let right = match r.config.labels {
-                LabelMode::Restored => format!(" ({} right)", pct(Some(r.label_accuracy))),
-                LabelMode::Known => String::new(),
-            };
-            let _ = writeln!(
-                s,
-                "labels: each row's read off the update, which the rows explain exactly{right}"
-            );
-        }
+        labels(r, s);
         if let Some(steps) = r.row_details().and_then(|d| d.answered_after) {
             let _ = writeln!(
                 s,

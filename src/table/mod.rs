@@ -8,6 +8,7 @@ pub mod encoding;
 pub mod inference;
 pub mod number;
 pub mod schema;
+pub mod target;
 
 pub use csv_input::{MAX_CSV_BYTES, RawTable, parse_csv};
 pub use dataset::{Dataset, DatasetOptions, Feature, FeatureKind, Value};

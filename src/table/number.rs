@@ -4,6 +4,23 @@
 //! numeric is also the number the column holds.
 use std::borrow::Cow;
 
+/// Share of a continuous column's std within which a reconstructed value counts as right (SPEC §6).
+pub const TOLERANCE_FACTOR: f64 = 0.319;
+
+/// Most decimals a continuous column keeps: enough to write the smallest double (4.9e-324) to 17
+/// significant digits. A report formats every value with its column's decimals, so an encoding
+/// file stating billions would make formatting one value allocate gigabytes.
+pub const MAX_DECIMALS: u32 = 340;
+
+/// Mean and unbiased standard deviation.
+pub fn mean_std(values: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
+    let (n, sum) = values.clone().fold((0usize, 0.0), |(n, s), v| (n + 1, s + v));
+    let mean = sum / n as f64;
+    let ss: f64 = values.map(|v| (v - mean) * (v - mean)).sum();
+    let std = if n > 1 { (ss / (n - 1) as f64).sqrt() } else { 0.0 };
+    (mean, std)
+}
+
 /// A cell's value, when it is a number in the table's dialect.
 #[inline]
 pub fn parse_number(cell: &str, decimal_comma: bool) -> Option<f64> {
