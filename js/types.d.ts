@@ -817,6 +817,33 @@ slope: number, } | { "kind": "gelu" } | { "kind": "tanh" } | { "kind": "sigmoid"
 export type Head = "softmax" | "sigmoid" | "linear";
 
 /**
+ * What the client's network predicts: a label's class, or a continuous label.
+ */
+export type Task = "classification" | "regression";
+
+/**
+ * A regression's labels as the attack reconstructed them, against the truth.
+ */
+export type RegressionLabels = { label: string, 
+/**
+ * A label counts as right within this distance (0.319 of its std, as a continuous cell).
+ */
+tolerance: number, 
+/**
+ * Share of rows whose reconstructed label is within the tolerance, and the mean distance.
+ */
+within_tolerance: number, mean_absolute_error: number, 
+/**
+ * The same for labels drawn from the table (what the server knows without the update).
+ */
+random_within_tolerance: number, random_mean_absolute_error: number, 
+/**
+ * Whether the labels were read off the last layer exactly (every row proved,
+ * `attack::row_labels::read_values`) rather than pooled from the ensemble.
+ */
+read_off_update: boolean, };
+
+/**
  * A part an attack would compose that the client's model rules out, and why: what the report
  * says instead of leaving it silently off.
  */

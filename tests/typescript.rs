@@ -85,6 +85,8 @@ fn generated() -> String {
         declaration::<OverRounds>(),
         declaration::<leakscope::client::activation::Activation>(),
         declaration::<leakscope::client::head::Head>(),
+        declaration::<leakscope::client::head::Task>(),
+        declaration::<leakscope::report::RegressionLabels>(),
         declaration::<leakscope::attack::registry::NotApplied>(),
         declaration::<PrivacyQuery>(),
         declaration::<AttackConfig>(),
@@ -139,4 +141,28 @@ fn typescript_declarations_match_the_rust_types() {
         have == want,
         "js/types.d.ts is stale: regenerate it with `LEAKSCOPE_UPDATE_TYPES=1 cargo test --test typescript`"
     );
+}
+
+/// Every type a declaration names is declared: a Rust type that gained a field of a new type
+/// fails here, not only in the package's `tsc` test.
+#[test]
+fn every_type_the_declarations_name_is_declared() {
+    let text = generated();
+    let declared: std::collections::BTreeSet<&str> = text
+        .split("export type ")
+        .skip(1)
+        .filter_map(|rest| rest.split([' ', '<']).next())
+        .collect();
+    let builtin = ["Array", "Record", "Partial", "Uint8Array"];
+    let mut missing = std::collections::BTreeSet::new();
+    let prose = |l: &&str| ["*", "/**", "//"].iter().any(|p| l.trim_start().starts_with(p));
+    for line in text.lines().filter(|l| !prose(l)) {
+        for word in line.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+            let named = word.chars().next().is_some_and(|c| c.is_ascii_uppercase());
+            if named && !declared.contains(word) && !builtin.contains(&word) {
+                missing.insert(word.to_string());
+            }
+        }
+    }
+    assert!(missing.is_empty(), "named but not declared: {missing:?}");
 }
