@@ -600,6 +600,22 @@ fn a_regressions_label_is_reconstructed_with_each_row() {
         g.within_tolerance >= 0.75 && g.within_tolerance > g.random_within_tolerance + 0.25,
         "{g:?}"
     );
+    // Linear regression (no hidden layer) on one row: the update is r·x and r, so the row is
+    // their ratio; members whose label starts on the wrong side of the row's output are caught
+    // where r passes zero, and only the better-fitting half is pooled (61 ± 23 % before).
+    for seed in 0..3 {
+        let r = attack(
+            &data,
+            AttackConfig {
+                batch_size: 1,
+                hidden: vec![],
+                iterations: 1500,
+                seed,
+                ..regression.clone()
+            },
+        );
+        assert_eq!(r.accuracy.total, 1.0, "linear regression, B = 1, seed {seed}");
+    }
     // A classifier's head on a regression's label, and restored labels, are refused by name.
     let refused = |config: AttackConfig| {
         pollster::block_on(run_attack(&Runtime::cpu(), &data, &config, &mut |_| true))
