@@ -268,7 +268,8 @@ export function renderSummary(box, info, report, attack) {
   for (const n of report.not_applied ?? []) setting.push(`${n.part} not applied: ${n.why}`);
   if (report.regression) {
     const g = report.regression;
-    setting.push(`each row's ${g.label} ${g.read_off_update ? 'read off the update, which the rows explain exactly' : 'estimated from the update with the reconstructed rows'}: ${report.rows.map((r) => `${r.label} (true ${r.truth_label})`).join(', ')}; mean error ${g.mean_absolute_error.toFixed(2)}`);
+    const how = report.attack === 'random' ? 'drawn from the table' : g.read_off_update ? 'read off the update, which the rows explain exactly' : 'estimated from the update with the reconstructed rows';
+    setting.push(`each row's ${g.label} ${how}: ${report.rows.map((r) => `${r.label} (true ${r.truth_label})`).join(', ')}; mean error ${g.mean_absolute_error.toFixed(2)}`);
   } else if (report.rows.length && report.rows.every((row) => row.label != null)) {
     const right = report.config.labels === 'restored' ? ` (${(100 * report.label_accuracy).toFixed(1)} % right)` : '';
     setting.push(`each row's label read off the update, which the rows explain exactly${right}`);

@@ -125,6 +125,7 @@ fn labels(r: &Report, s: &mut String) {
             pct(Some(g.random_within_tolerance)),
             g.random_mean_absolute_error,
             match g.read_off_update {
+                _ if r.attack == crate::config::AttackKind::Random => "; the guess draws them from the table",
                 true => "; each row's read off the update, which the rows explain exactly",
                 false => "; estimated from the update with the reconstructed rows, not proved",
             }
