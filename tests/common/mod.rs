@@ -3,20 +3,10 @@ use leakscope::table::{Dataset, DatasetOptions, parse_csv};
 
 /// A table of `data/`, with `label` as the label and every other column inferred.
 pub fn dataset(file: &str, label: &str) -> Dataset {
-    let path = format!("{}/data/{file}", env!("CARGO_MANIFEST_DIR"));
-    let raw = parse_csv(&std::fs::read(path).unwrap(), usize::MAX).unwrap();
-    Dataset::from_raw(
-        &raw,
-        &DatasetOptions {
-            label: label.into(),
-            ..Default::default()
-        },
-    )
-    .unwrap()
+    dataset_as(file, label, Default::default())
 }
 
 /// A table of `data/` read for `task` (a regression's numeric label, say).
-#[allow(dead_code)]
 pub fn dataset_as(file: &str, label: &str, task: leakscope::client::head::Task) -> Dataset {
     let path = format!("{}/data/{file}", env!("CARGO_MANIFEST_DIR"));
     let raw = parse_csv(&std::fs::read(path).unwrap(), usize::MAX).unwrap();
