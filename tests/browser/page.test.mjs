@@ -591,6 +591,35 @@ test('another activation and head from the form: the report says they ran, on th
   }
 });
 
+test('a regression from the form: a numeric label, each row\'s label reconstructed with it and scored against labels drawn from the table', async () => {
+  const { browser, page, problems } = await openPage({ webgpu: false });
+  try {
+    await upload(page, german);
+    await page.check('tr[data-column="credit_amount"] input[name=label]');
+    await settings(page, { batchSize: 8, ensemble: 4, iterations: 300 });
+    await page.click('#federation summary');
+    await page.selectOption('#settings [name=task]', 'regression');
+    await runToEnd(page);
+    const report = await downloadReport(page);
+    assert.equal(report.config.head, 'linear');
+    assert.equal(report.regression.label, 'credit_amount');
+    // Every row proved on a German batch of 8: each label read off the update, exactly.
+    assert.equal(report.regression.read_off_update, true);
+    assert.equal(report.regression.within_tolerance, 1);
+    assert.ok(report.regression.random_within_tolerance < 1);
+    assert.equal(await metric(page, 'label credit_amount'), 1);
+    assert.match(await page.textContent('#results-info'), /each row's credit_amount read off the update, which the rows explain exactly/);
+    assert.match(await page.textContent('#results-info'), /label restoration not applied/);
+    // A label of classes is refused as a regression's, by name.
+    await page.check('tr[data-column="credit_risk"] input[name=label]');
+    await runToEnd(page);
+    assert.match(await page.textContent('#error'), /the regression label "credit_risk" needs a number on every row; line 2 has "good"/);
+    assert.deepEqual(problems, []);
+  } finally {
+    await browser.close();
+  }
+});
+
 test('a client\'s update from files: numpy arrays by position with the rows given, then a JSON; a missing file is named', async () => {
   const { browser, page, problems } = await openPage({ webgpu: false });
   try {
