@@ -4,6 +4,7 @@
 //! every worker of a split run derives the same.
 use rand::{SeedableRng, rngs::StdRng, seq::index::sample};
 
+use crate::attack::baselines::random_values;
 use crate::attack::known::KnownCells;
 use crate::attack::labels::{labels_from_counts, restore_counts};
 use crate::attack::membership::MembershipReport;
@@ -204,12 +205,10 @@ impl Scenario {
         let targets = match &dataset.target {
             // A regression's labels are unknown to the server: the shadow client's are drawn from
             // the table's, as its rows are from the marginals.
-            Some(t) => {
-                let mut rng = StdRng::seed_from_u64(seed_for(config.seed, 14));
-                (0..rows.len())
-                    .map(|_| t.standardise(dataset.values[rand::Rng::random_range(&mut rng, 0..dataset.n())]))
-                    .collect()
-            }
+            Some(t) => random_values(dataset, rows.len(), seed_for(config.seed, 14))
+                .into_iter()
+                .map(|v| t.standardise(v))
+                .collect(),
             None => config.model().head.targets(&self.labels, dataset.classes.len()),
         };
         let observed = simulate_round(&self.params, &x, &targets, &round).await?;

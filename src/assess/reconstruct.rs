@@ -2,6 +2,8 @@
 //! averaged), the priors' decoding where the attack composes them (rows decoded in the span,
 //! rows proved from the ReLU pattern), the anchor member chosen by its fit to the update, every
 //! member matched to it and the cells median-pooled with an entropy each (SPEC §5).
+use std::borrow::Cow;
+
 use crate::assess::epochs::average_epochs;
 use crate::assess::pooling::{lower_median, pool};
 use crate::assess::{entropy, matching::match_rows};
@@ -27,6 +29,18 @@ fn with_targets(x: Vec<f32>, targets: &[f32]) -> Vec<f32> {
         .zip(targets)
         .flat_map(|(row, &t)| row.iter().copied().chain([t]))
         .collect()
+}
+
+/// Members `order` of `v` ([members, len]), in that order; all of `v` as it is without an order
+/// (or where `v` is empty: attacks without probabilities, members without certificates).
+fn pick_members<'a, T: Copy>(v: &'a [T], order: Option<&[usize]>, len: usize) -> Cow<'a, [T]> {
+    match order {
+        Some(order) if !v.is_empty() => order
+            .iter()
+            .flat_map(|&m| v[m * len..(m + 1) * len].iter().copied())
+            .collect(),
+        _ => Cow::Borrowed(v),
+    }
 }
 
 /// Rows drawn from the marginals per row of the batch, as starts for rows the ensemble missed.
@@ -376,7 +390,7 @@ impl Setup<'_> {
     /// member whose projected rows fit the update best; every member is matched to it and the
     /// cells median-pooled, with an entropy per cell. One member is its own reconstruction.
     /// A regression's labels (`targets`, [members, n], or empty) pool by their median over the
-    /// members' matched rows.
+    /// pooled members' matched rows.
     async fn pool(
         &self,
         x: &[f32],
@@ -399,75 +413,41 @@ impl Setup<'_> {
         let projected: Vec<f32> = decoded.iter().flat_map(|rows| encode_rows(dataset, rows)).collect();
         let projected = with_targets(projected, targets);
         let scores = self.projected_losses(projected, members).await?;
-        if !targets.is_empty() {
-            return self
-                .pool_regression(x, probs, certified, targets, &decoded, &scores)
-                .await;
-        }
         let anchor = (0..members).min_by(|&a, &b| scores[a].total_cmp(&scores[b])).unwrap();
-        let perm: Vec<Vec<usize>> = decoded
-            .iter()
-            .map(|rows| match_rows(&self.rules, &decoded[anchor], rows))
-            .collect();
-        let pooled = pool(&self.layout, x, probs, certified, members, b, &perm);
-        Ok((
-            pooled.rows.iter().map(|r| dataset.decode(r)).collect(),
-            Some(pooled.entropy),
-            Vec::new(),
-        ))
-    }
-
-    /// A regression's members pooled: only the better-fitting half (by `scores`). A row's
-    /// gradient is its residual zᵢ − yᵢ times its own part, so a member whose label started on the
-    /// wrong side of the row's output must take that residual through zero, where the row leaves
-    /// the update altogether; members caught there fit the update far worse (on Adult's
-    /// hours-per-week under linear regression at B = 1 about half of them), and a median over
-    /// them would pull the pooled cells off the batch.
-    async fn pool_regression(
-        &self,
-        x: &[f32],
-        probs: &[f32],
-        certified: &[bool],
-        targets: &[f32],
-        decoded: &[Vec<Vec<Value>>],
-        scores: &[f32],
-    ) -> Result<(Vec<Vec<Value>>, Option<Vec<Vec<Option<f64>>>>, Vec<f32>)> {
-        let (b, d) = (self.config.rows(), self.dataset.d());
-        let mut order: Vec<usize> = (0..decoded.len()).collect();
-        order.sort_by(|&a, &c| scores[a].total_cmp(&scores[c]));
-        order.truncate(decoded.len().div_ceil(2));
-        let pick = |v: &[f32], width: usize| -> Vec<f32> {
+        // A regression pools only the better-fitting half of its members. A row's gradient is its
+        // residual zᵢ − yᵢ times its own part, so a member whose label started on the wrong side
+        // of the row's output must take that residual through zero, where the row leaves the
+        // update altogether; members caught there fit the update far worse (on Adult's
+        // hours-per-week under linear regression at B = 1 about half of them), and a median over
+        // them would pull the pooled cells off the batch.
+        let kept: Option<Vec<usize>> = (!targets.is_empty()).then(|| {
+            let mut order: Vec<usize> = (0..members).collect();
+            order.sort_by(|&a, &c| scores[a].total_cmp(&scores[c]));
+            order.truncate(members.div_ceil(2));
             order
-                .iter()
-                .flat_map(|&m| v[m * b * width..(m + 1) * b * width].to_vec())
-                .collect()
-        };
-        let x = pick(x, d);
-        let probs = if probs.is_empty() { Vec::new() } else { pick(probs, d) };
-        let certified: Vec<bool> = match certified.is_empty() {
+        });
+        let pick_x = |v| pick_members(v, kept.as_deref(), b * d);
+        let (x, probs) = (pick_x(x), pick_x(probs));
+        let targets = pick_members(targets, kept.as_deref(), b);
+        let certified = pick_members(certified, kept.as_deref(), b);
+        let order = kept.unwrap_or_else(|| (0..members).collect());
+        let perm: Vec<Vec<usize>> = order
+            .iter()
+            .map(|&m| match_rows(&self.rules, &decoded[anchor], &decoded[m]))
+            .collect();
+        let members = order.len();
+        let pooled = pool(&self.layout, &x, &probs, &certified, members, b, &perm);
+        let targets = match targets.is_empty() {
             true => Vec::new(),
-            false => order
-                .iter()
-                .flat_map(|&m| certified[m * b..(m + 1) * b].to_vec())
+            false => (0..b)
+                .map(|i| {
+                    let mut v: Vec<f64> = (0..members).map(|m| targets[m * b + perm[m][i]] as f64).collect();
+                    lower_median(&mut v) as f32
+                })
                 .collect(),
         };
-        let targets = pick(targets, 1);
-        let decoded: Vec<Vec<Vec<Value>>> = order.iter().map(|&m| decoded[m].clone()).collect();
-        let members = order.len();
-        // The best-fitting member is first: the anchor.
-        let perm: Vec<Vec<usize>> = decoded
-            .iter()
-            .map(|rows| match_rows(&self.rules, &decoded[0], rows))
-            .collect();
-        let pooled = pool(&self.layout, &x, &probs, &certified, members, b, &perm);
-        let targets = (0..b)
-            .map(|i| {
-                let mut v: Vec<f64> = (0..members).map(|m| targets[m * b + perm[m][i]] as f64).collect();
-                lower_median(&mut v) as f32
-            })
-            .collect();
         Ok((
-            pooled.rows.iter().map(|r| self.dataset.decode(r)).collect(),
+            pooled.rows.iter().map(|r| dataset.decode(r)).collect(),
             Some(pooled.entropy),
             targets,
         ))

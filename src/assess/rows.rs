@@ -4,7 +4,7 @@
 use crate::assess::fallback::{Calibration, FallbackSummary, accuracy_of, mix};
 use crate::assess::reconstruct::Reconstruction;
 use crate::assess::scoring::score;
-use crate::attack::baselines::random_rows;
+use crate::attack::baselines::{random_rows, random_values};
 use crate::attack::ensemble::Members;
 use crate::attack::setup::Setup;
 use crate::error::{Error, Result};
@@ -45,12 +45,7 @@ impl Setup<'_> {
     /// A regression's labels drawn from the table's (the random guess's, and the baseline the
     /// reconstructed labels are set beside).
     fn random_values(&self) -> Vec<f64> {
-        use rand::{Rng, SeedableRng};
-        let mut rng = rand::rngs::StdRng::seed_from_u64(seed_for(self.config.seed, 15));
-        let n = self.dataset.values.len();
-        (0..self.config.rows())
-            .map(|_| self.dataset.values[rng.random_range(0..n)])
-            .collect()
+        random_values(self.dataset, self.config.rows(), seed_for(self.config.seed, 15))
     }
 
     /// A reconstruction scored into the report.

@@ -61,6 +61,15 @@ impl Attack for RandomBaseline {
     }
 }
 
+/// A regression's labels drawn from the table's, in its units: what the server knows of them
+/// without the update.
+pub fn random_values(dataset: &Dataset, rows: usize, seed: u64) -> Vec<f64> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    (0..rows)
+        .map(|_| dataset.values[rng.random_range(0..dataset.values.len())])
+        .collect()
+}
+
 pub fn random_rows(dataset: &Dataset, rows: usize, seed: u64) -> Vec<Vec<Value>> {
     let mut rng = StdRng::seed_from_u64(seed);
     (0..rows)
