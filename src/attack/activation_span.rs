@@ -83,9 +83,7 @@ pub struct SecondLayerSummary {
 /// The second layer's column space, and the first layer that maps a row into it.
 pub struct ActivationSpan<'a> {
     dataset: &'a Dataset,
-    /// W₁ as `Params` lays it out, [d, h₁] (x W + b), its transpose (kept: a refinement takes
-    /// thousands of pre-activations), and b₁ [h₁].
-    w1: DMatrix<f64>,
+    /// W₁ᵀ ([h₁, d]; `Params` lays W₁ out [d, h₁], x W + b) and b₁ [h₁].
     w1t: DMatrix<f64>,
     b1: DVector<f64>,
     /// An orthonormal basis of G₂'s column space, [h₁, r], and its transpose.
@@ -99,6 +97,18 @@ pub struct ActivationSpan<'a> {
     proof: bool,
     /// Between the client's layers (ReLU unless `with_activation`).
     activation: Activation,
+    /// The continuous features a refinement fits, and W₁'s rows for them over their std
+    /// ([h₁, k]): the pre-activation moves by `continuous_w · Δvalues`.
+    continuous: Vec<ContinuousFeature>,
+    continuous_w: DMatrix<f64>,
+}
+
+/// A continuous feature as a refinement fits it: its column, range and precision.
+struct ContinuousFeature {
+    feature: usize,
+    min: f64,
+    max: f64,
+    decimals: u32,
 }
 
 /// A category's first-layer gradient row this close (relative) to its constant times the bias
@@ -171,10 +181,27 @@ impl<'a> ActivationSpan<'a> {
         }
         let w1 = DMatrix::from_row_iterator(d, h1, w1.iter().map(|&v| v as f64));
         let basis = u.select_columns(kept);
+        let (continuous, offsets): (Vec<ContinuousFeature>, Vec<(usize, f64)>) = dataset
+            .features
+            .iter()
+            .enumerate()
+            .filter_map(|(feature, f)| match f.kind {
+                FeatureKind::Continuous { min, max, decimals, .. } => Some((
+                    ContinuousFeature {
+                        feature,
+                        min,
+                        max,
+                        decimals,
+                    },
+                    (f.offset, dataset.std[f.offset]),
+                )),
+                FeatureKind::Categorical { .. } => None,
+            })
+            .unzip();
+        let continuous_w = DMatrix::from_fn(h1, offsets.len(), |j, k| w1[(offsets[k].0, j)] / offsets[k].1);
         Some(ActivationSpan {
             dataset,
             w1t: w1.transpose(),
-            w1,
             b1: DVector::from_iterator(h1, b1.iter().map(|&v| v as f64)),
             basis_t: basis.transpose(),
             basis,
@@ -185,6 +212,8 @@ impl<'a> ActivationSpan<'a> {
             },
             proof: of == SpanOf::Gradient,
             activation: Activation::Relu,
+            continuous,
+            continuous_w,
         })
     }
 
@@ -221,7 +250,12 @@ impl<'a> ActivationSpan<'a> {
 
     /// The relative distance of the row's activation to the span (∞ for a row no unit sees).
     pub fn distance(&self, row: &[Value]) -> f64 {
-        let a = self.pre_activation(row).map(|z| self.activation.host(z));
+        self.distance_at(&self.pre_activation(row))
+    }
+
+    /// The same, from the row's pre-activation.
+    fn distance_at(&self, z: &DVector<f64>) -> f64 {
+        let a = z.map(|z| self.activation.host(z));
         let norm = a.norm();
         if norm == 0.0 {
             return f64::INFINITY;
@@ -231,44 +265,34 @@ impl<'a> ActivationSpan<'a> {
 
     /// The continuous values that bring the row's activation nearest the span, its categorical
     /// cells fixed: Gauss-Newton steps (for ReLU, least squares on the row's pattern), each
-    /// rounded and kept in range.
+    /// rounded and kept in range. The pre-activation is linear in the continuous values, so it is
+    /// moved rather than recomputed; all columns are projected in one product.
     fn fit_continuous(&self, row: &mut [Value], rounds: usize) -> f64 {
-        let continuous: Vec<(usize, usize, f64, f64, f64, u32)> = self
-            .dataset
-            .features
-            .iter()
-            .enumerate()
-            .filter_map(|(f, feature)| match feature.kind {
-                FeatureKind::Continuous { min, max, decimals, .. } => {
-                    Some((f, feature.offset, self.dataset.std[feature.offset], min, max, decimals))
-                }
-                FeatureKind::Categorical { .. } => None,
-            })
-            .collect();
+        let mut z = self.pre_activation(row);
         for _ in 0..rounds {
-            if continuous.is_empty() {
+            if self.continuous.is_empty() {
                 break;
             }
-            let z = self.pre_activation(row);
             let slope = z.map(|v| self.activation.host_slope(v));
             let a = z.map(|v| self.activation.host(v));
-            // d a / d value_f = σ′(z) ⊙ W₁[offset_f, :] / std_f (ReLU: on the active units).
-            let mut columns = DMatrix::zeros(a.len(), continuous.len());
-            for (k, &(_, offset, std, ..)) in continuous.iter().enumerate() {
-                let column = self.w1.row(offset).transpose().component_mul(&slope) / std;
-                columns.set_column(k, &self.residual(&column));
-            }
-            let target = -self.residual(&a);
-            let Ok(step) = columns.svd(true, true).solve(&target, 1e-12) else {
+            // d a / d value = σ′(z) ⊙ W₁[offset, :] / std (ReLU: on the active units).
+            let w = &self.continuous_w;
+            let columns = DMatrix::from_fn(w.nrows(), w.ncols(), |j, k| w[(j, k)] * slope[j]);
+            let columns = &columns - &self.basis * (&self.basis_t * &columns);
+            let Some(step) = least_squares(&columns, &-self.residual(&a)) else {
                 break;
             };
-            for (k, &(f, _, _, min, max, decimals)) in continuous.iter().enumerate() {
-                let scale = 10f64.powi(decimals as i32);
-                let moved = row[f].num() + step[k];
-                row[f] = Value::Num(((moved * scale).round() / scale).clamp(min, max));
+            let mut moved = DVector::zeros(self.continuous.len());
+            for (k, c) in self.continuous.iter().enumerate() {
+                let scale = 10f64.powi(c.decimals as i32);
+                let old = row[c.feature].num();
+                let new = (((old + step[k]) * scale).round() / scale).clamp(c.min, c.max);
+                row[c.feature] = Value::Num(new);
+                moved[k] = new - old;
             }
+            z += w * moved;
         }
-        self.distance(row)
+        self.distance_at(&z)
     }
 
     /// Whether two rows are one for the certificate: the same categories, continuous values within
@@ -349,6 +373,19 @@ impl<'a> ActivationSpan<'a> {
     }
 }
 
+/// The least-squares solution of `a s ≈ b` ([h, k], k small) by its normal equations, with a
+/// ridge far below any column's scale so a column the pattern zeroes gets no step: the values it
+/// proposes are rounded and checked by the distance, so the squared conditioning does not matter.
+fn least_squares(a: &DMatrix<f64>, b: &DVector<f64>) -> Option<DVector<f64>> {
+    let mut normal = a.tr_mul(a);
+    let ridge = 1e-12 * normal.diagonal().max().max(f64::MIN_POSITIVE);
+    for k in 0..normal.nrows() {
+        normal[(k, k)] += ridge;
+    }
+    let step = normal.cholesky()?.solve(&a.tr_mul(b));
+    step.iter().all(|v| v.is_finite()).then_some(step)
+}
+
 /// Refinements tried per row of the batch still missing, over the members' rows.
 const TRIES_PER_ROW: usize = 200;
 /// ...stopping after this many failures in a row: a search that finds nothing for so long will
@@ -358,11 +395,27 @@ const STALE_TRIES: usize = 400;
 /// The batch's rows certified: `pooled` (the ensemble's reconstruction) refined and adopted where
 /// the certificate holds; a slot whose row refines to one already found (two pooled rows near the
 /// same batch row) takes the next certified row refined from `candidates` (the members' rows),
-/// nearest the span first. Returns, per slot, whether its row is certified.
-pub fn certify_batch(span: &ActivationSpan, pooled: &mut [Vec<Value>], candidates: Vec<Vec<Value>>) -> Vec<bool> {
-    let mut found: Vec<Vec<Value>> = Vec::new();
+/// nearest the span first. `proved`: per slot, whether its row is proved already (by the first
+/// layer): it is kept as it is and not refined again (refining is most of a proved attack's time).
+/// Returns, per slot, whether this certified its row.
+pub fn certify_batch(
+    span: &ActivationSpan,
+    pooled: &mut [Vec<Value>],
+    candidates: Vec<Vec<Value>>,
+    proved: &[bool],
+) -> Vec<bool> {
+    let mut found: Vec<Vec<Value>> = pooled
+        .iter()
+        .zip(proved)
+        .filter(|(_, p)| **p)
+        .map(|(row, _)| row.clone())
+        .collect();
     let mut certified = vec![false; pooled.len()];
+    let known = |slot: usize| proved.get(slot).copied().unwrap_or(false);
     for (slot, row) in pooled.iter_mut().enumerate() {
+        if known(slot) {
+            continue;
+        }
         let (refined, distance) = span.refine(row, &[]);
         if distance < span.threshold && !span.among(&refined, &found) {
             found.push(refined.clone());
@@ -370,7 +423,8 @@ pub fn certify_batch(span: &ActivationSpan, pooled: &mut [Vec<Value>], candidate
             certified[slot] = true;
         }
     }
-    let missing = certified.iter().filter(|c| !**c).count();
+    let open: Vec<usize> = (0..pooled.len()).filter(|&s| !certified[s] && !known(s)).collect();
+    let missing = open.len();
     // Nothing of the ensemble's passes: it has not found the batch, and neither will its members.
     if missing == 0 || found.is_empty() {
         return certified;
@@ -382,7 +436,6 @@ pub fn certify_batch(span: &ActivationSpan, pooled: &mut [Vec<Value>], candidate
         }
     }
     ranked.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let open: Vec<usize> = (0..pooled.len()).filter(|&s| !certified[s]).collect();
     let mut open = open.into_iter();
     let mut slot = open.next();
     let mut stale = 0;

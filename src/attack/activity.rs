@@ -182,8 +182,11 @@ impl<'a> ActivitySolver<'a> {
 
     /// The rows the candidates ([n, d] row-major, encoded) prove, possibly none.
     pub fn solve(&self, candidates: &[f32]) -> Solved {
+        // Members that agree give the same row: each is tried once.
+        let mut seen = rustc_hash::FxHashSet::default();
         let rows: Vec<DVector<f64>> = candidates
             .chunks_exact(self.d)
+            .filter(|c| seen.insert(c.iter().map(|v| v.to_bits()).collect::<Vec<u32>>()))
             .map(|c| DVector::from_iterator(self.d, c.iter().map(|&v| v as f64)))
             .collect();
         let mut found = Vec::new();
