@@ -46,7 +46,6 @@ fn pick_members<'a, T: Copy>(v: &'a [T], order: Option<&[usize]>, len: usize) ->
 /// Rows drawn from the marginals per row of the batch, as starts for rows the ensemble missed.
 const MARGINAL_STARTS_PER_ROW: usize = 128;
 
-/// What the attack produced before scoring.
 /// The members' rows as `pool_and_certify` takes them ([N, n, d] rows and probabilities, which
 /// member rows the first layer's span decoded, a regression's labels) and the rows the first
 /// layer's proof proved.
@@ -58,6 +57,7 @@ struct MemberRows<'a> {
     proved_rows: &'a [Vec<Value>],
 }
 
+/// What the attack produced before scoring.
 pub struct Reconstruction {
     pub rows: Vec<Vec<Value>>,
     pub entropy: Option<Vec<Vec<Option<f64>>>>,
@@ -98,6 +98,7 @@ impl Setup<'_> {
         // The second layer's certificate alone first, where it proves: at B = 32 on Adult it proves
         // the batch after 300 steps where the first layer's proof mostly cannot, and that proof's
         // search took a second (seeds 0-3) for nothing.
+        let mut second_alone = None;
         if self.second_layer_span(b).is_some_and(|span| span.proves()) {
             let pooled = MemberRows {
                 x: &x,
@@ -110,8 +111,13 @@ impl Setup<'_> {
             if recon.provenance.iter().all(|p| *p == Provenance::Proved) {
                 return Ok(recon);
             }
+            second_alone = Some(recon);
         }
         let proved_rows = self.prove_rows(&mut x, &mut probs, &mut in_span);
+        // Nothing proved by the first layer: pooling again would give the same rows.
+        if let Some(recon) = second_alone.filter(|_| proved_rows.is_empty()) {
+            return Ok(recon);
+        }
         let pooled = MemberRows {
             x: &x,
             probs: &probs,
@@ -182,10 +188,10 @@ impl Setup<'_> {
             Some((summary, certified)) => (Some(summary), certified),
             None => (None, vec![false; rows.len()]),
         };
-        let provenance: Vec<Provenance> = rows
+        let provenance: Vec<Provenance> = certified
             .iter()
-            .zip(certified.iter().zip(&first_layer))
-            .map(|(_, (&c, &first))| match c || first {
+            .zip(&first_layer)
+            .map(|(&c, &first)| match c || first {
                 true => Provenance::Proved,
                 false => Provenance::Ensemble,
             })
