@@ -841,7 +841,17 @@ random_within_tolerance: number, random_mean_absolute_error: number,
  * Whether the labels were read off the last layer exactly (every row proved,
  * `attack::row_labels::read_values`) rather than pooled from the ensemble.
  */
-read_off_update: boolean, };
+read_off_update: boolean, 
+/**
+ * Rows whose label is the table's likeliest value (`baselines::likeliest_value`) rather than
+ * the update's: on a shadow client the guess scored higher (never a proved row's).
+ */
+prior_labels: number, 
+/**
+ * On that shadow client, the share of labels within tolerance from the update and from the
+ * guess (null where no shadow client ran).
+ */
+shadow_update_within_tolerance: number | null, shadow_prior_within_tolerance: number | null, };
 
 /**
  * A part an attack would compose that the client's model rules out, and why: what the report

@@ -43,12 +43,17 @@ pub struct Truth {
     pub indices: Vec<usize>,
     /// Share of the rows' labels the server had right (1 with known labels).
     pub label_accuracy: f64,
+    /// A shadow client's regression labels, drawn from the table's (it has no indices).
+    pub drawn_values: Option<Vec<f64>>,
 }
 
 impl Truth {
     /// A regression's labels of the rows, in the label's units (`Dataset::values`).
     pub fn values(&self, dataset: &Dataset) -> Vec<f64> {
-        self.indices.iter().map(|&i| dataset.values[i]).collect()
+        match &self.drawn_values {
+            Some(values) => values.clone(),
+            None => self.indices.iter().map(|&i| dataset.values[i]).collect(),
+        }
     }
 }
 
@@ -122,6 +127,7 @@ impl Client {
             rows: self.rows.clone(),
             indices: self.batch.clone(),
             label_accuracy: right as f64 / self.labels.len().max(1) as f64,
+            drawn_values: None,
         }
     }
 }
@@ -202,14 +208,15 @@ impl Scenario {
             model: config.model(),
         };
         let x = encode_rows(dataset, &rows);
-        let targets = match &dataset.target {
-            // A regression's labels are unknown to the server: the shadow client's are drawn from
-            // the table's, as its rows are from the marginals.
-            Some(t) => random_values(dataset, rows.len(), seed_for(config.seed, 14))
-                .into_iter()
-                .map(|v| t.standardise(v))
-                .collect(),
-            None => config.model().head.targets(&self.labels, dataset.classes.len()),
+        // A regression's labels are unknown to the server: the shadow client's are drawn from
+        // the table's, as its rows are from the marginals.
+        let drawn_values = dataset
+            .target
+            .as_ref()
+            .map(|_| random_values(dataset, rows.len(), seed_for(config.seed, 14)));
+        let targets = match (&dataset.target, &drawn_values) {
+            (Some(t), Some(values)) => values.iter().map(|&v| t.standardise(v)).collect(),
+            _ => config.model().head.targets(&self.labels, dataset.classes.len()),
         };
         let observed = simulate_round(&self.params, &x, &targets, &round).await?;
         Ok(Scenario {
@@ -220,6 +227,7 @@ impl Scenario {
                 rows,
                 indices: Vec::new(),
                 label_accuracy: 1.0,
+                drawn_values,
             }),
             model_accuracy: None,
             attack_rows: Vec::new(),

@@ -637,6 +637,63 @@ fn a_regressions_label_is_reconstructed_with_each_row() {
     assert!(e.contains("reconstructed with each row, not restored"), "{e}");
 }
 
+/// Never below what the server knows without the update, for a regression's labels too: linear
+/// regression's update of 8 rows says little of them (17.5 % within tolerance on full Adult, below
+/// the 32.5 % of labels drawn from the table), so a shadow client decides, and where the table's
+/// likeliest value (43 hours: within a label's tolerance of the most rows) scores higher there,
+/// every row not proved takes it. Seeds 0-3 of the Adult sample.
+#[test]
+fn a_regressions_labels_fall_back_to_the_likeliest_value_where_the_update_says_less() {
+    let data = common::dataset_as(
+        "adult-sample.csv",
+        "hours-per-week",
+        leakscope::client::head::Task::Regression,
+    );
+    // Within ±3.8 of 43 lie both 40 and 45, the two commonest weeks.
+    assert_eq!(leakscope::attack::baselines::likeliest_value(&data), Some(43.0));
+    let (mut labels, mut drawn, mut fell_back) = (0.0, 0.0, 0);
+    for seed in 0..4 {
+        let r = attack(
+            &data,
+            AttackConfig {
+                batch_size: 8,
+                hidden: vec![],
+                head: leakscope::client::head::Head::Linear,
+                seed,
+                ..Default::default()
+            },
+        );
+        let g = r.regression.clone().expect("a regression's labels");
+        let (update, prior) = (
+            g.shadow_update_within_tolerance.expect("a shadow client ran"),
+            g.shadow_prior_within_tolerance.expect("a shadow client ran"),
+        );
+        let proved = Some(leakscope::report::Provenance::Proved);
+        let unproved: Vec<_> = r.rows.iter().filter(|row| row.provenance != proved).collect();
+        match prior > update {
+            true => {
+                fell_back += 1;
+                assert_eq!(g.prior_labels, unproved.len(), "seed {seed}: {g:?}");
+                assert!(
+                    unproved.iter().all(|row| row.label.as_deref() == Some("43")),
+                    "seed {seed}: every row not proved takes 43"
+                );
+            }
+            false => assert_eq!(g.prior_labels, 0, "seed {seed}: {g:?}"),
+        }
+        eprintln!(
+            "  seed {seed}: labels {:.3} (drawn {:.3}), shadow: update {update:.3}, likeliest {prior:.3}",
+            g.within_tolerance, g.random_within_tolerance
+        );
+        (labels, drawn) = (labels + g.within_tolerance, drawn + g.random_within_tolerance);
+    }
+    assert!(
+        fell_back >= 2,
+        "the shadow chose the likeliest value on {fell_back} of 4 seeds"
+    );
+    assert!(labels >= drawn, "labels {} against drawn {}", labels / 4.0, drawn / 4.0);
+}
+
 /// The Cosine baseline works on one member, without entropies; the random baseline is scored
 /// on the same batch and is far below.
 #[test]

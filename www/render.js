@@ -270,6 +270,9 @@ export function renderSummary(box, info, report, attack) {
     const g = report.regression;
     const how = report.attack === 'random' ? 'drawn from the table' : g.read_off_update ? 'read off the update, which the rows explain exactly' : 'estimated from the update with the reconstructed rows';
     setting.push(`each row's ${g.label} ${how}: ${report.rows.map((r) => `${r.label} (true ${r.truth_label})`).join(', ')}; mean error ${g.mean_absolute_error.toFixed(2)}`);
+    if (g.shadow_update_within_tolerance != null) {
+      setting.push(`on a shadow client the update's labels scored ${pct(g.shadow_update_within_tolerance)} and the table's likeliest value ${pct(g.shadow_prior_within_tolerance)}: ${g.prior_labels ? `${g.prior_labels} rows not proved take the likeliest value` : "every label is the update's"}`);
+    }
   } else if (report.rows.length && report.rows.every((row) => row.label != null)) {
     const right = report.config.labels === 'restored' ? ` (${(100 * report.label_accuracy).toFixed(1)} % right)` : '';
     setting.push(`each row's label read off the update, which the rows explain exactly${right}`);

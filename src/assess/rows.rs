@@ -112,6 +112,16 @@ impl Setup<'_> {
             let truth_labels: Vec<usize> = truth.indices.iter().map(|&i| dataset.labels[i]).collect();
             report.set_row_labels(&dataset.classes, labels, &scored.assignment, &truth_labels);
         }
+        let labels = calibration.and_then(|c| c.labels);
+        let mut prior_labels = 0;
+        if let (Some(l), Some((values, _))) = (labels.filter(|l| l.falls_back()), recon.values.as_mut()) {
+            for (v, p) in values.iter_mut().zip(&recon.provenance) {
+                if *p != Provenance::Proved {
+                    *v = l.prior_value;
+                    prior_labels += 1;
+                }
+            }
+        }
         if let Some((values, exact)) = &recon.values {
             report.set_row_values(
                 dataset,
@@ -120,6 +130,11 @@ impl Setup<'_> {
                 &truth.values(dataset),
                 &self.random_values(),
             );
+        }
+        if let (Some(g), Some(l)) = (report.regression.as_mut(), labels) {
+            g.prior_labels = prior_labels;
+            g.shadow_update_within_tolerance = Some(l.shadow_update);
+            g.shadow_prior_within_tolerance = Some(l.shadow_prior);
         }
         report.details = AttackDetails::Rows(RowDetails {
             epoch_prior: recon.epoch_prior,

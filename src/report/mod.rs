@@ -144,6 +144,13 @@ pub struct RegressionLabels {
     /// Whether the labels were read off the last layer exactly (every row proved,
     /// `attack::row_labels::read_values`) rather than pooled from the ensemble.
     pub read_off_update: bool,
+    /// Rows whose label is the table's likeliest value (`baselines::likeliest_value`) rather than
+    /// the update's: on a shadow client the guess scored higher (never a proved row's).
+    pub prior_labels: usize,
+    /// On that shadow client, the share of labels within tolerance from the update and from the
+    /// guess (null where no shadow client ran).
+    pub shadow_update_within_tolerance: Option<f64>,
+    pub shadow_prior_within_tolerance: Option<f64>,
 }
 
 /// The paper's Table 4: how right the attacker is on the cells it is surest of. Per feature kind,
@@ -478,6 +485,9 @@ impl Report {
             random_within_tolerance: random_right as f64 / n,
             random_mean_absolute_error: random_error / n,
             read_off_update,
+            prior_labels: 0,
+            shadow_update_within_tolerance: None,
+            shadow_prior_within_tolerance: None,
         });
     }
 }

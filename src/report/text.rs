@@ -130,6 +130,18 @@ fn labels(r: &Report, s: &mut String) {
                 false => "; estimated from the update with the reconstructed rows, not proved",
             }
         );
+        if let (Some(update), Some(prior)) = (g.shadow_update_within_tolerance, g.shadow_prior_within_tolerance) {
+            let _ = writeln!(
+                s,
+                "  on a shadow client the update's labels scored {} and the table's likeliest value {}: {}",
+                pct(Some(update)),
+                pct(Some(prior)),
+                match g.prior_labels {
+                    0 => "every label is the update's".to_string(),
+                    n => format!("{n} rows not proved take the likeliest value"),
+                }
+            );
+        }
     } else if r.rows.iter().all(|row| row.label.is_some()) && !r.rows.is_empty() {
         let right = match r.config.labels {
             LabelMode::Restored => format!(" ({} right)", pct(Some(r.label_accuracy))),
