@@ -60,7 +60,11 @@ fn attacks() -> String {
 /// The audit's default grid, or the quick one the page runs.
 #[pyfunction]
 fn audit_defaults(quick: bool) -> String {
-    to_json(&if quick { AuditOptions::quick() } else { AuditOptions::default() })
+    to_json(&if quick {
+        AuditOptions::quick()
+    } else {
+        AuditOptions::default()
+    })
 }
 
 /// ε over rounds with client sampling (RDP), from {noiseMultiplier, sampleRate, rounds, delta}.
@@ -87,7 +91,12 @@ fn encode(csv: &[u8], encoding: &str) -> PyResult<(Vec<f32>, usize, Vec<f64>, bo
     let own = leakscope::received::truth::truth_rows(&dataset, &read_csv(csv)?).map_err(engine_error)?;
     let x = own.rows.iter().flat_map(|r| own.encode(r)).map(|v| v as f32).collect();
     Ok(match &own.target {
-        Some(t) => (x, own.d(), own.values.iter().map(|&v| t.standardise(v) as f64).collect(), true),
+        Some(t) => (
+            x,
+            own.d(),
+            own.values.iter().map(|&v| t.standardise(v) as f64).collect(),
+            true,
+        ),
         None => (x, own.d(), own.labels.iter().map(|&l| l as f64).collect(), false),
     })
 }
@@ -101,7 +110,9 @@ fn attack(py: Python<'_>, csv: &[u8], options: &str, progress: Option<PyObject>)
     let dataset = dataset(csv, &o)?;
     let mut reporter = Reporter::new(progress);
     let result = py.allow_threads(|| {
-        pollster::block_on(run_attack(&Runtime::cpu(), &dataset, &config, &mut |p| reporter.report(p)))
+        pollster::block_on(run_attack(&Runtime::cpu(), &dataset, &config, &mut |p| {
+            reporter.report(p)
+        }))
     });
     Ok(to_json(&reporter.finish(result)?))
 }
@@ -124,7 +135,9 @@ fn audit(py: Python<'_>, csv: &[u8], options: &str, progress: Option<PyObject>) 
                 let phase = format!("cell {} of {count}: {}", i + 1, p.phase);
                 reporter.report(&leakscope::attack::Progress { phase, ..p.clone() })
             };
-            results.push(pollster::block_on(engine_audit::run_cell(&runtime, &dataset, cell, &mut on))?);
+            results.push(pollster::block_on(engine_audit::run_cell(
+                &runtime, &dataset, cell, &mut on,
+            ))?);
         }
         engine_audit::summarise(&o, engine_audit::TableInfo::of(&dataset), &cells, results)
     });

@@ -73,12 +73,15 @@ pub fn attack_update(
     let mut on = |p: &leakscope::attack::Progress| reporter.report(p);
     Ok(match truth {
         None => {
-            let r = py.allow_threads(|| pollster::block_on(attack_received(&rt, &dataset, &config, &received, &mut on)));
+            let r =
+                py.allow_threads(|| pollster::block_on(attack_received(&rt, &dataset, &config, &received, &mut on)));
             to_json(&reporter.finish(r)?)
         }
         Some(truth) => {
             let r = py.allow_threads(|| {
-                pollster::block_on(attack_received_against(&rt, &dataset, &config, &received, &truth, &mut on))
+                pollster::block_on(attack_received_against(
+                    &rt, &dataset, &config, &received, &truth, &mut on,
+                ))
             });
             to_json(&reporter.finish(r)?)
         }
@@ -118,7 +121,9 @@ pub fn audit_round(
             }
             reporter.report(p)
         };
-        pollster::block_on(attack_received_against(&rt, &dataset, &config, &received, &truth, &mut on))
+        pollster::block_on(attack_received_against(
+            &rt, &dataset, &config, &received, &truth, &mut on,
+        ))
     });
     let why = match (result, over) {
         (Err(Error::Cancelled), Some(why)) => why,
@@ -145,8 +150,10 @@ pub fn audit_round(
     let result =
         py.allow_threads(|| pollster::block_on(attack_received_against(&rt, &dataset, &config, &first, &own, &mut on)));
     let scored = reporter.finish(result)?;
-    Ok(json!({"attacked": "first local batch", "budget": why, "scored": serde_json::to_value(&scored).unwrap()})
-        .to_string())
+    Ok(
+        json!({"attacked": "first local batch", "budget": why, "scored": serde_json::to_value(&scored).unwrap()})
+            .to_string(),
+    )
 }
 
 /// Why an attack reporting `p` will not finish within `limit` seconds (None: it may): it has run

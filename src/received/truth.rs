@@ -43,13 +43,18 @@ pub struct ScoredUpdate {
 /// with a missing cell among the features or the label is left out, as the table reader does.
 pub fn truth_rows(encoding: &Dataset, raw: &RawTable) -> Result<Dataset> {
     let column = |name: &str| {
-        raw.headers
-            .iter()
-            .position(|h| h == name)
-            .ok_or_else(|| Error::Config(format!("the client's rows have no column {name:?}, which the encoding has")))
+        raw.headers.iter().position(|h| h == name).ok_or_else(|| {
+            Error::Config(format!(
+                "the client's rows have no column {name:?}, which the encoding has"
+            ))
+        })
     };
     let label = column(&encoding.label)?;
-    let at: Vec<usize> = encoding.features.iter().map(|f| column(&f.name)).collect::<Result<_>>()?;
+    let at: Vec<usize> = encoding
+        .features
+        .iter()
+        .map(|f| column(&f.name))
+        .collect::<Result<_>>()?;
     let mut own = Dataset {
         rows: Vec::new(),
         labels: Vec::new(),
@@ -85,13 +90,21 @@ pub fn truth_rows(encoding: &Dataset, raw: &RawTable) -> Result<Dataset> {
             })
             .collect::<Result<Vec<Value>>>()?;
         let cell = row[label].as_str();
-        let unreadable = || Error::Config(format!("line {line}: the label {:?} is {cell:?}, which the encoding cannot read", encoding.label));
+        let unreadable = || {
+            Error::Config(format!(
+                "line {line}: the label {:?} is {cell:?}, which the encoding cannot read",
+                encoding.label
+            ))
+        };
         match &encoding.target {
             Some(_) => {
-                own.values.push(parse_number(cell, raw.dialect.decimal_comma).ok_or_else(unreadable)?);
+                own.values
+                    .push(parse_number(cell, raw.dialect.decimal_comma).ok_or_else(unreadable)?);
                 own.labels.push(0);
             }
-            None => own.labels.push(encoding.classes.iter().position(|c| c == cell).ok_or_else(unreadable)?),
+            None => own
+                .labels
+                .push(encoding.classes.iter().position(|c| c == cell).ok_or_else(unreadable)?),
         }
         own.rows.push(values);
     }
