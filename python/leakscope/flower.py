@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _native
+from . import _native, defaults
 from ._convert import call, encoding_json, options_json, table_bytes, update_bytes
 
 RECIPE = ("protocol", "local_epochs", "local_batch", "client_lr")
@@ -67,10 +67,10 @@ class LeakageMod:
         label: str,
         *,
         encoding: Any = None,
-        protocol: str = "fedsgd",
-        local_epochs: int = 1,
-        local_batch: int = 32,
-        client_lr: float = 0.01,
+        protocol: Optional[str] = None,
+        local_epochs: Optional[int] = None,
+        local_batch: Optional[int] = None,
+        client_lr: Optional[float] = None,
         block_above: Optional[float] = None,
         max_seconds: Optional[float] = None,
         records: Optional[Union[str, os.PathLike]] = "leakscope-records.jsonl",
@@ -82,12 +82,10 @@ class LeakageMod:
             encoding_json(encoding) if encoding is not None else _native.encoding(self.table, options_json({"label": label}))
         )
         self.label = label
-        self.recipe: Dict[str, Any] = {
-            "protocol": protocol,
-            "local_epochs": local_epochs,
-            "local_batch": local_batch,
-            "client_lr": client_lr,
-        }
+        # The recipe's parts left out are the engine's defaults.
+        given = {"protocol": protocol, "local_epochs": local_epochs, "local_batch": local_batch, "client_lr": client_lr}
+        engine = defaults()
+        self.recipe: Dict[str, Any] = {k: engine[k] if v is None else v for k, v in given.items()}
         self.block_above = block_above
         self.max_seconds = max_seconds
         self.path = records
