@@ -11,6 +11,7 @@ given once, as the mod's options, and any of `protocol`, `local_epochs`, `local_
 the client trains on every round, in the order it trains on them."""
 from __future__ import annotations
 
+import io
 import json
 import os
 import time
@@ -58,6 +59,16 @@ def _named(names: List[str], arrays: List[np.ndarray]) -> Union[Dict[str, np.nda
     return arrays
 
 
+def _with_labels(arrays: Union[Dict[str, np.ndarray], List[np.ndarray]], labels: np.ndarray) -> bytes:
+    """The update as a numpy archive with the client's labels beside its tensors."""
+    out = io.BytesIO()
+    if isinstance(arrays, dict):
+        np.savez(out, **arrays, labels=labels)
+    else:
+        np.savez(out, *arrays, labels=labels)
+    return out.getvalue()
+
+
 class LeakageMod:
     """The Mod `leakage_mod` returns; `records` holds this process's records."""
 
@@ -93,7 +104,12 @@ class LeakageMod:
         self.options = options
         self.records: List[Dict[str, Any]] = []
         # The rows, counted as the engine reads them under the encoding.
-        self.rows = len(_native.encode(self.table, self.encoding)[2])
+        _, _, y, regression = _native.encode(self.table, self.encoding)
+        self.rows = len(y)
+        # The labels in the client's order: a FedAvg server is given them (as the reference
+        # assumes); a FedSGD server reads them off the gradient itself.
+        classes = json.loads(self.encoding)["classes"]
+        self.labels = None if regression else np.array([classes[int(v)] for v in y])
 
     def __call__(self, msg: Any, context: Any, call_next: Callable[[Any, Any], Any]) -> Any:
         from flwr.app import Error, Message, MessageType, MetricRecord
@@ -141,10 +157,13 @@ class LeakageMod:
         else:
             update = [a - b for a, b in zip(sent, got)]
         options = {**self.options, **recipe, "batch_size": self.rows}
+        archive = _named(names, update)
+        if recipe["protocol"] == "fedavg" and self.labels is not None:
+            archive = _with_labels(archive, self.labels)
         out = call(
             _native.audit_round,
             self.encoding,
-            update_bytes(_named(names, update)),
+            archive if isinstance(archive, bytes) else update_bytes(archive),
             update_bytes(_named(names, list(sent))),
             options_json(options),
             self.table,
