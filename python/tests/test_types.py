@@ -1,0 +1,29 @@
+"""The package's type information (py.typed, the engine's stubs) checks a caller's code under
+mypy --strict, and a misuse is caught."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+
+
+def mypy(path: Path) -> subprocess.CompletedProcess:
+    pytest.importorskip("mypy")
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--follow-imports=silent", str(path)],
+        capture_output=True, text=True, cwd=HERE,
+    )
+
+
+def test_a_callers_code_type_checks():
+    done = mypy(HERE / "typed_usage.py")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_misuse_is_caught(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("import leakscope\nx: int = leakscope.attack('t.csv', label='salary')\n")
+    done = mypy(bad)
+    assert done.returncode != 0 and "incompatible types in assignment" in done.stdout.lower(), done.stdout
