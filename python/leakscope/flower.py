@@ -52,6 +52,17 @@ def _metric(content: Any, key: str) -> Optional[float]:
     return None
 
 
+def _round_of(config: Dict[str, Any], group_id: str, fallback: int) -> int:
+    """The round's number: the strategy's `server-round`, else the message's group (Flower uses
+    it for the round), else this mod's count of rounds."""
+    for value in (config.get("server-round"), group_id):
+        try:
+            return int(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            continue
+    return fallback
+
+
 def _named(names: List[str], arrays: List[np.ndarray]) -> Union[Dict[str, np.ndarray], List[np.ndarray]]:
     # State-dict names (fc1.weight, 0.bias) are kept; anything else goes by position.
     if all(n.endswith((".weight", ".bias")) for n in names):
@@ -126,7 +137,7 @@ class LeakageMod:
             raise ValueError("leakage_mod: the reply's arrays are not the model the server sent")
         recipe = {k: config.get(k, v) for k, v in self.recipe.items()}
         record = self.audit(names, sent, got, recipe, epsilon=_metric(reply.content, EPSILON_KEY))
-        record["round"] = int(config.get("server-round", msg.metadata.group_id or len(self.records)))
+        record["round"] = _round_of(config, msg.metadata.group_id, len(self.records) + 1)
         record["client"] = self.client if self.client is not None else str(context.node_id)
         why = self.blocks(record)
         record["blocked"] = why

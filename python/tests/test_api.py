@@ -81,3 +81,19 @@ def test_audit_runs_a_small_grid():
     assert audit["options"]["batchSizes"] == [8] and audit["options"]["run"]["ensemble"] == 2
     assert len(audit["cells"]) == 2 and audit["verdict"]
     assert "| B = 8 | TabLeak |" in report["markdown"]
+
+
+def test_ctrl_c_interrupts_a_run():
+    import os
+    import signal
+
+    seen = []
+
+    def interrupt_once(p):
+        if not seen:
+            os.kill(os.getpid(), signal.SIGINT)
+        seen.append(p)
+
+    with pytest.raises(KeyboardInterrupt):
+        leakscope.attack(ADULT, label="salary", progress=interrupt_once, **SMALL)
+    assert len(seen) <= 2, "the run stopped at the report after Ctrl-C"

@@ -157,3 +157,59 @@ pub async fn attack_received_against(
         rows: truth.n(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::{Encoding, parse_csv};
+
+    fn encoding() -> Dataset {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/pytorch-update/encoding.json");
+        let enc: Encoding = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        enc.into_dataset().unwrap()
+    }
+
+    const HEADER: &str = "age,workclass,fnlwgt,education,education-num,marital-status,occupation,relationship,race,sex,capital-gain,capital-loss,hours-per-week,native-country,salary";
+
+    fn read(body: &str) -> Result<Dataset> {
+        truth_rows(
+            &encoding(),
+            &parse_csv(format!("{HEADER}\n{body}").as_bytes(), 1 << 20).unwrap(),
+        )
+    }
+
+    #[test]
+    fn rows_are_read_in_the_encodings_terms_and_incomplete_ones_left_out() {
+        let own = read(
+            "39,State-gov,77516,Bachelors,13,Never-married,Adm-clerical,Not-in-family,White,Male,2174,0,40,United-States,<=50K\n\
+             50,?,83311,Bachelors,13,Married-civ-spouse,Exec-managerial,Husband,White,Male,0,0,13,United-States,<=50K\n\
+             38,Private,215646,HS-grad,9,Divorced,Handlers-cleaners,Not-in-family,White,Male,0,0,40,United-States,>50K\n",
+        )
+        .unwrap();
+        assert_eq!(own.n(), 2, "the row with a missing cell is left out");
+        assert_eq!(own.labels, [0, 1]);
+        let enc = encoding();
+        assert_eq!(own.features, enc.features);
+        assert_eq!(own.rows[0][0], Value::Num(39.0));
+        assert_eq!(own.format(1, own.rows[1][1]), "Private");
+    }
+
+    #[test]
+    fn a_cell_the_encoding_cannot_read_is_named_with_its_line() {
+        let e = read("39,Astronaut,77516,Bachelors,13,Never-married,Adm-clerical,Not-in-family,White,Male,2174,0,40,United-States,<=50K\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 2") && e.contains("\"workclass\" is \"Astronaut\""),
+            "{e}"
+        );
+        let e = read("39,Private,77516,Bachelors,13,Never-married,Adm-clerical,Not-in-family,White,Male,2174,0,40,United-States,maybe\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("the label \"salary\" is \"maybe\""), "{e}");
+        let e = truth_rows(&encoding(), &parse_csv(b"age,salary\n1,<=50K\n", 1 << 20).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no column \"workclass\""), "{e}");
+    }
+}
