@@ -27,9 +27,11 @@ def table_bytes(table: Any) -> bytes:
         return bytes(table)
     if _is_path(table):
         with open(table, "rb") as f:
-            return f.read()
+            data: bytes = f.read()
+        return data
     if hasattr(table, "to_csv") and hasattr(table, "columns"):
-        return table.to_csv(index=False).encode("utf-8")
+        text: str = table.to_csv(index=False)
+        return text.encode("utf-8")
     raise TypeError(
         f"a table is a CSV path, CSV bytes or a pandas DataFrame, not {type(table).__name__}"
     )
@@ -88,11 +90,12 @@ def update_bytes(value: Any) -> Optional[bytes]:
         return bytes(value)
     if _is_path(value):
         with open(value, "rb") as f:
-            return f.read()
+            data: bytes = f.read()
+        return data
     arrays = _arrays(value)
     out = io.BytesIO()
     if isinstance(arrays, dict):
-        np.savez(out, **arrays)
+        np.savez(out, **arrays)  # type: ignore[arg-type]  # numpy's stub reads **kwds as allow_pickle
     else:
         np.savez(out, *arrays)
     return out.getvalue()

@@ -74,7 +74,7 @@ def _with_labels(arrays: Union[Dict[str, np.ndarray], List[np.ndarray]], labels:
     """The update as a numpy archive with the client's labels beside its tensors."""
     out = io.BytesIO()
     if isinstance(arrays, dict):
-        np.savez(out, **arrays, labels=labels)
+        np.savez(out, **arrays, labels=labels)  # type: ignore[arg-type]  # as in _convert
     else:
         np.savez(out, *arrays, labels=labels)
     return out.getvalue()
@@ -95,7 +95,7 @@ class LeakageMod:
         client_lr: Optional[float] = None,
         block_above: Optional[float] = None,
         max_seconds: Optional[float] = None,
-        records: Optional[Union[str, os.PathLike]] = "leakscope-records.jsonl",
+        records: Optional[Union[str, "os.PathLike[str]"]] = "leakscope-records.jsonl",
         client: Optional[str] = None,
         **options: Any,
     ) -> None:
@@ -168,13 +168,15 @@ class LeakageMod:
         else:
             update = [a - b for a, b in zip(sent, got)]
         options = {**self.options, **recipe, "batch_size": self.rows}
-        archive = _named(names, update)
+        arrays = _named(names, update)
         if recipe["protocol"] == "fedavg" and self.labels is not None:
-            archive = _with_labels(archive, self.labels)
+            archive = _with_labels(arrays, self.labels)
+        else:
+            archive = update_bytes(arrays) or b""
         out = call(
             _native.audit_round,
             self.encoding,
-            archive if isinstance(archive, bytes) else update_bytes(archive),
+            archive,
             update_bytes(_named(names, list(sent))),
             options_json(options),
             self.table,
@@ -225,7 +227,7 @@ def leakage_mod(table: Any, label: str, **options: Any) -> LeakageMod:
     return LeakageMod(table, label, **options)
 
 
-def read_records(*paths: Union[str, os.PathLike]) -> Any:
+def read_records(*paths: Union[str, "os.PathLike[str]"]) -> Any:
     """Every record in these JSON-lines files as one table: a pandas DataFrame sorted by client
     and round where pandas is installed, else a list of dicts."""
     rows: List[Dict[str, Any]] = []
@@ -234,13 +236,13 @@ def read_records(*paths: Union[str, os.PathLike]) -> Any:
             rows.extend(json.loads(line) for line in f if line.strip())
     rows.sort(key=lambda r: (str(r.get("client")), r.get("round", 0)))
     try:
-        import pandas as pd
+        import pandas as pd  # type: ignore[import-untyped, unused-ignore]
     except ImportError:
         return rows
     return pd.DataFrame(rows)
 
 
-def plot_records(records: Any, path: Optional[Union[str, os.PathLike]] = None) -> Any:
+def plot_records(records: Any, path: Optional[Union[str, "os.PathLike[str]"]] = None) -> Any:
     """One panel per client: the attack's accuracy and the random guess over rounds, blocked
     rounds marked. Needs matplotlib; saved to `path` where given; returns the figure."""
     import matplotlib
