@@ -80,6 +80,25 @@ def _with_labels(arrays: Union[Dict[str, np.ndarray], List[np.ndarray]], labels:
     return out.getvalue()
 
 
+class _Rows:
+    """A client's rows as the engine reads them under the encoding: the CSV, how many, and their
+    labels in order (a FedAvg server is given them, as the reference assumes; a FedSGD server
+    reads them off the gradient itself)."""
+
+    def __init__(self, table: bytes, encoding: str) -> None:
+        _, _, y, regression = _native.encode(table, encoding)
+        classes = json.loads(encoding)["classes"]
+        self.table = table
+        self.count = len(y)
+        self.labels = None if regression else np.array([classes[int(v)] for v in y])
+
+
+def _client_of(context: Any) -> str:
+    """A simulation's partition id where there is one (stable across runs), else the node's id."""
+    node_config = getattr(context, "node_config", None) or {}
+    return str(node_config.get("partition-id", context.node_id))
+
+
 class LeakageMod:
     """The Mod `leakage_mod` returns; `records` holds this process's records."""
 
@@ -99,10 +118,11 @@ class LeakageMod:
         client: Optional[str] = None,
         **options: Any,
     ) -> None:
-        self.table = table_bytes(table)
-        self.encoding = (
-            encoding_json(encoding) if encoding is not None else _native.encoding(self.table, options_json({"label": label}))
-        )
+        if callable(table) and encoding is None:
+            raise ValueError("leakage_mod: with a table per client (a callable), give the federation's encoding")
+        if encoding is None:
+            encoding = _native.encoding(table_bytes(table), options_json({"label": label}))
+        self.encoding = encoding_json(encoding)
         self.label = label
         # The recipe's parts left out are the engine's defaults.
         given = {"protocol": protocol, "local_epochs": local_epochs, "local_batch": local_batch, "client_lr": client_lr}
@@ -114,13 +134,17 @@ class LeakageMod:
         self.client = client
         self.options = options
         self.records: List[Dict[str, Any]] = []
-        # The rows, counted as the engine reads them under the encoding.
-        _, _, y, regression = _native.encode(self.table, self.encoding)
-        self.rows = len(y)
-        # The labels in the client's order: a FedAvg server is given them (as the reference
-        # assumes); a FedSGD server reads them off the gradient itself.
-        classes = json.loads(self.encoding)["classes"]
-        self.labels = None if regression else np.array([classes[int(v)] for v in y])
+        # One ClientApp serves every node of a simulation: a callable table gives each its rows.
+        self.table_of: Optional[Callable[[Any], Any]] = table if callable(table) else None
+        self.clients: Dict[Any, _Rows] = {} if callable(table) else {None: _Rows(table_bytes(table), self.encoding)}
+
+    def rows_for(self, context: Any) -> "_Rows":
+        if self.table_of is None:
+            return self.clients[None]
+        key = context.node_id
+        if key not in self.clients:
+            self.clients[key] = _Rows(table_bytes(self.table_of(context)), self.encoding)
+        return self.clients[key]
 
     def __call__(self, msg: Any, context: Any, call_next: Callable[[Any, Any], Any]) -> Any:
         from flwr.app import Error, Message, MessageType, MetricRecord
@@ -136,9 +160,9 @@ class LeakageMod:
         if reply_names != names or any(a.shape != b.shape for a, b in zip(sent, got)):
             raise ValueError("leakage_mod: the reply's arrays are not the model the server sent")
         recipe = {k: config.get(k, v) for k, v in self.recipe.items()}
-        record = self.audit(names, sent, got, recipe, epsilon=_metric(reply.content, EPSILON_KEY))
+        record = self.audit(names, sent, got, recipe, self.rows_for(context), epsilon=_metric(reply.content, EPSILON_KEY))
         record["round"] = _round_of(config, msg.metadata.group_id, len(self.records) + 1)
-        record["client"] = self.client if self.client is not None else str(context.node_id)
+        record["client"] = self.client if self.client is not None else _client_of(context)
         why = self.blocks(record)
         record["blocked"] = why
         self.write(record)
@@ -150,7 +174,14 @@ class LeakageMod:
             "leakscope.rows_proved": record["rows_proved"],
             "leakscope.seconds": record["seconds"],
         }
-        reply.content["leakscope"] = MetricRecord({k: v for k, v in metrics.items() if v is not None})
+        # Into the reply's own MetricRecord: Flower's strategies take exactly one per reply (and
+        # then average these figures over the clients, weighted as the rest).
+        present: Dict[str, Any] = {k: float(v) for k, v in metrics.items() if v is not None}
+        records = reply.content.metric_records
+        if records:
+            next(iter(records.values())).update(present)
+        else:
+            reply.content["metrics"] = MetricRecord(present)
         return reply
 
     def audit(
@@ -159,6 +190,7 @@ class LeakageMod:
         sent: Sequence[np.ndarray],
         got: Sequence[np.ndarray],
         recipe: Dict[str, Any],
+        rows: "_Rows",
         epsilon: Optional[float] = None,
     ) -> Dict[str, Any]:
         """One round's record from the model sent and the model about to be sent back."""
@@ -167,10 +199,10 @@ class LeakageMod:
             update = [(a - b) / recipe["client_lr"] for a, b in zip(sent, got)]
         else:
             update = [a - b for a, b in zip(sent, got)]
-        options = {**self.options, **recipe, "batch_size": self.rows}
+        options = {**self.options, **recipe, "batch_size": rows.count}
         arrays = _named(names, update)
-        if recipe["protocol"] == "fedavg" and self.labels is not None:
-            archive = _with_labels(arrays, self.labels)
+        if recipe["protocol"] == "fedavg" and rows.labels is not None:
+            archive = _with_labels(arrays, rows.labels)
         else:
             archive = update_bytes(arrays) or b""
         out = call(
@@ -179,7 +211,7 @@ class LeakageMod:
             archive,
             update_bytes(_named(names, list(sent))),
             options_json(options),
-            self.table,
+            rows.table,
             self.max_seconds,
             lambda p: True,
         )
@@ -218,7 +250,8 @@ class LeakageMod:
 
 def leakage_mod(table: Any, label: str, **options: Any) -> LeakageMod:
     """A Mod for `ClientApp(client_fn, mods=[...])` that attacks each training reply against the
-    client's rows `table` (CSV path, CSV bytes or DataFrame), records accuracy, gain over the
+    client's rows `table` (CSV path, CSV bytes or DataFrame, or a function of the node's Context
+    giving them, for one ClientApp serving many nodes), records accuracy, gain over the
     random guess, rows proved, ε and seconds per round (JSON lines in `records`, and Flower
     metrics), and with `block_above=x` replaces a reply whose accuracy passes x by an error reply
     saying why. `encoding`: the federation's encoding (default: `table`'s own); `max_seconds`: a
@@ -259,9 +292,10 @@ def plot_records(records: Any, path: Optional[Union[str, "os.PathLike[str]"]] = 
         rounds = [r["round"] for r in mine]
         ax.plot(rounds, [r["accuracy"] for r in mine], "o-", label="server's reconstruction")
         ax.plot(rounds, [r["random_baseline"] for r in mine], "s--", label="random guess")
-        blocked = [r for r in mine if r.get("blocked")]
+        blocked = [r for r in mine if isinstance(r.get("blocked"), str)]  # NaN in a DataFrame
         ax.plot([r["round"] for r in blocked], [r["accuracy"] for r in blocked], "rx", ms=10, label="blocked")
         ax.set_ylim(0, 1.05)
+        ax.set_xticks(rounds)
         ax.set_title(f"client {client}")
         ax.set_ylabel("cells right")
     axes[-1, 0].set_xlabel("round")

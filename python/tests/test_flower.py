@@ -65,7 +65,7 @@ def test_the_record_is_the_clis_attack_on_the_same_update(recipe, cli, tmp_path)
     assert not reply.has_error()
     record = mod.records[0]
     assert record["rows"] == 32 and record["attacked"] == "round" and record["round"] == 1
-    assert reply.content["leakscope"]["leakscope.accuracy"] == record["accuracy"]
+    assert reply.content["metrics"]["leakscope.accuracy"] == record["accuracy"]
     # The server's view of the same round, attacked by the CLI against the same rows.
     got = reply.content["arrays"].to_numpy_ndarrays()
     scale = recipe["client_lr"] if recipe["protocol"] == "fedsgd" else 1.0
@@ -126,3 +126,24 @@ def test_an_in_process_run_writes_one_record_per_round_per_client(tmp_path):
     pytest.importorskip("matplotlib")
     fig = plot_records(records, tmp_path / "records.png")
     assert len(fig.axes) == 2 and (tmp_path / "records.png").stat().st_size > 0
+    assert all(len(ax.lines[2].get_xdata()) == 0 for ax in fig.axes), "no round was blocked"
+
+
+def test_flowers_simulation_engine_runs_the_example(tmp_path):
+    """The README's example in Flower's simulation engine: two clients, three rounds, a record per
+    round per client, and the updates over block_above blocked (not aggregated) with the reason."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("ray")
+    example = Path(__file__).resolve().parents[1] / "examples" / "flower_adult.py"
+    done = subprocess.run([sys.executable, str(example)], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = read_records(tmp_path / "leakscope-records.jsonl").to_dict("records")
+    assert sorted((r["client"], r["round"]) for r in rows) == [(c, k) for c in ("0", "1") for k in (1, 2, 3)]
+    for r in rows:
+        blocked = isinstance(r["blocked"], str)
+        assert blocked == (r["accuracy"] > 0.82), r
+        assert not blocked or "over block_above = 0.82" in r["blocked"]
+    assert "blocked this update" in done.stdout + done.stderr
