@@ -10,7 +10,16 @@ import pytest
 flwr = pytest.importorskip("flwr")
 torch = pytest.importorskip("torch")
 
-from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MessageType, Metadata, RecordDict  # noqa: E402
+from flwr.app import (  # noqa: E402
+    ArrayRecord,
+    ConfigRecord,
+    Context,
+    Message,
+    MessageType,
+    Metadata,
+    MetricRecord,
+    RecordDict,
+)
 from flwr.clientapp import ClientApp  # noqa: E402
 
 import leakscope  # noqa: E402
@@ -21,7 +30,7 @@ from leakscope.flower import leakage_mod, plot_records, read_records  # noqa: E4
 ATTACK = dict(ensemble=3, iterations=200)
 
 
-def app(rows: bytes, recipe: dict, **mod_options):
+def app(rows: bytes, recipe: dict, epsilon=None, **mod_options):
     """A ClientApp whose client trains the sample's MLP on `rows` as `recipe` says, with the Mod."""
     enc = encoding()
     x, y = leakscope.encode(rows, enc)
@@ -31,7 +40,10 @@ def app(rows: bytes, recipe: dict, **mod_options):
         model = network(x.shape[1], 0)
         model.load_state_dict(msg.content["arrays"].to_torch_state_dict())
         train(model, x, y, recipe["protocol"], recipe.get("local_epochs", 1), recipe.get("local_batch", 32), recipe["client_lr"])
-        return Message(RecordDict({"arrays": ArrayRecord(model.state_dict())}), reply_to=msg)
+        content = RecordDict({"arrays": ArrayRecord(model.state_dict())})
+        if epsilon is not None:  # as a DP step before the Mod reports what it has spent
+            content["metrics"] = MetricRecord({"num-examples": len(y), "epsilon": epsilon})
+        return Message(content, reply_to=msg)
 
     client = ClientApp(mods=[mod])
     client.train()(train_fn)
@@ -98,6 +110,19 @@ def test_blocking_replaces_the_reply_by_an_error_naming_why(tmp_path):
     assert reply.has_error() and reply.error.code == 6
     assert "over block_above = 0.5" in reply.error.reason
     assert mod.records[0]["blocked"] and mod.records[0]["accuracy"] > 0.5
+
+
+def test_epsilon_spent_is_read_from_the_reply_and_the_figures_join_its_metrics():
+    client, mod, d = app(client_rows(100, 32), dict(protocol="fedsgd", client_lr=0.05), epsilon=2.5, records=None)
+    reply = client(round_message(network(d, 7), 1), context())
+    assert mod.records[0]["epsilon"] == 2.5
+    metrics = reply.content.metric_records
+    assert list(metrics) == ["metrics"], "one MetricRecord, as Flower's strategies require"
+    assert metrics["metrics"]["leakscope.accuracy"] == mod.records[0]["accuracy"]
+    assert metrics["metrics"]["num-examples"] == 32
+    client, mod, d = app(client_rows(100, 32), dict(protocol="fedsgd", client_lr=0.05), records=None)
+    client(round_message(network(d, 7), 1), context())
+    assert mod.records[0]["epsilon"] is None
 
 
 def test_a_round_over_budget_attacks_its_first_local_batch(tmp_path):
