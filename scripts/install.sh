@@ -27,8 +27,9 @@ apt_install() {
 }
 
 # gcc/pkg-config for -sys crates; Mesa's lavapipe (software Vulkan) for the GPU kernels' tests;
-# Chromium (with SwiftShader for WebGPU) for the page's tests; python3 for the source's shape check.
-apt_install ca-certificates curl gcc pkg-config libvulkan1 mesa-vulkan-drivers chromium python3
+# Chromium (with SwiftShader for WebGPU) for the page's tests; python3 for the source's shape check,
+# python3-venv for the Python package's tests.
+apt_install ca-certificates curl gcc pkg-config libvulkan1 mesa-vulkan-drivers chromium python3 python3-venv
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   apt_install nodejs npm
 fi
@@ -50,4 +51,9 @@ fi
 # tests (it downloads no browser of its own), binaryen's wasm-opt optimises the WebAssembly module
 # (Debian's is too old), typescript type-checks the package's declarations.
 retry npm ci --no-audit --no-fund --loglevel=error
+# The Python package's tests (python/tests): maturin, pytest, Flower, PyTorch and the rest, pinned,
+# in a virtual environment outside the clone (PyPI's torch wheel is large; installed once).
+PYENV="${LEAKSCOPE_PYENV:-$HOME/.cache/leakscope/pyenv}"
+[ -x "$PYENV/bin/python" ] || python3 -m venv "$PYENV"
+retry "$PYENV/bin/pip" install -q -r python/requirements-test.txt
 echo "install: done"

@@ -15,6 +15,13 @@ cargo build --tests --bins -j 2
 # The GPU kernels run on lavapipe; launch counting is process-wide, so tests run one at a time.
 export LEAKSCOPE_WGPU=1
 cargo test --no-fail-fast -- --test-threads 1
+# The Python package: a dev-profile wheel over the dependencies built above, installed into the
+# test environment (scripts/install.sh), and its tests, which compare with the CLI built above.
+PYENV="${LEAKSCOPE_PYENV:-$HOME/.cache/leakscope/pyenv}"
+rm -rf "$CARGO_TARGET_DIR/wheels"
+"$PYENV/bin/maturin" build --quiet --profile dev --compatibility linux -m python/Cargo.toml -o "$CARGO_TARGET_DIR/wheels"
+"$PYENV/bin/pip" install -q --force-reinstall --no-deps "$CARGO_TARGET_DIR"/wheels/leakscope-*.whl
+LEAKSCOPE_CLI="$CARGO_TARGET_DIR/debug/leakscope" "$PYENV/bin/python" -m pytest -q -p no:cacheprovider python/tests
 # The CUDA backend (`--features cuda`) type-checks here; linking it needs LLVM 23, which
 # cubecl-cuda's build script downloads from GitHub (DOCS_RS=1 skips that download for a check).
 DOCS_RS=1 cargo check --lib --bins --features cuda -j 2

@@ -6,6 +6,7 @@
 //! W as [in, out], so weights and their updates are transposed on reading.
 mod npz;
 mod tensor;
+pub mod truth;
 
 use tensor::{Named, transpose};
 

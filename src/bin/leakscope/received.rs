@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use leakscope::options::ProtocolKind;
 use leakscope::received::ReceivedUpdate;
+use leakscope::received::truth::{attack_received_against, truth_rows};
 use leakscope::table::{Encoding, StatedModel};
 use leakscope::{AttackKind, LabelMode, attack_received};
 
@@ -96,6 +97,10 @@ pub struct AttackUpdateArgs {
     /// Write the report as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// The rows the update was computed on, in order (a CSV with the encoding's columns): the
+    /// client checking its own update scores the reconstruction against them.
+    #[arg(long)]
+    pub truth: Option<PathBuf>,
 }
 
 fn read(path: &Path) -> CliResult<Vec<u8>> {
@@ -154,12 +159,34 @@ pub fn attack_update(args: AttackUpdateArgs) -> CliResult<()> {
         pb.set_position(p.step as u64);
         true
     };
+    if let Some(csv) = &args.truth {
+        let truth = truth_rows(&dataset, &crate::io::read_csv(csv)?).map_err(|e| format!("{}: {e}", csv.display()))?;
+        let scored = pollster::block_on(attack_received_against(
+            &rt, &dataset, &config, &received, &truth, &mut on,
+        ))
+        .map_err(|e| e.to_string())?;
+        pb.finish_and_clear();
+        print!("{}", scored.reconstruction.render_text(args.show));
+        println!(
+            "against the {} rows of {}: {:.1} % of cells right ({:.1} % by guessing), {} rows proved",
+            scored.rows,
+            csv.display(),
+            100.0 * scored.accuracy.total,
+            100.0 * scored.random_baseline,
+            scored.rows_proved
+        );
+        return write_json(args.json.as_deref(), &scored);
+    }
     let report =
         pollster::block_on(attack_received(&rt, &dataset, &config, &received, &mut on)).map_err(|e| e.to_string())?;
     pb.finish_and_clear();
     print!("{}", report.render_text(args.show));
-    if let Some(path) = &args.json {
-        write_atomically(path, &serde_json::to_string_pretty(&report).unwrap())?;
+    write_json(args.json.as_deref(), &report)
+}
+
+fn write_json<T: serde::Serialize>(path: Option<&Path>, report: &T) -> CliResult<()> {
+    if let Some(path) = path {
+        write_atomically(path, &serde_json::to_string_pretty(report).unwrap())?;
         println!("report written to {}", path.display());
     }
     Ok(())

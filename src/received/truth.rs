@@ -1,0 +1,215 @@
+//! A received update scored against the rows it was computed on, which the caller holds: a client
+//! auditing its own update before it leaves (the Python package's Flower Mod, `attack-update
+//! --truth`). The attack is the one a server runs on the update (`attack_received`); the rows are
+//! read as the encoding reads them, matched and scored as a simulated attack's are, beside the
+//! random guess drawn from those same rows' marginals.
+use serde::{Deserialize, Serialize};
+
+use super::ReceivedUpdate;
+use crate::assess::matching::Rule;
+use crate::assess::scoring::{Accuracy, score};
+use crate::attack::baselines::random_rows;
+use crate::attack::driver::Progress;
+use crate::attack::setup::Setup;
+use crate::config::{AttackConfig, MemberRange};
+use crate::error::{Error, Result};
+use crate::report::Provenance;
+use crate::report::reconstruction::ReconstructionReport;
+use crate::runtime::Runtime;
+use crate::scenario::{Scenario, seed_for};
+use crate::table::cell::is_missing;
+use crate::table::number::parse_number;
+use crate::table::{Dataset, FeatureKind, RawTable, Value};
+
+/// What the server would recover from the update, against the client's own rows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScoredUpdate {
+    /// The server's reconstruction, as `attack_received` reports it.
+    pub reconstruction: ReconstructionReport,
+    /// The reconstruction matched to the true rows (Hungarian) and scored.
+    pub accuracy: Accuracy,
+    /// Total accuracy of rows drawn from the true rows' marginals: what a server guesses without
+    /// the update.
+    pub random_baseline: f64,
+    pub gain_over_random: f64,
+    /// Rows the attack proved (by the first layer's ReLU pattern or the second layer's span):
+    /// each is one of the client's rows, certified without the truth.
+    pub rows_proved: usize,
+    pub rows: usize,
+}
+
+/// The rows of a CSV as `encoding` reads them (its features by name, its categories, numbers in
+/// the file's decimal mark), with their labels: the encoding's dataset holding these rows. A row
+/// with a missing cell among the features or the label is left out, as the table reader does.
+pub fn truth_rows(encoding: &Dataset, raw: &RawTable) -> Result<Dataset> {
+    let column = |name: &str| {
+        raw.headers.iter().position(|h| h == name).ok_or_else(|| {
+            Error::Config(format!(
+                "the client's rows have no column {name:?}, which the encoding has"
+            ))
+        })
+    };
+    let label = column(&encoding.label)?;
+    let at: Vec<usize> = encoding
+        .features
+        .iter()
+        .map(|f| column(&f.name))
+        .collect::<Result<_>>()?;
+    let mut own = Dataset {
+        rows: Vec::new(),
+        labels: Vec::new(),
+        values: Vec::new(),
+        ..encoding.clone()
+    };
+    for (row, line) in raw.rows.iter().zip(&raw.lines) {
+        if at.iter().chain([&label]).any(|&j| is_missing(&row[j])) {
+            continue;
+        }
+        let values = encoding
+            .features
+            .iter()
+            .zip(&at)
+            .map(|(f, &j)| {
+                let cell = row[j].as_str();
+                let value = match &f.kind {
+                    FeatureKind::Categorical { categories } => {
+                        categories.iter().position(|c| c == cell).map(|c| Value::Cat(c as u32))
+                    }
+                    FeatureKind::Continuous { .. } => parse_number(cell, raw.dialect.decimal_comma).map(Value::Num),
+                };
+                value.ok_or_else(|| {
+                    Error::Config(format!(
+                        "line {line}: {:?} is {cell:?}, which the encoding cannot read ({})",
+                        f.name,
+                        match f.kind {
+                            FeatureKind::Categorical { .. } => "not one of its categories",
+                            FeatureKind::Continuous { .. } => "not a number",
+                        }
+                    ))
+                })
+            })
+            .collect::<Result<Vec<Value>>>()?;
+        let cell = row[label].as_str();
+        let unreadable = || {
+            Error::Config(format!(
+                "line {line}: the label {:?} is {cell:?}, which the encoding cannot read",
+                encoding.label
+            ))
+        };
+        match &encoding.target {
+            Some(_) => {
+                own.values
+                    .push(parse_number(cell, raw.dialect.decimal_comma).ok_or_else(unreadable)?);
+                own.labels.push(0);
+            }
+            None => own
+                .labels
+                .push(encoding.classes.iter().position(|c| c == cell).ok_or_else(unreadable)?),
+        }
+        own.rows.push(values);
+    }
+    Ok(own)
+}
+
+/// Attack a received update as the server would (`attack_received`) and score the reconstruction
+/// against `truth`, the rows the update was computed on (`truth_rows`), in their order.
+pub async fn attack_received_against(
+    runtime: &Runtime,
+    dataset: &Dataset,
+    config: &AttackConfig,
+    received: &ReceivedUpdate,
+    truth: &Dataset,
+    progress: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<ScoredUpdate> {
+    let start = web_time::Instant::now();
+    config.validate_for_update(dataset)?;
+    if let Some(why) = config.attacker().refuses_received() {
+        return Err(Error::Config(why.into()));
+    }
+    if truth.n() != config.rows() {
+        return Err(Error::Config(format!(
+            "the client's table has {} complete rows but the update was computed on {}: give the rows the \
+             update was computed on",
+            truth.n(),
+            config.rows()
+        )));
+    }
+    let scenario = Scenario::received(dataset, config, received)?;
+    let setup = Setup::new(runtime, dataset, config, scenario);
+    let all = MemberRange {
+        first: 0,
+        count: setup.members,
+    };
+    let inverted = setup.invert(all, progress).await?;
+    // The report's rows are formatted text: score the pooled rows themselves.
+    let recon = setup.reconstruct(inverted.clone()).await?;
+    let reconstruction = setup.assess_received(inverted, start.elapsed().as_secs_f64()).await?;
+    let rules = Rule::of(&dataset.features);
+    let accuracy = score(&rules, &truth.rows, &recon.rows).accuracy;
+    let guess = random_rows(truth, truth.n(), seed_for(config.seed, 5));
+    let random_baseline = score(&rules, &truth.rows, &guess).accuracy.total;
+    Ok(ScoredUpdate {
+        reconstruction,
+        gain_over_random: accuracy.total - random_baseline,
+        accuracy,
+        random_baseline,
+        rows_proved: recon.provenance.iter().filter(|p| **p == Provenance::Proved).count(),
+        rows: truth.n(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::{Encoding, parse_csv};
+
+    fn encoding() -> Dataset {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/pytorch-update/encoding.json");
+        let enc: Encoding = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        enc.into_dataset().unwrap()
+    }
+
+    const HEADER: &str = "age,workclass,fnlwgt,education,education-num,marital-status,occupation,relationship,race,sex,capital-gain,capital-loss,hours-per-week,native-country,salary";
+
+    fn read(body: &str) -> Result<Dataset> {
+        truth_rows(
+            &encoding(),
+            &parse_csv(format!("{HEADER}\n{body}").as_bytes(), 1 << 20).unwrap(),
+        )
+    }
+
+    #[test]
+    fn rows_are_read_in_the_encodings_terms_and_incomplete_ones_left_out() {
+        let own = read(
+            "39,State-gov,77516,Bachelors,13,Never-married,Adm-clerical,Not-in-family,White,Male,2174,0,40,United-States,<=50K\n\
+             50,?,83311,Bachelors,13,Married-civ-spouse,Exec-managerial,Husband,White,Male,0,0,13,United-States,<=50K\n\
+             38,Private,215646,HS-grad,9,Divorced,Handlers-cleaners,Not-in-family,White,Male,0,0,40,United-States,>50K\n",
+        )
+        .unwrap();
+        assert_eq!(own.n(), 2, "the row with a missing cell is left out");
+        assert_eq!(own.labels, [0, 1]);
+        let enc = encoding();
+        assert_eq!(own.features, enc.features);
+        assert_eq!(own.rows[0][0], Value::Num(39.0));
+        assert_eq!(own.format(1, own.rows[1][1]), "Private");
+    }
+
+    #[test]
+    fn a_cell_the_encoding_cannot_read_is_named_with_its_line() {
+        let e = read("39,Astronaut,77516,Bachelors,13,Never-married,Adm-clerical,Not-in-family,White,Male,2174,0,40,United-States,<=50K\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 2") && e.contains("\"workclass\" is \"Astronaut\""),
+            "{e}"
+        );
+        let e = read("39,Private,77516,Bachelors,13,Never-married,Adm-clerical,Not-in-family,White,Male,2174,0,40,United-States,maybe\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("the label \"salary\" is \"maybe\""), "{e}");
+        let e = truth_rows(&encoding(), &parse_csv(b"age,salary\n1,<=50K\n", 1 << 20).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no column \"workclass\""), "{e}");
+    }
+}
