@@ -150,7 +150,11 @@ impl Setup<'_> {
 
     /// A received update's reconstruction, without truth to score against.
     pub async fn assess_received(&self, inverted: Members, seconds: f64) -> Result<ReconstructionReport> {
-        let recon = self.reconstruct(inverted).await?;
+        Ok(self.received_report(self.reconstruct(inverted).await?, seconds))
+    }
+
+    /// The report of a received update's reconstruction (`assess_received`).
+    pub fn received_report(&self, recon: Reconstruction, seconds: f64) -> ReconstructionReport {
         let mut report = ReconstructionReport::build(
             self.dataset,
             self.config,
@@ -181,6 +185,6 @@ impl Setup<'_> {
             }
             report.regression_labels_exact = Some(*exact);
         }
-        Ok(report)
+        report
     }
 }

@@ -141,19 +141,19 @@ pub async fn attack_received_against(
         count: setup.members,
     };
     let inverted = setup.invert(all, progress).await?;
-    // The report's rows are formatted text: score the pooled rows themselves.
-    let recon = setup.reconstruct(inverted.clone()).await?;
-    let reconstruction = setup.assess_received(inverted, start.elapsed().as_secs_f64()).await?;
+    // The report's rows are formatted text: score the pooled rows themselves, reconstructed once.
+    let recon = setup.reconstruct(inverted).await?;
     let rules = Rule::of(&dataset.features);
     let accuracy = score(&rules, &truth.rows, &recon.rows).accuracy;
     let guess = random_rows(truth, truth.n(), seed_for(config.seed, 5));
     let random_baseline = score(&rules, &truth.rows, &guess).accuracy.total;
+    let rows_proved = recon.provenance.iter().filter(|p| **p == Provenance::Proved).count();
     Ok(ScoredUpdate {
-        reconstruction,
+        reconstruction: setup.received_report(recon, start.elapsed().as_secs_f64()),
         gain_over_random: accuracy.total - random_baseline,
         accuracy,
         random_baseline,
-        rows_proved: recon.provenance.iter().filter(|p| **p == Provenance::Proved).count(),
+        rows_proved,
         rows: truth.n(),
     })
 }
