@@ -220,6 +220,24 @@ pub async fn attack_received(
     progress: &mut dyn FnMut(&Progress) -> bool,
 ) -> Result<ReconstructionReport> {
     let start = web_time::Instant::now();
+    let (setup, inverted) = invert_received(runtime, dataset, config, received, progress).await?;
+    let report = setup.assess_received(inverted, start.elapsed().as_secs_f64()).await?;
+    // The proofs and the pooling are part of the attack's time.
+    Ok(ReconstructionReport {
+        seconds: start.elapsed().as_secs_f64(),
+        ..report
+    })
+}
+
+/// A received update's attack set up and its whole ensemble inverted, as a server runs it: what
+/// `attack_received` reports and `received::truth` scores against the client's rows.
+pub async fn invert_received<'a>(
+    runtime: &'a Runtime,
+    dataset: &'a Dataset,
+    config: &'a AttackConfig,
+    received: &ReceivedUpdate,
+    progress: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<(Setup<'a>, Members)> {
     config.validate_for_update(dataset)?;
     if let Some(why) = config.attacker().refuses_received() {
         return Err(Error::Config(why.into()));
@@ -231,12 +249,7 @@ pub async fn attack_received(
         count: setup.members,
     };
     let inverted = setup.invert(all, progress).await?;
-    let report = setup.assess_received(inverted, start.elapsed().as_secs_f64()).await?;
-    // The proofs and the pooling are part of the attack's time.
-    Ok(ReconstructionReport {
-        seconds: start.elapsed().as_secs_f64(),
-        ..report
-    })
+    Ok((setup, inverted))
 }
 
 /// Invert a share of the ensemble only (see `MemberRange`); `assess_members` joins the shares.

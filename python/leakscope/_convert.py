@@ -21,13 +21,21 @@ def _is_path(value: Any) -> bool:
     return isinstance(value, (str, os.PathLike))
 
 
+def _file_bytes(value: Any) -> Optional[bytes]:
+    """A file given as its bytes or its path, as bytes; None for anything else."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    if _is_path(value):
+        with open(value, "rb") as f:
+            data: bytes = f.read()
+        return data
+    return None
+
+
 def table_bytes(table: Any) -> bytes:
     """A CSV path, CSV bytes or a pandas DataFrame (its index left out) as CSV bytes."""
-    if isinstance(table, (bytes, bytearray, memoryview)):
-        return bytes(table)
-    if _is_path(table):
-        with open(table, "rb") as f:
-            data: bytes = f.read()
+    data = _file_bytes(table)
+    if data is not None:
         return data
     if hasattr(table, "to_csv") and hasattr(table, "columns"):
         text: str = table.to_csv(index=False)
@@ -86,11 +94,8 @@ def update_bytes(value: Any) -> Optional[bytes]:
     state_dict order, as the numpy archive `numpy.savez` writes (the engine reads both)."""
     if value is None:
         return None
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value)
-    if _is_path(value):
-        with open(value, "rb") as f:
-            data: bytes = f.read()
+    data = _file_bytes(value)
+    if data is not None:
         return data
     arrays = _arrays(value)
     out = io.BytesIO()

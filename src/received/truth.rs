@@ -10,13 +10,13 @@ use crate::assess::matching::Rule;
 use crate::assess::scoring::{Accuracy, score};
 use crate::attack::baselines::random_rows;
 use crate::attack::driver::Progress;
-use crate::attack::setup::Setup;
-use crate::config::{AttackConfig, MemberRange};
+use crate::config::AttackConfig;
 use crate::error::{Error, Result};
 use crate::report::Provenance;
 use crate::report::reconstruction::ReconstructionReport;
+use crate::run::invert_received;
 use crate::runtime::Runtime;
-use crate::scenario::{Scenario, seed_for};
+use crate::scenario::seed_for;
 use crate::table::cell::is_missing;
 use crate::table::number::parse_number;
 use crate::table::{Dataset, FeatureKind, RawTable, Value};
@@ -122,10 +122,6 @@ pub async fn attack_received_against(
     progress: &mut dyn FnMut(&Progress) -> bool,
 ) -> Result<ScoredUpdate> {
     let start = web_time::Instant::now();
-    config.validate_for_update(dataset)?;
-    if let Some(why) = config.attacker().refuses_received() {
-        return Err(Error::Config(why.into()));
-    }
     if truth.n() != config.rows() {
         return Err(Error::Config(format!(
             "the client's table has {} complete rows but the update was computed on {}: give the rows the \
@@ -134,13 +130,7 @@ pub async fn attack_received_against(
             config.rows()
         )));
     }
-    let scenario = Scenario::received(dataset, config, received)?;
-    let setup = Setup::new(runtime, dataset, config, scenario);
-    let all = MemberRange {
-        first: 0,
-        count: setup.members,
-    };
-    let inverted = setup.invert(all, progress).await?;
+    let (setup, inverted) = invert_received(runtime, dataset, config, received, progress).await?;
     // The report's rows are formatted text: score the pooled rows themselves, reconstructed once.
     let recon = setup.reconstruct(inverted).await?;
     let rules = Rule::of(&dataset.features);
