@@ -504,6 +504,11 @@ rank: number, width: number,
  */
 certified_rows: number, 
 /**
+ * Rows proved on the update left once the rows proved were peeled off it
+ * (`assess::peeled`), beside `certified_rows`.
+ */
+peeled_rows: number, 
+/**
  * Whether an adopted row is proved (FedSGD) or only scored near the span (FedAvg).
  */
 proof: boolean, };

@@ -66,7 +66,7 @@ fn generated() -> String {
         declaration::<ConfidentQuarter>(),
         declaration::<PriorFit>(),
         declaration::<leakscope::attack::subspace::SubspaceSummary>(),
-        declaration::<leakscope::attack::activation_span::SecondLayerSummary>(),
+        declaration::<leakscope::report::SecondLayerSummary>(),
         declaration::<leakscope::assess::fallback::FallbackSummary>(),
         declaration::<leakscope::report::Provenance>(),
         declaration::<leakscope::report::ProvenanceGroup>(),

@@ -258,7 +258,8 @@ export function renderSummary(box, info, report, attack) {
   const second = d.kind === 'rows' ? d.second_layer : null;
   if (second) {
     setting.push(second.proof
-      ? `${second.certified_rows} of the batch's rows proved from the second layer (its gradient spans the rows' activations: rank ${second.rank} of ${second.width})`
+      ? `${second.certified_rows} of the batch's rows proved from the second layer (its gradient spans the rows' activations: rank ${second.rank} of ${second.width})` +
+        (second.peeled_rows ? `, and ${second.peeled_rows} more once the proved rows were peeled off the update` : "")
       : `${second.certified_rows} of the client's rows taken near the second layer's update (the span of its ${second.rank} leading directions; near, not proved)`);
   }
   if (report.provenance?.length) {

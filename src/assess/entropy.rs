@@ -34,6 +34,18 @@ fn normalised_entropy(p: &[f64]) -> f64 {
 /// The variance below which members' standardised values agree to f32 resolution.
 const AGREEMENT_VARIANCE: f64 = 1e-12;
 
+/// A proved row's cells get the entropy of an ensemble that agrees on them: 0 for a
+/// categorical cell, the floored spread for a continuous one (`continuous`).
+pub fn agreed(dataset: &crate::table::Dataset, cells: &mut [Option<f64>]) {
+    for (f, e) in cells.iter_mut().enumerate() {
+        let agreed = match dataset.features[f].is_categorical() {
+            true => 0.0,
+            false => continuous(&[0.0, 0.0]).unwrap_or(0.0),
+        };
+        *e = e.map(|_| agreed);
+    }
+}
+
 /// Gaussian entropy 0.5 + 0.5·log(2π s²) of the members' standardised values, with the unbiased
 /// sample variance s², floored at f32 resolution (a spread of 1e-6): members that agree exactly
 /// (rows proved by `attack::activity`) get about −12.3, not −∞, which JSON cannot carry. None for

@@ -3,6 +3,7 @@ pub mod entropy;
 pub mod epochs;
 pub mod fallback;
 pub mod matching;
+mod peeled;
 pub mod pooling;
 pub mod reconstruct;
 pub mod rows;

@@ -7,14 +7,14 @@ use std::borrow::Cow;
 use crate::assess::epochs::average_epochs;
 use crate::assess::pooling::{lower_median, pool};
 use crate::assess::{entropy, matching::match_rows};
-use crate::attack::activation_span::{self, ActivationSpan, SecondLayerSummary, SpanOf};
+use crate::attack::activation_span::{self, ActivationSpan, SpanOf};
 use crate::attack::activity::{self, ActivitySolver};
 use crate::attack::baselines::random_rows;
 use crate::attack::ensemble::Members;
 use crate::attack::row_labels;
 use crate::attack::setup::Setup;
 use crate::error::Result;
-use crate::report::{PriorFit, Provenance};
+use crate::report::{PriorFit, Provenance, SecondLayerSummary};
 use crate::scenario::{encode_rows, seed_for};
 use crate::table::Value;
 
@@ -116,7 +116,7 @@ impl Setup<'_> {
         let proved_rows = self.prove_rows(&mut x, &mut probs, &mut in_span);
         // Nothing proved by the first layer: pooling again would give the same rows.
         if let Some(recon) = second_alone.filter(|_| proved_rows.is_empty()) {
-            return Ok(recon);
+            return Ok(self.peel_rest(recon));
         }
         let pooled = MemberRows {
             x: &x,
@@ -125,7 +125,8 @@ impl Setup<'_> {
             targets: &member_targets,
             proved_rows: &proved_rows,
         };
-        self.pool_and_certify(&inversion, pooled).await
+        let recon = self.pool_and_certify(&inversion, pooled).await?;
+        Ok(self.peel_rest(recon))
     }
 
     /// The members' rows pooled (under each prior candidate, keeping the best fit), certified by
@@ -283,7 +284,7 @@ impl Setup<'_> {
     /// (FedAvg's sums several steps' residuals): the read is its own certificate, holding only
     /// where the rows, all of them, explain that gradient exactly with a label each; in practice
     /// where every row is proved, and on no perturbed update.
-    fn labels_of_rows(&self, rows: &[Vec<Value>]) -> Option<Vec<usize>> {
+    pub(crate) fn labels_of_rows(&self, rows: &[Vec<Value>]) -> Option<Vec<usize>> {
         if rows.is_empty() || self.config.protocol != crate::config::Protocol::Fedsgd {
             return None;
         }
@@ -326,20 +327,15 @@ impl Setup<'_> {
         }
         let certified = activation_span::certify_batch(&span, rows, candidates, first_layer);
         if let Some(entropy) = entropy.as_mut().filter(|_| span.proves()) {
-            let agreed = |f: usize| match self.dataset.features[f].is_categorical() {
-                true => 0.0,
-                false => entropy::continuous(&[0.0, 0.0]).unwrap_or(0.0),
-            };
             for (cells, _) in entropy.iter_mut().zip(&certified).filter(|(_, c)| **c) {
-                for (f, e) in cells.iter_mut().enumerate() {
-                    *e = e.map(|_| agreed(f));
-                }
+                entropy::agreed(self.dataset, cells);
             }
         }
         let summary = SecondLayerSummary {
             rank: span.rank(),
             width: span.width(),
             certified_rows: certified.iter().filter(|c| **c).count(),
+            peeled_rows: 0,
             proof: span.proves(),
         };
         // Rows adopted near FedAvg's update are not proved.

@@ -13,8 +13,6 @@
 //! by coordinate descent over each column's values. A refined row is adopted only when the
 //! certificate holds for it.
 use nalgebra::{DMatrix, DVector};
-use serde::{Deserialize, Serialize};
-use ts_rs::TS;
 
 use crate::client::activation::Activation;
 use crate::table::{Dataset, FeatureKind, Value};
@@ -31,7 +29,7 @@ const MIN_DROP: f64 = 100.0;
 /// The span's dimension from G₂'s singular values (sorted, relative to the largest): everything
 /// above the widest drop in the noise region. None where no drop is wide enough (noise added to
 /// the update, say): no span, no certificate.
-fn span_rank(values: &[f64]) -> Option<usize> {
+pub(crate) fn span_rank(values: &[f64]) -> Option<usize> {
     let (k, drop) = (0..values.len().saturating_sub(1))
         .filter(|&k| values[k + 1] < NOISE_REGION)
         .map(|k| (k, values[k] / values[k + 1].max(FLOOR)))
@@ -65,20 +63,6 @@ pub enum SpanOf {
 
 /// FedAvg: a refined row within this relative distance of the span is adopted.
 pub const FEDAVG_NEAR: f64 = 2e-2;
-
-/// What the second layer's certificate did, for the report.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-pub struct SecondLayerSummary {
-    /// The span's dimension (the second layer's gradient's rank) and the first layer's width.
-    pub rank: usize,
-    pub width: usize,
-    /// Rows of the batch whose first-layer activation was proved to lie in the span: each one
-    /// is a row of the batch (categories exact, continuous values within their tolerance).
-    /// On FedAvg (`proof` false) the rows adopted for lying near the span, which proves nothing.
-    pub certified_rows: usize,
-    /// Whether an adopted row is proved (FedSGD) or only scored near the span (FedAvg).
-    pub proof: bool,
-}
 
 /// The second layer's column space, and the first layer that maps a row into it.
 pub struct ActivationSpan<'a> {

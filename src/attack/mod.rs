@@ -17,6 +17,7 @@ pub mod known;
 pub mod labels;
 pub mod membership;
 pub mod objective;
+pub mod peel;
 pub mod pointwise;
 pub mod problem;
 pub mod registry;

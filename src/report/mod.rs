@@ -1,5 +1,4 @@
 //! What one attack leaked, as a plain serialisable object and as text for a terminal.
-use crate::attack::activation_span::SecondLayerSummary;
 use crate::attack::subspace::SubspaceSummary;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
@@ -62,6 +61,24 @@ pub struct ProvenanceGroup {
     pub provenance: Provenance,
     pub rows: usize,
     pub accuracy: f64,
+}
+
+/// What the second layer's certificate did, for the report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct SecondLayerSummary {
+    /// The span's dimension (the second layer's gradient's rank) and the first layer's width.
+    pub rank: usize,
+    pub width: usize,
+    /// Rows of the batch whose first-layer activation was proved to lie in the span: each one
+    /// is a row of the batch (categories exact, continuous values within their tolerance).
+    /// On FedAvg (`proof` false) the rows adopted for lying near the span, which proves nothing.
+    pub certified_rows: usize,
+    /// Rows proved on the update left once the rows proved were peeled off it
+    /// (`assess::peeled`), beside `certified_rows`.
+    #[serde(default)]
+    pub peeled_rows: usize,
+    /// Whether an adopted row is proved (FedSGD) or only scored near the span (FedAvg).
+    pub proof: bool,
 }
 
 /// How far the attacker can trust a reconstructed cell, from the ensemble's entropy.

@@ -185,6 +185,17 @@ fn accuracy(r: &Report, s: &mut String) {
             })
             .collect();
         let _ = writeln!(s, "rows: {}", groups.join(", "));
+        if let Some(peeled) = r
+            .row_details()
+            .and_then(|d| d.second_layer.as_ref())
+            .map(|l| l.peeled_rows)
+            .filter(|&n| n > 0)
+        {
+            let _ = writeln!(
+                s,
+                "{peeled} of the rows proved were found on the update left once the others were peeled off it"
+            );
+        }
         for line in crate::attack::registry::not_applied_lines(&r.not_applied) {
             let _ = writeln!(s, "{line}");
         }

@@ -1,0 +1,459 @@
+//! Peeling proved rows off a FedSGD update. The update is a mean of per-row gradients, and a
+//! proved row's gradient is the server's to compute once its output gradient eᵢ (s·(pᵢ − yᵢ),
+//! its label's residual) is known: B·G − Σ_proved gᵢ is then the update of the rows left. Those
+//! few rows are independent where the batch's were not, so the first layer's part of what is
+//! left spans exactly them, and the rows of that span the table can hold (`span_rows`) are
+//! candidates for the second layer's certificate (`assess::peeled`).
+//!
+//! The proved rows' eᵢ come from the second layer's gradient G₂ = (1/B) Σᵢ aᵢ δᵢᵀ ([h₁, h₂]),
+//! with aᵢ a row's first-layer activation and δᵢ = Jᵢ eᵢ its gradient at the second layer's
+//! pre-activations (Jᵢ from the explicit backward pass, one column per output). Where G₂ has
+//! rank B < h₁ (the activations are independent; the certificate's own condition), the part Q
+//! of its column space orthogonal to the proved rows' activations belongs to the rows left
+//! only, so G₂ᵀQ spans their δ's, T. Projected off T, G₂ is the proved rows' alone: an
+//! overdetermined linear system in their eᵢ, and its residual is a certificate (a wrong proved
+//! row, or one whose label is not one, leaves no exact solution).
+use nalgebra::{DMatrix, DVector};
+
+use super::activation_span;
+use super::relax::Layout;
+use crate::client::head::{Head, Model};
+use crate::client::network::Params;
+use crate::client::update::Update;
+
+/// The relative residual above which the proved rows do not explain their share of G₂.
+const RESIDUAL: f64 = 1e-3;
+/// How far a recovered label may be from one (one-hot, or 0/1).
+const OFF_LABEL: f64 = 0.05;
+
+/// One row's forward pass (pre-activations and activations per layer) and, per output unit,
+/// its full gradient with that unit's output gradient set to one.
+struct RowGradients {
+    /// The row's first-layer activation a [h₁].
+    a1: DVector<f64>,
+    /// The head's probabilities (or a regression's output).
+    probs: Vec<f64>,
+    /// δ at the second layer's pre-activations per unit output gradient, [h₂, outputs].
+    j2: DMatrix<f64>,
+    /// Per output unit, the gradient of every value in `Update::values`' order (each layer's W,
+    /// then each layer's b).
+    per_output: Vec<Vec<f64>>,
+}
+
+fn row_gradients(params: &Params, model: Model, x: &[f64]) -> RowGradients {
+    let layers = params.layers();
+    // Inputs to each layer (x, a₁, …) and each layer's pre-activations.
+    let mut inputs = vec![x.to_vec()];
+    let mut pre = Vec::new();
+    for l in 0..layers {
+        let (fan_in, fan_out) = (params.sizes[l], params.sizes[l + 1]);
+        let input = &inputs[l];
+        let z: Vec<f64> = (0..fan_out)
+            .map(|o| {
+                params.biases[l][o] as f64
+                    + (0..fan_in)
+                        .map(|i| input[i] * params.weights[l][i * fan_out + o] as f64)
+                        .sum::<f64>()
+            })
+            .collect();
+        if l + 1 < layers {
+            inputs.push(z.iter().map(|&v| model.activation.host(v)).collect());
+        }
+        pre.push(z);
+    }
+    let outputs = params.sizes[layers];
+    let probs = model.head.host_probabilities(&pre[layers - 1]);
+    let mut j2 = DMatrix::zeros(params.sizes[2.min(layers)], outputs);
+    let mut per_output = Vec::with_capacity(outputs);
+    for o in 0..outputs {
+        let mut delta: Vec<f64> = (0..outputs).map(|k| (k == o) as u8 as f64).collect();
+        let mut grads: Vec<Vec<f64>> = vec![Vec::new(); 2 * layers];
+        for l in (0..layers).rev() {
+            let (fan_in, fan_out) = (params.sizes[l], params.sizes[l + 1]);
+            if l == 1 {
+                j2.set_column(o, &DVector::from_column_slice(&delta));
+            }
+            let input = &inputs[l];
+            grads[l] = (0..fan_in * fan_out)
+                .map(|k| input[k / fan_out] * delta[k % fan_out])
+                .collect();
+            grads[layers + l] = delta.clone();
+            if l > 0 {
+                delta = (0..fan_in)
+                    .map(|i| {
+                        let back: f64 = (0..fan_out)
+                            .map(|k| params.weights[l][i * fan_out + k] as f64 * delta[k])
+                            .sum();
+                        back * model.activation.host_slope(pre[l - 1][i])
+                    })
+                    .collect();
+            }
+        }
+        per_output.push(grads.concat());
+    }
+    RowGradients {
+        a1: DVector::from_vec(inputs[1].clone()),
+        probs,
+        j2,
+        per_output,
+    }
+}
+
+/// The singular values of `m` in decreasing order and the matching left singular vectors.
+fn left_singular(m: &DMatrix<f64>) -> (Vec<f64>, DMatrix<f64>) {
+    let svd = m.clone().svd(true, false);
+    let u = svd.u.expect("asked for U");
+    let mut order: Vec<usize> = (0..svd.singular_values.len()).collect();
+    order.sort_by(|&a, &b| svd.singular_values[b].total_cmp(&svd.singular_values[a]));
+    let values = order.iter().map(|&k| svd.singular_values[k]).collect();
+    (
+        values,
+        DMatrix::from_fn(m.nrows(), order.len(), |i, k| u[(i, order[k])]),
+    )
+}
+
+/// The `count` leading left singular vectors of `m`: a basis of its column space where its rank
+/// is `count` (None where it has fewer columns).
+fn leading_basis(m: &DMatrix<f64>, count: usize) -> Option<DMatrix<f64>> {
+    let (_, u) = left_singular(m);
+    (u.ncols() >= count).then(|| u.columns(0, count).into_owned())
+}
+
+/// A recovered output gradient eᵢ snapped to the label's exact one, s·(pᵢ − yᵢ), where
+/// yᵢ = pᵢ − eᵢ/s is a label to within `OFF_LABEL` (one-hot, or 0/1 for a sigmoid head); None
+/// where it is not. A regression's label is any value: its eᵢ is kept as solved.
+fn snap_to_label(head: Head, probs: &[f64], e: &DVector<f64>) -> Option<DVector<f64>> {
+    let s = head.scale();
+    let y: Vec<f64> = match head {
+        Head::Linear => return Some(e.clone()),
+        Head::Softmax => (0..probs.len()).map(|c| probs[c] - e[c] / s).collect(),
+        Head::Sigmoid => vec![probs[1] - e[0] / s],
+    };
+    let label: Vec<f64> = y.iter().map(|v| v.round()).collect();
+    let off = y.iter().zip(&label).map(|(v, l)| (v - l).abs()).fold(0.0, f64::max);
+    let hot = label.iter().filter(|&&l| l == 1.0).count();
+    let valid = label.iter().all(|&l| l == 0.0 || l == 1.0) && (head == Head::Sigmoid || hot == 1);
+    (valid && off <= OFF_LABEL).then(|| match head {
+        Head::Sigmoid => DVector::from_element(1, s * (probs[1] - label[0])),
+        _ => DVector::from_iterator(probs.len(), (0..probs.len()).map(|c| s * (probs[c] - label[c]))),
+    })
+}
+
+/// What peeling leaves: the update of the rows left (their mean gradient), and the proved rows
+/// as the first layer reads them exactly (encoded, [d] each; `read_rows`).
+pub struct Peeled {
+    pub update: Update,
+    pub rows: Vec<Vec<f64>>,
+}
+
+/// The FedSGD update of the `b − proved.len()` rows left once the `proved` rows (encoded,
+/// [p, d] each) are peeled off `update` (the mean gradient of `b` rows), as their own mean
+/// gradient. None where the network has fewer than two hidden layers, the second layer's
+/// gradient is not of rank `b` below its width, or the proved rows do not explain their share
+/// of it exactly with a label each.
+pub fn peel(params: &Params, model: Model, update: &Update, proved: &[Vec<f64>], b: usize) -> Option<Peeled> {
+    let p = proved.len();
+    if params.layers() < 3 || p == 0 || p >= b {
+        return None;
+    }
+    let (h1, h2) = (params.sizes[1], params.sizes[2]);
+    if b >= h1 {
+        return None;
+    }
+    let g2 = DMatrix::from_fn(h1, h2, |i, j| b as f64 * update.weight(1)[i * h2 + j] as f64);
+    // The span of the batch's activations, read as the second layer's certificate reads it.
+    let (values, u) = left_singular(&g2);
+    let largest = values.first().copied().filter(|v| *v > 0.0)?;
+    let relative: Vec<f64> = values.iter().map(|v| v / largest).collect();
+    if activation_span::span_rank(&relative) != Some(b) {
+        return None;
+    }
+    let span = u.columns(0, b).into_owned();
+    let rows: Vec<RowGradients> = proved.iter().map(|x| row_gradients(params, model, x)).collect();
+    let a = DMatrix::from_columns(&rows.iter().map(|r| r.a1.clone()).collect::<Vec<_>>());
+    // The proved rows' activations in the span's coordinates; they must lie in it.
+    let k = span.transpose() * &a;
+    if (&span * &k - &a).norm() > RESIDUAL * a.norm() {
+        return None;
+    }
+    // The span's part orthogonal to them: the rows left's alone (b − p dimensions).
+    let within = leading_basis(&k, p)?;
+    let complement = leading_basis(&(DMatrix::<f64>::identity(b, b) - &within * within.transpose()), b - p)?;
+    let q = &span * complement;
+    // The rows left's δ's span T; projected off it, G₂ is the proved rows' alone.
+    let t = leading_basis(&(g2.transpose() * &q), b - p)?;
+    let off_t = DMatrix::<f64>::identity(h2, h2) - &t * t.transpose();
+    let m = &g2 * &off_t;
+    // M = A Vᵀ with V's row i = (I − TTᵀ) Jᵢ eᵢ: V from A's pseudo-inverse, then each eᵢ.
+    let v = a.clone().svd(true, true).solve(&m, 1e-12).ok()?;
+    let mut explained = DMatrix::zeros(h1, h2);
+    let mut peeled: Vec<f64> = update.values().map(|g| b as f64 * g as f64).collect();
+    // Each proved row's δ at the first layer (its bias gradient), [h₁, p].
+    let bias0: usize = params.weights.iter().map(Vec::len).sum();
+    let mut delta1 = DMatrix::zeros(h1, p);
+    for (i, row) in rows.iter().enumerate() {
+        let j = &off_t * &row.j2;
+        let target = v.row(i).transpose();
+        let solved = j.clone().svd(true, true).solve(&target, 1e-12).ok()?;
+        let e = snap_to_label(model.head, &row.probs, &solved)?;
+        explained += &row.a1 * (&j * &e).transpose();
+        for (o, g) in row.per_output.iter().enumerate() {
+            peeled.iter_mut().zip(g).for_each(|(v, g)| *v -= e[o] * g);
+            for u in 0..h1 {
+                delta1[(u, i)] += e[o] * g[bias0 + u];
+            }
+        }
+    }
+    if (&explained - &m).norm() > RESIDUAL * m.norm().max(f64::MIN_POSITIVE) {
+        return None;
+    }
+    let rows = read_rows(update, &peeled, &delta1, (params.sizes[0], h1, b))?;
+    let left = (b - p) as f64;
+    let mut out = update.clone();
+    out.values_mut().zip(peeled).for_each(|(v, g)| *v = (g / left) as f32);
+    Some(Peeled { update: out, rows })
+}
+
+/// The proved rows read off the first layer's gradient G₁ = (1/B) Σᵢ xᵢ δᵢᵀ ([d, h₁]): projected
+/// off the span T of the rows left's δ's (the leading δ-side directions of what peeling left,
+/// `peeled`, which a proved row's small error hardly moves), G₁ is Σ_proved xᵢ (P δᵢ)ᵀ, and the
+/// xᵢ are its least-squares solution. The certificate proves a continuous value only to its
+/// tolerance (Adult's fnlwgt to about 70 of its 10⁵ std); this reads it to float error.
+fn read_rows(
+    update: &Update,
+    peeled: &[f64],
+    delta1: &DMatrix<f64>,
+    (d, h1, b): (usize, usize, usize),
+) -> Option<Vec<Vec<f64>>> {
+    let p = delta1.ncols();
+    let residual = DMatrix::from_row_slice(d, h1, &peeled[..d * h1]);
+    let t = leading_basis(&residual.transpose(), b - p)?;
+    let off_t = DMatrix::<f64>::identity(h1, h1) - &t * t.transpose();
+    let g1 = DMatrix::from_fn(d, h1, |i, j| b as f64 * update.weight(0)[i * h1 + j] as f64);
+    let m = &g1 * &off_t;
+    let dp = &off_t * delta1;
+    let x = dp.svd(true, true).solve(&m.transpose(), 1e-12).ok()?;
+    Some((0..p).map(|i| x.row(i).iter().copied().collect()).collect())
+}
+
+/// Rows left to search by enumeration at most: 2^this candidate rows.
+const ENUMERATED_ROWS: usize = 12;
+
+/// Candidate rows in the span of a peeled update's first layer ([d, h], `rows` rows): its x-side
+/// span has their dimension, and a row of it that the table can hold has each categorical entry
+/// at its hot or its cold value. Fixing `rows` well-posed categorical entries at hot or cold
+/// (2^rows choices) fixes the row; those whose other entries are then one-hot are candidates,
+/// which the first layer's proof certifies or refuses. The members' rows are no start for
+/// these: the rows no proof reached are the ones the ensemble got worst (about half their
+/// cells right at B = 64 on Adult).
+pub fn span_rows(update: &[f32], layout: &Layout, (d, h): (usize, usize), rows: usize) -> Vec<f32> {
+    if rows == 0 || rows > ENUMERATED_ROWS {
+        return Vec::new();
+    }
+    let g = DMatrix::from_row_iterator(d, h, update.iter().map(|&v| v as f64));
+    let Some(v) = leading_basis(&g, rows) else {
+        return Vec::new();
+    };
+    let (cold, hot): (Vec<f64>, Vec<f64>) = (0..d)
+        .map(|c| {
+            (
+                (0.0 - layout.mean[c]) / layout.std[c],
+                (1.0 - layout.mean[c]) / layout.std[c],
+            )
+        })
+        .unzip();
+    let categorical: Vec<usize> = layout
+        .blocks
+        .iter()
+        .filter(|(_, _, cat)| *cat)
+        .flat_map(|&(off, w, _)| off..off + w)
+        .collect();
+    // Entries whose rows of V are independent, the largest first (Gram–Schmidt).
+    let mut order = categorical.clone();
+    order.sort_by(|&a, &b| v.row(b).norm().total_cmp(&v.row(a).norm()));
+    let mut picked: Vec<usize> = Vec::new();
+    let mut basis: Vec<DVector<f64>> = Vec::new();
+    for &c in &order {
+        let mut r: DVector<f64> = v.row(c).transpose();
+        let n = r.norm();
+        for e in &basis {
+            r -= e * e.dot(&r);
+        }
+        if r.norm() > 1e-3 * n.max(f64::MIN_POSITIVE) {
+            basis.push(r.normalize());
+            picked.push(c);
+        }
+        if picked.len() == rows {
+            break;
+        }
+    }
+    if picked.len() < rows {
+        return Vec::new();
+    }
+    let Some(inverse) = DMatrix::from_fn(rows, rows, |i, j| v[(picked[i], j)]).try_inverse() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for mask in 0..1usize << rows {
+        let values = DVector::from_fn(rows, |i, _| match mask >> i & 1 {
+            1 => hot[picked[i]],
+            _ => cold[picked[i]],
+        });
+        let x = &v * (&inverse * values);
+        let holdable = layout.blocks.iter().all(|&(off, w, cat)| {
+            !cat || {
+                let near = |c: usize, t: f64| (x[c] - t).abs() <= 1e-3 * (hot[c] - cold[c]).abs();
+                let hots = (off..off + w).filter(|&c| near(c, hot[c])).count();
+                hots == 1 && (off..off + w).all(|c| near(c, hot[c]) || near(c, cold[c]))
+            }
+        });
+        if holdable {
+            out.extend(x.iter().map(|&v| v as f32));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::activation::Activation;
+
+    /// The mean FedSGD gradient of rows `x` with labels `y`, by the same explicit backward.
+    fn mean_gradient(params: &Params, model: Model, x: &[Vec<f64>], y: &[usize]) -> Update {
+        let empty = Update::from_layers(
+            (0..params.layers())
+                .map(|l| vec![0.0; params.weights[l].len()])
+                .collect(),
+            (0..params.layers())
+                .map(|l| vec![0.0; params.biases[l].len()])
+                .collect(),
+        );
+        let mut sum = vec![0.0f64; empty.len()];
+        for (row, &label) in x.iter().zip(y) {
+            let g = row_gradients(params, model, row);
+            for (o, per) in g.per_output.iter().enumerate() {
+                let e = g.probs[o] - (o == label) as u8 as f64;
+                sum.iter_mut().zip(per).for_each(|(s, v)| *s += e * v);
+            }
+        }
+        let mut out = empty;
+        out.values_mut()
+            .zip(sum)
+            .for_each(|(v, s)| *v = (s / x.len() as f64) as f32);
+        out
+    }
+
+    fn rows(n: usize, d: usize, seed: usize) -> Vec<Vec<f64>> {
+        (0..n)
+            .map(|i| {
+                (0..d)
+                    .map(|k| (((i + seed) * 31 + k * 17) % 29) as f64 / 9.0 - 1.5)
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn peeling_proved_rows_leaves_the_update_of_the_rest() {
+        let params = Params::init(&[12, 40, 40, 2], 5);
+        let model = Model {
+            activation: Activation::Relu,
+            head: Head::Softmax,
+        };
+        let x = rows(10, 12, 0);
+        let y: Vec<usize> = (0..10).map(|i| i % 2).collect();
+        let all = mean_gradient(&params, model, &x, &y);
+        let rest = mean_gradient(&params, model, &x[7..], &y[7..]);
+        let mut near = x[..7].to_vec();
+        near[2][0] += 1e-4;
+        let peeled = peel(&params, model, &all, &near, 10).expect("seven proved rows peel");
+        // The proved rows, one of them slightly off, are read exactly off the first layer.
+        for (read, row) in peeled.rows.iter().zip(&x[..7]) {
+            let off = read.iter().zip(row).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+            assert!(off < 1e-4, "a proved row read {off} off");
+        }
+        let peeled = peel(&params, model, &all, &x[..7], 10)
+            .expect("seven proved rows peel")
+            .update;
+        let err: f64 = peeled
+            .values()
+            .zip(rest.values())
+            .map(|(a, b)| (a - b).abs() as f64)
+            .fold(0.0, f64::max);
+        let scale: f64 = rest.values().map(|v| v.abs() as f64).fold(0.0, f64::max);
+        assert!(err < 1e-3 * scale, "peeled update off by {err} of {scale}");
+    }
+
+    #[test]
+    fn a_wrong_proved_row_does_not_peel() {
+        let params = Params::init(&[12, 40, 40, 2], 5);
+        let model = Model {
+            activation: Activation::Relu,
+            head: Head::Softmax,
+        };
+        let x = rows(10, 12, 0);
+        let y: Vec<usize> = (0..10).map(|i| i % 2).collect();
+        let all = mean_gradient(&params, model, &x, &y);
+        let mut wrong = x[..7].to_vec();
+        wrong[3][2] += 0.7;
+        assert!(peel(&params, model, &all, &wrong, 10).is_none());
+        // A row from outside the batch in place of a proved one.
+        wrong[3] = rows(1, 12, 40)[0].clone();
+        assert!(peel(&params, model, &all, &wrong, 10).is_none());
+    }
+
+    #[test]
+    fn the_rows_a_peeled_update_holds_are_the_rows_of_its_span_the_table_can_hold() {
+        // Two continuous columns, then blocks of 4 and 5 categories, standardised.
+        let layout = Layout {
+            blocks: vec![(0, 1, false), (1, 1, false), (2, 4, true), (6, 5, true)],
+            mean: vec![0.5, -0.2, 0.3, 0.2, 0.25, 0.25, 0.1, 0.3, 0.2, 0.2, 0.2],
+            std: vec![1.2, 0.8, 0.46, 0.4, 0.43, 0.43, 0.3, 0.46, 0.4, 0.4, 0.4],
+            lo: vec![-3.0; 11],
+            hi: vec![3.0; 11],
+        };
+        let encode = |cont: [f64; 2], a: usize, b: usize| -> Vec<f64> {
+            let mut raw = vec![cont[0], cont[1]];
+            raw.extend((0..4).map(|k| (k == a) as u8 as f64));
+            raw.extend((0..5).map(|k| (k == b) as u8 as f64));
+            raw.iter()
+                .enumerate()
+                .map(|(c, v)| (v - layout.mean[c]) / layout.std[c])
+                .collect()
+        };
+        let rows = [
+            encode([1.5, 0.25], 0, 3),
+            encode([-0.5, 1.0], 2, 1),
+            encode([0.0, -1.25], 3, 4),
+        ];
+        let h = 20;
+        // G = Σ xᵢ δᵢᵀ with δ's of some rows' ReLU pattern: zero at about half the units.
+        let mut g = vec![0f32; 11 * h];
+        for (i, x) in rows.iter().enumerate() {
+            for u in 0..h {
+                let delta = if (u * 7 + i * 3) % 5 < 2 {
+                    0.0
+                } else {
+                    ((u * 13 + i * 5) % 11) as f64 / 11.0 - 0.4
+                };
+                for (c, v) in x.iter().enumerate() {
+                    g[c * h + u] += (v * delta) as f32;
+                }
+            }
+        }
+        let found = span_rows(&g, &layout, (11, h), 3);
+        let found: Vec<&[f32]> = found.chunks_exact(11).collect();
+        for x in &rows {
+            assert!(
+                found
+                    .iter()
+                    .any(|f| f.iter().zip(x).all(|(a, b)| (*a as f64 - b).abs() < 1e-4)),
+                "a row of the update is not among the {} found",
+                found.len()
+            );
+        }
+        // Every row found is one the table can hold; here the three rows are all there is.
+        assert_eq!(found.len(), 3);
+    }
+}
