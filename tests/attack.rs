@@ -103,6 +103,39 @@ fn the_relu_pattern_proves_rows_of_adult_batches_of_32() {
     }
 }
 
+/// Peeling on an Adult batch of 64 where the second layer certifies all but one row (seed 2 of
+/// the sample): with the proved rows' gradients subtracted, the row left is the whole of what
+/// remains, and the certificate proves it from that update's span.
+#[test]
+fn the_row_the_certificate_leaves_is_proved_once_the_others_are_peeled_off() {
+    let data = dataset("adult-sample.csv", "salary");
+    let r = attack(
+        &data,
+        AttackConfig {
+            batch_size: 64,
+            seed: 2,
+            ..Default::default()
+        },
+    );
+    let second = r
+        .row_details()
+        .and_then(|d| d.second_layer.clone())
+        .expect("TabLeak on FedSGD reports the second layer");
+    eprintln!(
+        "  {:.3}, {} certified, {} peeled",
+        r.accuracy.total, second.certified_rows, second.peeled_rows
+    );
+    assert!(second.peeled_rows >= 1, "{} rows peeled", second.peeled_rows);
+    assert_eq!(second.certified_rows + second.peeled_rows, 64);
+    let exact = r.rows.iter().filter(|row| row.correct.iter().all(|&c| c)).count();
+    assert_eq!(exact, 64, "every row proved, and right");
+    assert!(
+        r.rows
+            .iter()
+            .all(|row| row.provenance == Some(leakscope::report::Provenance::Proved))
+    );
+}
+
 /// Full TabLeak on an Adult batch of 64, where the batch's encoded rows are linearly dependent
 /// and the first layer's proof does not reach: the second layer's gradient spans the rows'
 /// activations (rank 64 of a width of 100), and the rows certified there are rows of the batch.
