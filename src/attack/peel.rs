@@ -354,8 +354,9 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn peeling_proved_rows_leaves_the_update_of_the_rest() {
+    /// A network with two hidden layers of 40, ten rows of 12 with alternating labels, and their
+    /// mean gradient.
+    fn batch() -> (Params, Model, Vec<Vec<f64>>, Vec<usize>, Update) {
         let params = Params::init(&[12, 40, 40, 2], 5);
         let model = Model {
             activation: Activation::Relu,
@@ -364,6 +365,12 @@ mod tests {
         let x = rows(10, 12, 0);
         let y: Vec<usize> = (0..10).map(|i| i % 2).collect();
         let all = mean_gradient(&params, model, &x, &y);
+        (params, model, x, y, all)
+    }
+
+    #[test]
+    fn peeling_proved_rows_leaves_the_update_of_the_rest() {
+        let (params, model, x, y, all) = batch();
         let rest = mean_gradient(&params, model, &x[7..], &y[7..]);
         let mut near = x[..7].to_vec();
         near[2][0] += 1e-4;
@@ -387,14 +394,7 @@ mod tests {
 
     #[test]
     fn a_wrong_proved_row_does_not_peel() {
-        let params = Params::init(&[12, 40, 40, 2], 5);
-        let model = Model {
-            activation: Activation::Relu,
-            head: Head::Softmax,
-        };
-        let x = rows(10, 12, 0);
-        let y: Vec<usize> = (0..10).map(|i| i % 2).collect();
-        let all = mean_gradient(&params, model, &x, &y);
+        let (params, model, x, _, all) = batch();
         let mut wrong = x[..7].to_vec();
         wrong[3][2] += 0.7;
         assert!(peel(&params, model, &all, &wrong, 10).is_none());
