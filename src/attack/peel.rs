@@ -26,76 +26,96 @@ const RESIDUAL: f64 = 1e-3;
 /// How far a recovered label may be from one (one-hot, or 0/1).
 const OFF_LABEL: f64 = 0.05;
 
-/// One row's forward pass (pre-activations and activations per layer) and, per output unit,
-/// its full gradient with that unit's output gradient set to one.
-struct RowGradients {
+/// One row's forward pass (each layer's input and pre-activation) and what its δ at the second
+/// layer is per output gradient.
+struct RowPass {
+    inputs: Vec<Vec<f64>>,
+    pre: Vec<Vec<f64>>,
     /// The row's first-layer activation a [h₁].
     a1: DVector<f64>,
     /// The head's probabilities (or a regression's output).
     probs: Vec<f64>,
     /// δ at the second layer's pre-activations per unit output gradient, [h₂, outputs].
     j2: DMatrix<f64>,
-    /// Per output unit, the gradient of every value in `Update::values`' order (each layer's W,
-    /// then each layer's b).
-    per_output: Vec<Vec<f64>>,
 }
 
-fn row_gradients(params: &Params, model: Model, x: &[f64]) -> RowGradients {
-    let layers = params.layers();
-    // Inputs to each layer (x, a₁, …) and each layer's pre-activations.
-    let mut inputs = vec![x.to_vec()];
-    let mut pre = Vec::new();
-    for l in 0..layers {
-        let (fan_in, fan_out) = (params.sizes[l], params.sizes[l + 1]);
-        let input = &inputs[l];
-        let z: Vec<f64> = (0..fan_out)
-            .map(|o| {
-                params.biases[l][o] as f64
-                    + (0..fan_in)
-                        .map(|i| input[i] * params.weights[l][i * fan_out + o] as f64)
-                        .sum::<f64>()
-            })
-            .collect();
-        if l + 1 < layers {
-            inputs.push(z.iter().map(|&v| model.activation.host(v)).collect());
-        }
-        pre.push(z);
-    }
-    let outputs = params.sizes[layers];
-    let probs = model.head.host_probabilities(&pre[layers - 1]);
-    let mut j2 = DMatrix::zeros(params.sizes[2.min(layers)], outputs);
-    let mut per_output = Vec::with_capacity(outputs);
-    for o in 0..outputs {
-        let mut delta: Vec<f64> = (0..outputs).map(|k| (k == o) as u8 as f64).collect();
-        let mut grads: Vec<Vec<f64>> = vec![Vec::new(); 2 * layers];
-        for l in (0..layers).rev() {
+/// δ at layer `l − 1`'s pre-activations from δ at layer `l`'s.
+fn back(params: &Params, model: Model, pre: &[f64], l: usize, delta: &[f64]) -> Vec<f64> {
+    let (fan_in, fan_out) = (params.sizes[l], params.sizes[l + 1]);
+    (0..fan_in)
+        .map(|i| {
+            let w = &params.weights[l][i * fan_out..(i + 1) * fan_out];
+            let back: f64 = w.iter().zip(delta).map(|(&w, d)| w as f64 * d).sum();
+            back * model.activation.host_slope(pre[i])
+        })
+        .collect()
+}
+
+impl RowPass {
+    fn new(params: &Params, model: Model, x: &[f64]) -> RowPass {
+        let layers = params.layers();
+        let mut inputs = vec![x.to_vec()];
+        let mut pre = Vec::new();
+        for l in 0..layers {
             let (fan_in, fan_out) = (params.sizes[l], params.sizes[l + 1]);
-            if l == 1 {
-                j2.set_column(o, &DVector::from_column_slice(&delta));
-            }
             let input = &inputs[l];
-            grads[l] = (0..fan_in * fan_out)
-                .map(|k| input[k / fan_out] * delta[k % fan_out])
+            let z: Vec<f64> = (0..fan_out)
+                .map(|o| {
+                    params.biases[l][o] as f64
+                        + (0..fan_in)
+                            .map(|i| input[i] * params.weights[l][i * fan_out + o] as f64)
+                            .sum::<f64>()
+                })
                 .collect();
-            grads[layers + l] = delta.clone();
+            if l + 1 < layers {
+                inputs.push(z.iter().map(|&v| model.activation.host(v)).collect());
+            }
+            pre.push(z);
+        }
+        let outputs = params.sizes[layers];
+        let probs = model.head.host_probabilities(&pre[layers - 1]);
+        let mut j2 = DMatrix::zeros(params.sizes[2], outputs);
+        for o in 0..outputs {
+            let mut delta: Vec<f64> = (0..outputs).map(|k| (k == o) as u8 as f64).collect();
+            for l in (2..layers).rev() {
+                delta = back(params, model, &pre[l - 1], l, &delta);
+            }
+            j2.set_column(o, &DVector::from_column_slice(&delta));
+        }
+        RowPass {
+            a1: DVector::from_vec(inputs[1].clone()),
+            inputs,
+            pre,
+            probs,
+            j2,
+        }
+    }
+
+    /// Subtract `scale` times the row's gradient under output gradient `e` from `out` (every
+    /// value in `Update::values`' order: each layer's W, then each layer's b); returns its δ at
+    /// the first layer.
+    fn subtract_gradient(&self, params: &Params, model: Model, e: &[f64], scale: f64, out: &mut [f64]) -> Vec<f64> {
+        let layers = params.layers();
+        let weights: Vec<usize> = params.weights.iter().map(Vec::len).collect();
+        let total: usize = weights.iter().sum();
+        let mut delta = e.to_vec();
+        for l in (0..layers).rev() {
+            let fan_out = params.sizes[l + 1];
+            let w_at: usize = weights[..l].iter().sum();
+            let b_at: usize = total + (0..l).map(|m| params.sizes[m + 1]).sum::<usize>();
+            for (i, &x) in self.inputs[l].iter().enumerate() {
+                let row = &mut out[w_at + i * fan_out..w_at + (i + 1) * fan_out];
+                row.iter_mut().zip(&delta).for_each(|(o, d)| *o -= scale * x * d);
+            }
+            out[b_at..b_at + fan_out]
+                .iter_mut()
+                .zip(&delta)
+                .for_each(|(o, d)| *o -= scale * d);
             if l > 0 {
-                delta = (0..fan_in)
-                    .map(|i| {
-                        let back: f64 = (0..fan_out)
-                            .map(|k| params.weights[l][i * fan_out + k] as f64 * delta[k])
-                            .sum();
-                        back * model.activation.host_slope(pre[l - 1][i])
-                    })
-                    .collect();
+                delta = back(params, model, &self.pre[l - 1], l, &delta);
             }
         }
-        per_output.push(grads.concat());
-    }
-    RowGradients {
-        a1: DVector::from_vec(inputs[1].clone()),
-        probs,
-        j2,
-        per_output,
+        delta
     }
 }
 
@@ -169,7 +189,7 @@ pub fn peel(params: &Params, model: Model, update: &Update, proved: &[Vec<f64>],
         return None;
     }
     let span = u.columns(0, b).into_owned();
-    let rows: Vec<RowGradients> = proved.iter().map(|x| row_gradients(params, model, x)).collect();
+    let rows: Vec<RowPass> = proved.iter().map(|x| RowPass::new(params, model, x)).collect();
     let a = DMatrix::from_columns(&rows.iter().map(|r| r.a1.clone()).collect::<Vec<_>>());
     // The proved rows' activations in the span's coordinates; they must lie in it.
     let k = span.transpose() * &a;
@@ -188,8 +208,7 @@ pub fn peel(params: &Params, model: Model, update: &Update, proved: &[Vec<f64>],
     let v = a.clone().svd(true, true).solve(&m, 1e-12).ok()?;
     let mut explained = DMatrix::zeros(h1, h2);
     let mut peeled: Vec<f64> = update.values().map(|g| b as f64 * g as f64).collect();
-    // Each proved row's δ at the first layer (its bias gradient), [h₁, p].
-    let bias0: usize = params.weights.iter().map(Vec::len).sum();
+    // Each proved row's δ at the first layer, [h₁, p].
     let mut delta1 = DMatrix::zeros(h1, p);
     for (i, row) in rows.iter().enumerate() {
         let j = &off_t * &row.j2;
@@ -197,12 +216,8 @@ pub fn peel(params: &Params, model: Model, update: &Update, proved: &[Vec<f64>],
         let solved = j.clone().svd(true, true).solve(&target, 1e-12).ok()?;
         let e = snap_to_label(model.head, &row.probs, &solved)?;
         explained += &row.a1 * (&j * &e).transpose();
-        for (o, g) in row.per_output.iter().enumerate() {
-            peeled.iter_mut().zip(g).for_each(|(v, g)| *v -= e[o] * g);
-            for u in 0..h1 {
-                delta1[(u, i)] += e[o] * g[bias0 + u];
-            }
-        }
+        let d1 = row.subtract_gradient(params, model, e.as_slice(), 1.0, &mut peeled);
+        delta1.set_column(i, &DVector::from_vec(d1));
     }
     if (&explained - &m).norm() > RESIDUAL * m.norm().max(f64::MIN_POSITIVE) {
         return None;
@@ -331,11 +346,11 @@ mod tests {
         );
         let mut sum = vec![0.0f64; empty.len()];
         for (row, &label) in x.iter().zip(y) {
-            let g = row_gradients(params, model, row);
-            for (o, per) in g.per_output.iter().enumerate() {
-                let e = g.probs[o] - (o == label) as u8 as f64;
-                sum.iter_mut().zip(per).for_each(|(s, v)| *s += e * v);
-            }
+            let pass = RowPass::new(params, model, row);
+            let e: Vec<f64> = (0..pass.probs.len())
+                .map(|o| pass.probs[o] - (o == label) as u8 as f64)
+                .collect();
+            pass.subtract_gradient(params, model, &e, -1.0, &mut sum);
         }
         let mut out = empty;
         out.values_mut()
