@@ -258,7 +258,7 @@ const ENUMERATED_ROWS: usize = 12;
 /// span has their dimension, and a row of it that the table can hold has each categorical entry
 /// at its hot or its cold value. Fixing `rows` well-posed categorical entries at hot or cold
 /// (2^rows choices) fixes the row; those whose other entries are then one-hot are candidates,
-/// which the first layer's proof certifies or refuses. The members' rows are no start for
+/// which the second layer's certificate proves or refuses. The members' rows are no start for
 /// these: the rows no proof reached are the ones the ensemble got worst (about half their
 /// cells right at B = 64 on Adult).
 pub fn span_rows(update: &[f32], layout: &Layout, (d, h): (usize, usize), rows: usize) -> Vec<f32> {
