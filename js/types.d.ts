@@ -504,8 +504,8 @@ rank: number, width: number,
  */
 certified_rows: number, 
 /**
- * Rows proved on the update left once the rows proved were peeled off it
- * (`assess::peeled`), beside `certified_rows`.
+ * Rows proved on the update left once the rows proved were peeled off it, or copies of
+ * proved rows where the batch repeats them (`assess::peeled`), beside `certified_rows`.
  */
 peeled_rows: number, 
 /**

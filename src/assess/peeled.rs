@@ -84,6 +84,10 @@ impl Setup<'_> {
             .filter(|i| !left.contains(i))
             .map(|i| recon.rows[i].clone())
             .collect();
+        // Every distinct row proved, and the batch repeats some: the rows left are copies.
+        if recon.second_layer.as_ref().is_some_and(|s| s.rank == taken.len()) {
+            return self.fill_copies(recon, &taken, &left);
+        }
         let Some(rest) = self.peeled_update(&taken, b) else {
             return recon;
         };
@@ -98,22 +102,9 @@ impl Setup<'_> {
                 found.push(row);
             }
         }
-        // Each peeled row takes the unproved slot whose pooled row is nearest it.
-        let encoded = |row: &Vec<Value>| encode_rows(dataset, std::slice::from_ref(row));
-        let mut free: Vec<(usize, Vec<f32>)> = left.iter().map(|&i| (i, encoded(&recon.rows[i]))).collect();
+        let mut free = self.free_slots(&recon, &left);
         for row in &found {
-            let x = encoded(row);
-            let distance = |pooled: &[f32]| -> f32 { pooled.iter().zip(&x).map(|(a, b)| (a - b) * (a - b)).sum() };
-            let Some(pos) = (0..free.len()).min_by(|&a, &c| distance(&free[a].1).total_cmp(&distance(&free[c].1)))
-            else {
-                break;
-            };
-            let (slot, _) = free.swap_remove(pos);
-            recon.rows[slot] = row.clone();
-            recon.provenance[slot] = Provenance::Proved;
-            if let Some(cells) = recon.entropy.as_mut().map(|e| &mut e[slot]) {
-                entropy::agreed(dataset, cells);
-            }
+            self.adopt(&mut recon, &mut free, row);
         }
         if found.is_empty() {
             return recon;
@@ -122,6 +113,71 @@ impl Setup<'_> {
             summary.peeled_rows = found.len();
         }
         recon.row_labels = self.labels_of_rows(&recon.rows);
+        recon
+    }
+
+    /// The unproved slots and their pooled rows, encoded.
+    fn free_slots(&self, recon: &Reconstruction, left: &[usize]) -> Vec<(usize, Vec<f32>)> {
+        left.iter()
+            .map(|&i| (i, encode_rows(self.dataset, std::slice::from_ref(&recon.rows[i]))))
+            .collect()
+    }
+
+    /// `row` into the free slot whose pooled row is nearest it, as a proved row.
+    fn adopt(&self, recon: &mut Reconstruction, free: &mut Vec<(usize, Vec<f32>)>, row: &[Value]) -> Option<usize> {
+        let x = encode_rows(self.dataset, &[row.to_vec()]);
+        let distance = |pooled: &[f32]| -> f32 { pooled.iter().zip(&x).map(|(a, b)| (a - b) * (a - b)).sum() };
+        let pos = (0..free.len()).min_by(|&a, &c| distance(&free[a].1).total_cmp(&distance(&free[c].1)))?;
+        let (slot, _) = free.swap_remove(pos);
+        recon.rows[slot] = row.to_vec();
+        recon.provenance[slot] = Provenance::Proved;
+        if let Some(cells) = recon.entropy.as_mut().map(|e| &mut e[slot]) {
+            entropy::agreed(self.dataset, cells);
+        }
+        Some(slot)
+    }
+
+    /// The unproved slots filled with copies of the proved `distinct` rows (in the slots not in
+    /// `left`, in order), as many of each, and with the labels, as the update says
+    /// (`peel::copies`). Every row then has its label.
+    fn fill_copies(&self, mut recon: Reconstruction, distinct: &[Vec<Value>], left: &[usize]) -> Reconstruction {
+        let b = recon.rows.len();
+        let encoded: Vec<Vec<f64>> = distinct
+            .iter()
+            .map(|row| {
+                encode_rows(self.dataset, std::slice::from_ref(row))
+                    .iter()
+                    .map(|&v| v as f64)
+                    .collect()
+            })
+            .collect();
+        let (params, model) = (&self.scenario.params, self.config.model());
+        let Some(counts) = peel::copies(params, model, &self.scenario.observed, &encoded, b) else {
+            return recon;
+        };
+        let proved_at: Vec<usize> = (0..b).filter(|i| !left.contains(i)).collect();
+        let mut free = self.free_slots(&recon, left);
+        let mut labels: Vec<Option<usize>> = vec![None; b];
+        let mut added = 0;
+        for ((&at, row), n) in proved_at.iter().zip(distinct).zip(&counts) {
+            let mut each: Vec<usize> = n
+                .iter()
+                .enumerate()
+                .flat_map(|(c, &k)| std::iter::repeat_n(c, k))
+                .collect();
+            labels[at] = each.pop();
+            for label in each {
+                let Some(slot) = self.adopt(&mut recon, &mut free, row) else {
+                    return recon;
+                };
+                labels[slot] = Some(label);
+                added += 1;
+            }
+        }
+        if let Some(summary) = recon.second_layer.as_mut() {
+            summary.peeled_rows = added;
+        }
+        recon.row_labels = labels.into_iter().collect();
         recon
     }
 }

@@ -25,6 +25,10 @@ use crate::client::update::Update;
 const RESIDUAL: f64 = 1e-3;
 /// How far a recovered label may be from one (one-hot, or 0/1).
 const OFF_LABEL: f64 = 0.05;
+/// How far a row's label counts may be from whole numbers. At initialisation p ≈ 0.5, so m and
+/// m + 2 copies differ by 2p − 1 (0.015 on a test batch): a count is read only where one m is
+/// whole to this, far inside that and far outside float error (~1e-6).
+const WHOLE: f64 = 1e-3;
 
 /// One row's forward pass (each layer's input and pre-activation) and what its δ at the second
 /// layer is per output gradient.
@@ -227,6 +231,67 @@ pub fn peel(params: &Params, model: Model, update: &Update, proved: &[Vec<f64>],
     let mut out = update.clone();
     out.values_mut().zip(peeled).for_each(|(v, g)| *v = (g / left) as f32);
     Some(Peeled { update: out, rows })
+}
+
+/// How many copies of each of the batch's distinct rows it holds, and each copy's label, where
+/// every distinct row is proved (`distinct`, encoded) and the batch repeats some: the second
+/// layer's gradient has rank `distinct.len()` < `b`, and G₂ = (1/B) Σ_r a_r (J_r c_r)ᵀ with c_r
+/// the sum of the copies' output gradients, s·(m_r p_r − n_r) for m_r copies whose labels count
+/// n_r. The c_r solve a linear system; m_r is the one count that makes n_r = m_r p_r − c_r/s a
+/// vector of whole label counts. None where the counts are not whole, not unique, or do not
+/// add up to `b` (a classifier only: a regression's labels are any values).
+pub fn copies(
+    params: &Params,
+    model: Model,
+    update: &Update,
+    distinct: &[Vec<f64>],
+    b: usize,
+) -> Option<Vec<Vec<usize>>> {
+    let r = distinct.len();
+    if params.layers() < 3 || r == 0 || r >= b || model.head == Head::Linear {
+        return None;
+    }
+    let (h1, h2) = (params.sizes[1], params.sizes[2]);
+    let g2 = DMatrix::from_fn(h1, h2, |i, j| b as f64 * update.weight(1)[i * h2 + j] as f64);
+    let (values, _) = left_singular(&g2);
+    let largest = values.first().copied().filter(|v| *v > 0.0)?;
+    let relative: Vec<f64> = values.iter().map(|v| v / largest).collect();
+    if activation_span::span_rank(&relative) != Some(r) {
+        return None;
+    }
+    let rows: Vec<RowPass> = distinct.iter().map(|x| RowPass::new(params, model, x)).collect();
+    let a = DMatrix::from_columns(&rows.iter().map(|p| p.a1.clone()).collect::<Vec<_>>());
+    let v = a.svd(true, true).solve(&g2, 1e-12).ok()?;
+    let s = model.head.scale();
+    let classes = rows[0].probs.len();
+    let mut out = Vec::with_capacity(r);
+    for (i, row) in rows.iter().enumerate() {
+        let c = row
+            .j2
+            .clone()
+            .svd(true, true)
+            .solve(&v.row(i).transpose(), 1e-12)
+            .ok()?;
+        // The label counts for m copies: n = m·p − c/s (a sigmoid head's one output is class 1's).
+        let counts = |m: usize| -> Option<Vec<usize>> {
+            let n: Vec<f64> = match model.head {
+                Head::Sigmoid => {
+                    let yes = m as f64 * row.probs[1] - c[0] / s;
+                    vec![m as f64 - yes, yes]
+                }
+                _ => (0..classes).map(|k| m as f64 * row.probs[k] - c[k] / s).collect(),
+            };
+            let whole = n.iter().all(|v| (v - v.round()).abs() <= WHOLE && v.round() >= 0.0);
+            let n: Vec<usize> = n.iter().map(|v| v.round() as usize).collect();
+            (whole && n.iter().sum::<usize>() == m).then_some(n)
+        };
+        let fits: Vec<Vec<usize>> = (1..=b - r + 1).filter_map(counts).collect();
+        match fits.as_slice() {
+            [one] => out.push(one.clone()),
+            _ => return None,
+        }
+    }
+    (out.iter().map(|n| n.iter().sum::<usize>()).sum::<usize>() == b).then_some(out)
 }
 
 /// The proved rows read off the first layer's gradient G₁ = (1/B) Σᵢ xᵢ δᵢᵀ ([d, h₁]): projected
@@ -470,5 +535,19 @@ mod tests {
         }
         // Every row found is one the table can hold; here the three rows are all there is.
         assert_eq!(found.len(), 3);
+    }
+
+    #[test]
+    fn a_batch_that_repeats_rows_gives_each_rows_copies_and_their_labels() {
+        let (params, model, x, _, _) = batch();
+        // Rows 0, 0, 0, 1, 2, 2 with labels 1, 0, 1, 0, 1, 1.
+        let rows = [&x[0], &x[0], &x[0], &x[1], &x[2], &x[2]].map(|r| r.clone());
+        let all = mean_gradient(&params, model, &rows, &[1, 0, 1, 0, 1, 1]);
+        let distinct = vec![x[0].clone(), x[1].clone(), x[2].clone()];
+        let counts = copies(&params, model, &all, &distinct, 6).expect("copies read");
+        assert_eq!(counts, vec![vec![1, 2], vec![1, 0], vec![0, 2]]);
+        // Rows that are not the batch's distinct rows give no whole counts.
+        let wrong = vec![x[0].clone(), x[1].clone(), x[3].clone()];
+        assert!(copies(&params, model, &all, &wrong, 6).is_none());
     }
 }

@@ -73,8 +73,8 @@ pub struct SecondLayerSummary {
     /// is a row of the batch (categories exact, continuous values within their tolerance).
     /// On FedAvg (`proof` false) the rows adopted for lying near the span, which proves nothing.
     pub certified_rows: usize,
-    /// Rows proved on the update left once the rows proved were peeled off it
-    /// (`assess::peeled`), beside `certified_rows`.
+    /// Rows proved on the update left once the rows proved were peeled off it, or copies of
+    /// proved rows where the batch repeats them (`assess::peeled`), beside `certified_rows`.
     #[serde(default)]
     pub peeled_rows: usize,
     /// Whether an adopted row is proved (FedSGD) or only scored near the span (FedAvg).

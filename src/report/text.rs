@@ -193,7 +193,7 @@ fn accuracy(r: &Report, s: &mut String) {
         {
             let _ = writeln!(
                 s,
-                "{peeled} of the rows proved were found on the update left once the others were peeled off it"
+                "{peeled} of the rows proved were found on the update left once the others were peeled off it (rows of its span, or copies of proved rows)"
             );
         }
         for line in crate::attack::registry::not_applied_lines(&r.not_applied) {
