@@ -3,7 +3,8 @@
 //! so the first layer's span of what is left has their dimension, and the rows the table can
 //! hold in it (`peel::span_rows`) are proved or refused by the second layer's certificate as
 //! any candidate is. At B = 64 on Adult the certificate proves all but a few rows, and the
-//! ensemble's cells for those were about half right.
+//! ensemble's cells for those were about half right. Where the batch repeats rows (tables of
+//! few-valued columns), the rows left are copies of proved ones, read off the update as such.
 use crate::attack::activation_span;
 use crate::attack::peel;
 use crate::attack::setup::Setup;
@@ -68,9 +69,10 @@ impl Setup<'_> {
         rest
     }
 
-    /// `recon` with the rows it left unproved proved on the peeled update where the second
-    /// layer's certificate holds for a row of its span. A peeled row is proved (its provenance
-    /// says so) and counted in the second layer's summary (`peeled_rows`).
+    /// `recon` with the rows it left unproved proved: as copies of proved rows where the
+    /// certificate proved every distinct row (`fill_copies`), else on the peeled update where
+    /// the second layer's certificate holds for a row of its span. A row found either way is
+    /// proved (its provenance says so) and counted in the second layer's `peeled_rows`.
     pub(crate) fn peel_rest(&self, mut recon: Reconstruction) -> Reconstruction {
         let b = recon.rows.len();
         let left: Vec<usize> = (0..b).filter(|&i| recon.provenance[i] != Provenance::Proved).collect();
