@@ -163,6 +163,17 @@ fn snap_to_label(head: Head, probs: &[f64], e: &DVector<f64>) -> Option<DVector<
     })
 }
 
+/// B·G₂ ([h₁, h₂]) of an update of `b` rows and its left singular vectors, where the span of the
+/// batch's activations, read as the second layer's certificate reads it, has dimension `rank`.
+fn second_layer_span(params: &Params, update: &Update, b: usize, rank: usize) -> Option<(DMatrix<f64>, DMatrix<f64>)> {
+    let (h1, h2) = (params.sizes[1], params.sizes[2]);
+    let g2 = DMatrix::from_fn(h1, h2, |i, j| b as f64 * update.weight(1)[i * h2 + j] as f64);
+    let (values, u) = left_singular(&g2);
+    let largest = values.first().copied().filter(|v| *v > 0.0)?;
+    let relative: Vec<f64> = values.iter().map(|v| v / largest).collect();
+    (activation_span::span_rank(&relative) == Some(rank)).then_some((g2, u))
+}
+
 /// What peeling leaves: the update of the rows left (their mean gradient), and the proved rows
 /// as the first layer reads them exactly (encoded, [d] each; `read_rows`).
 pub struct Peeled {
@@ -184,14 +195,7 @@ pub fn peel(params: &Params, model: Model, update: &Update, proved: &[Vec<f64>],
     if b >= h1 {
         return None;
     }
-    let g2 = DMatrix::from_fn(h1, h2, |i, j| b as f64 * update.weight(1)[i * h2 + j] as f64);
-    // The span of the batch's activations, read as the second layer's certificate reads it.
-    let (values, u) = left_singular(&g2);
-    let largest = values.first().copied().filter(|v| *v > 0.0)?;
-    let relative: Vec<f64> = values.iter().map(|v| v / largest).collect();
-    if activation_span::span_rank(&relative) != Some(b) {
-        return None;
-    }
+    let (g2, u) = second_layer_span(params, update, b, b)?;
     let span = u.columns(0, b).into_owned();
     let rows: Vec<RowPass> = proved.iter().map(|x| RowPass::new(params, model, x)).collect();
     let a = DMatrix::from_columns(&rows.iter().map(|r| r.a1.clone()).collect::<Vec<_>>());
@@ -251,14 +255,7 @@ pub fn copies(
     if params.layers() < 3 || r == 0 || r >= b || model.head == Head::Linear {
         return None;
     }
-    let (h1, h2) = (params.sizes[1], params.sizes[2]);
-    let g2 = DMatrix::from_fn(h1, h2, |i, j| b as f64 * update.weight(1)[i * h2 + j] as f64);
-    let (values, _) = left_singular(&g2);
-    let largest = values.first().copied().filter(|v| *v > 0.0)?;
-    let relative: Vec<f64> = values.iter().map(|v| v / largest).collect();
-    if activation_span::span_rank(&relative) != Some(r) {
-        return None;
-    }
+    let (g2, _) = second_layer_span(params, update, b, r)?;
     let rows: Vec<RowPass> = distinct.iter().map(|x| RowPass::new(params, model, x)).collect();
     let a = DMatrix::from_columns(&rows.iter().map(|p| p.a1.clone()).collect::<Vec<_>>());
     let v = a.svd(true, true).solve(&g2, 1e-12).ok()?;
