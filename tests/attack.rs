@@ -103,17 +103,15 @@ fn the_relu_pattern_proves_rows_of_adult_batches_of_32() {
     }
 }
 
-/// Peeling on an Adult batch of 64 where the second layer certifies all but one row (seed 2 of
-/// the sample): with the proved rows' gradients subtracted, the row left is the whole of what
-/// remains, and the certificate proves it from that update's span.
-#[test]
-fn the_row_the_certificate_leaves_is_proved_once_the_others_are_peeled_off() {
+/// TabLeak with the engine's defaults on a batch of 64 rows of the Adult sample, and what the
+/// second layer's certificate did.
+fn adult_batch_of_64(seed: u64) -> (leakscope::report::Report, leakscope::report::SecondLayerSummary) {
     let data = dataset("adult-sample.csv", "salary");
     let r = attack(
         &data,
         AttackConfig {
             batch_size: 64,
-            seed: 2,
+            seed,
             ..Default::default()
         },
     );
@@ -121,6 +119,15 @@ fn the_row_the_certificate_leaves_is_proved_once_the_others_are_peeled_off() {
         .row_details()
         .and_then(|d| d.second_layer.clone())
         .expect("TabLeak on FedSGD reports the second layer");
+    (r, second)
+}
+
+/// Peeling on an Adult batch of 64 where the second layer certifies all but one row (seed 2 of
+/// the sample): with the proved rows' gradients subtracted, the row left is the whole of what
+/// remains, and the certificate proves it from that update's span.
+#[test]
+fn the_row_the_certificate_leaves_is_proved_once_the_others_are_peeled_off() {
+    let (r, second) = adult_batch_of_64(2);
     eprintln!(
         "  {:.3}, {} certified, {} peeled",
         r.accuracy.total, second.certified_rows, second.peeled_rows
@@ -141,19 +148,7 @@ fn the_row_the_certificate_leaves_is_proved_once_the_others_are_peeled_off() {
 /// activations (rank 64 of a width of 100), and the rows certified there are rows of the batch.
 #[test]
 fn the_second_layer_certifies_rows_of_an_adult_batch_of_64() {
-    let data = dataset("adult-sample.csv", "salary");
-    let r = attack(
-        &data,
-        AttackConfig {
-            batch_size: 64,
-            seed: 0,
-            ..Default::default()
-        },
-    );
-    let second = r
-        .row_details()
-        .and_then(|d| d.second_layer.clone())
-        .expect("TabLeak on FedSGD reports the second layer");
+    let (r, second) = adult_batch_of_64(0);
     eprintln!("  {:.3}, {} rows certified", r.accuracy.total, second.certified_rows);
     assert_eq!((second.rank, second.width), (64, 100));
     assert!(second.certified_rows >= 48, "{} rows certified", second.certified_rows);

@@ -32,33 +32,36 @@ impl Setup<'_> {
             && self.dataset.target.is_none()
     }
 
+    /// Rows in the encoding the client trained on (f32, as its update saw them), in f64.
+    fn encoded(&self, rows: &[Vec<Value>]) -> Vec<Vec<f64>> {
+        rows.iter()
+            .map(|row| {
+                encode_rows(self.dataset, std::slice::from_ref(row))
+                    .iter()
+                    .map(|&v| v as f64)
+                    .collect()
+            })
+            .collect()
+    }
+
     /// The update of the rows `recon` left unproved, once the proved ones are peeled off it.
     /// The certificate proves a continuous value only to its tolerance (Adult's fnlwgt to
     /// about 70 of its 10⁵ std), and a proved row a little off leaves a direction of its own in
     /// what is left; so the proved rows are read off the first layer (`peel::Peeled::rows`),
     /// rounded to their columns' precision, and peeled again until they hold still.
     fn peeled_update(&self, proved: &[Vec<Value>], b: usize) -> Option<crate::client::update::Update> {
-        let (dataset, params, model) = (self.dataset, &self.scenario.params, self.config.model());
-        let encode = |rows: &[Vec<Value>]| -> Vec<Vec<f64>> {
-            rows.iter()
-                .map(|row| {
-                    encode_rows(dataset, std::slice::from_ref(row))
-                        .iter()
-                        .map(|&v| v as f64)
-                        .collect()
-                })
-                .collect()
-        };
+        let (params, model) = (&self.scenario.params, self.config.model());
+        let peeler = peel::Peeler::new(params, model, &self.scenario.observed, b)?;
         let mut rows = proved.to_vec();
         let mut rest = None;
         for _ in 0..READS {
-            let Some(peeled) = peel::peel(params, model, &self.scenario.observed, &encode(&rows), b) else {
+            let Some(peeled) = peeler.peel(&self.encoded(&rows)) else {
                 break;
             };
             let read: Vec<Vec<Value>> = peeled
                 .rows
                 .iter()
-                .map(|x| dataset.decode(&x.iter().map(|&v| v as f32).collect::<Vec<_>>()))
+                .map(|x| self.dataset.decode(&x.iter().map(|&v| v as f32).collect::<Vec<_>>()))
                 .collect();
             rest = Some(peeled.update);
             if read == rows {
@@ -79,17 +82,15 @@ impl Setup<'_> {
         if left.is_empty() || left.len() == b || !self.peels() {
             return recon;
         }
+        let proved_at: Vec<usize> = (0..b).filter(|i| !left.contains(i)).collect();
+        let mut taken: Vec<Vec<Value>> = proved_at.iter().map(|&i| recon.rows[i].clone()).collect();
+        // Every distinct row proved, and the batch repeats some: the rows left are copies.
+        if recon.second_layer.as_ref().is_some_and(|s| s.rank == taken.len()) {
+            return self.fill_copies(recon, &taken, &proved_at, &left);
+        }
         let Some(span) = self.second_layer_span(b).filter(|s| s.proves()) else {
             return recon;
         };
-        let mut taken: Vec<Vec<Value>> = (0..b)
-            .filter(|i| !left.contains(i))
-            .map(|i| recon.rows[i].clone())
-            .collect();
-        // Every distinct row proved, and the batch repeats some: the rows left are copies.
-        if recon.second_layer.as_ref().is_some_and(|s| s.rank == taken.len()) {
-            return self.fill_copies(recon, &taken, &left);
-        }
         let Some(rest) = self.peeled_update(&taken, b) else {
             return recon;
         };
@@ -139,25 +140,22 @@ impl Setup<'_> {
         Some(slot)
     }
 
-    /// The unproved slots filled with copies of the proved `distinct` rows (in the slots not in
-    /// `left`, in order), as many of each, and with the labels, as the update says
-    /// (`peel::copies`). Every row then has its label.
-    fn fill_copies(&self, mut recon: Reconstruction, distinct: &[Vec<Value>], left: &[usize]) -> Reconstruction {
+    /// The unproved slots (`left`) filled with copies of the proved `distinct` rows (in slots
+    /// `proved_at`), as many of each, and with the labels, as the update says (`peel::copies`).
+    /// Every row then has its label.
+    fn fill_copies(
+        &self,
+        mut recon: Reconstruction,
+        distinct: &[Vec<Value>],
+        proved_at: &[usize],
+        left: &[usize],
+    ) -> Reconstruction {
         let b = recon.rows.len();
-        let encoded: Vec<Vec<f64>> = distinct
-            .iter()
-            .map(|row| {
-                encode_rows(self.dataset, std::slice::from_ref(row))
-                    .iter()
-                    .map(|&v| v as f64)
-                    .collect()
-            })
-            .collect();
         let (params, model) = (&self.scenario.params, self.config.model());
+        let encoded = self.encoded(distinct);
         let Some(counts) = peel::copies(params, model, &self.scenario.observed, &encoded, b) else {
             return recon;
         };
-        let proved_at: Vec<usize> = (0..b).filter(|i| !left.contains(i)).collect();
         let mut free = self.free_slots(&recon, left);
         let mut labels: Vec<Option<usize>> = vec![None; b];
         let mut added = 0;

@@ -58,24 +58,13 @@ fn back(params: &Params, model: Model, pre: &[f64], l: usize, delta: &[f64]) -> 
 impl RowPass {
     fn new(params: &Params, model: Model, x: &[f64]) -> RowPass {
         let layers = params.layers();
+        let pre = params.pre_activations_host(x, 1, model);
         let mut inputs = vec![x.to_vec()];
-        let mut pre = Vec::new();
-        for l in 0..layers {
-            let (fan_in, fan_out) = (params.sizes[l], params.sizes[l + 1]);
-            let input = &inputs[l];
-            let z: Vec<f64> = (0..fan_out)
-                .map(|o| {
-                    params.biases[l][o] as f64
-                        + (0..fan_in)
-                            .map(|i| input[i] * params.weights[l][i * fan_out + o] as f64)
-                            .sum::<f64>()
-                })
-                .collect();
-            if l + 1 < layers {
-                inputs.push(z.iter().map(|&v| model.activation.host(v)).collect());
-            }
-            pre.push(z);
-        }
+        inputs.extend(
+            pre[..layers - 1]
+                .iter()
+                .map(|z| z.iter().map(|&v| model.activation.host(v)).collect()),
+        );
         let outputs = params.sizes[layers];
         let probs = model.head.host_probabilities(&pre[layers - 1]);
         let mut j2 = DMatrix::zeros(params.sizes[2], outputs);
@@ -181,60 +170,89 @@ pub struct Peeled {
     pub rows: Vec<Vec<f64>>,
 }
 
-/// The FedSGD update of the `b − proved.len()` rows left once the `proved` rows (encoded,
-/// [p, d] each) are peeled off `update` (the mean gradient of `b` rows), as their own mean
-/// gradient. None where the network has fewer than two hidden layers, the second layer's
-/// gradient is not of rank `b` below its width, or the proved rows do not explain their share
-/// of it exactly with a label each.
-pub fn peel(params: &Params, model: Model, update: &Update, proved: &[Vec<f64>], b: usize) -> Option<Peeled> {
-    let p = proved.len();
-    if params.layers() < 3 || p == 0 || p >= b {
-        return None;
+/// An update of `b` rows ready to peel: its second layer's gradient B·G₂ and the span of the
+/// batch's activations, read once for every peeling of it (`peeled_update` peels again as the
+/// proved rows are read more exactly).
+pub struct Peeler<'a> {
+    params: &'a Params,
+    model: Model,
+    update: &'a Update,
+    b: usize,
+    g2: DMatrix<f64>,
+    /// An orthonormal basis of the activations' span, [h₁, b].
+    span: DMatrix<f64>,
+}
+
+impl<'a> Peeler<'a> {
+    /// None where the network has fewer than two hidden layers or the second layer's gradient
+    /// is not of rank `b` below its width.
+    pub fn new(params: &'a Params, model: Model, update: &'a Update, b: usize) -> Option<Peeler<'a>> {
+        if params.layers() < 3 || b >= params.sizes[1] {
+            return None;
+        }
+        let (g2, u) = second_layer_span(params, update, b, b)?;
+        let span = u.columns(0, b).into_owned();
+        Some(Peeler {
+            params,
+            model,
+            update,
+            b,
+            g2,
+            span,
+        })
     }
-    let (h1, h2) = (params.sizes[1], params.sizes[2]);
-    if b >= h1 {
-        return None;
+
+    /// The FedSGD update of the `b − proved.len()` rows left once the `proved` rows (encoded,
+    /// [p, d] each) are peeled off the update (the mean gradient of `b` rows), as their own mean
+    /// gradient. None where the proved rows do not explain their share of the second layer's
+    /// gradient exactly with a label each.
+    pub fn peel(&self, proved: &[Vec<f64>]) -> Option<Peeled> {
+        let (params, model, update, b) = (self.params, self.model, self.update, self.b);
+        let (g2, span) = (&self.g2, &self.span);
+        let p = proved.len();
+        if p == 0 || p >= b {
+            return None;
+        }
+        let (h1, h2) = (params.sizes[1], params.sizes[2]);
+        let rows: Vec<RowPass> = proved.iter().map(|x| RowPass::new(params, model, x)).collect();
+        let a = DMatrix::from_columns(&rows.iter().map(|r| r.a1.clone()).collect::<Vec<_>>());
+        // The proved rows' activations in the span's coordinates; they must lie in it.
+        let k = span.transpose() * &a;
+        if (span * &k - &a).norm() > RESIDUAL * a.norm() {
+            return None;
+        }
+        // The span's part orthogonal to them: the rows left's alone (b − p dimensions).
+        let within = leading_basis(&k, p)?;
+        let complement = leading_basis(&(DMatrix::<f64>::identity(b, b) - &within * within.transpose()), b - p)?;
+        let q = span * complement;
+        // The rows left's δ's span T; projected off it, G₂ is the proved rows' alone.
+        let t = leading_basis(&(g2.transpose() * &q), b - p)?;
+        let off_t = DMatrix::<f64>::identity(h2, h2) - &t * t.transpose();
+        let m = g2 * &off_t;
+        // M = A Vᵀ with V's row i = (I − TTᵀ) Jᵢ eᵢ: V from A's pseudo-inverse, then each eᵢ.
+        let v = a.svd(true, true).solve(&m, 1e-12).ok()?;
+        let mut explained = DMatrix::zeros(h1, h2);
+        let mut peeled: Vec<f64> = update.values().map(|g| b as f64 * g as f64).collect();
+        // Each proved row's δ at the first layer, [h₁, p].
+        let mut delta1 = DMatrix::zeros(h1, p);
+        for (i, row) in rows.iter().enumerate() {
+            let j = &off_t * &row.j2;
+            let target = v.row(i).transpose();
+            let solved = j.clone().svd(true, true).solve(&target, 1e-12).ok()?;
+            let e = snap_to_label(model.head, &row.probs, &solved)?;
+            explained += &row.a1 * (&j * &e).transpose();
+            let d1 = row.subtract_gradient(params, model, e.as_slice(), 1.0, &mut peeled);
+            delta1.set_column(i, &DVector::from_vec(d1));
+        }
+        if (&explained - &m).norm() > RESIDUAL * m.norm().max(f64::MIN_POSITIVE) {
+            return None;
+        }
+        let rows = read_rows(update, &peeled, &delta1, (params.sizes[0], h1, b))?;
+        let left = (b - p) as f64;
+        let mut out = update.clone();
+        out.values_mut().zip(peeled).for_each(|(v, g)| *v = (g / left) as f32);
+        Some(Peeled { update: out, rows })
     }
-    let (g2, u) = second_layer_span(params, update, b, b)?;
-    let span = u.columns(0, b).into_owned();
-    let rows: Vec<RowPass> = proved.iter().map(|x| RowPass::new(params, model, x)).collect();
-    let a = DMatrix::from_columns(&rows.iter().map(|r| r.a1.clone()).collect::<Vec<_>>());
-    // The proved rows' activations in the span's coordinates; they must lie in it.
-    let k = span.transpose() * &a;
-    if (&span * &k - &a).norm() > RESIDUAL * a.norm() {
-        return None;
-    }
-    // The span's part orthogonal to them: the rows left's alone (b − p dimensions).
-    let within = leading_basis(&k, p)?;
-    let complement = leading_basis(&(DMatrix::<f64>::identity(b, b) - &within * within.transpose()), b - p)?;
-    let q = &span * complement;
-    // The rows left's δ's span T; projected off it, G₂ is the proved rows' alone.
-    let t = leading_basis(&(g2.transpose() * &q), b - p)?;
-    let off_t = DMatrix::<f64>::identity(h2, h2) - &t * t.transpose();
-    let m = &g2 * &off_t;
-    // M = A Vᵀ with V's row i = (I − TTᵀ) Jᵢ eᵢ: V from A's pseudo-inverse, then each eᵢ.
-    let v = a.clone().svd(true, true).solve(&m, 1e-12).ok()?;
-    let mut explained = DMatrix::zeros(h1, h2);
-    let mut peeled: Vec<f64> = update.values().map(|g| b as f64 * g as f64).collect();
-    // Each proved row's δ at the first layer, [h₁, p].
-    let mut delta1 = DMatrix::zeros(h1, p);
-    for (i, row) in rows.iter().enumerate() {
-        let j = &off_t * &row.j2;
-        let target = v.row(i).transpose();
-        let solved = j.clone().svd(true, true).solve(&target, 1e-12).ok()?;
-        let e = snap_to_label(model.head, &row.probs, &solved)?;
-        explained += &row.a1 * (&j * &e).transpose();
-        let d1 = row.subtract_gradient(params, model, e.as_slice(), 1.0, &mut peeled);
-        delta1.set_column(i, &DVector::from_vec(d1));
-    }
-    if (&explained - &m).norm() > RESIDUAL * m.norm().max(f64::MIN_POSITIVE) {
-        return None;
-    }
-    let rows = read_rows(update, &peeled, &delta1, (params.sizes[0], h1, b))?;
-    let left = (b - p) as f64;
-    let mut out = update.clone();
-    out.values_mut().zip(peeled).for_each(|(v, g)| *v = (g / left) as f32);
-    Some(Peeled { update: out, rows })
 }
 
 /// How many copies of each of the batch's distinct rows it holds, and each copy's label, where
@@ -451,15 +469,14 @@ mod tests {
         let rest = mean_gradient(&params, model, &x[7..], &y[7..]);
         let mut near = x[..7].to_vec();
         near[2][0] += 1e-4;
-        let peeled = peel(&params, model, &all, &near, 10).expect("seven proved rows peel");
+        let peeler = Peeler::new(&params, model, &all, 10).expect("a batch of ten peels");
+        let peeled = peeler.peel(&near).expect("seven proved rows peel");
         // The proved rows, one of them slightly off, are read exactly off the first layer.
         for (read, row) in peeled.rows.iter().zip(&x[..7]) {
             let off = read.iter().zip(row).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
             assert!(off < 1e-4, "a proved row read {off} off");
         }
-        let peeled = peel(&params, model, &all, &x[..7], 10)
-            .expect("seven proved rows peel")
-            .update;
+        let peeled = peeler.peel(&x[..7]).expect("seven proved rows peel").update;
         let err: f64 = peeled
             .values()
             .zip(rest.values())
@@ -472,12 +489,13 @@ mod tests {
     #[test]
     fn a_wrong_proved_row_does_not_peel() {
         let (params, model, x, _, all) = batch();
+        let peeler = Peeler::new(&params, model, &all, 10).expect("a batch of ten peels");
         let mut wrong = x[..7].to_vec();
         wrong[3][2] += 0.7;
-        assert!(peel(&params, model, &all, &wrong, 10).is_none());
+        assert!(peeler.peel(&wrong).is_none());
         // A row from outside the batch in place of a proved one.
         wrong[3] = rows(1, 12, 40)[0].clone();
-        assert!(peel(&params, model, &all, &wrong, 10).is_none());
+        assert!(peeler.peel(&wrong).is_none());
     }
 
     #[test]

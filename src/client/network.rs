@@ -115,8 +115,25 @@ impl Params {
     /// no hidden layer: logistic regression) and the class probabilities [rows, classes] (a sigmoid
     /// head's one output as two classes). Used off the hot path (label restoration).
     pub fn forward_host(&self, x: &[f64], rows: usize, model: Model) -> (Vec<f64>, Vec<f64>) {
+        let mut pre = self.pre_activations_host(x, rows, model);
+        let logits = pre.pop().expect("at least one layer");
+        let last_hidden = match pre.pop() {
+            Some(z) => z.into_iter().map(|v| model.activation.host(v)).collect(),
+            None => x.to_vec(),
+        };
+        let outputs = self.sizes[self.layers()];
+        let probs = logits
+            .chunks_exact(outputs)
+            .flat_map(|row| model.head.host_probabilities(row))
+            .collect();
+        (last_hidden, probs)
+    }
+
+    /// Each layer's pre-activations [rows, fan_out] of `rows` rows (row-major [rows, d]) on the
+    /// host in f64, the hidden layers' activation between them.
+    pub fn pre_activations_host(&self, x: &[f64], rows: usize, model: Model) -> Vec<Vec<f64>> {
         let mut h = x.to_vec();
-        let mut last_hidden = x.to_vec();
+        let mut out = Vec::with_capacity(self.layers());
         for l in 0..self.layers() {
             let (fan_in, fan_out) = (self.sizes[l], self.sizes[l + 1]);
             let mut a = vec![0f64; rows * fan_out];
@@ -132,17 +149,9 @@ impl Params {
                     }
                 }
             }
-            if l + 1 < self.layers() {
-                a.iter_mut().for_each(|v| *v = model.activation.host(*v));
-                last_hidden = a.clone();
-            } else {
-                a = a
-                    .chunks_exact(fan_out)
-                    .flat_map(|row| model.head.host_probabilities(row))
-                    .collect();
-            }
-            h = a;
+            h = a.iter().map(|&v| model.activation.host(v)).collect();
+            out.push(a);
         }
-        (last_hidden, h)
+        out
     }
 }
