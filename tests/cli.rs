@@ -283,6 +283,18 @@ fn another_activation_logistic_regression_and_a_sigmoid_head_run_and_bad_ones_ar
             .unwrap()
             .contains("ReLU's pattern")
     );
+    // A batch too large for the second layer's certificate on the default network (rank 96 of
+    // 100 units, 14 needed): the report says why and up to which batch size it proves.
+    let large = report(
+        "adult-sample.csv",
+        "salary",
+        &["--batch-size", "96", "--ensemble", "2", "--iterations", "20"],
+    );
+    let why = certificate_not_applied(&large);
+    assert!(
+        why.contains("rank 96 of the first layer's 100 units") && why.contains("at most 86 rows"),
+        "{why}"
+    );
     // Logistic regression: one row is its gradient's ratio, recovered exactly.
     let logistic = report(
         "adult-sample.csv",
@@ -731,6 +743,19 @@ fn defences_and_aggregation_are_stated_in_the_report() {
     let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(report["rows"].as_array().unwrap().len(), 12);
     assert!(report["model_accuracy"].as_f64().unwrap() > 0.6);
+    // The noise blurs the second layer's span: the report says so rather than leave it off.
+    let why = certificate_not_applied(&report);
+    assert!(why.contains("noise on the update blurs it"), "{why}");
+}
+
+/// Why the report says the second layer's certificate did not apply (panics where it says nothing).
+fn certificate_not_applied(report: &serde_json::Value) -> String {
+    let parts = report["not_applied"].as_array().unwrap();
+    let part = parts
+        .iter()
+        .find(|p| p["part"] == "the second layer's certificate")
+        .unwrap_or_else(|| panic!("{parts:?}"));
+    part["why"].as_str().unwrap().to_string()
 }
 
 /// `leakscope privacy`: ε over rounds as Opacus gives it (tests/fixtures/rdp_epsilon.json holds

@@ -7,10 +7,11 @@ use std::borrow::Cow;
 use crate::assess::epochs::average_epochs;
 use crate::assess::pooling::{lower_median, pool};
 use crate::assess::{entropy, matching::match_rows};
-use crate::attack::activation_span::{self, ActivationSpan, SpanOf};
+use crate::attack::activation_span::{self, ActivationSpan, NoSpan, SpanOf};
 use crate::attack::activity::{self, ActivitySolver};
 use crate::attack::baselines::random_rows;
 use crate::attack::ensemble::Members;
+use crate::attack::registry::NotApplied;
 use crate::attack::row_labels;
 use crate::attack::setup::Setup;
 use crate::error::Result;
@@ -70,6 +71,9 @@ pub struct Reconstruction {
     pub proved: usize,
     /// The second layer's certificate (`attack::activation_span`), where it applied.
     pub second_layer: Option<SecondLayerSummary>,
+    /// Parts the attack composes that this batch's update ruled out, and why (the second layer's
+    /// span leaving too few checks, say), beside the model's (`AttackConfig::not_applied`).
+    pub not_applied: Vec<NotApplied>,
     /// How each row was obtained: proved (by either layer) or pooled from the ensemble.
     pub provenance: Vec<Provenance>,
     /// Each row's label, read off the last layer where the rows explain it exactly
@@ -185,9 +189,9 @@ impl Setup<'_> {
         let members_x = &x[k * ensemble * b * dataset.d()..(k + 1) * ensemble * b * dataset.d()];
         let first_layer: Vec<bool> = rows.iter().map(|row| proved_rows.contains(row)).collect();
         let second = self.certify_by_second_layer(&mut rows, &mut entropy, members_x, &first_layer);
-        let (second_layer, certified) = match second {
-            Some((summary, certified)) => (Some(summary), certified),
-            None => (None, vec![false; rows.len()]),
+        let (second_layer, certified, not_applied) = match second {
+            Ok((summary, certified)) => (Some(summary), certified, Vec::new()),
+            Err(why) => (None, vec![false; rows.len()], why.into_iter().collect()),
         };
         let provenance: Vec<Provenance> = certified
             .iter()
@@ -210,6 +214,7 @@ impl Setup<'_> {
             decoded,
             proved,
             second_layer,
+            not_applied,
             provenance,
             row_labels,
             values,
@@ -303,20 +308,25 @@ impl Setup<'_> {
     /// (`x`, [members, n, d]) trying for the rows still missing: the proof of rows beyond the first
     /// layer's reach (large batches, linearly dependent rows). On FedAvg the update's leading span
     /// stands in for it and rows near it are adopted, not proved (`SpanOf::Update`). A proved row's
-    /// cells get the entropy of an ensemble that agrees on them. None where it does not apply (or
-    /// the span leaves too few checks).
+    /// cells get the entropy of an ensemble that agrees on them. Refused where it does not apply,
+    /// with what the report says where the update ruled it out (the span leaves too few checks).
     fn certify_by_second_layer(
         &self,
         rows: &mut [Vec<Value>],
         entropy: &mut Option<Vec<Vec<Option<f64>>>>,
         x: &[f32],
         first_layer: &[bool],
-    ) -> Option<(SecondLayerSummary, Vec<bool>)> {
+    ) -> std::result::Result<(SecondLayerSummary, Vec<bool>), Option<NotApplied>> {
         // Every row proved by the first layer: nothing left to certify.
         if first_layer.iter().all(|p| *p) {
-            return None;
+            return Err(None);
         }
-        let span = self.second_layer_span(rows.len())?;
+        let span = self.second_layer_attempt(rows.len()).ok_or(None)?.map_err(|no| {
+            no.why().map(|why| NotApplied {
+                part: "the second layer's certificate".into(),
+                why,
+            })
+        })?;
         let d = self.dataset.d();
         let mut candidates: Vec<Vec<Value>> = x.chunks_exact(d).map(|row| self.dataset.decode(row)).collect();
         // Then rows drawn from the table's marginals (what the server knows without the update);
@@ -340,12 +350,18 @@ impl Setup<'_> {
         };
         // Rows adopted near FedAvg's update are not proved.
         let proved = certified.iter().map(|&c| c && span.proves()).collect();
-        Some((summary, proved))
+        Ok((summary, proved))
     }
 
     /// The second layer's span of activations where the attack composes it and it leaves checks
     /// (`ActivationSpan::new`), for a client of `rows` rows.
     pub fn second_layer_span(&self, rows: usize) -> Option<ActivationSpan<'_>> {
+        self.second_layer_attempt(rows)?.ok()
+    }
+
+    /// The same, None where the attack does not compose it, and why not where the update rules it
+    /// out.
+    fn second_layer_attempt(&self, rows: usize) -> Option<std::result::Result<ActivationSpan<'_>, NoSpan>> {
         let params = &self.scenario.params;
         let sizes = &params.sizes;
         if !(self.inverts.relaxed && self.config.priors().second_layer) || sizes.len() < 4 {
@@ -357,7 +373,7 @@ impl Setup<'_> {
         };
         let observed = &self.scenario.observed;
         let present = activation_span::present_categories(self.dataset, observed.weight(0), observed.bias(0));
-        ActivationSpan::new(
+        let span = ActivationSpan::new(
             self.dataset,
             &params.weights[0],
             &params.biases[0],
@@ -365,8 +381,15 @@ impl Setup<'_> {
             present,
             of,
             (sizes[0], sizes[1], sizes[2]),
-        )
-        .map(|span| span.with_activation(self.config.activation))
+        );
+        // No drop in the spectrum where the batch fills the layer is the batch's size, not noise.
+        let span = span.map_err(|no| match no {
+            NoSpan::NoGap => activation_span::room(self.dataset, rows, (sizes[1], sizes[2]))
+                .err()
+                .unwrap_or(no),
+            no => no,
+        });
+        Some(span.map(|span| span.with_activation(self.config.activation)))
     }
 
     /// Whether a proof can reach every row of the batch: the second layer's span proves (FedSGD,

@@ -27,6 +27,7 @@ impl Setup<'_> {
                 decoded: (0, 0),
                 proved: 0,
                 second_layer: None,
+                not_applied: Vec::new(),
                 provenance: vec![Provenance::Prior; self.config.rows()],
                 row_labels: None,
                 values: self.dataset.target.as_ref().map(|_| (self.random_values(), false)),
@@ -107,6 +108,7 @@ impl Setup<'_> {
             seconds,
         );
         report.model_accuracy = self.scenario.model_accuracy;
+        report.not_applied.extend(recon.not_applied.iter().cloned());
         report.set_provenance(&recon.provenance, &scored.assignment);
         if let Some(labels) = &recon.row_labels {
             let truth_labels: Vec<usize> = truth.indices.iter().map(|&i| dataset.labels[i]).collect();
@@ -174,6 +176,7 @@ impl Setup<'_> {
             seconds,
         );
         report.member_steps = recon.steps;
+        report.not_applied.extend(recon.not_applied.iter().cloned());
         if let Some(labels) = &recon.row_labels {
             for (row, &l) in report.rows.iter_mut().zip(labels) {
                 row.label = Some(self.dataset.classes[l].clone());

@@ -128,10 +128,66 @@ pub fn present_categories(dataset: &Dataset, g1: &[f32], gb1: &[f32]) -> Vec<Vec
         .collect()
 }
 
+/// Why the second layer gives no span to certify rows in: what the report says instead of
+/// leaving the certificate silently off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoSpan {
+    /// The parameters do not have the shapes the layers state (no span to read).
+    Shape,
+    /// The second layer's gradient is zero: the update says nothing there.
+    Silent,
+    /// No drop in G₂'s spectrum wide enough to end the rows' span (noise on the update, or an
+    /// activation nearly affine at these weights).
+    NoGap,
+    /// The span's rank r leaves h₁ − r checks, not more than the `fitted` continuous values a
+    /// refinement fits plus `SPARE_CHECKS`: the batch is too large for this network's first layer.
+    NoRoom { rank: usize, width: usize, fitted: usize },
+}
+
+/// Whether a batch of `rows` rows leaves the certificate room on a network whose first two
+/// layers are `(h1, h2)` wide: G₂'s rank reaches min(rows, h₂). Where the spectrum shows no drop
+/// (`NoSpan::NoGap`, which would blame noise), a batch that fills the layer is the reason.
+pub fn room(dataset: &Dataset, rows: usize, (h1, h2): (usize, usize)) -> Result<(), NoSpan> {
+    let rank = rows.min(h2).min(h1);
+    let fitted = dataset.features.iter().filter(|f| !f.is_categorical()).count();
+    match rank + fitted + SPARE_CHECKS > h1 {
+        true => Err(NoSpan::NoRoom {
+            rank,
+            width: h1,
+            fitted,
+        }),
+        false => Ok(()),
+    }
+}
+
+impl NoSpan {
+    /// The reason in words, for the report (None where there is nothing to tell a user).
+    pub fn why(&self) -> Option<String> {
+        match *self {
+            NoSpan::Shape => None,
+            NoSpan::Silent => Some("the second layer's gradient is zero: the update says nothing there".into()),
+            NoSpan::NoGap => Some(
+                "the second layer's gradient shows no drop in its spectrum that would end the rows' span: noise on \
+                 the update blurs it, as does an activation nearly affine at these weights"
+                    .into(),
+            ),
+            NoSpan::NoRoom { rank, width, fitted } => {
+                let needed = fitted + SPARE_CHECKS;
+                Some(format!(
+                    "the second layer's gradient has rank {rank} of the first layer's {width} units, and a row's \
+                     certificate needs {needed} units beyond its rank: {fitted} for the continuous values it fits \
+                     and {SPARE_CHECKS} spare; on this network it proves batches of at most {} rows",
+                    width.saturating_sub(needed)
+                ))
+            }
+        }
+    }
+}
+
 impl<'a> ActivationSpan<'a> {
-    /// `g2`: the second layer's weight gradient [h₁, h₂] as `Params` lays it out. None where the
-    /// space leaves too few checks: rank 0, or h₁ − r not above the continuous values fitted by
-    /// `SPARE_CHECKS`.
+    /// `g2`: the second layer's weight gradient [h₁, h₂] as `Params` lays it out. Refused (with
+    /// the reason, `NoSpan`) where the update shows no span or the span leaves too few checks:
+    /// h₁ − r not above the continuous values fitted by `SPARE_CHECKS`.
     pub fn new(
         dataset: &'a Dataset,
         w1: &[f32],
@@ -140,28 +196,32 @@ impl<'a> ActivationSpan<'a> {
         present: Vec<Vec<bool>>,
         of: SpanOf,
         (d, h1, h2): (usize, usize, usize),
-    ) -> Option<Self> {
+    ) -> Result<Self, NoSpan> {
         if w1.len() != d * h1 || b1.len() != h1 || g2.len() != h1 * h2 {
-            return None;
+            return Err(NoSpan::Shape);
         }
         let g = DMatrix::from_row_iterator(h1, h2, g2.iter().map(|&v| v as f64));
         let svd = g.svd(true, false);
-        let u = svd.u?;
+        let u = svd.u.ok_or(NoSpan::Shape)?;
         let largest = svd.singular_values.max();
         if !(largest > 0.0) {
-            return None;
+            return Err(NoSpan::Silent);
         }
         let mut order: Vec<usize> = (0..svd.singular_values.len()).collect();
         order.sort_by(|&a, &b| svd.singular_values[b].total_cmp(&svd.singular_values[a]));
         let values: Vec<f64> = order.iter().map(|&k| svd.singular_values[k] / largest).collect();
         let rank = match of {
-            SpanOf::Gradient => span_rank(&values)?,
+            SpanOf::Gradient => span_rank(&values).ok_or(NoSpan::NoGap)?,
             SpanOf::Update { rows } => rows.min(values.len()),
         };
         let kept = &order[..rank];
         let fitted = dataset.features.iter().filter(|f| !f.is_categorical()).count();
         if kept.len() + fitted + SPARE_CHECKS > h1 {
-            return None;
+            return Err(NoSpan::NoRoom {
+                rank,
+                width: h1,
+                fitted,
+            });
         }
         let w1 = DMatrix::from_row_iterator(d, h1, w1.iter().map(|&v| v as f64));
         let basis = u.select_columns(kept);
@@ -183,7 +243,7 @@ impl<'a> ActivationSpan<'a> {
             })
             .unzip();
         let continuous_w = DMatrix::from_fn(h1, offsets.len(), |j, k| w1[(offsets[k].0, j)] / offsets[k].1);
-        Some(ActivationSpan {
+        Ok(ActivationSpan {
             dataset,
             w1t: w1.transpose(),
             b1: DVector::from_iterator(h1, b1.iter().map(|&v| v as f64)),
@@ -461,6 +521,40 @@ mod tests {
         .unwrap()
     }
 
+    /// Beyond the batch size the default network leaves room for, the span is refused with its
+    /// rank and the largest batch it would prove.
+    #[test]
+    fn a_batch_too_large_for_the_certificate_is_refused_with_its_rank() {
+        let dataset = adult();
+        for (b, rank) in [(96, 96), (128, 100)] {
+            let (scenario, _) = batch_with(&dataset, b, Activation::Relu);
+            let no_room = NoSpan::NoRoom {
+                rank,
+                width: 100,
+                fitted: 6,
+            };
+            assert_eq!(room(&dataset, b, (100, 100)), Err(no_room), "B = {b}");
+            assert_eq!(room(&dataset, b, (150, 100)), Ok(()), "B = {b}");
+            let p = &scenario.params;
+            let present = present_categories(&dataset, scenario.observed.weight(0), scenario.observed.bias(0));
+            let refused = ActivationSpan::new(
+                &dataset,
+                &p.weights[0],
+                &p.biases[0],
+                scenario.observed.weight(1),
+                present,
+                SpanOf::Gradient,
+                (p.sizes[0], p.sizes[1], p.sizes[2]),
+            )
+            .err();
+            // At B = 96 the spectrum ends at the batch's rank; at 128 the rows fill all 100
+            // directions, and weak rows leave no drop where it would end.
+            let measured = if b == 96 { no_room } else { NoSpan::NoGap };
+            assert_eq!(refused, Some(measured), "B = {b}");
+            assert!(no_room.why().unwrap().contains("at most 86 rows"));
+        }
+    }
+
     /// A FedSGD batch of 64 Adult rows on the default network: its span and its rows.
     fn batch(dataset: &Dataset) -> (Scenario, Vec<Vec<Value>>) {
         batch_with(dataset, 64, Activation::Relu)
@@ -598,7 +692,7 @@ mod tests {
             SpanOf::Gradient,
             sizes,
         );
-        assert!(sigmoid.is_none());
+        assert_eq!(sigmoid.err(), Some(NoSpan::NoGap));
         for activation in [Activation::LeakyRelu { slope: 0.2 }, Activation::Gelu, Activation::Tanh] {
             let name = activation.name();
             let (scenario, rows) = batch_with(&dataset, 32, activation);
