@@ -18,6 +18,9 @@ use super::reconstruct::Reconstruction;
 
 /// Rounds of reading the proved rows off the first layer and peeling them again.
 const READS: usize = 8;
+/// Proved rows left among the rows to find at most, where the update does not give their labels.
+const KEPT_IN: usize = 4;
+
 
 impl Setup<'_> {
     /// Whether the attack composes peeling: FedSGD (a sum of per-row gradients at the weights
@@ -44,26 +47,36 @@ impl Setup<'_> {
             .collect()
     }
 
-    /// The update of the rows `recon` left unproved, once the proved ones are peeled off it.
-    /// The certificate proves a continuous value only to its tolerance (Adult's fnlwgt to
-    /// about 70 of its 10⁵ std), and a proved row a little off leaves a direction of its own in
-    /// what is left; so the proved rows are read off the first layer (`peel::Peeled::rows`),
-    /// rounded to their columns' precision, and peeled again until they hold still.
-    fn peeled_update(&self, proved: &[Vec<Value>], b: usize) -> Option<crate::client::update::Update> {
+    /// The update of the rows `recon` left unproved, once the proved ones are peeled off it, and
+    /// how many rows it holds. The certificate proves a continuous value only to its tolerance
+    /// (Adult's fnlwgt to about 70 of its 10⁵ std), and a proved row a little off leaves a
+    /// direction of its own in what is left; so the proved rows are read off the first layer
+    /// (`peel::Peeled::rows`), rounded to their columns' precision, and peeled again until they
+    /// hold still. A proved row whose label the update does not give apart from a row left's
+    /// (`peel::Refused::Unlabelled`) stays in what is left, among the rows to find.
+    fn peeled_update(&self, proved: &[Vec<Value>], b: usize) -> Option<(crate::client::update::Update, usize)> {
         let (params, model) = (&self.scenario.params, self.config.model());
         let peeler = peel::Peeler::new(params, model, &self.scenario.observed, b)?;
         let mut rows = proved.to_vec();
         let mut rest = None;
-        for _ in 0..READS {
-            let Some(peeled) = peeler.peel(&self.encoded(&rows)) else {
-                break;
+        let (mut reads, mut kept) = (0, 0);
+        while reads < READS {
+            let peeled = match peeler.peel(&self.encoded(&rows)) {
+                Ok(peeled) => peeled,
+                Err(peel::Refused::Unlabelled(i)) if kept < KEPT_IN => {
+                    rows.remove(i);
+                    (rest, kept) = (None, kept + 1);
+                    continue;
+                }
+                Err(_) => break,
             };
+            reads += 1;
             let read: Vec<Vec<Value>> = peeled
                 .rows
                 .iter()
                 .map(|x| self.dataset.decode(&x.iter().map(|&v| v as f32).collect::<Vec<_>>()))
                 .collect();
-            rest = Some(peeled.update);
+            rest = Some((peeled.update, b - rows.len()));
             if read == rows {
                 break;
             }
@@ -91,15 +104,14 @@ impl Setup<'_> {
         let Some(span) = self.second_layer_span(b).filter(|s| s.proves()) else {
             return recon;
         };
-        let Some(rest) = self.peeled_update(&taken, b) else {
+        let Some((rest, rows_left)) = self.peeled_update(&taken, b) else {
             return recon;
         };
-        let (dataset, sizes) = (self.dataset, &self.scenario.params.sizes);
-        let d = sizes[0];
-        let candidates = peel::span_rows(rest.weight(0), &self.layout, (d, sizes[1]), left.len());
+        let sizes = &self.scenario.params.sizes;
+        let candidates = peel::span_rows(rest.weight(0), &self.layout, (sizes[0], sizes[1]), rows_left);
         let mut found = Vec::new();
-        for c in candidates.chunks_exact(d) {
-            let (row, distance) = span.refine(&dataset.decode(c), &taken);
+        for c in candidates.chunks_exact(sizes[0]) {
+            let (row, distance) = span.refine(&self.dataset.decode(c), &taken);
             if distance <= activation_span::CERTIFY {
                 taken.push(row.clone());
                 found.push(row);

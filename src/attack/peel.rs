@@ -163,6 +163,19 @@ fn second_layer_span(params: &Params, update: &Update, b: usize, rank: usize) ->
     (activation_span::span_rank(&relative) == Some(rank)).then_some((g2, u))
 }
 
+/// Why the proved rows do not peel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// Nothing to peel, a network it does not apply to, or proved rows that do not explain their
+    /// share of G₂ (a wrong row among them: the certificate).
+    Unexplained,
+    /// Proved row i's label residual is not a label's: G₂ does not tell its share from a row
+    /// left's whose δ at the second layer is parallel to its own (δ = eᵢ·(W₃ᵀ(1, −1)) ⊙ pattern
+    /// on two classes, so two rows sharing their second-layer ReLU pattern share δ's direction).
+    /// The others may still peel, with row i among the rows left.
+    Unlabelled(usize),
+}
+
 /// What peeling leaves: the update of the rows left (their mean gradient), and the proved rows
 /// as the first layer reads them exactly (encoded, [d] each; `read_rows`).
 pub struct Peeled {
@@ -204,9 +217,14 @@ impl<'a> Peeler<'a> {
 
     /// The FedSGD update of the `b − proved.len()` rows left once the `proved` rows (encoded,
     /// [p, d] each) are peeled off the update (the mean gradient of `b` rows), as their own mean
-    /// gradient. None where the proved rows do not explain their share of the second layer's
+    /// gradient. Refused where the proved rows do not explain their share of the second layer's
     /// gradient exactly with a label each.
-    pub fn peel(&self, proved: &[Vec<f64>]) -> Option<Peeled> {
+    pub fn peel(&self, proved: &[Vec<f64>]) -> Result<Peeled, Refused> {
+        self.try_peel(proved).unwrap_or(Err(Refused::Unexplained))
+    }
+
+    /// `peel`, None for `Refused::Unexplained`.
+    fn try_peel(&self, proved: &[Vec<f64>]) -> Option<Result<Peeled, Refused>> {
         let (params, model, update, b) = (self.params, self.model, self.update, self.b);
         let (g2, span) = (&self.g2, &self.span);
         let p = proved.len();
@@ -239,7 +257,9 @@ impl<'a> Peeler<'a> {
             let j = &off_t * &row.j2;
             let target = v.row(i).transpose();
             let solved = j.clone().svd(true, true).solve(&target, 1e-12).ok()?;
-            let e = snap_to_label(model.head, &row.probs, &solved)?;
+            let Some(e) = snap_to_label(model.head, &row.probs, &solved) else {
+                return Some(Err(Refused::Unlabelled(i)));
+            };
             explained += &row.a1 * (&j * &e).transpose();
             let d1 = row.subtract_gradient(params, model, e.as_slice(), 1.0, &mut peeled);
             delta1.set_column(i, &DVector::from_vec(d1));
@@ -251,7 +271,7 @@ impl<'a> Peeler<'a> {
         let left = (b - p) as f64;
         let mut out = update.clone();
         out.values_mut().zip(peeled).for_each(|(v, g)| *v = (g / left) as f32);
-        Some(Peeled { update: out, rows })
+        Some(Ok(Peeled { update: out, rows }))
     }
 }
 
@@ -336,11 +356,13 @@ const ENUMERATED_ROWS: usize = 12;
 
 /// Candidate rows in the span of a peeled update's first layer ([d, h], `rows` rows): its x-side
 /// span has their dimension, and a row of it that the table can hold has each categorical entry
-/// at its hot or its cold value. Fixing `rows` well-posed categorical entries at hot or cold
-/// (2^rows choices) fixes the row; those whose other entries are then one-hot are candidates,
-/// which the second layer's certificate proves or refuses. The members' rows are no start for
-/// these: the rows no proof reached are the ones the ensemble got worst (about half their
-/// cells right at B = 64 on Adult).
+/// at its hot or its cold value. Fixing the span's independent categorical entries at hot or
+/// cold (2^k choices, k ≤ `rows`) fixes the row's categories; those whose other entries are then
+/// one-hot are candidates, which the second layer's certificate proves or refuses. Where k <
+/// `rows`, some rows left share their categories and differ in continuous values; the
+/// candidate takes the least-squares ones, and the certificate's refinement fits them. The members'
+/// rows are no start for these: the rows no proof reached are the ones the ensemble got worst
+/// (about half their cells right at B = 64 on Adult).
 pub fn span_rows(update: &[f32], layout: &Layout, (d, h): (usize, usize), rows: usize) -> Vec<f32> {
     if rows == 0 || rows > ENUMERATED_ROWS {
         return Vec::new();
@@ -382,15 +404,14 @@ pub fn span_rows(update: &[f32], layout: &Layout, (d, h): (usize, usize), rows: 
             break;
         }
     }
-    if picked.len() < rows {
-        return Vec::new();
-    }
-    let Some(inverse) = DMatrix::from_fn(rows, rows, |i, j| v[(picked[i], j)]).try_inverse() else {
+    let k = picked.len();
+    let fixed = DMatrix::from_fn(k, rows, |i, j| v[(picked[i], j)]);
+    let Some(inverse) = fixed.pseudo_inverse(1e-12).ok().filter(|_| k > 0) else {
         return Vec::new();
     };
     let mut out = Vec::new();
-    for mask in 0..1usize << rows {
-        let values = DVector::from_fn(rows, |i, _| match mask >> i & 1 {
+    for mask in 0..1usize << k {
+        let values = DVector::from_fn(k, |i, _| match mask >> i & 1 {
             1 => hot[picked[i]],
             _ => cold[picked[i]],
         });
@@ -492,10 +513,10 @@ mod tests {
         let peeler = Peeler::new(&params, model, &all, 10).expect("a batch of ten peels");
         let mut wrong = x[..7].to_vec();
         wrong[3][2] += 0.7;
-        assert!(peeler.peel(&wrong).is_none());
+        assert!(peeler.peel(&wrong).is_err());
         // A row from outside the batch in place of a proved one.
         wrong[3] = rows(1, 12, 40)[0].clone();
-        assert!(peeler.peel(&wrong).is_none());
+        assert!(peeler.peel(&wrong).is_err());
     }
 
     #[test]
@@ -524,20 +545,31 @@ mod tests {
         ];
         let h = 20;
         // G = Σ xᵢ δᵢᵀ with δ's of some rows' ReLU pattern: zero at about half the units.
-        let mut g = vec![0f32; 11 * h];
-        for (i, x) in rows.iter().enumerate() {
-            for u in 0..h {
-                let delta = if (u * 7 + i * 3) % 5 < 2 {
-                    0.0
-                } else {
-                    ((u * 13 + i * 5) % 11) as f64 / 11.0 - 0.4
-                };
-                for (c, v) in x.iter().enumerate() {
-                    g[c * h + u] += (v * delta) as f32;
+        let update = |rows: &[Vec<f64>]| -> Vec<f32> {
+            let mut g = vec![0f32; 11 * h];
+            for (i, x) in rows.iter().enumerate() {
+                for u in 0..h {
+                    let delta = if (u * 7 + i * 3) % 5 < 2 {
+                        0.0
+                    } else {
+                        ((u * 13 + i * 5) % 11) as f64 / 11.0 - 0.4
+                    };
+                    for (c, v) in x.iter().enumerate() {
+                        g[c * h + u] += (v * delta) as f32;
+                    }
                 }
             }
-        }
-        let found = span_rows(&g, &layout, (11, h), 3);
+            g
+        };
+        // Two rows that share their categories: their span has one categorical direction fewer
+        // than rows, and both categories are still found (continuous values left to the fit).
+        let twins = [rows[0].clone(), encode([-1.0, 2.0], 0, 3), rows[2].clone()];
+        let found = span_rows(&update(&twins), &layout, (11, h), 3);
+        let categories = |x: &[f32]| -> Vec<usize> { (2..11).filter(|&c| x[c] > 0.0).collect() };
+        let mut found: Vec<Vec<usize>> = found.chunks_exact(11).map(categories).collect();
+        found.sort();
+        assert_eq!(found, vec![vec![2, 9], vec![5, 10]]);
+        let found = span_rows(&update(&rows), &layout, (11, h), 3);
         let found: Vec<&[f32]> = found.chunks_exact(11).collect();
         for x in &rows {
             assert!(
