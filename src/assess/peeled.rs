@@ -21,7 +21,6 @@ const READS: usize = 8;
 /// Proved rows left among the rows to find at most, where the update does not give their labels.
 const KEPT_IN: usize = 4;
 
-
 impl Setup<'_> {
     /// Whether the attack composes peeling: FedSGD (a sum of per-row gradients at the weights
     /// sent), the ReLU proof and the second layer's certificate, on a classifier (a

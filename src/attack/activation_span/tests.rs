@@ -1,0 +1,272 @@
+use super::*;
+use crate::config::AttackConfig;
+use crate::scenario::Scenario;
+use crate::table::{DatasetOptions, parse_csv};
+
+fn adult() -> Dataset {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/data/adult-sample.csv");
+    let raw = parse_csv(&std::fs::read(path).unwrap(), usize::MAX).unwrap();
+    Dataset::from_raw(
+        &raw,
+        &DatasetOptions {
+            label: "salary".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+/// Beyond the batch size the default network leaves room for, the span is refused with its
+/// rank and the largest batch it would prove.
+#[test]
+fn a_batch_too_large_for_the_certificate_is_refused_with_its_rank() {
+    let dataset = adult();
+    for (b, rank) in [(96, 96), (128, 100)] {
+        let (scenario, _) = batch_with(&dataset, b, Activation::Relu);
+        let no_room = NoSpan::NoRoom {
+            rank,
+            width: 100,
+            fitted: 6,
+        };
+        assert_eq!(room(&dataset, b, (100, 100)), Err(no_room), "B = {b}");
+        assert_eq!(room(&dataset, b, (150, 100)), Ok(()), "B = {b}");
+        let p = &scenario.params;
+        let present = present_categories(&dataset, scenario.observed.weight(0), scenario.observed.bias(0));
+        let refused = ActivationSpan::new(
+            &dataset,
+            &p.weights[0],
+            &p.biases[0],
+            scenario.observed.weight(1),
+            present,
+            SpanOf::Gradient,
+            (p.sizes[0], p.sizes[1], p.sizes[2]),
+        )
+        .err();
+        // At B = 96 the spectrum ends at the batch's rank; at 128 the rows fill all 100
+        // directions, and weak rows leave no drop where it would end.
+        let measured = if b == 96 { no_room } else { NoSpan::NoGap };
+        assert_eq!(refused, Some(measured), "B = {b}");
+        assert!(no_room.why().unwrap().contains("at most 86 rows"));
+    }
+}
+
+/// A FedSGD batch of 64 Adult rows on the default network: its span and its rows.
+fn batch(dataset: &Dataset) -> (Scenario, Vec<Vec<Value>>) {
+    batch_with(dataset, 64, Activation::Relu)
+}
+
+fn batch_with(dataset: &Dataset, batch_size: usize, activation: Activation) -> (Scenario, Vec<Vec<Value>>) {
+    let config = AttackConfig {
+        batch_size,
+        seed: 0,
+        activation,
+        ..Default::default()
+    };
+    let scenario = pollster::block_on(Scenario::of_rows(dataset, &config)).unwrap();
+    let rows = scenario.truth.as_ref().unwrap().rows.clone();
+    (scenario, rows)
+}
+
+fn span<'a>(dataset: &'a Dataset, scenario: &Scenario) -> ActivationSpan<'a> {
+    span_with(dataset, scenario, Activation::Relu)
+}
+
+fn span_with<'a>(dataset: &'a Dataset, scenario: &Scenario, activation: Activation) -> ActivationSpan<'a> {
+    let p = &scenario.params;
+    let present = present_categories(dataset, scenario.observed.weight(0), scenario.observed.bias(0));
+    ActivationSpan::new(
+        dataset,
+        &p.weights[0],
+        &p.biases[0],
+        scenario.observed.weight(1),
+        present,
+        SpanOf::Gradient,
+        (p.sizes[0], p.sizes[1], p.sizes[2]),
+    )
+    .expect("the batch leaves checks on a width of 100")
+    .with_activation(activation)
+}
+
+/// Two batch rows mixed: every categorical cell of one, the continuous values between both.
+fn mixture(a: &[Value], b: &[Value]) -> Vec<Value> {
+    a.iter()
+        .zip(b)
+        .map(|(a, b)| match (a, b) {
+            (Value::Num(x), Value::Num(y)) => Value::Num(((x + y) / 2.0).round()),
+            _ => *a,
+        })
+        .collect()
+}
+
+#[test]
+fn every_row_of_a_batch_of_64_is_certified_and_a_row_one_cell_off_refines_back_to_it() {
+    let dataset = adult();
+    let (scenario, rows) = batch(&dataset);
+    let span = span(&dataset, &scenario);
+    assert_eq!(span.rank(), 64);
+    for row in &rows {
+        assert!(span.distance(row) < CERTIFY, "{}", span.distance(row));
+    }
+    // One categorical cell changed: far from the span, and refined back to the batch's row.
+    let f = dataset.features.iter().position(|f| f.is_categorical()).unwrap();
+    for row in rows.iter().take(8) {
+        let mut off = row.clone();
+        off[f] = Value::Cat(if row[f] == Value::Cat(0) { 1 } else { 0 });
+        assert!(span.distance(&off) > 100.0 * CERTIFY, "{}", span.distance(&off));
+        let (refined, distance) = span.refine(&off, &[]);
+        assert!(distance < CERTIFY);
+        assert!(span.among(&refined, &rows));
+    }
+}
+
+#[test]
+fn the_first_layer_tells_which_categories_the_batch_holds() {
+    let dataset = adult();
+    let (scenario, rows) = batch(&dataset);
+    let present = present_categories(&dataset, scenario.observed.weight(0), scenario.observed.bias(0));
+    for (f, feature) in dataset.features.iter().enumerate() {
+        for (k, &held) in present[f].iter().enumerate() {
+            let in_batch = rows.iter().any(|r| r[f] == Value::Cat(k as u32));
+            assert_eq!(held, in_batch, "{} category {k}", feature.name);
+        }
+    }
+}
+
+/// The certificate's false positives: rows from outside the batch and mixtures of its rows,
+/// refined as hard as the attack refines its candidates, never pass while the batch's own
+/// rows are ruled out (as found ones are).
+#[test]
+fn no_row_outside_the_batch_and_no_mixture_of_its_rows_is_certified() {
+    let dataset = adult();
+    let (scenario, rows) = batch(&dataset);
+    let span = span(&dataset, &scenario);
+    let outside = scenario.truth.as_ref().unwrap().indices.clone();
+    let strangers = (0..dataset.n()).filter(|i| !outside.contains(i)).step_by(7).take(40);
+    let mut tried = 0;
+    for i in strangers {
+        let row = &dataset.rows[i];
+        if span.among(row, &rows) {
+            continue; // one with a batch row: not a stranger
+        }
+        assert!(span.distance(row) > CERTIFY);
+        let (refined, distance) = span.refine(row, &rows);
+        assert!(distance >= CERTIFY, "row {i} refined to {refined:?} at {distance:e}");
+        tried += 1;
+    }
+    assert!(tried >= 30);
+    for pair in rows.chunks_exact(2).take(12) {
+        let mixed = mixture(&pair[0], &pair[1]);
+        if span.among(&mixed, &rows) {
+            continue;
+        }
+        assert!(span.distance(&mixed) > CERTIFY);
+        let (_, distance) = span.refine(&mixed, &rows);
+        assert!(distance >= CERTIFY);
+    }
+}
+
+/// The certificate for the smooth and the leaky activations (ReLU's is above): a batch of 32's
+/// rows lie in the span, a row one cell off refines back to its batch row, and neither rows from
+/// outside the batch nor mixtures of its rows pass, refined as the attack refines.
+#[test]
+fn the_certificate_holds_for_every_activation_and_refuses_strangers_and_mixtures() {
+    let dataset = adult();
+    let f = dataset.features.iter().position(|f| f.is_categorical()).unwrap();
+    // A sigmoid's activations at initialisation are nearly affine in the row (σ(z) ≈ ½ + z/4):
+    // G₂'s spectrum has no clear drop, so no span is read and nothing is certified.
+    let (scenario, _) = batch_with(&dataset, 32, Activation::Sigmoid);
+    let p = &scenario.params;
+    let present = present_categories(&dataset, scenario.observed.weight(0), scenario.observed.bias(0));
+    let sizes = (p.sizes[0], p.sizes[1], p.sizes[2]);
+    let sigmoid = ActivationSpan::new(
+        &dataset,
+        &p.weights[0],
+        &p.biases[0],
+        scenario.observed.weight(1),
+        present,
+        SpanOf::Gradient,
+        sizes,
+    );
+    assert_eq!(sigmoid.err(), Some(NoSpan::NoGap));
+    for activation in [Activation::LeakyRelu { slope: 0.2 }, Activation::Gelu, Activation::Tanh] {
+        let name = activation.name();
+        let (scenario, rows) = batch_with(&dataset, 32, activation);
+        let span = span_with(&dataset, &scenario, activation);
+        assert_eq!(span.rank(), 32, "{name}");
+        for row in &rows {
+            assert!(span.distance(row) < CERTIFY, "{name}: {}", span.distance(row));
+        }
+        for row in rows.iter().take(4) {
+            let mut off = row.clone();
+            off[f] = Value::Cat(if row[f] == Value::Cat(0) { 1 } else { 0 });
+            assert!(span.distance(&off) > 100.0 * CERTIFY, "{name}: {}", span.distance(&off));
+            let (refined, distance) = span.refine(&off, &[]);
+            assert!(distance < CERTIFY && span.among(&refined, &rows), "{name}");
+        }
+        let inside = scenario.truth.as_ref().unwrap().indices.clone();
+        let mut tried = 0;
+        for i in (0..dataset.n()).filter(|i| !inside.contains(i)).step_by(11).take(12) {
+            let row = &dataset.rows[i];
+            if span.among(row, &rows) {
+                continue;
+            }
+            let (refined, distance) = span.refine(row, &rows);
+            assert!(
+                distance >= CERTIFY,
+                "{name}: row {i} refined to {refined:?} at {distance:e}"
+            );
+            tried += 1;
+        }
+        assert!(tried >= 10, "{name}");
+        for pair in rows.chunks_exact(2).take(6) {
+            let mixed = mixture(&pair[0], &pair[1]);
+            if !span.among(&mixed, &rows) {
+                assert!(span.refine(&mixed, &rows).1 >= CERTIFY, "{name}: a mixture passed");
+            }
+        }
+    }
+}
+
+/// FedAvg (32 rows, 5 epochs of local batches of 8): the update's leading span holds the rows'
+/// activations at the weights the server sent, nearly, and a row one cell off lies far.
+#[test]
+fn a_fedavg_update_keeps_its_rows_near_its_leading_span() {
+    use crate::client::fedavg::LocalTraining;
+    use crate::config::Protocol;
+    let dataset = adult();
+    let config = AttackConfig {
+        batch_size: 32,
+        seed: 0,
+        protocol: Protocol::Fedavg(LocalTraining {
+            epochs: 5,
+            local_batch: 8,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let scenario = pollster::block_on(Scenario::of_rows(&dataset, &config)).unwrap();
+    let rows = scenario.truth.as_ref().unwrap().rows.clone();
+    let p = &scenario.params;
+    let present = present_categories(&dataset, scenario.observed.weight(0), scenario.observed.bias(0));
+    let span = ActivationSpan::new(
+        &dataset,
+        &p.weights[0],
+        &p.biases[0],
+        scenario.observed.weight(1),
+        present,
+        SpanOf::Update { rows: 32 },
+        (p.sizes[0], p.sizes[1], p.sizes[2]),
+    )
+    .unwrap();
+    assert!(!span.proves());
+    let f = dataset.features.iter().position(|f| f.is_categorical()).unwrap();
+    let (mut near, mut far) = (0, 0);
+    for row in &rows {
+        near += usize::from(span.distance(row) < FEDAVG_NEAR);
+        let mut off = row.clone();
+        off[f] = Value::Cat(if row[f] == Value::Cat(0) { 1 } else { 0 });
+        far += usize::from(span.distance(&off) >= FEDAVG_NEAR);
+    }
+    assert!(near >= 30, "{near} of 32 rows near the span");
+    assert!(far >= 30, "{far} of 32 rows one cell off far from it");
+}
