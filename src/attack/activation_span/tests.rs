@@ -30,18 +30,7 @@ fn a_batch_too_large_for_the_certificate_is_refused_with_its_rank() {
         };
         assert_eq!(room(&dataset, b, (100, 100)), Err(no_room), "B = {b}");
         assert_eq!(room(&dataset, b, (150, 100)), Ok(()), "B = {b}");
-        let p = &scenario.params;
-        let present = present_categories(&dataset, scenario.observed.weight(0), scenario.observed.bias(0));
-        let refused = ActivationSpan::new(
-            &dataset,
-            &p.weights[0],
-            &p.biases[0],
-            scenario.observed.weight(1),
-            present,
-            SpanOf::Gradient,
-            (p.sizes[0], p.sizes[1], p.sizes[2]),
-        )
-        .err();
+        let refused = span_of(&dataset, &scenario, SpanOf::Gradient).err();
         // At B = 96 the spectrum ends at the batch's rank; at 128 the rows fill all 100
         // directions, and weak rows leave no drop where it would end.
         let measured = if b == 96 { no_room } else { NoSpan::NoGap };
@@ -71,7 +60,8 @@ fn span<'a>(dataset: &'a Dataset, scenario: &Scenario) -> ActivationSpan<'a> {
     span_with(dataset, scenario, Activation::Relu)
 }
 
-fn span_with<'a>(dataset: &'a Dataset, scenario: &Scenario, activation: Activation) -> ActivationSpan<'a> {
+/// The second layer's span of the scenario's update, read as `of` says.
+fn span_of<'a>(dataset: &'a Dataset, scenario: &Scenario, of: SpanOf) -> Result<ActivationSpan<'a>, NoSpan> {
     let p = &scenario.params;
     let present = present_categories(dataset, scenario.observed.weight(0), scenario.observed.bias(0));
     ActivationSpan::new(
@@ -80,11 +70,15 @@ fn span_with<'a>(dataset: &'a Dataset, scenario: &Scenario, activation: Activati
         &p.biases[0],
         scenario.observed.weight(1),
         present,
-        SpanOf::Gradient,
+        of,
         (p.sizes[0], p.sizes[1], p.sizes[2]),
     )
-    .expect("the batch leaves checks on a width of 100")
-    .with_activation(activation)
+}
+
+fn span_with<'a>(dataset: &'a Dataset, scenario: &Scenario, activation: Activation) -> ActivationSpan<'a> {
+    span_of(dataset, scenario, SpanOf::Gradient)
+        .expect("the batch leaves checks on a width of 100")
+        .with_activation(activation)
 }
 
 /// Two batch rows mixed: every categorical cell of one, the continuous values between both.
@@ -175,19 +169,10 @@ fn the_certificate_holds_for_every_activation_and_refuses_strangers_and_mixtures
     // A sigmoid's activations at initialisation are nearly affine in the row (σ(z) ≈ ½ + z/4):
     // G₂'s spectrum has no clear drop, so no span is read and nothing is certified.
     let (scenario, _) = batch_with(&dataset, 32, Activation::Sigmoid);
-    let p = &scenario.params;
-    let present = present_categories(&dataset, scenario.observed.weight(0), scenario.observed.bias(0));
-    let sizes = (p.sizes[0], p.sizes[1], p.sizes[2]);
-    let sigmoid = ActivationSpan::new(
-        &dataset,
-        &p.weights[0],
-        &p.biases[0],
-        scenario.observed.weight(1),
-        present,
-        SpanOf::Gradient,
-        sizes,
+    assert_eq!(
+        span_of(&dataset, &scenario, SpanOf::Gradient).err(),
+        Some(NoSpan::NoGap)
     );
-    assert_eq!(sigmoid.err(), Some(NoSpan::NoGap));
     for activation in [Activation::LeakyRelu { slope: 0.2 }, Activation::Gelu, Activation::Tanh] {
         let name = activation.name();
         let (scenario, rows) = batch_with(&dataset, 32, activation);
@@ -246,18 +231,7 @@ fn a_fedavg_update_keeps_its_rows_near_its_leading_span() {
     };
     let scenario = pollster::block_on(Scenario::of_rows(&dataset, &config)).unwrap();
     let rows = scenario.truth.as_ref().unwrap().rows.clone();
-    let p = &scenario.params;
-    let present = present_categories(&dataset, scenario.observed.weight(0), scenario.observed.bias(0));
-    let span = ActivationSpan::new(
-        &dataset,
-        &p.weights[0],
-        &p.biases[0],
-        scenario.observed.weight(1),
-        present,
-        SpanOf::Update { rows: 32 },
-        (p.sizes[0], p.sizes[1], p.sizes[2]),
-    )
-    .unwrap();
+    let span = span_of(&dataset, &scenario, SpanOf::Update { rows: 32 }).unwrap();
     assert!(!span.proves());
     let f = dataset.features.iter().position(|f| f.is_categorical()).unwrap();
     let (mut near, mut far) = (0, 0);
