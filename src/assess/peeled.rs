@@ -21,6 +21,17 @@ const READS: usize = 8;
 /// Proved rows left among the rows to find at most, where the update does not give their labels.
 const KEPT_IN: usize = 4;
 
+/// What peeling the proved rows leaves (`Setup::peeled_update`).
+struct Rest {
+    /// The update of the rows left, and how many rows it holds.
+    update: crate::client::update::Update,
+    rows: usize,
+    /// The proved rows (positions among them) whose label the update did not give: such a row
+    /// may be a point between two rows of the batch that share their categories and their
+    /// first-layer ReLU pattern, which the certificate cannot tell from a row.
+    unlabelled: Vec<usize>,
+}
+
 impl Setup<'_> {
     /// Whether the attack composes peeling: FedSGD (a sum of per-row gradients at the weights
     /// sent), the ReLU proof and the second layer's certificate, on a classifier (a
@@ -46,25 +57,27 @@ impl Setup<'_> {
             .collect()
     }
 
-    /// The update of the rows `recon` left unproved, once the proved ones are peeled off it, and
-    /// how many rows it holds. The certificate proves a continuous value only to its tolerance
-    /// (Adult's fnlwgt to about 70 of its 10⁵ std), and a proved row a little off leaves a
-    /// direction of its own in what is left; so the proved rows are read off the first layer
-    /// (`peel::Peeled::rows`), rounded to their columns' precision, and peeled again until they
-    /// hold still. A proved row whose label the update does not give apart from a row left's
-    /// (`peel::Refused::Unlabelled`) stays in what is left, among the rows to find.
-    fn peeled_update(&self, proved: &[Vec<Value>], b: usize) -> Option<(crate::client::update::Update, usize)> {
+    /// The update of the rows `recon` left unproved, once the proved ones are peeled off it. The
+    /// certificate proves a continuous value only to its tolerance (Adult's fnlwgt to about 70 of
+    /// its 10⁵ std), and a proved row a little off leaves a direction of its own in what is left;
+    /// so the proved rows are read off the first layer (`peel::Peeled::rows`), rounded to their
+    /// columns' precision, and peeled again until they hold still. A proved row whose label the
+    /// update does not give (`peel::Refused::Unlabelled`) stays in what is left, among the rows
+    /// to find.
+    fn peeled_update(&self, proved: &[Vec<Value>], b: usize) -> Option<Rest> {
         let (params, model) = (&self.scenario.params, self.config.model());
         let peeler = peel::Peeler::new(params, model, &self.scenario.observed, b)?;
         let mut rows = proved.to_vec();
-        let mut rest = None;
-        let (mut reads, mut kept) = (0, 0);
+        let mut at: Vec<usize> = (0..proved.len()).collect();
+        let mut unlabelled = Vec::new();
+        let (mut rest, mut reads) = (None, 0);
         while reads < READS {
             let peeled = match peeler.peel(&self.encoded(&rows)) {
                 Ok(peeled) => peeled,
-                Err(peel::Refused::Unlabelled(i)) if kept < KEPT_IN => {
+                Err(peel::Refused::Unlabelled(i)) if unlabelled.len() < KEPT_IN => {
                     rows.remove(i);
-                    (rest, kept) = (None, kept + 1);
+                    unlabelled.push(at.remove(i));
+                    rest = None;
                     continue;
                 }
                 Err(_) => break,
@@ -75,13 +88,17 @@ impl Setup<'_> {
                 .iter()
                 .map(|x| self.dataset.decode(&x.iter().map(|&v| v as f32).collect::<Vec<_>>()))
                 .collect();
-            rest = Some((peeled.update, b - rows.len()));
+            rest = Some(peeled.update);
             if read == rows {
                 break;
             }
             rows = read;
         }
-        rest
+        Some(Rest {
+            update: rest?,
+            rows: b - rows.len(),
+            unlabelled,
+        })
     }
 
     /// `recon` with the rows it left unproved proved: as copies of proved rows where the
@@ -103,11 +120,13 @@ impl Setup<'_> {
         let Some(span) = self.second_layer_span(b).filter(|s| s.proves()) else {
             return recon;
         };
-        let Some((rest, rows_left)) = self.peeled_update(&taken, b) else {
+        let Some(rest) = self.peeled_update(&taken, b) else {
             return recon;
         };
+        let unlabelled: Vec<usize> = rest.unlabelled.iter().map(|&p| proved_at[p]).collect();
+        self.unprove(&mut recon, &unlabelled);
         let sizes = &self.scenario.params.sizes;
-        let candidates = peel::span_rows(rest.weight(0), &self.layout, (sizes[0], sizes[1]), rows_left);
+        let candidates = peel::span_rows(rest.update.weight(0), &self.layout, (sizes[0], sizes[1]), rest.rows);
         let mut found = Vec::new();
         for c in candidates.chunks_exact(sizes[0]) {
             let (row, distance) = span.refine(&self.dataset.decode(c), &taken);
@@ -116,6 +135,7 @@ impl Setup<'_> {
                 found.push(row);
             }
         }
+        // An unlabelled row keeps its slot: it is near a row of the batch (within its ReLU cell).
         let mut free = self.free_slots(&recon, &left);
         for row in &found {
             self.adopt(&mut recon, &mut free, row);
@@ -128,6 +148,25 @@ impl Setup<'_> {
         }
         recon.row_labels = self.labels_of_rows(&recon.rows);
         recon
+    }
+
+    /// Rows in `slots` no longer counted proved (`Rest::unlabelled`): their categories stand (any
+    /// point between two rows that share them has them), their continuous values carry no
+    /// confidence.
+    fn unprove(&self, recon: &mut Reconstruction, slots: &[usize]) {
+        for &slot in slots {
+            recon.provenance[slot] = Provenance::Ensemble;
+            if let Some(summary) = recon.second_layer.as_mut() {
+                summary.certified_rows = summary.certified_rows.saturating_sub(1);
+            }
+            if let Some(cells) = recon.entropy.as_mut().map(|e| &mut e[slot]) {
+                for (f, e) in cells.iter_mut().enumerate() {
+                    if !self.dataset.features[f].is_categorical() {
+                        *e = None;
+                    }
+                }
+            }
+        }
     }
 
     /// The unproved slots and their pooled rows, encoded.
