@@ -406,8 +406,11 @@ pub fn span_rows(update: &[f32], layout: &Layout, (d, h): (usize, usize), rows: 
         }
     }
     let k = picked.len();
+    if k == 0 {
+        return Vec::new();
+    }
     let fixed = DMatrix::from_fn(k, rows, |i, j| v[(picked[i], j)]);
-    let Some(inverse) = fixed.pseudo_inverse(1e-12).ok().filter(|_| k > 0) else {
+    let Some(inverse) = fixed.pseudo_inverse(1e-12).ok() else {
         return Vec::new();
     };
     let mut out = Vec::new();
