@@ -464,6 +464,17 @@ mod tests {
         out
     }
 
+    /// The peeled update is the rows left's own, to 1e-3 of its largest entry.
+    fn assert_same_update(peeled: &Update, rest: &Update) {
+        let err: f64 = peeled
+            .values()
+            .zip(rest.values())
+            .map(|(a, b)| (a - b).abs() as f64)
+            .fold(0.0, f64::max);
+        let scale: f64 = rest.values().map(|v| v.abs() as f64).fold(0.0, f64::max);
+        assert!(err < 1e-3 * scale, "peeled update off by {err} of {scale}");
+    }
+
     fn rows(n: usize, d: usize, seed: usize) -> Vec<Vec<f64>> {
         (0..n)
             .map(|i| {
@@ -502,13 +513,7 @@ mod tests {
             assert!(off < 1e-4, "a proved row read {off} off");
         }
         let peeled = peeler.peel(&x[..7]).expect("seven proved rows peel").update;
-        let err: f64 = peeled
-            .values()
-            .zip(rest.values())
-            .map(|(a, b)| (a - b).abs() as f64)
-            .fold(0.0, f64::max);
-        let scale: f64 = rest.values().map(|v| v.abs() as f64).fold(0.0, f64::max);
-        assert!(err < 1e-3 * scale, "peeled update off by {err} of {scale}");
+        assert_same_update(&peeled, &rest);
     }
 
     /// Two rows that share their first-layer ReLU pattern (and differ in the second's): on that
@@ -550,13 +555,7 @@ mod tests {
         let left = [x[0].clone(), x[8].clone(), x[9].clone()];
         let rest = mean_gradient(&params, model, &left, &[y[0], y[8], y[9]]);
         let peeled = peeler.peel(&x[1..8]).expect("the others peel").update;
-        let err: f64 = peeled
-            .values()
-            .zip(rest.values())
-            .map(|(a, b)| (a - b).abs() as f64)
-            .fold(0.0, f64::max);
-        let scale: f64 = rest.values().map(|v| v.abs() as f64).fold(0.0, f64::max);
-        assert!(err < 1e-3 * scale, "peeled update off by {err} of {scale}");
+        assert_same_update(&peeled, &rest);
     }
 
     #[test]
