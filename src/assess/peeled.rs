@@ -104,12 +104,17 @@ impl Setup<'_> {
     /// `recon` with the rows it left unproved proved: as copies of proved rows where the
     /// certificate proved every distinct row (`fill_copies`), else on the peeled update where
     /// the second layer's certificate holds for a row of its span. A row found either way is
-    /// proved (its provenance says so) and counted in the second layer's `peeled_rows`.
+    /// proved (its provenance says so) and counted in the second layer's `peeled_rows`. A proved
+    /// row whose label the update does not give is no longer counted proved (`unprove`), where
+    /// rows are left and where none is (`check_labels`).
     pub(crate) fn peel_rest(&self, mut recon: Reconstruction) -> Reconstruction {
         let b = recon.rows.len();
         let left: Vec<usize> = (0..b).filter(|&i| recon.provenance[i] != Provenance::Proved).collect();
-        if left.is_empty() || left.len() == b || !self.peels() {
+        if left.len() == b || !self.peels() {
             return recon;
+        }
+        if left.is_empty() {
+            return self.check_labels(recon);
         }
         let proved_at: Vec<usize> = (0..b).filter(|i| !left.contains(i)).collect();
         let mut taken: Vec<Vec<Value>> = proved_at.iter().map(|&i| recon.rows[i].clone()).collect();
@@ -147,6 +152,20 @@ impl Setup<'_> {
             summary.peeled_rows = found.len();
         }
         recon.row_labels = self.labels_of_rows(&recon.rows);
+        recon
+    }
+
+    /// `recon` with every row proved, less those whose label the second layer's gradient does not
+    /// give (`peel::Peeler::unlabelled`): where no row is left, peeling has nothing to catch a
+    /// point between two rows with. Where the batch repeats rows (G₂'s rank below B) the labels
+    /// cannot be read row by row, and nothing is checked.
+    fn check_labels(&self, mut recon: Reconstruction) -> Reconstruction {
+        let b = recon.rows.len();
+        let (params, model) = (&self.scenario.params, self.config.model());
+        let unlabelled = peel::Peeler::new(params, model, &self.scenario.observed, b)
+            .and_then(|peeler| peeler.unlabelled(&self.encoded(&recon.rows)))
+            .unwrap_or_default();
+        self.unprove(&mut recon, &unlabelled);
         recon
     }
 

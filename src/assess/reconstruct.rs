@@ -113,7 +113,7 @@ impl Setup<'_> {
             };
             let recon = self.pool_and_certify(&inversion, pooled).await?;
             if recon.provenance.iter().all(|p| *p == Provenance::Proved) {
-                return Ok(recon);
+                return Ok(self.peel_rest(recon));
             }
             second_alone = Some(recon);
         }

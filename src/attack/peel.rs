@@ -224,6 +224,37 @@ impl<'a> Peeler<'a> {
         self.try_peel(proved).unwrap_or(Err(Refused::Unexplained))
     }
 
+    /// Where every row of the batch is proved (`rows`, encoded, b of them): those whose label
+    /// residual the second layer's gradient does not give. G₂ = A Vᵀ with A the rows'
+    /// activations, of full rank b, so each row's δ and its label residual are read directly; a
+    /// point between two rows that share their first-layer pattern (`Refused::Unlabelled`) has
+    /// none that is a label's. None where the rows do not lie in the span.
+    pub fn unlabelled(&self, rows: &[Vec<f64>]) -> Option<Vec<usize>> {
+        if rows.len() != self.b {
+            return None;
+        }
+        let (passes, a) = self.in_span(rows)?;
+        let v = a.svd(true, true).solve(&self.g2, 1e-12).ok()?;
+        let read = |i: usize, row: &RowPass| {
+            let solved = row
+                .j2
+                .clone()
+                .svd(true, true)
+                .solve(&v.row(i).transpose(), 1e-12)
+                .ok()?;
+            snap_to_label(self.model.head, &row.probs, &solved)
+        };
+        Some((0..rows.len()).filter(|&i| read(i, &passes[i]).is_none()).collect())
+    }
+
+    /// The rows' forward passes and their activations ([h₁, n]), where these lie in the span.
+    fn in_span(&self, rows: &[Vec<f64>]) -> Option<(Vec<RowPass>, DMatrix<f64>)> {
+        let passes: Vec<RowPass> = rows.iter().map(|x| RowPass::new(self.params, self.model, x)).collect();
+        let a = DMatrix::from_columns(&passes.iter().map(|r| r.a1.clone()).collect::<Vec<_>>());
+        let k = self.span.transpose() * &a;
+        ((&self.span * &k - &a).norm() <= RESIDUAL * a.norm()).then_some((passes, a))
+    }
+
     /// `peel`, None for `Refused::Unexplained`.
     fn try_peel(&self, proved: &[Vec<f64>]) -> Option<Result<Peeled, Refused>> {
         let (params, model, update, b) = (self.params, self.model, self.update, self.b);
@@ -233,13 +264,9 @@ impl<'a> Peeler<'a> {
             return None;
         }
         let (h1, h2) = (params.sizes[1], params.sizes[2]);
-        let rows: Vec<RowPass> = proved.iter().map(|x| RowPass::new(params, model, x)).collect();
-        let a = DMatrix::from_columns(&rows.iter().map(|r| r.a1.clone()).collect::<Vec<_>>());
-        // The proved rows' activations in the span's coordinates; they must lie in it.
+        // The proved rows' activations must lie in the span.
+        let (rows, a) = self.in_span(proved)?;
         let k = span.transpose() * &a;
-        if (span * &k - &a).norm() > RESIDUAL * a.norm() {
-            return None;
-        }
         // The span's part orthogonal to them: the rows left's alone (b − p dimensions).
         let within = leading_basis(&k, p)?;
         let complement = leading_basis(&(DMatrix::<f64>::identity(b, b) - &within * within.transpose()), b - p)?;
@@ -549,8 +576,13 @@ mod tests {
         let peeler = Peeler::new(&params, model, &all, 10).expect("a batch of ten peels");
         let between: Vec<f64> = x[0].iter().zip(&x[9]).map(|(a, b)| (a + b) / 2.0).collect();
         let mut proved = x[..8].to_vec();
-        proved[0] = between;
+        proved[0] = between.clone();
         assert_eq!(peeler.peel(&proved).err(), Some(Refused::Unlabelled(0)));
+        // Every row proved: the batch's own rows give a label each, and the point does not.
+        assert_eq!(peeler.unlabelled(&x), Some(vec![]));
+        let mut all_proved = x.clone();
+        all_proved[0] = between;
+        assert!(peeler.unlabelled(&all_proved).unwrap().contains(&0));
         // Without it, the others peel, leaving the update of rows 0, 8 and 9.
         let left = [x[0].clone(), x[8].clone(), x[9].clone()];
         let rest = mean_gradient(&params, model, &left, &[y[0], y[8], y[9]]);
