@@ -591,6 +591,23 @@ test('another activation and head from the form: the report says they ran, on th
   }
 });
 
+test('a batch too large for the second layer\'s certificate: the page says why, and up to which batch size it proves', async () => {
+  const { browser, page, problems } = await openPage({ webgpu: false });
+  try {
+    await upload(page, german);
+    await settings(page, { batchSize: 96, ensemble: 2, iterations: 20 });
+    await runToEnd(page);
+    const report = await downloadReport(page);
+    const part = report.not_applied.find((p) => p.part === "the second layer's certificate");
+    assert.ok(part, JSON.stringify(report.not_applied));
+    assert.match(part.why, /has rank 96 of the first layer's 100 units/);
+    assert.match(await page.textContent('#results-info'), /the second layer's certificate not applied: .*proves batches of at most \d+ rows/);
+    assert.deepEqual(problems, []);
+  } finally {
+    await browser.close();
+  }
+});
+
 test('a regression from the form: a numeric label, each row\'s label reconstructed with it and scored against labels drawn from the table', async () => {
   const { browser, page, problems } = await openPage({ webgpu: false });
   try {
