@@ -43,6 +43,18 @@ struct RowPass {
     j2: DMatrix<f64>,
 }
 
+/// Each row's forward pass, and the rows' first-layer activations as columns ([h₁, n]).
+fn passes(params: &Params, model: Model, rows: &[Vec<f64>]) -> (Vec<RowPass>, DMatrix<f64>) {
+    let passes: Vec<RowPass> = rows.iter().map(|x| RowPass::new(params, model, x)).collect();
+    let a = DMatrix::from_columns(&passes.iter().map(|r| r.a1.clone()).collect::<Vec<_>>());
+    (passes, a)
+}
+
+/// The output gradient e whose δ at the second layer, `j`·e, is nearest `delta` (least squares).
+fn output_gradient(j: &DMatrix<f64>, delta: &DVector<f64>) -> Option<DVector<f64>> {
+    j.clone().svd(true, true).solve(delta, 1e-12).ok()
+}
+
 /// δ at layer `l − 1`'s pre-activations from δ at layer `l`'s.
 fn back(params: &Params, model: Model, pre: &[f64], l: usize, delta: &[f64]) -> Vec<f64> {
     let (fan_in, fan_out) = (params.sizes[l], params.sizes[l + 1]);
@@ -236,12 +248,7 @@ impl<'a> Peeler<'a> {
         let (passes, a) = self.in_span(rows)?;
         let v = a.svd(true, true).solve(&self.g2, 1e-12).ok()?;
         let read = |i: usize, row: &RowPass| {
-            let solved = row
-                .j2
-                .clone()
-                .svd(true, true)
-                .solve(&v.row(i).transpose(), 1e-12)
-                .ok()?;
+            let solved = output_gradient(&row.j2, &v.row(i).transpose())?;
             snap_to_label(self.model.head, &row.probs, &solved)
         };
         Some((0..rows.len()).filter(|&i| read(i, &passes[i]).is_none()).collect())
@@ -249,8 +256,7 @@ impl<'a> Peeler<'a> {
 
     /// The rows' forward passes and their activations ([h₁, n]), where these lie in the span.
     fn in_span(&self, rows: &[Vec<f64>]) -> Option<(Vec<RowPass>, DMatrix<f64>)> {
-        let passes: Vec<RowPass> = rows.iter().map(|x| RowPass::new(self.params, self.model, x)).collect();
-        let a = DMatrix::from_columns(&passes.iter().map(|r| r.a1.clone()).collect::<Vec<_>>());
+        let (passes, a) = passes(self.params, self.model, rows);
         let k = self.span.transpose() * &a;
         ((&self.span * &k - &a).norm() <= RESIDUAL * a.norm()).then_some((passes, a))
     }
@@ -283,8 +289,7 @@ impl<'a> Peeler<'a> {
         let mut delta1 = DMatrix::zeros(h1, p);
         for (i, row) in rows.iter().enumerate() {
             let j = &off_t * &row.j2;
-            let target = v.row(i).transpose();
-            let solved = j.clone().svd(true, true).solve(&target, 1e-12).ok()?;
+            let solved = output_gradient(&j, &v.row(i).transpose())?;
             let Some(e) = snap_to_label(model.head, &row.probs, &solved) else {
                 return Some(Err(Refused::Unlabelled(i)));
             };
@@ -322,19 +327,13 @@ pub fn copies(
         return None;
     }
     let (g2, _) = second_layer_span(params, update, b, r)?;
-    let rows: Vec<RowPass> = distinct.iter().map(|x| RowPass::new(params, model, x)).collect();
-    let a = DMatrix::from_columns(&rows.iter().map(|p| p.a1.clone()).collect::<Vec<_>>());
+    let (rows, a) = passes(params, model, distinct);
     let v = a.svd(true, true).solve(&g2, 1e-12).ok()?;
     let s = model.head.scale();
     let classes = rows[0].probs.len();
     let mut out = Vec::with_capacity(r);
     for (i, row) in rows.iter().enumerate() {
-        let c = row
-            .j2
-            .clone()
-            .svd(true, true)
-            .solve(&v.row(i).transpose(), 1e-12)
-            .ok()?;
+        let c = output_gradient(&row.j2, &v.row(i).transpose())?;
         // The label counts for m copies: n = m·p − c/s (a sigmoid head's one output is class 1's).
         let counts = |m: usize| -> Option<Vec<usize>> {
             let n: Vec<f64> = match model.head {

@@ -148,7 +148,12 @@ pub enum NoSpan {
 /// layers are `(h1, h2)` wide: G₂'s rank reaches min(rows, h₂). Where the spectrum shows no drop
 /// (`NoSpan::NoGap`, which would blame noise), a batch that fills the layer is the reason.
 pub fn room(dataset: &Dataset, rows: usize, (h1, h2): (usize, usize)) -> Result<(), NoSpan> {
-    let rank = rows.min(h2).min(h1);
+    room_at(dataset, rows.min(h2).min(h1), h1)
+}
+
+/// Whether a span of rank `rank` on a first layer of `h1` units leaves the checks a refinement
+/// needs: beyond the rank, one per continuous value it fits, and `SPARE_CHECKS`.
+fn room_at(dataset: &Dataset, rank: usize, h1: usize) -> Result<(), NoSpan> {
     let fitted = dataset.features.iter().filter(|f| !f.is_categorical()).count();
     match rank + fitted + SPARE_CHECKS > h1 {
         true => Err(NoSpan::NoRoom {
@@ -214,15 +219,8 @@ impl<'a> ActivationSpan<'a> {
             SpanOf::Gradient => span_rank(&values).ok_or(NoSpan::NoGap)?,
             SpanOf::Update { rows } => rows.min(values.len()),
         };
+        room_at(dataset, rank, h1)?;
         let kept = &order[..rank];
-        let fitted = dataset.features.iter().filter(|f| !f.is_categorical()).count();
-        if kept.len() + fitted + SPARE_CHECKS > h1 {
-            return Err(NoSpan::NoRoom {
-                rank,
-                width: h1,
-                fitted,
-            });
-        }
         let w1 = DMatrix::from_row_iterator(d, h1, w1.iter().map(|&v| v as f64));
         let basis = u.select_columns(kept);
         let (continuous, offsets): (Vec<ContinuousFeature>, Vec<(usize, f64)>) = dataset
