@@ -341,6 +341,10 @@ export type ReconstructionReport = {
  */
 format: string, attack: AttackKind, backend: BackendInfo, seconds: number, config: AttackConfig, features: Array<FeatureHeader>, rows: Array<ReconstructedRow>, 
 /**
+ * The rows by provenance (proved, consistent, ensemble), strongest first.
+ */
+provenance: Array<ProvenanceCount>, 
+/**
  * The labels the attack used (given with the update, or restored from it), as class names;
  * none for a regression, whose labels the attack reconstructs (`rows[].label`).
  */
@@ -368,7 +372,16 @@ export type ReconstructedRow = { cells: Array<string>, entropy: Array<number | n
  * The row's label, where the attack read it off the update (the rows explain its last layer
  * exactly: `attack::row_labels`); null elsewhere.
  */
-label: string | null, };
+label: string | null, 
+/**
+ * How the row was obtained: proved a row of the client's batch, consistent with the update
+ * but not proved, or pooled from the ensemble.
+ */
+provenance: Provenance | null, 
+/**
+ * Why a row that fits the update is not proved (`consistent` rows only).
+ */
+why_not_proved: string | null, };
 
 /**
  * Cells per confidence level, per feature kind.
@@ -403,6 +416,10 @@ confidence: Array<Confidence>,
  * How the reconstructed row was obtained (null where the attack does not say).
  */
 provenance: Provenance | null, 
+/**
+ * Why a row that fits the update is not proved (`consistent` rows only).
+ */
+why_not_proved: string | null, 
 /**
  * The reconstructed row's label, where the attack read it off the update (the rows explain
  * its last layer exactly: `attack::row_labels`), and a regression's always (the server
@@ -509,6 +526,11 @@ certified_rows: number,
  */
 peeled_rows: number, 
 /**
+ * Rows whose activation lies in the span but which the certificate does not prove (the
+ * rows' `why_not_proved` says why): counted in neither of the above.
+ */
+consistent_rows: number, 
+/**
  * Whether an adopted row is proved (FedSGD) or only scored near the span (FedAvg).
  */
 proof: boolean, };
@@ -548,12 +570,27 @@ ensemble_cell_accuracy: number | null, prior_cell_accuracy: number | null, };
 /**
  * How a reconstructed row was obtained.
  */
-export type Provenance = "proved" | "ensemble" | "prior";
+export type Provenance = "proved" | "consistent" | "ensemble" | "prior";
 
 /**
  * The rows of one provenance and how many of their cells are right.
  */
-export type ProvenanceGroup = { provenance: Provenance, rows: number, accuracy: number, };
+export type ProvenanceGroup = { provenance: Provenance, rows: number, accuracy: number, 
+/**
+ * Why the group's rows are not proved, with how many rows each reason holds (consistent
+ * rows only; empty otherwise).
+ */
+reasons: Array<ReasonCount>, };
+
+/**
+ * One reason a row is not proved, and how many rows of the batch it holds.
+ */
+export type ReasonCount = { why: string, rows: number, };
+
+/**
+ * Rows of one provenance, and why those of a consistent group are not proved.
+ */
+export type ProvenanceCount = { provenance: Provenance, rows: number, reasons: Array<ReasonCount>, };
 
 /**
  * The attribute attack as the report states it.

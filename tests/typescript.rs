@@ -70,6 +70,8 @@ fn generated() -> String {
         declaration::<leakscope::assess::fallback::FallbackSummary>(),
         declaration::<leakscope::report::Provenance>(),
         declaration::<leakscope::report::ProvenanceGroup>(),
+        declaration::<leakscope::report::ReasonCount>(),
+        declaration::<leakscope::report::reconstruction::ProvenanceCount>(),
         declaration::<leakscope::attack::attribute::AttributeReport>(),
         declaration::<AttackSpec>(),
         declaration::<leakscope::attack::describe::AttackInfo>(),

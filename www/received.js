@@ -2,7 +2,7 @@
 // tab and attacked by the engine's worker (`LeakscopeWorker.attackUpdate`). The engine reads the
 // formats and fills what the files decide (rows, network, labels); this module only moves files and
 // shows the reconstruction, each cell coloured by the attacker's confidence (no truth to compare).
-import { el } from './render.js';
+import { el, PROVENANCE, serverHead } from './render.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -24,12 +24,13 @@ function render(report) {
     `${report.rows.length} rows reconstructed from the update (no ground truth, so no accuracy); labels ` +
     `${c.labels === 'known' ? 'from the file' : 'restored from the update'}: ${report.labels.join(', ')}. ` +
     `Cells by the attacker's confidence: ${counts}. ` +
+    (report.provenance ?? []).map((g) => `${g.rows} rows ${PROVENANCE[g.provenance]}${g.reasons.length ? ` (${g.reasons.map((r) => `${r.rows}: ${r.why}`).join('; ')})` : ''}. `).join('') +
     (report.not_applied ?? []).map((n) => `${n.part[0].toUpperCase()}${n.part.slice(1)} not applied: ${n.why}. `).join('') +
     `${report.backend.label}, ${report.seconds.toFixed(1)} s.`;
   // Each row's own label, where the rows explain the update's last layer exactly.
   const labelled = report.rows.length > 0 && report.rows.every((row) => row.label != null);
   const labelHead = labelled ? [el('th', { text: 'label', title: "read off the update's last layer, row by row" })] : [];
-  const head = el('thead', {}, el('tr', {}, el('th', { text: '#' }), ...labelHead, ...report.features.map((f) => el('th', { text: f.name, title: f.kind }))));
+  const head = el('thead', {}, el('tr', {}, el('th', { text: '#' }), el('th', { text: '' }), ...labelHead, ...report.features.map((f) => el('th', { text: f.name, title: f.kind }))));
   const body = el(
     'tbody',
     {},
@@ -38,6 +39,7 @@ function render(report) {
         'tr',
         { class: 'reconstructed' },
         el('td', { class: 'num', text: i + 1 }),
+        serverHead(row),
         labelled ? el('td', { class: 'label', text: row.label }) : [],
         row.cells.map((v, f) => {
           const entropy = row.entropy[f];

@@ -87,6 +87,21 @@ export function renderSchema(tbody, schema, state, onChange) {
   );
 }
 
+// What each provenance says of a row (the engine's Provenance::words).
+export const PROVENANCE = {
+  proved: 'proved',
+  consistent: 'consistent with the update, not proved',
+  ensemble: 'from the ensemble',
+  prior: 'from the marginals',
+};
+
+// The reconstructed row's header: the server's row, and how it was obtained.
+export function serverHead(row) {
+  const p = row.provenance;
+  const title = p ? `${PROVENANCE[p]}${row.why_not_proved ? `: ${row.why_not_proved}` : ''}` : undefined;
+  return el('th', { scope: 'row', class: p ? `prov-${p}` : '', title, text: p === 'proved' ? 'server ✓' : p === 'consistent' ? 'server ≈' : 'server' });
+}
+
 function reconstructedCell(report, row, f) {
   const entropy = row.entropy[f];
   // The engine reads each cell's entropy on its confidence levels (report.confidence_levels).
@@ -110,7 +125,7 @@ function pairedTable(report) {
     {},
     report.rows.map((row, i) => [
       el('tr', { class: 'truth' }, el('td', { class: 'num', rowspan: 2, text: i + 1 }), el('th', { scope: 'row', text: 'yours' }), row.truth.map((v) => el('td', { text: v }))),
-      el('tr', { class: 'reconstructed' }, el('th', { scope: 'row', text: 'server' }), row.truth.map((_, f) => reconstructedCell(report, row, f))),
+      el('tr', { class: 'reconstructed' }, serverHead(row), row.truth.map((_, f) => reconstructedCell(report, row, f))),
     ]),
   );
   return el('div', { class: 'scroll' }, el('table', { class: 'cells paired' }, featureHead(report, '#', ''), body));
@@ -143,6 +158,7 @@ export function renderLegend(legend, report) {
     el('span', { class: 'swatch conf-medium', text: 'medium', title: band(1) }),
     el('span', { class: 'swatch conf-low', text: 'low', title: 'the rest' }),
     el('span', { class: 'swatch wrong', text: 'struck out: wrong' }),
+    el('span', { class: 'info', text: 'server ✓: proved a row of your batch; server ≈: consistent with the update, not proved (hover for why)' }),
     ...(hasEnsemble ? [] : [el('span', { class: 'info', text: '(this attack has no ensemble, so no confidence)' })]),
   );
 }
@@ -263,8 +279,8 @@ export function renderSummary(box, info, report, attack) {
       : `${second.certified_rows} of the client's rows taken near the second layer's update (the span of its ${second.rank} leading directions; near, not proved)`);
   }
   if (report.provenance?.length) {
-    const how = { proved: 'proved', ensemble: 'from the ensemble', prior: 'from the marginals' };
-    setting.push(`rows ${report.provenance.map((g) => `${g.rows} ${how[g.provenance]} (${(100 * g.accuracy).toFixed(1)} % right)`).join(', ')}`);
+    setting.push(`rows ${report.provenance.map((g) => `${g.rows} ${PROVENANCE[g.provenance]} (${(100 * g.accuracy).toFixed(1)} % right)`).join(', ')}`);
+    for (const r of report.provenance.flatMap((g) => g.reasons ?? [])) setting.push(`not proved (${r.rows} rows): ${r.why}`);
   }
   for (const n of report.not_applied ?? []) setting.push(`${n.part} not applied: ${n.why}`);
   if (report.regression) {

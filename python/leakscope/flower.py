@@ -226,6 +226,7 @@ class LeakageMod:
             "random_baseline": scored.get("random_baseline"),
             "gain_over_random": scored.get("gain_over_random"),
             "rows_proved": scored.get("rows_proved"),
+            "rows_consistent": scored.get("rows_consistent"),
             "rows": scored.get("rows"),
             "epsilon": epsilon,
             "seconds": time.perf_counter() - start,

@@ -5,7 +5,7 @@
 //! any candidate is. At B = 64 on Adult the certificate proves all but a few rows, and the
 //! ensemble's cells for those were about half right. Where the batch repeats rows (tables of
 //! few-valued columns), the rows left are copies of proved ones, read off the update as such.
-use crate::attack::activation_span;
+use crate::attack::activation_span::{Certified, Unproved};
 use crate::attack::peel;
 use crate::attack::setup::Setup;
 use crate::config::Protocol;
@@ -23,8 +23,8 @@ const KEPT_IN: usize = 4;
 
 /// What peeling the proved rows leaves (`Setup::peeled_update`).
 struct Rest {
-    /// The update of the rows left, and how many rows it holds.
-    update: crate::client::update::Update,
+    /// The update of the rows left (None where no peel went through), and how many rows it holds.
+    update: Option<crate::client::update::Update>,
     rows: usize,
     /// The proved rows (positions among them) whose label the update did not give: such a row
     /// may be a point between two rows of the batch that share their categories and their
@@ -63,7 +63,7 @@ impl Setup<'_> {
     /// so the proved rows are read off the first layer (`peel::Peeled::rows`), rounded to their
     /// columns' precision, and peeled again until they hold still. A proved row whose label the
     /// update does not give (`peel::Refused::Unlabelled`) stays in what is left, among the rows
-    /// to find.
+    /// to find, and is reported even where a later peel fails.
     fn peeled_update(&self, proved: &[Vec<Value>], b: usize) -> Option<Rest> {
         let (params, model) = (&self.scenario.params, self.config.model());
         let peeler = peel::Peeler::new(params, model, &self.scenario.observed, b)?;
@@ -95,7 +95,7 @@ impl Setup<'_> {
             rows = read;
         }
         Some(Rest {
-            update: rest?,
+            update: rest,
             rows: b - rows.len(),
             unlabelled,
         })
@@ -130,12 +130,15 @@ impl Setup<'_> {
         };
         let unlabelled: Vec<usize> = rest.unlabelled.iter().map(|&p| proved_at[p]).collect();
         self.unprove(&mut recon, &unlabelled);
+        let Some(update) = rest.update else {
+            return recon;
+        };
         let sizes = &self.scenario.params.sizes;
-        let candidates = peel::span_rows(rest.update.weight(0), &self.layout, (sizes[0], sizes[1]), rest.rows);
+        let candidates = peel::span_rows(update.weight(0), &self.layout, (sizes[0], sizes[1]), rest.rows);
         let mut found = Vec::new();
         for c in candidates.chunks_exact(sizes[0]) {
             let (row, distance) = span.refine(&self.dataset.decode(c), &taken);
-            if distance <= activation_span::CERTIFY {
+            if span.verdict(&row, distance, &taken) == Certified::Yes {
                 taken.push(row.clone());
                 found.push(row);
             }
@@ -169,14 +172,16 @@ impl Setup<'_> {
         recon
     }
 
-    /// Rows in `slots` no longer counted proved (`Rest::unlabelled`): their categories stand (any
-    /// point between two rows that share them has them), their continuous values carry no
-    /// confidence.
+    /// Rows in `slots` no longer counted proved (`Rest::unlabelled`): they fit the update
+    /// (consistent), their categories stand (any point between two rows that share them has
+    /// them), their continuous values carry no confidence.
     fn unprove(&self, recon: &mut Reconstruction, slots: &[usize]) {
         for &slot in slots {
-            recon.provenance[slot] = Provenance::Ensemble;
+            recon.provenance[slot] = Provenance::Consistent;
+            recon.unproved[slot] = Some(Unproved::Unlabelled);
             if let Some(summary) = recon.second_layer.as_mut() {
                 summary.certified_rows = summary.certified_rows.saturating_sub(1);
+                summary.consistent_rows += 1;
             }
             if let Some(cells) = recon.entropy.as_mut().map(|e| &mut e[slot]) {
                 for (f, e) in cells.iter_mut().enumerate() {
@@ -203,6 +208,7 @@ impl Setup<'_> {
         let (slot, _) = free.swap_remove(pos);
         recon.rows[slot] = row.to_vec();
         recon.provenance[slot] = Provenance::Proved;
+        recon.unproved[slot] = None;
         if let Some(cells) = recon.entropy.as_mut().map(|e| &mut e[slot]) {
             entropy::agreed(self.dataset, cells);
         }

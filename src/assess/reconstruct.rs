@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use crate::assess::epochs::average_epochs;
 use crate::assess::pooling::{lower_median, pool};
 use crate::assess::{entropy, matching::match_rows};
-use crate::attack::activation_span::{self, ActivationSpan, NoSpan, SpanOf};
+use crate::attack::activation_span::{self, ActivationSpan, Certified, NoSpan, SpanOf, Unproved};
 use crate::attack::activity::{self, ActivitySolver};
 use crate::attack::baselines::random_rows;
 use crate::attack::ensemble::Members;
@@ -74,8 +74,10 @@ pub struct Reconstruction {
     /// Parts the attack composes that this batch's update ruled out, and why (the second layer's
     /// span leaving too few checks, say), beside the model's (`AttackConfig::not_applied`).
     pub not_applied: Vec<NotApplied>,
-    /// How each row was obtained: proved (by either layer) or pooled from the ensemble.
+    /// How each row was obtained: proved (by either layer), consistent with the update but not
+    /// proved (and why: `unproved`), or pooled from the ensemble.
     pub provenance: Vec<Provenance>,
+    pub unproved: Vec<Option<Unproved>>,
     /// Each row's label, read off the last layer where the rows explain it exactly
     /// (`attack::row_labels`); None where they do not.
     pub row_labels: Option<Vec<usize>>,
@@ -83,6 +85,11 @@ pub struct Reconstruction {
     /// read off the last layer exactly (`row_labels::read_values`) rather than pooled.
     pub values: Option<(Vec<f64>, bool)>,
     pub steps: Vec<usize>,
+}
+
+/// Why each consistent row is not proved, in words (None for the others).
+pub fn why_not_proved(unproved: &[Option<Unproved>]) -> Vec<Option<String>> {
+    unproved.iter().map(|u| u.map(|u| u.why())).collect()
 }
 
 impl Setup<'_> {
@@ -191,16 +198,18 @@ impl Setup<'_> {
         let second = self.certify_by_second_layer(&mut rows, &mut entropy, members_x, &first_layer);
         let (second_layer, certified, not_applied) = match second {
             Ok((summary, certified)) => (Some(summary), certified, Vec::new()),
-            Err(why) => (None, vec![false; rows.len()], why.into_iter().collect()),
+            Err(why) => (None, vec![Certified::No; rows.len()], why.into_iter().collect()),
         };
-        let provenance: Vec<Provenance> = certified
+        let first_checked = self.recheck_first_layer(&rows, &first_layer);
+        let (provenance, unproved): (Vec<Provenance>, Vec<Option<Unproved>>) = certified
             .iter()
-            .zip(&first_layer)
-            .map(|(&c, &first)| match c || first {
-                true => Provenance::Proved,
-                false => Provenance::Ensemble,
+            .zip(first_layer.iter().zip(first_checked))
+            .map(|(&c, (&first, checked))| match (c, first, checked) {
+                (_, true, Some(why)) | (Certified::Fits(why), false, _) => (Provenance::Consistent, Some(why)),
+                (Certified::Yes, ..) | (_, true, None) => (Provenance::Proved, None),
+                (Certified::No, false, _) => (Provenance::Ensemble, None),
             })
-            .collect();
+            .unzip();
         let (row_labels, values) = match &dataset.target {
             None => (self.labels_of_rows(&rows), None),
             Some(_) => (None, Some(self.values_of_rows(&rows, &targets).await?)),
@@ -216,6 +225,7 @@ impl Setup<'_> {
             second_layer,
             not_applied,
             provenance,
+            unproved,
             row_labels,
             values,
             steps: inversion.steps.clone(),
@@ -316,7 +326,7 @@ impl Setup<'_> {
         entropy: &mut Option<Vec<Vec<Option<f64>>>>,
         x: &[f32],
         first_layer: &[bool],
-    ) -> std::result::Result<(SecondLayerSummary, Vec<bool>), Option<NotApplied>> {
+    ) -> std::result::Result<(SecondLayerSummary, Vec<Certified>), Option<NotApplied>> {
         // Every row proved by the first layer: nothing left to certify.
         if first_layer.iter().all(|p| *p) {
             return Err(None);
@@ -337,20 +347,46 @@ impl Setup<'_> {
         }
         let certified = activation_span::certify_batch(&span, rows, candidates, first_layer);
         if let Some(entropy) = entropy.as_mut().filter(|_| span.proves()) {
-            for (cells, _) in entropy.iter_mut().zip(&certified).filter(|(_, c)| **c) {
+            for (cells, _) in entropy
+                .iter_mut()
+                .zip(&certified)
+                .filter(|(_, c)| **c == Certified::Yes)
+            {
                 entropy::agreed(self.dataset, cells);
             }
         }
         let summary = SecondLayerSummary {
             rank: span.rank(),
             width: span.width(),
-            certified_rows: certified.iter().filter(|c| **c).count(),
+            certified_rows: certified.iter().filter(|c| **c == Certified::Yes).count(),
             peeled_rows: 0,
+            consistent_rows: certified.iter().filter(|c| matches!(c, Certified::Fits(_))).count(),
             proof: span.proves(),
         };
         // Rows adopted near FedAvg's update are not proved.
-        let proved = certified.iter().map(|&c| c && span.proves()).collect();
+        let proved = certified
+            .into_iter()
+            .map(|c| match c {
+                Certified::Yes if !span.proves() => Certified::No,
+                c => c,
+            })
+            .collect();
         Ok((summary, proved))
+    }
+
+    /// The first layer's proved rows held to the second layer's theorem where its span proves
+    /// (`ActivationSpan::proof`): a row that another point of its ReLU cell fits as well (twins
+    /// whose vectors the first layer's proof mixed) or that its live units do not check is not
+    /// proved. Per row, why not (None: proved, or not the first layer's).
+    fn recheck_first_layer(&self, rows: &[Vec<Value>], first_layer: &[bool]) -> Vec<Option<Unproved>> {
+        let span = match first_layer.iter().any(|&p| p) {
+            true => self.second_layer_span(rows.len()).filter(|s| s.proves()),
+            false => None,
+        };
+        rows.iter()
+            .zip(first_layer)
+            .map(|(row, &first)| span.as_ref().filter(|_| first).and_then(|s| s.proof(row).err()))
+            .collect()
     }
 
     /// The second layer's span of activations where the attack composes it and it leaves checks
@@ -368,7 +404,7 @@ impl Setup<'_> {
             return None;
         }
         let of = match self.config.protocol {
-            crate::config::Protocol::Fedsgd => SpanOf::Gradient,
+            crate::config::Protocol::Fedsgd => SpanOf::Gradient { rows },
             crate::config::Protocol::Fedavg(_) => SpanOf::Update { rows },
         };
         let observed = &self.scenario.observed;

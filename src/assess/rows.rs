@@ -2,7 +2,7 @@
 //! matched to the true rows and scored, beside the random guess on the same batch; and, for a
 //! received update, the reconstruction with its confidence alone.
 use crate::assess::fallback::{Calibration, FallbackSummary, accuracy_of, mix};
-use crate::assess::reconstruct::Reconstruction;
+use crate::assess::reconstruct::{Reconstruction, why_not_proved};
 use crate::assess::scoring::score;
 use crate::attack::baselines::{random_rows, random_values};
 use crate::attack::ensemble::Members;
@@ -29,6 +29,7 @@ impl Setup<'_> {
                 second_layer: None,
                 not_applied: Vec::new(),
                 provenance: vec![Provenance::Prior; self.config.rows()],
+                unproved: vec![None; self.config.rows()],
                 row_labels: None,
                 values: self.dataset.target.as_ref().map(|_| (self.random_values(), false)),
                 steps: Vec::new(),
@@ -109,7 +110,7 @@ impl Setup<'_> {
         );
         report.model_accuracy = self.scenario.model_accuracy;
         report.not_applied.extend(recon.not_applied.iter().cloned());
-        report.set_provenance(&recon.provenance, &scored.assignment);
+        report.set_provenance(&recon.provenance, &why_not_proved(&recon.unproved), &scored.assignment);
         if let Some(labels) = &recon.row_labels {
             let truth_labels: Vec<usize> = truth.indices.iter().map(|&i| dataset.labels[i]).collect();
             report.set_row_labels(&dataset.classes, labels, &scored.assignment, &truth_labels);
@@ -177,6 +178,7 @@ impl Setup<'_> {
         );
         report.member_steps = recon.steps;
         report.not_applied.extend(recon.not_applied.iter().cloned());
+        report.set_provenance(&recon.provenance, &why_not_proved(&recon.unproved));
         if let Some(labels) = &recon.row_labels {
             for (row, &l) in report.rows.iter_mut().zip(labels) {
                 row.label = Some(self.dataset.classes[l].clone());

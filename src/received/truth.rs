@@ -35,6 +35,10 @@ pub struct ScoredUpdate {
     /// Rows the attack proved (by the first layer's ReLU pattern or the second layer's span):
     /// each is one of the client's rows, certified without the truth.
     pub rows_proved: usize,
+    /// Rows that fit the update without a proof (`Provenance::Consistent`: near-twins, dead
+    /// units), counted apart from the proved ones.
+    #[serde(default)]
+    pub rows_consistent: usize,
     pub rows: usize,
 }
 
@@ -137,13 +141,15 @@ pub async fn attack_received_against(
     let accuracy = score(&rules, &truth.rows, &recon.rows).accuracy;
     let guess = random_rows(truth, truth.n(), seed_for(config.seed, 5));
     let random_baseline = score(&rules, &truth.rows, &guess).accuracy.total;
-    let rows_proved = recon.provenance.iter().filter(|p| **p == Provenance::Proved).count();
+    let count = |p: Provenance| recon.provenance.iter().filter(|&&q| q == p).count();
+    let (rows_proved, rows_consistent) = (count(Provenance::Proved), count(Provenance::Consistent));
     Ok(ScoredUpdate {
         reconstruction: setup.received_report(recon, start.elapsed().as_secs_f64()),
         gain_over_random: accuracy.total - random_baseline,
         accuracy,
         random_baseline,
         rows_proved,
+        rows_consistent,
         rows: truth.n(),
     })
 }

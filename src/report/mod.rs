@@ -47,8 +47,13 @@ impl FeatureHeader {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "lowercase")]
 pub enum Provenance {
-    /// Proved a row of the batch: by the first layer's ReLU pattern or the second layer's span.
+    /// Proved a row of the batch: by the first layer's ReLU pattern or the second layer's span,
+    /// under the conditions docs/method.md states ("What proved means").
     Proved,
+    /// Its activation lies in the second layer's span, so it fits the update, but the conditions
+    /// under which that proves a row of the batch do not hold (the row says why): near-twins,
+    /// dead units, a label the update does not give.
+    Consistent,
     /// Pooled from the ensemble (some cells may have fallen back to the marginals).
     Ensemble,
     /// Every cell from the table's marginals (the random guess's draw).
@@ -61,6 +66,17 @@ pub struct ProvenanceGroup {
     pub provenance: Provenance,
     pub rows: usize,
     pub accuracy: f64,
+    /// Why the group's rows are not proved, with how many rows each reason holds (consistent
+    /// rows only; empty otherwise).
+    #[serde(default)]
+    pub reasons: Vec<ReasonCount>,
+}
+
+/// One reason a row is not proved, and how many rows of the batch it holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ReasonCount {
+    pub why: String,
+    pub rows: usize,
 }
 
 /// What the second layer's certificate did, for the report.
@@ -77,8 +93,47 @@ pub struct SecondLayerSummary {
     /// proved rows where the batch repeats them (`assess::peeled`), beside `certified_rows`.
     #[serde(default)]
     pub peeled_rows: usize,
+    /// Rows whose activation lies in the span but which the certificate does not prove (the
+    /// rows' `why_not_proved` says why): counted in neither of the above.
+    #[serde(default)]
+    pub consistent_rows: usize,
     /// Whether an adopted row is proved (FedSGD) or only scored near the span (FedAvg).
     pub proof: bool,
+}
+
+impl Provenance {
+    /// What the provenance says of a row, for a terminal.
+    pub fn words(self) -> &'static str {
+        match self {
+            Provenance::Proved => "proved",
+            Provenance::Consistent => "consistent with the update, not proved",
+            Provenance::Ensemble => "from the ensemble",
+            Provenance::Prior => "from the marginals",
+        }
+    }
+}
+
+/// Every provenance, strongest first.
+pub const PROVENANCES: [Provenance; 4] = [
+    Provenance::Proved,
+    Provenance::Consistent,
+    Provenance::Ensemble,
+    Provenance::Prior,
+];
+
+/// Each distinct reason with the rows that give it, in the order first given.
+pub fn reason_counts<'a>(reasons: impl Iterator<Item = &'a str>) -> Vec<ReasonCount> {
+    let mut counts: Vec<ReasonCount> = Vec::new();
+    for why in reasons {
+        match counts.iter_mut().find(|c| c.why == why) {
+            Some(c) => c.rows += 1,
+            None => counts.push(ReasonCount {
+                why: why.to_string(),
+                rows: 1,
+            }),
+        }
+    }
+    counts
 }
 
 /// How far the attacker can trust a reconstructed cell, from the ensemble's entropy.
@@ -134,6 +189,9 @@ pub struct RowReport {
     pub confidence: Vec<Confidence>,
     /// How the reconstructed row was obtained (null where the attack does not say).
     pub provenance: Option<Provenance>,
+    /// Why a row that fits the update is not proved (`consistent` rows only).
+    #[serde(default)]
+    pub why_not_proved: Option<String>,
     /// The reconstructed row's label, where the attack read it off the update (the rows explain
     /// its last layer exactly: `attack::row_labels`), and a regression's always (the server
     /// reconstructs it with the row); null elsewhere.
@@ -364,6 +422,7 @@ pub fn build_report(
             },
             confidence: Vec::new(),
             provenance: None,
+            why_not_proved: None,
             label: None,
             truth_label: None,
             label_correct: None,
@@ -422,12 +481,19 @@ pub fn build_report(
 
 impl Report {
     /// Each row's provenance from that of the reconstructed row matched to it (`of_reconstructed`
-    /// indexed as the reconstruction), and the accuracy of each group.
-    pub fn set_provenance(&mut self, of_reconstructed: &[Provenance], assignment: &[usize]) {
+    /// and `why_not`, why a consistent row is not proved, indexed as the reconstruction), and the
+    /// accuracy of each group.
+    pub fn set_provenance(
+        &mut self,
+        of_reconstructed: &[Provenance],
+        why_not: &[Option<String>],
+        assignment: &[usize],
+    ) {
         for (row, &j) in self.rows.iter_mut().zip(assignment) {
             row.provenance = Some(of_reconstructed[j]);
+            row.why_not_proved = why_not.get(j).cloned().flatten();
         }
-        self.provenance = [Provenance::Proved, Provenance::Ensemble, Provenance::Prior]
+        self.provenance = PROVENANCES
             .into_iter()
             .filter_map(|p| {
                 let rows: Vec<&RowReport> = self.rows.iter().filter(|r| r.provenance == Some(p)).collect();
@@ -437,6 +503,7 @@ impl Report {
                     provenance: p,
                     rows: rows.len(),
                     accuracy: right as f64 / cells.max(1) as f64,
+                    reasons: reason_counts(rows.iter().filter_map(|r| r.why_not_proved.as_deref())),
                 })
             })
             .collect();

@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use super::{
-    CONFIDENCE_LEVELS, Confidence, ConfidenceLevels, ENTROPY_FLOOR, FeatureHeader, RowDetails, confidence_mark,
+    CONFIDENCE_LEVELS, Confidence, ConfidenceLevels, ENTROPY_FLOOR, FeatureHeader, PROVENANCES, Provenance,
+    ReasonCount, RowDetails, confidence_mark, reason_counts,
 };
 use crate::config::{AttackConfig, AttackKind, Protocol};
 use crate::runtime::BackendInfo;
@@ -19,6 +20,21 @@ pub struct ReconstructedRow {
     /// The row's label, where the attack read it off the update (the rows explain its last layer
     /// exactly: `attack::row_labels`); null elsewhere.
     pub label: Option<String>,
+    /// How the row was obtained: proved a row of the client's batch, consistent with the update
+    /// but not proved, or pooled from the ensemble.
+    #[serde(default)]
+    pub provenance: Option<Provenance>,
+    /// Why a row that fits the update is not proved (`consistent` rows only).
+    #[serde(default)]
+    pub why_not_proved: Option<String>,
+}
+
+/// Rows of one provenance, and why those of a consistent group are not proved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ProvenanceCount {
+    pub provenance: Provenance,
+    pub rows: usize,
+    pub reasons: Vec<ReasonCount>,
 }
 
 /// Cells per confidence level, per feature kind.
@@ -31,7 +47,7 @@ pub struct ConfidenceCount {
 }
 
 /// The format of a received update's report: the name and a version that changes when a field does.
-pub const RECONSTRUCTION_FORMAT: &str = "leakscope-reconstruction/2";
+pub const RECONSTRUCTION_FORMAT: &str = "leakscope-reconstruction/3";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct ReconstructionReport {
@@ -43,6 +59,9 @@ pub struct ReconstructionReport {
     pub config: AttackConfig,
     pub features: Vec<FeatureHeader>,
     pub rows: Vec<ReconstructedRow>,
+    /// The rows by provenance (proved, consistent, ensemble), strongest first.
+    #[serde(default)]
+    pub provenance: Vec<ProvenanceCount>,
     /// The labels the attack used (given with the update, or restored from it), as class names;
     /// none for a regression, whose labels the attack reconstructs (`rows[].label`).
     pub labels: Vec<String>,
@@ -94,6 +113,8 @@ impl ReconstructionReport {
                         .collect(),
                     entropy,
                     label: None,
+                    provenance: None,
+                    why_not_proved: None,
                 }
             })
             .collect();
@@ -129,6 +150,7 @@ impl ReconstructionReport {
             config: config.clone(),
             features,
             rows,
+            provenance: Vec::new(),
             labels: match dataset.target {
                 Some(_) => Vec::new(),
                 None => labels.iter().map(|&l| dataset.classes[l].clone()).collect(),
@@ -142,6 +164,25 @@ impl ReconstructionReport {
             member_steps: Vec::new(),
             details,
         }
+    }
+
+    /// Each row's provenance (`of_rows`) and why a consistent one is not proved, and the counts.
+    pub fn set_provenance(&mut self, of_rows: &[Provenance], why_not: &[Option<String>]) {
+        for ((row, &p), why) in self.rows.iter_mut().zip(of_rows).zip(why_not) {
+            row.provenance = Some(p);
+            row.why_not_proved = why.clone();
+        }
+        self.provenance = PROVENANCES
+            .into_iter()
+            .filter_map(|p| {
+                let rows: Vec<&ReconstructedRow> = self.rows.iter().filter(|r| r.provenance == Some(p)).collect();
+                (!rows.is_empty()).then(|| ProvenanceCount {
+                    provenance: p,
+                    rows: rows.len(),
+                    reasons: reason_counts(rows.iter().filter_map(|r| r.why_not_proved.as_deref())),
+                })
+            })
+            .collect();
     }
 
     /// For a terminal: what was attacked, the confidence counts, and up to `max_rows` rows.
@@ -190,6 +231,17 @@ impl ReconstructionReport {
                 _ => "read off the update, which the rows explain exactly",
             };
             let _ = writeln!(s, "each row's label, {how}: {}", read.join(", "));
+        }
+        if !self.provenance.is_empty() {
+            let groups: Vec<String> = self
+                .provenance
+                .iter()
+                .map(|g| format!("{} {}", g.rows, g.provenance.words()))
+                .collect();
+            let _ = writeln!(s, "rows: {}", groups.join(", "));
+            for reason in self.provenance.iter().flat_map(|g| &g.reasons) {
+                let _ = writeln!(s, "  not proved ({} rows): {}", reason.rows, reason.why);
+            }
         }
         for k in &self.confidence_counts {
             let _ = writeln!(

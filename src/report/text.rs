@@ -1,7 +1,7 @@
 //! A report as text for a terminal: what ran, how well, how sure, and the rows.
 use std::fmt::Write;
 
-use super::{Provenance, Report, confidence_mark, fmt_epsilon, pct};
+use super::{Report, confidence_mark, fmt_epsilon, pct};
 use crate::config::{LabelMode, Protocol};
 use crate::table::ColumnKind;
 
@@ -175,16 +175,12 @@ fn accuracy(r: &Report, s: &mut String) {
         let groups: Vec<String> = r
             .provenance
             .iter()
-            .map(|g| {
-                let how = match g.provenance {
-                    Provenance::Proved => "proved",
-                    Provenance::Ensemble => "from the ensemble",
-                    Provenance::Prior => "from the marginals",
-                };
-                format!("{} {how} ({} right)", g.rows, pct(Some(g.accuracy)))
-            })
+            .map(|g| format!("{} {} ({} right)", g.rows, g.provenance.words(), pct(Some(g.accuracy))))
             .collect();
         let _ = writeln!(s, "rows: {}", groups.join(", "));
+        for reason in r.provenance.iter().flat_map(|g| &g.reasons) {
+            let _ = writeln!(s, "  not proved ({} rows): {}", reason.rows, reason.why);
+        }
         if let Some(peeled) = r
             .row_details()
             .and_then(|d| d.second_layer.as_ref())

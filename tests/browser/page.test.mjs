@@ -659,14 +659,18 @@ test('a client\'s update from files: numpy arrays by position with the rows give
     await attack('done');
     assert.equal(await page.locator('#received-cells tbody tr').count(), 8);
     // Every row proved, so each row's label is read off the update: a column of its own.
-    assert.equal(await page.locator('#received-cells thead th').count(), 16, '#, the label, then the 14 features');
+    assert.equal(await page.locator('#received-cells thead th').count(), 17, '#, the provenance, the label, then the 14 features');
+    // Every row proved a row of the client's batch, and each says so.
+    assert.equal(await page.locator('#received-cells tbody th.prov-proved').count(), 8);
+    assert.match(await page.locator('#received-info').textContent(), /8 rows proved\./);
     assert.equal(await page.locator('#received-cells td.label').count(), 8);
     const info = await page.locator('#received-info').textContent();
     assert.match(info, /8 rows reconstructed from the update \(no ground truth, so no accuracy\); labels restored from the update/);
     assert.ok((await page.locator('#received-cells td.conf-high').count()) > 0, 'cells coloured by confidence');
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('#received-download')]);
     const report = JSON.parse(readFileSync(await download.path(), 'utf8'));
-    assert.equal(report.format, 'leakscope-reconstruction/2');
+    assert.equal(report.format, 'leakscope-reconstruction/3');
+    assert.ok(report.rows.every((row) => row.provenance === 'proved'));
     assert.equal(report.rows.length, 8);
     // A leakscope-update/1 JSON carries the weights and the labels: the weights input is cleared.
     await page.setInputFiles('#received-weights', []);

@@ -17,6 +17,10 @@ use nalgebra::{DMatrix, DVector};
 use crate::client::activation::Activation;
 use crate::table::{Dataset, FeatureKind, Value};
 
+mod proof;
+mod unproved;
+pub use unproved::Unproved;
+
 /// The span ends at the widest drop between consecutive singular values of G₂ below this share of
 /// the largest: the f32 update's rounding sits near 1e-8, a row that barely moves the loss can
 /// give 1e-5 (measured on Adult, B = 64), so no fixed cut separates them.
@@ -42,7 +46,7 @@ pub const CERTIFY: f64 = 1e-4;
 /// Checks the certificate keeps beyond the continuous values a refinement fits: the fit can zero
 /// as many of the h₁ − r checks as it has values, so only the rest certify (at B = 128 on the
 /// default network r = 99 of h₁ = 100 and a fit passes wrong rows: measured on Adult).
-const SPARE_CHECKS: usize = 8;
+pub(crate) const SPARE_CHECKS: usize = 8;
 /// Sweeps of coordinate descent over the categorical columns.
 const SWEEPS: usize = 4;
 /// Least-squares rounds for the continuous values (each on the pattern the last one left).
@@ -51,9 +55,10 @@ const FIT_ROUNDS: usize = 3;
 /// How the span is read from the second layer's update.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum SpanOf {
-    /// FedSGD: G₂ is exactly spanned by the rows' activations; the span ends at the widest drop
-    /// in its spectrum and a row in it is proved (`CERTIFY`).
-    Gradient,
+    /// FedSGD on a batch of `rows` rows: G₂'s column space lies in the rows' activations' span,
+    /// and is all of it where G₂ has rank `rows`; the span ends at the widest drop in its
+    /// spectrum and a row in it is proved (`CERTIFY`) under `ActivationSpan::proof`'s conditions.
+    Gradient { rows: usize },
     /// FedAvg: the update sums the activations at every local step's weights; the leading `rows`
     /// left singular vectors still hold the rows' activations at the weights the server sent,
     /// nearly (a relative distance of 1e-4 at E = 1 to 5e-2 at E = 10 against 3e-2 or more for a
@@ -79,6 +84,11 @@ pub struct ActivationSpan<'a> {
     /// The relative distance under which a refined row is adopted.
     threshold: f64,
     proof: bool,
+    /// G₂'s singular values above float rounding (`DEPENDENT`), and the batch's rows: fewer means
+    /// rows whose δ's are dependent (rows that share their second-layer pattern), which G₂ holds
+    /// only as combinations (`proof`).
+    independent: usize,
+    rows: usize,
     /// Between the client's layers (ReLU unless `with_activation`).
     activation: Activation,
     /// The continuous features a refinement fits, and W₁'s rows for them over their std
@@ -139,26 +149,50 @@ pub enum NoSpan {
     /// No drop in G₂'s spectrum wide enough to end the rows' span (noise on the update, or an
     /// activation nearly affine at these weights).
     NoGap,
-    /// The span's rank r leaves h₁ − r checks, not more than the `fitted` continuous values a
-    /// refinement fits plus `SPARE_CHECKS`: the batch is too large for this network's first layer.
-    NoRoom { rank: usize, width: usize, fitted: usize },
+    /// The span's rank r leaves `live` − r checks (units dead on every row of the batch check
+    /// nothing), not more than the `fitted` continuous values a refinement fits plus
+    /// `SPARE_CHECKS`: the batch is too large for this network's first layer.
+    NoRoom {
+        rank: usize,
+        width: usize,
+        live: usize,
+        fitted: usize,
+    },
+}
+
+/// G₂'s singular values below this share of the largest are float rounding (f32: ~1e-7), not a
+/// row: a weak row (one whose prediction is near its label) sits near 1e-5.
+const DEPENDENT: f64 = 1e-6;
+
+/// A unit whose row of G₂ is below this share of the largest row is dead on every row of the
+/// batch (ReLU's dead units give exact zeros).
+const DEAD: f64 = 1e-7;
+
+/// The first layer's units the batch activates: G₂'s row j is (1/B) Σᵢ aᵢⱼ δᵢ, zero where no row
+/// activates unit j.
+fn live_units(g: &DMatrix<f64>) -> usize {
+    let norms: Vec<f64> = g.row_iter().map(|r| r.norm()).collect();
+    let top = norms.iter().copied().fold(0.0, f64::max);
+    norms.iter().filter(|&&n| n > DEAD * top).count()
 }
 
 /// Whether a batch of `rows` rows leaves the certificate room on a network whose first two
 /// layers are `(h1, h2)` wide: G₂'s rank reaches min(rows, h₂). Where the spectrum shows no drop
 /// (`NoSpan::NoGap`, which would blame noise), a batch that fills the layer is the reason.
 pub fn room(dataset: &Dataset, rows: usize, (h1, h2): (usize, usize)) -> Result<(), NoSpan> {
-    room_at(dataset, rows.min(h2).min(h1), h1)
+    room_at(dataset, rows.min(h2).min(h1), h1, h1)
 }
 
-/// Whether a span of rank `rank` on a first layer of `h1` units leaves the checks a refinement
-/// needs: beyond the rank, one per continuous value it fits, and `SPARE_CHECKS`.
-fn room_at(dataset: &Dataset, rank: usize, h1: usize) -> Result<(), NoSpan> {
+/// Whether a span of rank `rank` on a first layer of `h1` units, `live` of them live, leaves the
+/// checks a refinement needs: beyond the rank, one per continuous value it fits, and
+/// `SPARE_CHECKS`.
+fn room_at(dataset: &Dataset, rank: usize, h1: usize, live: usize) -> Result<(), NoSpan> {
     let fitted = dataset.features.iter().filter(|f| !f.is_categorical()).count();
-    match rank + fitted + SPARE_CHECKS > h1 {
+    match rank + fitted + SPARE_CHECKS > live {
         true => Err(NoSpan::NoRoom {
             rank,
             width: h1,
+            live,
             fitted,
         }),
         false => Ok(()),
@@ -176,13 +210,22 @@ impl NoSpan {
                  the update blurs it, as does an activation nearly affine at these weights"
                     .into(),
             ),
-            NoSpan::NoRoom { rank, width, fitted } => {
+            NoSpan::NoRoom {
+                rank,
+                width,
+                live,
+                fitted,
+            } => {
                 let needed = fitted + SPARE_CHECKS;
+                let dead = match width - live {
+                    0 => String::new(),
+                    dead => format!(" ({dead} of them dead on every row, which check nothing)"),
+                };
                 Some(format!(
-                    "the second layer's gradient has rank {rank} of the first layer's {width} units, and a row's \
-                     certificate needs {needed} units beyond its rank: {fitted} for the continuous values it fits \
-                     and {SPARE_CHECKS} spare; on this network it proves batches of at most {} rows",
-                    width.saturating_sub(needed)
+                    "the second layer's gradient has rank {rank} of the first layer's {width} units{dead}, and a \
+                     row's certificate needs {needed} live units beyond its rank: {fitted} for the continuous values \
+                     it fits and {SPARE_CHECKS} spare; on this network it proves batches of at most {} rows",
+                    live.saturating_sub(needed)
                 ))
             }
         }
@@ -206,6 +249,7 @@ impl<'a> ActivationSpan<'a> {
             return Err(NoSpan::Shape);
         }
         let g = DMatrix::from_row_iterator(h1, h2, g2.iter().map(|&v| v as f64));
+        let live = live_units(&g);
         let svd = g.svd(true, false);
         let u = svd.u.ok_or(NoSpan::Shape)?;
         let largest = svd.singular_values.max();
@@ -216,10 +260,10 @@ impl<'a> ActivationSpan<'a> {
         order.sort_by(|&a, &b| svd.singular_values[b].total_cmp(&svd.singular_values[a]));
         let values: Vec<f64> = order.iter().map(|&k| svd.singular_values[k] / largest).collect();
         let rank = match of {
-            SpanOf::Gradient => span_rank(&values).ok_or(NoSpan::NoGap)?,
+            SpanOf::Gradient { .. } => span_rank(&values).ok_or(NoSpan::NoGap)?,
             SpanOf::Update { rows } => rows.min(values.len()),
         };
-        room_at(dataset, rank, h1)?;
+        room_at(dataset, rank, h1, live)?;
         let kept = &order[..rank];
         let w1 = DMatrix::from_row_iterator(d, h1, w1.iter().map(|&v| v as f64));
         let basis = u.select_columns(kept);
@@ -249,10 +293,14 @@ impl<'a> ActivationSpan<'a> {
             basis,
             present,
             threshold: match of {
-                SpanOf::Gradient => CERTIFY,
+                SpanOf::Gradient { .. } => CERTIFY,
                 SpanOf::Update { .. } => FEDAVG_NEAR,
             },
-            proof: of == SpanOf::Gradient,
+            proof: matches!(of, SpanOf::Gradient { .. }),
+            independent: values.iter().filter(|&&v| v >= DEPENDENT).count(),
+            rows: match of {
+                SpanOf::Gradient { rows } | SpanOf::Update { rows } => rows,
+            },
             activation: Activation::Relu,
             continuous,
             continuous_w,
@@ -434,38 +482,69 @@ const TRIES_PER_ROW: usize = 200;
 /// not (an ensemble stopped after 3 steps on B = 128 would otherwise refine 25,000 rows).
 const STALE_TRIES: usize = 400;
 
+/// What the certificate made of one slot of the batch.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Certified {
+    /// Not adopted: the slot keeps the ensemble's row.
+    No,
+    /// Adopted and proved a row of the batch (`ActivationSpan::proof`); on FedAvg adopted for
+    /// lying near the update's span, which proves nothing (`ActivationSpan::proves`).
+    Yes,
+    /// Adopted, its activation in the span, and not proved: why.
+    Fits(Unproved),
+}
+
+impl ActivationSpan<'_> {
+    /// A refined row's verdict: in the span (to the threshold) and not one of `found`, then
+    /// proved or only fitting the update. FedAvg's adoption proves nothing and is not checked.
+    pub fn verdict(&self, row: &[Value], distance: f64, found: &[Vec<Value>]) -> Certified {
+        if !(distance < self.threshold) || self.among(row, found) {
+            return Certified::No;
+        }
+        match self.proof {
+            false => Certified::Yes,
+            true => self.proof(row).map_or_else(Certified::Fits, |()| Certified::Yes),
+        }
+    }
+}
+
 /// The batch's rows certified: `pooled` (the ensemble's reconstruction) refined and adopted where
 /// the certificate holds; a slot whose row refines to one already found (two pooled rows near the
-/// same batch row) takes the next certified row refined from `candidates` (the members' rows),
-/// nearest the span first. `proved`: per slot, whether its row is proved already (by the first
-/// layer): it is kept as it is and not refined again (refining is most of a proved attack's time).
-/// Returns, per slot, whether this certified its row.
+/// same batch row) takes the next proved row refined from `candidates` (the members' rows),
+/// nearest the span first. A pooled row that refines into the span without a proof keeps its slot
+/// as fitting the update (`Certified::Fits`); a candidate must be proved to take a slot (or fit a
+/// span of rank below the batch's, whose unproved points are isolated), so the points of one
+/// unprovable line do not crowd out rows. `proved`: per slot, whether its row is
+/// proved already (by the first layer): it is kept as it is and not refined again (refining is
+/// most of a proved attack's time). Returns, per slot, what this made of its row.
 pub fn certify_batch(
     span: &ActivationSpan,
     pooled: &mut [Vec<Value>],
     candidates: Vec<Vec<Value>>,
     proved: &[bool],
-) -> Vec<bool> {
+) -> Vec<Certified> {
     let mut found: Vec<Vec<Value>> = pooled
         .iter()
         .zip(proved)
         .filter(|(_, p)| **p)
         .map(|(row, _)| row.clone())
         .collect();
-    let mut certified = vec![false; pooled.len()];
+    let mut certified = vec![Certified::No; pooled.len()];
     let known = |slot: usize| proved.get(slot).copied().unwrap_or(false);
     for (slot, row) in pooled.iter_mut().enumerate() {
         if known(slot) {
             continue;
         }
         let (refined, distance) = span.refine(row, &[]);
-        if distance < span.threshold && !span.among(&refined, &found) {
+        certified[slot] = span.verdict(&refined, distance, &found);
+        if certified[slot] != Certified::No {
             found.push(refined.clone());
             *row = refined;
-            certified[slot] = true;
         }
     }
-    let open: Vec<usize> = (0..pooled.len()).filter(|&s| !certified[s] && !known(s)).collect();
+    let open: Vec<usize> = (0..pooled.len())
+        .filter(|&s| certified[s] == Certified::No && !known(s))
+        .collect();
     let missing = open.len();
     // Nothing of the ensemble's passes: it has not found the batch, and neither will its members.
     if missing == 0 || found.is_empty() {
@@ -488,11 +567,16 @@ pub fn certify_batch(
         }
         stale += 1;
         let (refined, distance) = span.refine(&row, &found);
-        if distance < span.threshold && !span.among(&refined, &found) {
+        let verdict = span.verdict(&refined, distance, &found);
+        // A rank below the batch's leaves isolated points, not lines: they may take a slot.
+        if matches!(
+            verdict,
+            Certified::Yes | Certified::Fits(Unproved::RankBelowBatch { .. })
+        ) {
             stale = 0;
             found.push(refined.clone());
             pooled[s] = refined;
-            certified[s] = true;
+            certified[s] = verdict;
             slot = open.next();
         }
     }

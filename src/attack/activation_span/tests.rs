@@ -26,11 +26,12 @@ fn a_batch_too_large_for_the_certificate_is_refused_with_its_rank() {
         let no_room = NoSpan::NoRoom {
             rank,
             width: 100,
+            live: 100,
             fitted: 6,
         };
         assert_eq!(room(&dataset, b, (100, 100)), Err(no_room), "B = {b}");
         assert_eq!(room(&dataset, b, (150, 100)), Ok(()), "B = {b}");
-        let refused = span_of(&dataset, &scenario, SpanOf::Gradient).err();
+        let refused = span_of(&dataset, &scenario, SpanOf::Gradient { rows: b }).err();
         // At B = 96 the spectrum ends at the batch's rank; at 128 the rows fill all 100
         // directions, and weak rows leave no drop where it would end.
         let measured = if b == 96 { no_room } else { NoSpan::NoGap };
@@ -76,9 +77,15 @@ fn span_of<'a>(dataset: &'a Dataset, scenario: &Scenario, of: SpanOf) -> Result<
 }
 
 fn span_with<'a>(dataset: &'a Dataset, scenario: &Scenario, activation: Activation) -> ActivationSpan<'a> {
-    span_of(dataset, scenario, SpanOf::Gradient)
-        .expect("the batch leaves checks on a width of 100")
-        .with_activation(activation)
+    span_of(
+        dataset,
+        scenario,
+        SpanOf::Gradient {
+            rows: scenario.labels.len(),
+        },
+    )
+    .expect("the batch leaves checks on a width of 100")
+    .with_activation(activation)
 }
 
 /// Two batch rows mixed: every categorical cell of one, the continuous values between both.
@@ -170,7 +177,7 @@ fn the_certificate_holds_for_every_activation_and_refuses_strangers_and_mixtures
     // G₂'s spectrum has no clear drop, so no span is read and nothing is certified.
     let (scenario, _) = batch_with(&dataset, 32, Activation::Sigmoid);
     assert_eq!(
-        span_of(&dataset, &scenario, SpanOf::Gradient).err(),
+        span_of(&dataset, &scenario, SpanOf::Gradient { rows: 32 }).err(),
         Some(NoSpan::NoGap)
     );
     for activation in [Activation::LeakyRelu { slope: 0.2 }, Activation::Gelu, Activation::Tanh] {

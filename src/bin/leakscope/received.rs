@@ -168,12 +168,14 @@ pub fn attack_update(args: AttackUpdateArgs) -> CliResult<()> {
         pb.finish_and_clear();
         print!("{}", scored.reconstruction.render_text(args.show));
         println!(
-            "against the {} rows of {}: {:.1} % of cells right ({:.1} % by guessing), {} rows proved",
+            "against the {} rows of {}: {:.1} % of cells right ({:.1} % by guessing), {} rows proved, {} consistent \
+             with the update but not proved",
             scored.rows,
             csv.display(),
             100.0 * scored.accuracy.total,
             100.0 * scored.random_baseline,
-            scored.rows_proved
+            scored.rows_proved,
+            scored.rows_consistent
         );
         return write_json(args.json.as_deref(), &scored);
     }
