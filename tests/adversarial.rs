@@ -331,13 +331,7 @@ fn a_first_layer_of_dead_units_proves_nothing_and_says_why() {
     let mut params = leakscope::client::network::Params::init(&[adult.d(), 100, 100, 2], 3);
     params.biases[0][..40].iter_mut().for_each(|b| *b = -1e3);
     let model = leakscope::client::head::Model::default();
-    let round = leakscope::client::simulate::Round {
-        protocol: leakscope::config::Protocol::Fedsgd,
-        clients: 1,
-        defence: None,
-        seed: 0,
-        model,
-    };
+    let round = leakscope::client::simulate::Round::fedsgd(model);
     let x = leakscope::scenario::encode_rows(&adult, &rows);
     let targets = model.head.targets(&labels, 2);
     let update = pollster::block_on(leakscope::client::simulate::simulate_round(

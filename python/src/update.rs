@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use serde_json::{Value as Json, json};
 
 use leakscope::client::simulate::{Round, simulate_round};
-use leakscope::config::{AttackConfig, Protocol};
+use leakscope::config::AttackConfig;
 use leakscope::options::{ProtocolKind, RunOptions};
 use leakscope::received::ReceivedUpdate;
 use leakscope::received::truth::{attack_received_against, truth_rows};
@@ -187,14 +187,7 @@ fn first_batch(
         .collect();
     let model = config.model();
     let targets = truth.targets(&idx, model.head);
-    let round = Round {
-        protocol: Protocol::Fedsgd,
-        clients: 1,
-        defence: None,
-        seed: 0,
-        model,
-    };
-    let update = pollster::block_on(simulate_round(&received.params, &x, &targets, &round))?;
+    let update = pollster::block_on(simulate_round(&received.params, &x, &targets, &Round::fedsgd(model)))?;
     let own = Dataset {
         rows: truth.rows[..b].to_vec(),
         labels: truth.labels[..b].to_vec(),

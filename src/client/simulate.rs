@@ -26,6 +26,19 @@ pub struct Round {
     pub model: crate::client::head::Model,
 }
 
+impl Round {
+    /// One client's plain FedSGD gradient: no defence, nothing averaged.
+    pub fn fedsgd(model: crate::client::head::Model) -> Round {
+        Round {
+            protocol: Protocol::Fedsgd,
+            clients: 1,
+            defence: None,
+            seed: 0,
+            model,
+        }
+    }
+}
+
 /// Host copy of a one-member update.
 async fn to_host(g: &ParamGrads) -> Result<Update> {
     let (mut weights, mut biases) = (Vec::new(), Vec::new());

@@ -10,7 +10,6 @@ use leakscope::client::head::Model;
 use leakscope::client::network::Params;
 use leakscope::client::simulate::{Round, simulate_round};
 use leakscope::client::training::train;
-use leakscope::config::Protocol;
 use leakscope::scenario::encode_rows;
 use leakscope::table::{Dataset, FeatureKind, Value};
 use rand::Rng;
@@ -251,15 +250,9 @@ pub fn limit(d: &Dataset, live: usize) -> usize {
 /// adversarial point as it is and refined, and `certify_batch` from the perturbed rows.
 pub fn attack(d: &Dataset, params: &Params, rows: &[Vec<Value>], labels: &[usize], points: &[Vec<Value>]) -> Outcome {
     let model = Model::default();
-    let round = Round {
-        protocol: Protocol::Fedsgd,
-        clients: 1,
-        defence: None,
-        seed: 0,
-        model,
-    };
     let targets = model.head.targets(labels, d.classes.len());
-    let observed = pollster::block_on(simulate_round(params, &encode_rows(d, rows), &targets, &round)).unwrap();
+    let x = encode_rows(d, rows);
+    let observed = pollster::block_on(simulate_round(params, &x, &targets, &Round::fedsgd(model))).unwrap();
     let mut out = Outcome {
         rows: rows.len(),
         ..Default::default()
