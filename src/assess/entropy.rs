@@ -46,6 +46,16 @@ pub fn agreed(dataset: &crate::table::Dataset, cells: &mut [Option<f64>]) {
     }
 }
 
+/// A row that fits the update without a proof: its continuous values carry no confidence (a
+/// point between two rows that share its cell fits as well), its categories keep theirs.
+pub fn uncertain_continuous(dataset: &crate::table::Dataset, cells: &mut [Option<f64>]) {
+    for (f, e) in cells.iter_mut().enumerate() {
+        if !dataset.features[f].is_categorical() {
+            *e = None;
+        }
+    }
+}
+
 /// Gaussian entropy 0.5 + 0.5·log(2π s²) of the members' standardised values, with the unbiased
 /// sample variance s², floored at f32 resolution (a spread of 1e-6): members that agree exactly
 /// (rows proved by `attack::activity`) get about −12.3, not −∞, which JSON cannot carry. None for

@@ -184,11 +184,7 @@ impl Setup<'_> {
                 summary.consistent_rows += 1;
             }
             if let Some(cells) = recon.entropy.as_mut().map(|e| &mut e[slot]) {
-                for (f, e) in cells.iter_mut().enumerate() {
-                    if !self.dataset.features[f].is_categorical() {
-                        *e = None;
-                    }
-                }
+                entropy::uncertain_continuous(self.dataset, cells);
             }
         }
     }

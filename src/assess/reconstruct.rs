@@ -201,6 +201,15 @@ impl Setup<'_> {
             Err(why) => (None, vec![Certified::No; rows.len()], why.into_iter().collect()),
         };
         let first_checked = self.recheck_first_layer(&rows, &first_layer);
+        // A first-layer row the theorem does not hold for is neither counted proved nor certain
+        // of its continuous values (as peeling's unlabelled rows).
+        let rechecked: Vec<usize> = (0..rows.len()).filter(|&i| first_checked[i].is_some()).collect();
+        let proved = proved.saturating_sub(rechecked.len());
+        if let Some(entropy) = entropy.as_mut() {
+            for &i in &rechecked {
+                entropy::uncertain_continuous(dataset, &mut entropy[i]);
+            }
+        }
         let (provenance, unproved): (Vec<Provenance>, Vec<Option<Unproved>>) = certified
             .iter()
             .zip(first_layer.iter().zip(first_checked))
