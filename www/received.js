@@ -24,7 +24,7 @@ function render(report) {
     `${report.rows.length} rows reconstructed from the update (no ground truth, so no accuracy); labels ` +
     `${c.labels === 'known' ? 'from the file' : 'restored from the update'}: ${report.labels.join(', ')}. ` +
     `Cells by the attacker's confidence: ${counts}. ` +
-    (report.provenance ?? []).map((g) => `${g.rows} rows ${PROVENANCE[g.provenance]}${g.reasons.length ? ` (${g.reasons.map((r) => `${r.rows}: ${r.why}`).join('; ')})` : ''}. `).join('') +
+    (report.provenance ?? []).map((g) => `${g.rows} row${g.rows === 1 ? '' : 's'} ${PROVENANCE[g.provenance]}${g.reasons.length ? ` (${g.reasons.map((r) => `${r.rows}: ${r.why}`).join('; ')})` : ''}. `).join('') +
     (report.not_applied ?? []).map((n) => `${n.part[0].toUpperCase()}${n.part.slice(1)} not applied: ${n.why}. `).join('') +
     `${report.backend.label}, ${report.seconds.toFixed(1)} s.`;
   // Each row's own label, where the rows explain the update's last layer exactly.

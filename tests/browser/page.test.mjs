@@ -666,7 +666,7 @@ test('a client\'s update from files: numpy arrays by position with the rows give
     assert.equal(await page.locator('#received-cells tbody th.prov-consistent').count(), 1);
     assert.match(
       await page.locator('#received-info').textContent(),
-      /7 rows proved\. 1 rows consistent with the update, not proved \(1: its live first-layer units give \d+ independent checks where a proof needs 14\)/,
+      /7 rows proved\. 1 row consistent with the update, not proved \(1: its live first-layer units give \d+ independent checks where a proof needs 14\)/,
     );
     assert.match(await page.locator('#received-cells tbody th.prov-consistent').getAttribute('title'), /^consistent with the update, not proved: /);
     assert.equal(await page.locator('#received-cells td.label').count(), 8);
