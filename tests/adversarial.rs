@@ -281,17 +281,6 @@ fn near_twins_on(table: u64) {
     ))
     .unwrap();
     let wrong = wrong_proofs(&data, &r);
-    for w in &wrong {
-        for row in r
-            .rows
-            .iter()
-            .filter(|row| row.truth[3] == w[3] && row.truth[6] == w[6] && row.truth[7] == w[7])
-        {
-            eprintln!("DEBUG truth {:?}", row.truth);
-        }
-        eprintln!("DEBUG {:?}", r.row_details().and_then(|d| d.second_layer.clone()));
-        eprintln!("DEBUG {:?}", r.row_details().map(|d| d.subspace.clone()));
-    }
     let count = |p| r.rows.iter().filter(|row| row.provenance == Some(p)).count();
     eprintln!(
         "  shared twins table {table}, B = 32: {:.3} of cells, {} proved, {} consistent",
