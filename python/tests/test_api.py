@@ -97,3 +97,12 @@ def test_ctrl_c_interrupts_a_run():
     with pytest.raises(KeyboardInterrupt):
         leakscope.attack(ADULT, label="salary", progress=interrupt_once, **SMALL)
     assert len(seen) <= 2, "the run stopped at the report after Ctrl-C"
+
+
+def test_the_installed_wheel_carries_both_licences():
+    from importlib.metadata import distribution
+
+    dist = distribution("leakscope")
+    licences = {p.name: p.read_text().lstrip().split("\n")[0].strip() for p in dist.files if "licenses" in p.parts}
+    assert licences == {"LICENSE-MIT": "MIT License", "LICENSE-APACHE": "Apache License"}
+    assert dist.metadata["License-Expression"] == "MIT OR Apache-2.0"
