@@ -6,9 +6,17 @@
 # tests use the optimised module.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
+require_rust
 optimise=1
 [ "${1:-}" = "--no-opt" ] && optimise=0
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/leakscope/target}"
+# wasm-bindgen's CLI must be the version of the crate in Cargo.lock (install.sh installs it).
+want=$(grep -A1 '^name = "wasm-bindgen"$' Cargo.lock | sed -n 's/^version = "\(.*\)"$/\1/p')
+have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
+if [ "$have" != "$want" ]; then
+  echo "build-wasm: needs wasm-bindgen $want (found ${have:-none}): run ./scripts/install.sh" >&2
+  exit 1
+fi
 cargo build --lib --release --target wasm32-unknown-unknown --no-default-features --features wgpu
 rm -rf pkg
 wasm-bindgen --target web --out-dir pkg --out-name leakscope \

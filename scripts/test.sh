@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Run every test. The build directory lives outside the clone so repeat runs rebuild only the crate.
+# Install what the tests need (scripts/install.sh --tests; skipped steps cost seconds), then run
+# every test. The build directory lives outside the clone so repeat runs rebuild only the crate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/leakscope/target}"
+. scripts/lib.sh
+[ "${LEAKSCOPE_SKIP_INSTALL:-0}" = 1 ] || bash scripts/install.sh --tests
+require_rust
 # wgpu on Mesa's lavapipe needs a private runtime dir.
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 chmod 700 "$XDG_RUNTIME_DIR" 2>/dev/null || true
@@ -15,11 +18,12 @@ cargo build --tests --bins -j 2
 # The GPU kernels run on lavapipe; launch counting is process-wide, so tests run one at a time.
 export LEAKSCOPE_WGPU=1
 cargo test --no-fail-fast -- --test-threads 1
-# The Python package: a dev-profile wheel over the dependencies built above, installed into the
-# test environment (scripts/install.sh), and its tests, which compare with the CLI built above.
+# The Python package: a dev-profile wheel over the dependencies built above (with `wgpu`, as the
+# CLI, so burn is not built twice), installed into the test environment (install.sh --tests), and
+# its tests, which compare with the CLI built above.
 PYENV="${LEAKSCOPE_PYENV:-$HOME/.cache/leakscope/pyenv}"
 rm -rf "$CARGO_TARGET_DIR/wheels"
-"$PYENV/bin/maturin" build --quiet --profile dev --compatibility linux -m python/Cargo.toml -o "$CARGO_TARGET_DIR/wheels"
+"$PYENV/bin/maturin" build --quiet --profile dev --features wgpu --compatibility linux -m python/Cargo.toml -o "$CARGO_TARGET_DIR/wheels"
 "$PYENV/bin/pip" install -q --force-reinstall --no-deps "$CARGO_TARGET_DIR"/wheels/leakscope-*.whl
 LEAKSCOPE_CLI="$CARGO_TARGET_DIR/debug/leakscope" "$PYENV/bin/python" -m pytest -q -p no:cacheprovider python/tests
 # The CUDA backend (`--features cuda`) type-checks here; linking it needs LLVM 23, which
