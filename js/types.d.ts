@@ -370,7 +370,7 @@ details: RowDetails, };
 export type ReconstructedRow = { cells: Array<string>, entropy: Array<number | null>, confidence: Array<Confidence>, 
 /**
  * The row's label, where the attack read it off the update (the rows explain its last layer
- * exactly: `attack::row_labels`); null elsewhere.
+ * exactly: `attack::priors::row_labels`); null elsewhere.
  */
 label: string | null, 
 /**
@@ -422,7 +422,7 @@ provenance: Provenance | null,
 why_not_proved: string | null, 
 /**
  * The reconstructed row's label, where the attack read it off the update (the rows explain
- * its last layer exactly: `attack::row_labels`), and a regression's always (the server
+ * its last layer exactly: `attack::priors::row_labels`), and a regression's always (the server
  * reconstructs it with the row); null elsewhere.
  */
 label: string | null, 
@@ -501,7 +501,7 @@ energy_inside: number,
  */
 decoded_rows: number, rows: number, 
 /**
- * Rows of the batch proved exactly from the first layer's ReLU pattern (`attack::activity`):
+ * Rows of the batch proved exactly from the first layer's ReLU pattern (`attack::priors::activity`):
  * the ensemble agrees on each.
  */
 proved_rows: number, };
@@ -687,12 +687,12 @@ ensemble: number,
 epoch_prior: EpochPrior, 
 /**
  * Keep the dummy rows in the span of the first layer's gradient and prove rows from its ReLU
- * pattern (`attack::subspace`, `attack::activity`); both switch themselves off where the
+ * pattern (`attack::priors::subspace`, `attack::priors::activity`); both switch themselves off where the
  * span says nothing.
  */
 subspace: boolean, 
 /**
- * Certify rows by the second layer's span of activations (`attack::activation_span`), on
+ * Certify rows by the second layer's span of activations (`attack::priors::activation_span`), on
  * FedSGD where the span leaves checks; it switches itself off elsewhere.
  */
 second_layer: boolean, 
@@ -717,7 +717,7 @@ column: string,
  */
 l2: boolean, 
 /**
- * Whether the server knows which rows the client trained on (`attack::membership`).
+ * Whether the server knows which rows the client trained on (`attack::attribute::membership`).
  */
 membership: Membership, 
 /**
@@ -881,7 +881,7 @@ within_tolerance: number, mean_absolute_error: number,
 random_within_tolerance: number, random_mean_absolute_error: number, 
 /**
  * Whether the labels were read off the last layer exactly (every row proved,
- * `attack::row_labels::read_values`) rather than pooled from the ensemble.
+ * `attack::priors::row_labels::read_values`) rather than pooled from the ensemble.
  */
 read_off_update: boolean, 
 /**
@@ -956,7 +956,7 @@ optimiser: Optimiser | null,
  */
 report_every: number, 
 /**
- * Members whose loss has stopped improving stop (`attack::driver::EARLY_STOP`).
+ * Members whose loss has stopped improving stop (`attack::inversion::driver::EARLY_STOP`).
  */
 early_stop: boolean, };
 

@@ -100,7 +100,7 @@ pub struct AttackConfig {
     /// Read the loss back (and report progress) every this many steps. On a GPU the engine may
     /// report less often, so that a slow readback never stalls the device (see `attack::cadence`).
     pub report_every: usize,
-    /// Members whose loss has stopped improving stop (`attack::driver::EARLY_STOP`).
+    /// Members whose loss has stopped improving stop (`attack::inversion::driver::EARLY_STOP`).
     pub early_stop: bool,
 }
 

@@ -16,11 +16,12 @@ pub mod report;
 pub mod run;
 pub mod runtime;
 pub mod scenario;
+pub mod seed;
 pub mod table;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 
-pub use attack::ensemble::Members;
+pub use attack::inversion::ensemble::Members;
 pub use config::{AttackConfig, AttackKind, AttackSpec, LabelMode, MemberRange, Optimiser};
 pub use error::{Error, Result};
 pub use options::RunOptions;

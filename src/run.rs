@@ -4,9 +4,9 @@
 //! is asked of it through `attack::registry`.
 use crate::attack::attribute::{self, settings::AttributeSettings};
 use crate::attack::cafe;
-use crate::attack::driver::{Cadence, Progress};
-use crate::attack::ensemble::{self, Members};
-use crate::attack::setup::Setup;
+use crate::attack::inversion::driver::{Cadence, Progress};
+use crate::attack::inversion::ensemble::{self, Members};
+use crate::attack::inversion::setup::Setup;
 use crate::config::{AttackConfig, AttackSpec, MemberRange};
 use crate::error::{Error, Result};
 use crate::received::ReceivedUpdate;

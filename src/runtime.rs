@@ -188,7 +188,7 @@ pub enum Cadence {
 pub struct Needs {
     /// The client's local training (FedAvg) unrolled in every step.
     pub local_training: bool,
-    /// Cells the server knows, pinned (`attack::known`).
+    /// Cells the server knows, pinned (`attack::priors::known`).
     pub known_cells: bool,
     /// Rounds whose losses are summed.
     pub rounds: usize,

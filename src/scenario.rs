@@ -2,12 +2,10 @@
 //! from the table by the seed, the simulated client's update (after training, defences and
 //! averaging), the labels as the server sees them, and the truth. Deterministic in the seed, so
 //! every worker of a split run derives the same.
-use rand::{SeedableRng, rngs::StdRng, seq::index::sample};
-
+use crate::attack::attribute::membership::MembershipReport;
 use crate::attack::baselines::random_values;
-use crate::attack::known::KnownCells;
-use crate::attack::labels::{labels_from_counts, restore_counts};
-use crate::attack::membership::MembershipReport;
+use crate::attack::priors::known::KnownCells;
+use crate::attack::priors::labels::{labels_from_counts, restore_counts};
 use crate::client::network::Params;
 use crate::client::simulate::{Round, simulate_round};
 use crate::client::training;
@@ -15,26 +13,8 @@ use crate::client::update::Update;
 use crate::config::{AttackConfig, LabelMode, Protocol};
 use crate::error::{Error, Result};
 use crate::received::ReceivedUpdate;
-use crate::table::{Dataset, Value};
-
-/// Independent streams derived from one seed, so that changing one part keeps the others.
-pub fn seed_for(seed: u64, stream: u64) -> u64 {
-    seed.wrapping_mul(0x9E37_79B9_7F4A_7C15)
-        .wrapping_add(stream.wrapping_mul(0xBF58_476D_1CE4_E5B9))
-}
-
-/// The batch a client holds for a given seed: B distinct rows of the table.
-pub fn draw_batch(dataset: &Dataset, batch_size: usize, seed: u64) -> Vec<usize> {
-    let mut rng = StdRng::seed_from_u64(seed_for(seed, 1));
-    let mut rows = sample(&mut rng, dataset.n(), batch_size).into_vec();
-    rows.sort_unstable();
-    rows
-}
-
-/// Rows in the table's encoding, one after another.
-pub fn encode_rows(dataset: &Dataset, rows: &[Vec<Value>]) -> Vec<f32> {
-    rows.iter().flat_map(|r| dataset.encode(r)).map(|v| v as f32).collect()
-}
+use crate::seed::seed_for;
+use crate::table::{Dataset, Value, draw_batch, encode_rows};
 
 /// The rows behind the update, which the server never sees.
 pub struct Truth {
@@ -143,11 +123,11 @@ pub struct Scenario {
     pub truth: Option<Truth>,
     pub model_accuracy: Option<f64>,
     /// The table rows the attack inverts, sorted: the client's, or those the server took for
-    /// the client's (`attack::membership`).
+    /// the client's (`attack::attribute::membership`).
     pub attack_rows: Vec<usize>,
     /// How the server told the client's rows apart, where it had to.
     pub membership: Option<MembershipReport>,
-    /// Cells the server knows (`attack::known`).
+    /// Cells the server knows (`attack::priors::known`).
     pub known: Option<KnownCells>,
     /// Rounds after the first it observed: the model it sent, and the update.
     pub later_rounds: Vec<(Params, Update)>,

@@ -95,7 +95,7 @@ fn no_batch_built_to_break_the_certificate_gets_a_false_proof() {
     assert_eq!(first_false, None, "a proof of a row not in the batch, first at");
     // Not vacuous: on natural batches the certificate still proves most rows (about 70-80 % in
     // the generator's, whose [32, 32] networks often give two rows one second-layer pattern and
-    // so a rank below the batch's; the natural-batch table in the README has the real tables').
+    // so a rank below the batch's; the natural-batch table in docs/results/proofs.md has the real tables').
     assert!(
         natural.1 > 0 && natural.0 * 10 >= natural.1 * 6,
         "natural batches: {natural:?} proved"
@@ -195,7 +195,7 @@ fn twin_of(adult: &Dataset, row: &[Value], rng: &mut StdRng) -> Vec<Value> {
 fn shared_twins_table(seed: u64, config: &leakscope::AttackConfig) -> Dataset {
     let adult = common::adult();
     let mut rng = StdRng::seed_from_u64(seed);
-    let batch = leakscope::scenario::draw_batch(&adult, config.rows(), config.seed);
+    let batch = leakscope::table::draw_batch(&adult, config.rows(), config.seed);
     let mut all: Vec<(Vec<Value>, usize)> = adult.rows.iter().cloned().zip(adult.labels.iter().copied()).collect();
     // Pairs of the batch's slots; the first three whose first row has such a twin are used.
     let mut pairs: Vec<(usize, usize)> = (0..16).map(|k| (batch[2 * k], batch[2 * k + 1])).collect();
@@ -204,10 +204,7 @@ fn shared_twins_table(seed: u64, config: &leakscope::AttackConfig) -> Dataset {
     for _ in 0..20 {
         let table = table_of(&adult, &all);
         assert_eq!(table.n(), adult.n());
-        let params = Params::init(
-            &config.layer_sizes(&table),
-            leakscope::scenario::seed_for(config.seed, 2),
-        );
+        let params = Params::init(&config.layer_sizes(&table), leakscope::seed::seed_for(config.seed, 2));
         // A row of the sample as the table reads it (its own category order).
         let read = |row: &[Value]| -> Vec<Value> {
             let cells = (0..row.len()).map(|f| match (&table.features[f].kind, row[f]) {
@@ -314,14 +311,14 @@ fn near_twins_on(table: u64) {
 fn a_first_layer_of_dead_units_proves_nothing_and_says_why() {
     let adult = common::adult();
     let encoding = leakscope::table::Encoding::of(&adult).into_dataset().unwrap();
-    let batch = leakscope::scenario::draw_batch(&adult, 64, 0);
+    let batch = leakscope::table::draw_batch(&adult, 64, 0);
     let rows: Vec<Vec<leakscope::table::Value>> = batch.iter().map(|&i| adult.rows[i].clone()).collect();
     let labels: Vec<usize> = batch.iter().map(|&i| adult.labels[i]).collect();
     let mut params = leakscope::client::network::Params::init(&[adult.d(), 100, 100, 2], 3);
     params.biases[0][..40].iter_mut().for_each(|b| *b = -1e3);
     let model = leakscope::client::head::Model::default();
     let round = leakscope::client::simulate::Round::fedsgd(model);
-    let x = leakscope::scenario::encode_rows(&adult, &rows);
+    let x = leakscope::table::encode_rows(&adult, &rows);
     let targets = model.head.targets(&labels, 2);
     let update = pollster::block_on(leakscope::client::simulate::simulate_round(
         &params, &x, &targets, &round,

@@ -56,7 +56,7 @@ fn tableak_on_adult_batches_of_8() {
 /// Full TabLeak settings on two Adult batches of 32 (seeds 0-1), the second layer's certificate
 /// off (with it on, it certifies the batch after 300 steps and the attack answers before the first
 /// layer's proof has run): the first layer's ReLU pattern proves rows of the batch exactly
-/// (`attack::activity`), every proved row is a row of the batch, and the ensemble agrees on it
+/// (`attack::priors::activity`), every proved row is a row of the batch, and the ensemble agrees on it
 /// (zero entropy).
 #[test]
 fn the_relu_pattern_proves_rows_of_adult_batches_of_32() {
@@ -552,7 +552,7 @@ fn the_second_layer_proves_rows_of_smooth_activations() {
 
 /// A sigmoid head (one logit under binary cross-entropy) on Adult batches of 8, seeds 0-3 with the
 /// labels left to the server: Geng et al.'s counts from the one output had 88 % of the labels
-/// right on three of the four (measured before `attack::row_labels`); once the rows are proved,
+/// right on three of the four (measured before `attack::priors::row_labels`); once the rows are proved,
 /// each row's label is read off the last layer and every one is right, for every seed.
 #[test]
 fn a_sigmoid_heads_labels_are_read_row_by_row_once_the_rows_are_proved() {

@@ -66,7 +66,7 @@ fn fedavg_tableak_beats_cosine_and_guessing() {
 /// σ = 0.01 costs it a fair part, σ = 0.1 leaves it guessing; CAFE's fake gradients cost it less.
 /// Averaging 4 clients (secure aggregation: 32 rows in one update) no longer protects at all: the
 /// averaged gradient is one of 32 rows, and the first layer's ReLU pattern proves them
-/// (`attack::activity`; with the span prior alone it recovered 92.4 % of these two batches).
+/// (`attack::priors::activity`; with the span prior alone it recovered 92.4 % of these two batches).
 #[test]
 fn defences_pull_tableak_toward_guessing() {
     let data = adult();

@@ -3,10 +3,10 @@
 use burn::tensor::{Tensor, TensorData};
 use leakscope::assess::{entropy, matching::Rule, scoring::score};
 use leakscope::attack::Objective;
+use leakscope::attack::inversion::problem::ProblemSpec;
+use leakscope::attack::inversion::relax::{Layout, Relaxation};
+use leakscope::attack::inversion::second_order::reverse;
 use leakscope::attack::inversion::{Problem, Simulation, loss_and_grad};
-use leakscope::attack::problem::ProblemSpec;
-use leakscope::attack::relax::{Layout, Relaxation};
-use leakscope::attack::second_order::reverse;
 use leakscope::client::activation::Activation;
 use leakscope::client::gradient::{ParamGrads, param_grads};
 use leakscope::client::head::{Head, Model};
@@ -392,7 +392,7 @@ fn fedavg_update_gradient() {
 }
 
 fn check_fedavg_update_gradient(rt: &Runtime) {
-    use leakscope::attack::second_order::reverse_local_training;
+    use leakscope::attack::inversion::second_order::reverse_local_training;
     use leakscope::client::fedavg::{LocalTraining, local_training};
     let f = fixture("fedavg_update_grad.json");
     let base = fixture("mlp_param_grad.json");
@@ -449,7 +449,7 @@ fn check_fedavg_update_gradient(rt: &Runtime) {
 fn subspace_prior_gradient() {
     use leakscope::attack::accel::cpu::{HostProblem, loss_and_grad as kernel_loss_and_grad};
     use leakscope::attack::inversion::subspace_prior;
-    use leakscope::attack::subspace::Subspace;
+    use leakscope::attack::priors::subspace::Subspace;
     let rt = Runtime::cpu();
     let (n, b, d) = (2, 3, 5);
     // A projector on a 2-dimensional span of R^5 (orthonormal u1, u2) and rows around it.
@@ -544,7 +544,7 @@ fn subspace_prior_gradient() {
 #[test]
 fn early_stopping_retires_the_same_members_on_the_kernel_and_the_definition() {
     use leakscope::attack::accel::cpu::{self, HostProblem};
-    use leakscope::attack::driver::{Cadence, EarlyStop, InversionConfig};
+    use leakscope::attack::inversion::driver::{Cadence, EarlyStop, InversionConfig};
     use leakscope::attack::inversion::invert;
     let rt = Runtime::cpu();
     let base = fixture("mlp_param_grad.json");

@@ -385,7 +385,7 @@ fn a_pytorch_regression_update_gives_its_rows_and_their_labels() {
 }
 
 /// With the labels left to the attack, the client's batch proved row by row gives each row's own
-/// label off the last layer (`attack::row_labels`): the label of the table row it is, for the
+/// label off the last layer (`attack::priors::row_labels`): the label of the table row it is, for the
 /// softmax head and the sigmoid head alike; where Geng et al.'s counts alone were known before.
 #[test]
 fn once_every_row_is_proved_each_rows_label_is_read_off_the_update() {

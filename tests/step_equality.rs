@@ -173,7 +173,7 @@ fn attribute_config(iterations: usize) -> AttackConfig {
     }
 }
 
-/// The attribute attack: every cell but the sensitive column's pinned (`attack::known`), through
+/// The attribute attack: every cell but the sensitive column's pinned (`attack::priors::known`), through
 /// FedAvg's local steps; the pinned cells come back exactly as given on both.
 #[test]
 fn the_cpu_kernel_follows_the_definition_on_the_attribute_attack() {

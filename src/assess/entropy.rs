@@ -58,7 +58,7 @@ pub fn uncertain_continuous(dataset: &crate::table::Dataset, cells: &mut [Option
 
 /// Gaussian entropy 0.5 + 0.5·log(2π s²) of the members' standardised values, with the unbiased
 /// sample variance s², floored at f32 resolution (a spread of 1e-6): members that agree exactly
-/// (rows proved by `attack::activity`) get about −12.3, not −∞, which JSON cannot carry. None for
+/// (rows proved by `attack::priors::activity`) get about −12.3, not −∞, which JSON cannot carry. None for
 /// a single member.
 pub fn continuous(values: &[f64]) -> Option<f64> {
     let n = values.len();

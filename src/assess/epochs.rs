@@ -2,7 +2,7 @@
 //! rows are matched to epoch 0's and averaged (categorical blocks through their softmax), giving the
 //! member's one reconstruction of the client's rows.
 use super::matching::{Rule, match_rows};
-use crate::attack::relax::Layout;
+use crate::attack::inversion::relax::Layout;
 use crate::table::Value;
 
 /// One member's rows as [E·n, d] (`x`, `probs`), averaged over its E copies into [n, d].

@@ -14,11 +14,11 @@ use ts_rs::TS;
 use super::matching::Rule;
 use super::scoring::score;
 use crate::attack::baselines::{likeliest_value, random_rows};
-use crate::attack::driver::Progress;
-use crate::attack::setup::Setup;
+use crate::attack::inversion::driver::Progress;
+use crate::attack::inversion::setup::Setup;
 use crate::config::MemberRange;
 use crate::error::Result;
-use crate::scenario::seed_for;
+use crate::seed::seed_for;
 use crate::table::Value;
 
 /// Quantiles of the shadow batch's entropies tried as thresholds, besides "every cell" and "none".

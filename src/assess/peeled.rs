@@ -1,17 +1,17 @@
 //! The rows no proof reached, found on what is left of the update once the proved rows are
-//! peeled off it (`attack::peel`). Those few rows are independent where the batch's were not,
+//! peeled off it (`attack::priors::peel`). Those few rows are independent where the batch's were not,
 //! so the first layer's span of what is left has their dimension, and the rows the table can
 //! hold in it (`peel::span_rows`) are proved or refused by the second layer's certificate as
 //! any candidate is. At B = 64 on Adult the certificate proves all but a few rows, and the
 //! ensemble's cells for those were about half right. Where the batch repeats rows (tables of
 //! few-valued columns), the rows left are copies of proved ones, read off the update as such.
-use crate::attack::activation_span::{Certified, Unproved};
-use crate::attack::peel;
-use crate::attack::setup::Setup;
+use crate::attack::inversion::setup::Setup;
+use crate::attack::priors::activation_span::{Certified, Unproved};
+use crate::attack::priors::peel;
 use crate::config::Protocol;
 use crate::report::Provenance;
-use crate::scenario::encode_rows;
 use crate::table::Value;
+use crate::table::encode_rows;
 
 use super::entropy;
 use super::reconstruct::Reconstruction;

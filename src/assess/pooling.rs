@@ -1,6 +1,6 @@
 //! Median pooling of matched ensemble members (SPEC §4) with per-cell entropies (SPEC §5).
 use super::entropy;
-use crate::attack::relax::Layout;
+use crate::attack::inversion::relax::Layout;
 
 /// Pooled reconstruction: standardised rows [B][d] and an entropy per cell [B][features].
 pub struct Pooled {

@@ -7,17 +7,18 @@ use std::borrow::Cow;
 use crate::assess::epochs::average_epochs;
 use crate::assess::pooling::{lower_median, pool};
 use crate::assess::{entropy, matching::match_rows};
-use crate::attack::activation_span::{self, ActivationSpan, Certified, NoSpan, SpanOf, Unproved};
-use crate::attack::activity::{self, ActivitySolver};
 use crate::attack::baselines::random_rows;
-use crate::attack::ensemble::Members;
+use crate::attack::inversion::ensemble::Members;
+use crate::attack::inversion::setup::Setup;
+use crate::attack::priors::activation_span::{self, ActivationSpan, Certified, NoSpan, SpanOf, Unproved};
+use crate::attack::priors::activity::{self, ActivitySolver};
+use crate::attack::priors::row_labels;
 use crate::attack::registry::NotApplied;
-use crate::attack::row_labels;
-use crate::attack::setup::Setup;
 use crate::error::Result;
 use crate::report::{PriorFit, Provenance, SecondLayerSummary};
-use crate::scenario::{encode_rows, seed_for};
+use crate::seed::seed_for;
 use crate::table::Value;
+use crate::table::encode_rows;
 
 /// Encoded rows ([n, d]) with a regression's label after each row's inputs (`targets`, [n]; empty
 /// for a classifier: the rows as they are), as an inversion's dummy rows hold them.
@@ -67,9 +68,9 @@ pub struct Reconstruction {
     pub epoch_prior_fits: Vec<PriorFit>,
     /// Members' rows whose continuous values were solved in the span, of all their rows.
     pub decoded: (usize, usize),
-    /// Rows proved exactly from the ReLU pattern (`attack::activity`).
+    /// Rows proved exactly from the ReLU pattern (`attack::priors::activity`).
     pub proved: usize,
-    /// The second layer's certificate (`attack::activation_span`), where it applied.
+    /// The second layer's certificate (`attack::priors::activation_span`), where it applied.
     pub second_layer: Option<SecondLayerSummary>,
     /// Parts the attack composes that this batch's update ruled out, and why (the second layer's
     /// span leaving too few checks, say), beside the model's (`AttackConfig::not_applied`).
@@ -79,7 +80,7 @@ pub struct Reconstruction {
     pub provenance: Vec<Provenance>,
     pub unproved: Vec<Option<Unproved>>,
     /// Each row's label, read off the last layer where the rows explain it exactly
-    /// (`attack::row_labels`); None where they do not.
+    /// (`attack::priors::row_labels`); None where they do not.
     pub row_labels: Option<Vec<usize>>,
     /// A regression's label of each row, in its units (None for a classifier), and whether it was
     /// read off the last layer exactly (`row_labels::read_values`) rather than pooled.
@@ -304,7 +305,7 @@ impl Setup<'_> {
         ))
     }
 
-    /// Every row's label from the last layer's gradient (`attack::row_labels`) on a FedSGD update
+    /// Every row's label from the last layer's gradient (`attack::priors::row_labels`) on a FedSGD update
     /// (FedAvg's sums several steps' residuals): the read is its own certificate, holding only
     /// where the rows, all of them, explain that gradient exactly with a label each; in practice
     /// where every row is proved, and on no perturbed update.
@@ -323,7 +324,7 @@ impl Setup<'_> {
     }
 
     /// TabLeak's pooled rows refined towards the second layer's span of activations
-    /// (`attack::activation_span`) and adopted where the certificate holds, the members' rows
+    /// (`attack::priors::activation_span`) and adopted where the certificate holds, the members' rows
     /// (`x`, [members, n, d]) trying for the rows still missing: the proof of rows beyond the first
     /// layer's reach (large batches, linearly dependent rows). On FedAvg the update's leading span
     /// stands in for it and rows near it are adopted, not proved (`SpanOf::Update`). A proved row's
@@ -449,7 +450,7 @@ impl Setup<'_> {
     }
 
     /// TabLeak with the subspace prior on FedSGD: the batch's rows proved exactly from the first
-    /// layer's ReLU pattern (`attack::activity`), the members' rows as candidates. Every member's
+    /// layer's ReLU pattern (`attack::priors::activity`), the members' rows as candidates. Every member's
     /// row nearest a proved row becomes it (and certified), so the pooled row is the proved one
     /// and the ensemble agrees on it. Returns the rows proved.
     pub fn prove_rows(&self, x: &mut [f32], probs: &mut [f32], in_span: &mut [bool]) -> Vec<Vec<Value>> {

@@ -5,12 +5,12 @@ use crate::assess::fallback::{Calibration, FallbackSummary, accuracy_of, mix};
 use crate::assess::reconstruct::{Reconstruction, why_not_proved};
 use crate::assess::scoring::score;
 use crate::attack::baselines::{random_rows, random_values};
-use crate::attack::ensemble::Members;
-use crate::attack::setup::Setup;
+use crate::attack::inversion::ensemble::Members;
+use crate::attack::inversion::setup::Setup;
 use crate::error::{Error, Result};
 use crate::report::reconstruction::ReconstructionReport;
 use crate::report::{AttackDetails, Provenance, Report, RowDetails, build_report};
-use crate::scenario::seed_for;
+use crate::seed::seed_for;
 use crate::table::Value;
 
 impl Setup<'_> {

@@ -4,9 +4,9 @@
 //! the reference, which gives every row the same continuous value).
 use rand::{Rng, SeedableRng, rngs::StdRng};
 
-use super::objective::Objective;
-use super::registry::{Attack, Inverts};
-use super::spec::{AttackKind, CosineBaseline, DlgBaseline, RandomBaseline};
+use crate::attack::inversion::objective::Objective;
+use crate::attack::registry::{Attack, Inverts};
+use crate::attack::spec::{AttackKind, CosineBaseline, DlgBaseline, RandomBaseline};
 use crate::table::{Dataset, Value};
 
 impl Attack for CosineBaseline {

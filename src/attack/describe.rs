@@ -5,10 +5,10 @@
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use super::attribute::settings::{DEFAULT_ENSEMBLE as ATTRIBUTE_ENSEMBLE, MAX_ROUNDS as ATTRIBUTE_ROUNDS};
-use super::cafe::settings::{CafeSettings, MAX_ROUNDS as CAFE_ROUNDS, MAX_ROWS as CAFE_ROWS};
-use super::spec::AttackKind;
-use super::tableak::settings::{ENSEMBLE_FEDAVG, ENSEMBLE_FEDSGD};
+use crate::attack::attribute::settings::{DEFAULT_ENSEMBLE as ATTRIBUTE_ENSEMBLE, MAX_ROUNDS as ATTRIBUTE_ROUNDS};
+use crate::attack::cafe::settings::{CafeSettings, MAX_ROUNDS as CAFE_ROUNDS, MAX_ROWS as CAFE_ROWS};
+use crate::attack::spec::AttackKind;
+use crate::attack::tableak::settings::{ENSEMBLE_FEDAVG, ENSEMBLE_FEDSGD};
 use crate::config::{MAX_ENSEMBLE, ProtocolKind};
 
 /// One attack as the engine offers it.

@@ -1,34 +1,23 @@
-//! Attack: every attack behind one registry (`spec` what a caller asks for, `registry` what an
-//! attack is, a module per attack: `tableak`, `baselines`, `attribute`, `cafe`), the priors they
-//! compose (`subspace`, `activity`), and the inversion they share: the relaxation, the objective,
-//! the attacker's second derivative, defined once on tensors (`inversion`), set up from a scenario
-//! (`setup`), driven by one loop (`driver`) and accelerated per device (`accel`).
+//! Attack: every attack behind one registry. The folders follow the roles:
+//! - the front door: `spec` (what a caller asks for), `registry` (what an attack is) and
+//!   `describe` (the attacks as the engine offers them);
+//! - the attacks, a module each: `tableak`, `baselines`, `attribute`, `cafe`;
+//! - `priors`: the priors and proofs an attack composes (the first layer's span, the ReLU-pattern
+//!   proof, the second layer's certificate, peeling, label restoration, known cells);
+//! - `inversion`: the gradient inversion they share, defined once on tensors (relaxation,
+//!   objective, the attacker's second derivative), set up from a scenario and driven by one loop;
+//! - `accel`: the accelerators of that definition (the fused CPU kernel, the CubeCL kernels).
 pub mod accel;
-pub mod activation_span;
-pub mod activity;
 pub mod attribute;
 pub mod baselines;
 pub mod cafe;
 pub mod describe;
-pub mod driver;
-pub mod ensemble;
 pub mod inversion;
-pub mod known;
-pub mod labels;
-pub mod membership;
-pub mod objective;
-pub mod peel;
-pub mod pointwise;
-pub mod problem;
+pub mod priors;
 pub mod registry;
-pub mod relax;
-pub mod row_labels;
-pub mod second_order;
-pub mod setup;
 pub mod spec;
-pub mod subspace;
 pub mod tableak;
 
-pub use driver::Progress;
-pub use objective::Objective;
+pub use inversion::driver::Progress;
+pub use inversion::objective::Objective;
 pub use registry::{Attack, attack_of, describe_attacks};

@@ -3,9 +3,9 @@
 //! through `Attack`, reached from a configuration's `AttackSpec` by the one exhaustive match in
 //! `attack_of`. Adding an attack is a module implementing `Attack`, an arm here and in
 //! `AttackSpec`, and its tests (docs/engine.md).
-use super::describe::{self, AttackInfo};
-use super::objective::Objective;
-use super::spec::{AttackKind, AttackSpec, CosineBaseline, DlgBaseline, RandomBaseline};
+use crate::attack::describe::{self, AttackInfo};
+use crate::attack::inversion::objective::Objective;
+use crate::attack::spec::{AttackKind, AttackSpec, CosineBaseline, DlgBaseline, RandomBaseline};
 use crate::config::{AttackConfig, MAX_ENSEMBLE, Optimiser, Protocol};
 use crate::error::{Error, Result};
 use crate::plan::limits::WorkingSet;
@@ -24,11 +24,11 @@ pub struct Inverts {
 /// The parts beyond the published attacks that an attack composes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Priors {
-    /// The first layer's span as a prior on the rows, and rows decoded in it (`attack::subspace`).
+    /// The first layer's span as a prior on the rows, and rows decoded in it (`attack::priors::subspace`).
     pub span: bool,
-    /// Rows proved exactly from the first layer's ReLU pattern (`attack::activity`).
+    /// Rows proved exactly from the first layer's ReLU pattern (`attack::priors::activity`).
     pub proof: bool,
-    /// Rows certified by the second layer's span of activations (`attack::activation_span`).
+    /// Rows certified by the second layer's span of activations (`attack::priors::activation_span`).
     pub second_layer: bool,
     /// Cells falling back to the table's marginals where a shadow client shows the update says
     /// less than they do (`assess::fallback`).
@@ -269,7 +269,7 @@ impl AttackConfig {
             }
             return out;
         }
-        // The first layer's proof reads the ReLU pattern (`attack::activity`), which another
+        // The first layer's proof reads the ReLU pattern (`attack::priors::activity`), which another
         // activation has not; the second layer's span holds any activation's rows.
         if asked.proof && !self.activation.is_relu() {
             out.push((

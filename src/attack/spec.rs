@@ -4,9 +4,9 @@
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use super::attribute::settings::{AttributeSettings, DEFAULT_ENSEMBLE as ATTRIBUTE_ENSEMBLE, Membership};
-use super::cafe::settings::CafeSettings;
-use super::tableak::settings::{ENSEMBLE_FEDAVG, ENSEMBLE_FEDSGD, EpochPrior, TableakSettings};
+use crate::attack::attribute::settings::{AttributeSettings, DEFAULT_ENSEMBLE as ATTRIBUTE_ENSEMBLE, Membership};
+use crate::attack::cafe::settings::CafeSettings;
+use crate::attack::tableak::settings::{ENSEMBLE_FEDAVG, ENSEMBLE_FEDSGD, EpochPrior, TableakSettings};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 #[serde(tag = "kind", rename_all = "lowercase")]

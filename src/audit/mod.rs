@@ -14,7 +14,7 @@ pub use grid::{AuditOptions, Cell, Point, Shard, Study};
 pub use pool::{AuditPlan, AuditProgress, PlannedCell, RunningCell, cell_cost, config_cost};
 pub use summary::{Audit, CellResult, TableInfo, summarise};
 
-use crate::attack::driver::Progress;
+use crate::attack::inversion::driver::Progress;
 use crate::config::AttackConfig;
 use crate::error::{Error, Result};
 use crate::report::Report;

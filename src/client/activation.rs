@@ -82,7 +82,7 @@ impl Activation {
         Ok(())
     }
 
-    /// ReLU: what the exact proofs from the activation pattern (`attack::activity`) and the fused
+    /// ReLU: what the exact proofs from the activation pattern (`attack::priors::activity`) and the fused
     /// and GPU kernels are written for.
     pub fn is_relu(&self) -> bool {
         matches!(self, Activation::Relu)

@@ -1,7 +1,7 @@
 //! FedAvg's client (SPEC §3): plain SGD over its n rows in a fixed order, E local epochs of local
 //! batches of b rows (the last batch of an epoch is the rest when b does not divide n), no
 //! reshuffle; it sends θ0 − θE. Written on tensors, batched over members, so the attacker can
-//! simulate it on dummy rows and differentiate it (`attack::second_order::reverse_local_training`).
+//! simulate it on dummy rows and differentiate it (`attack::inversion::second_order::reverse_local_training`).
 use burn::tensor::Tensor;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;

@@ -1,6 +1,6 @@
 //! The client's parameter gradient written out as tensor ops (forward pass and explicit backward
 //! pass), batched over a leading ensemble dimension N. It keeps a `Tape` of what it computed, from
-//! which the attacker differentiates it once more (`attack::second_order`).
+//! which the attacker differentiates it once more (`attack::inversion::second_order`).
 //!
 //! Shapes: N members, B rows, layer l maps in_l → out_l; weights are [1, in, out] when the members
 //! share them (broadcast in the batched products) and [N, in, out] when each has its own.

@@ -9,7 +9,7 @@ use ts_rs::TS;
 
 pub mod limits;
 
-use crate::attack::driver::Progress;
+use crate::attack::inversion::driver::Progress;
 use crate::config::{AttackConfig, AttackKind, MemberRange};
 use crate::runtime::{BackendKind, MeasuredRate};
 use crate::table::Dataset;

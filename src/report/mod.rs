@@ -1,5 +1,5 @@
 //! What one attack leaked, as a plain serialisable object and as text for a terminal.
-use crate::attack::subspace::SubspaceSummary;
+use crate::attack::priors::subspace::SubspaceSummary;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
@@ -13,8 +13,11 @@ use crate::config::{AttackConfig, AttackKind, LabelMode};
 use crate::runtime::BackendInfo;
 use crate::table::{ColumnKind, Dataset, Value};
 
+pub mod provenance;
 pub mod reconstruction;
 pub mod text;
+
+pub use provenance::{PROVENANCES, Provenance, ProvenanceGroup, ReasonCount, SecondLayerSummary, reason_counts};
 
 /// Continuous entropies below this are reported as this (members agreeing exactly give −∞).
 pub const ENTROPY_FLOOR: f64 = -20.0;
@@ -41,99 +44,6 @@ impl FeatureHeader {
             })
             .collect()
     }
-}
-
-/// How a reconstructed row was obtained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
-#[serde(rename_all = "lowercase")]
-pub enum Provenance {
-    /// Proved a row of the batch: by the first layer's ReLU pattern or the second layer's span,
-    /// under the conditions docs/method.md states ("What proved means").
-    Proved,
-    /// Its activation lies in the second layer's span, so it fits the update, but the conditions
-    /// under which that proves a row of the batch do not hold (the row says why): near-twins,
-    /// dead units, a label the update does not give.
-    Consistent,
-    /// Pooled from the ensemble (some cells may have fallen back to the marginals).
-    Ensemble,
-    /// Every cell from the table's marginals (the random guess's draw).
-    Prior,
-}
-
-/// The rows of one provenance and how many of their cells are right.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-pub struct ProvenanceGroup {
-    pub provenance: Provenance,
-    pub rows: usize,
-    pub accuracy: f64,
-    /// Why the group's rows are not proved, with how many rows each reason holds (consistent
-    /// rows only; empty otherwise).
-    #[serde(default)]
-    pub reasons: Vec<ReasonCount>,
-}
-
-/// One reason a row is not proved, and how many rows of the batch it holds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-pub struct ReasonCount {
-    pub why: String,
-    pub rows: usize,
-}
-
-/// What the second layer's certificate did, for the report.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-pub struct SecondLayerSummary {
-    /// The span's dimension (the second layer's gradient's rank) and the first layer's width.
-    pub rank: usize,
-    pub width: usize,
-    /// Rows of the batch whose first-layer activation was proved to lie in the span: each one
-    /// is a row of the batch (categories exact, continuous values within their tolerance).
-    /// On FedAvg (`proof` false) the rows adopted for lying near the span, which proves nothing.
-    pub certified_rows: usize,
-    /// Rows proved on the update left once the rows proved were peeled off it, or copies of
-    /// proved rows where the batch repeats them (`assess::peeled`), beside `certified_rows`.
-    #[serde(default)]
-    pub peeled_rows: usize,
-    /// Rows whose activation lies in the span but which the certificate does not prove (the
-    /// rows' `why_not_proved` says why): counted in neither of the above.
-    #[serde(default)]
-    pub consistent_rows: usize,
-    /// Whether an adopted row is proved (FedSGD) or only scored near the span (FedAvg).
-    pub proof: bool,
-}
-
-impl Provenance {
-    /// What the provenance says of a row, for a terminal.
-    pub fn words(self) -> &'static str {
-        match self {
-            Provenance::Proved => "proved",
-            Provenance::Consistent => "consistent with the update, not proved",
-            Provenance::Ensemble => "from the ensemble",
-            Provenance::Prior => "from the marginals",
-        }
-    }
-}
-
-/// Every provenance, strongest first.
-pub const PROVENANCES: [Provenance; 4] = [
-    Provenance::Proved,
-    Provenance::Consistent,
-    Provenance::Ensemble,
-    Provenance::Prior,
-];
-
-/// Each distinct reason with the rows that give it, in the order first given.
-pub fn reason_counts<'a>(reasons: impl Iterator<Item = &'a str>) -> Vec<ReasonCount> {
-    let mut counts: Vec<ReasonCount> = Vec::new();
-    for why in reasons {
-        match counts.iter_mut().find(|c| c.why == why) {
-            Some(c) => c.rows += 1,
-            None => counts.push(ReasonCount {
-                why: why.to_string(),
-                rows: 1,
-            }),
-        }
-    }
-    counts
 }
 
 /// How far the attacker can trust a reconstructed cell, from the ensemble's entropy.
@@ -193,7 +103,7 @@ pub struct RowReport {
     #[serde(default)]
     pub why_not_proved: Option<String>,
     /// The reconstructed row's label, where the attack read it off the update (the rows explain
-    /// its last layer exactly: `attack::row_labels`), and a regression's always (the server
+    /// its last layer exactly: `attack::priors::row_labels`), and a regression's always (the server
     /// reconstructs it with the row); null elsewhere.
     pub label: Option<String>,
     /// A regression's true label of the row, and whether the reconstructed one is within the
@@ -217,7 +127,7 @@ pub struct RegressionLabels {
     pub random_within_tolerance: f64,
     pub random_mean_absolute_error: f64,
     /// Whether the labels were read off the last layer exactly (every row proved,
-    /// `attack::row_labels::read_values`) rather than pooled from the ensemble.
+    /// `attack::priors::row_labels::read_values`) rather than pooled from the ensemble.
     pub read_off_update: bool,
     /// Rows whose label is the table's likeliest value (`baselines::likeliest_value`) rather than
     /// the update's: on a shadow client the guess scored higher (never a proved row's).

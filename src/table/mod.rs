@@ -1,4 +1,5 @@
 //! Table: CSV → schema → encoded dataset (SPEC §2).
+pub mod batch;
 pub mod cell;
 pub mod csv_input;
 pub mod dataset;
@@ -10,6 +11,7 @@ pub mod number;
 pub mod schema;
 pub mod target;
 
+pub use batch::{draw_batch, encode_rows};
 pub use csv_input::{MAX_CSV_BYTES, RawTable, parse_csv};
 pub use dataset::{Dataset, DatasetOptions, Feature, FeatureKind, Value};
 pub use decode::TextEncoding;

@@ -469,7 +469,15 @@ impl Engine {
         options: JsValue,
         parts: JsValue,
         workers: usize,
-    ) -> Result<(Dataset, AttackConfig, Vec<crate::attack::ensemble::Members>, Runtime), JsError> {
+    ) -> Result<
+        (
+            Dataset,
+            AttackConfig,
+            Vec<crate::attack::inversion::ensemble::Members>,
+            Runtime,
+        ),
+        JsError,
+    > {
         let (dataset, config) = self.prepare(table, options)?;
         let parts = js_sys::Array::from(&parts)
             .iter()

@@ -4,7 +4,7 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 
 use super::value::{js_error, to_js};
-use crate::attack::ensemble::Members;
+use crate::attack::inversion::ensemble::Members;
 
 // The members' rows cross the boundary as Float32Arrays: serde-wasm-bindgen builds a JS array one
 // number at a time (measured: 14 s for 12,000 floats in Node), a typed array is one copy.

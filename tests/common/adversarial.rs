@@ -5,12 +5,14 @@
 //! training, [32, 32] to [200, 200] near the largest batch the certificate allows. The
 //! candidates are the points a refinement slides to where the certificate is weak: points on and
 //! beyond each twin line, the mixed fourth row, the batch's rows perturbed.
-use leakscope::attack::activation_span::{ActivationSpan, Certified, SpanOf, certify_batch, present_categories};
+use leakscope::attack::priors::activation_span::{
+    ActivationSpan, Certified, SpanOf, certify_batch, present_categories,
+};
 use leakscope::client::head::Model;
 use leakscope::client::network::Params;
 use leakscope::client::simulate::{Round, simulate_round};
 use leakscope::client::training::train;
-use leakscope::scenario::encode_rows;
+use leakscope::table::encode_rows;
 use leakscope::table::{Dataset, FeatureKind, Value};
 use rand::Rng;
 use rand::rngs::StdRng;

@@ -3,7 +3,3 @@
 pub mod cpu;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 pub mod cube;
-#[cfg(any(feature = "wgpu", feature = "cuda"))]
-pub mod cube_kernels;
-#[cfg(any(feature = "wgpu", feature = "cuda"))]
-pub mod cube_reverse;

@@ -5,11 +5,11 @@ use super::settings::AttributeSettings;
 use super::{AttributeReport, SoftmaxRegression};
 use crate::assess::entropy::categorical_soft;
 use crate::assess::scoring::{Accuracy, score_aligned};
-use crate::attack::ensemble::Members;
-use crate::attack::setup::Setup;
+use crate::attack::inversion::ensemble::Members;
+use crate::attack::inversion::setup::Setup;
 use crate::error::{Error, Result};
 use crate::report::{AttackDetails, Report, build_report};
-use crate::scenario::seed_for;
+use crate::seed::seed_for;
 use crate::table::Value;
 
 impl Setup<'_> {

@@ -7,7 +7,7 @@
 //! candidates most likely in the lower component are taken as the client's.
 //!
 //! leakscope also has a far stronger test where it applies: the first layer's update lies in the
-//! span of the client's rows (`attack::subspace`), so where that span holds every client row and
+//! span of the client's rows (`attack::priors::subspace`), so where that span holds every client row and
 //! leaves directions out (fewer rows than a row has free directions, no noise), a candidate is a
 //! client row exactly when it lies in the span for some value of the unknown column.
 use serde::{Deserialize, Serialize};
@@ -15,8 +15,8 @@ use ts_rs::TS;
 
 use rand::{SeedableRng, rngs::StdRng, seq::index::sample};
 
-use super::relax::Layout;
-use super::subspace::Subspace;
+use crate::attack::inversion::relax::Layout;
+use crate::attack::priors::subspace::Subspace;
 use crate::client::network::Params;
 use crate::client::update::Update;
 use crate::table::{Dataset, Value};

@@ -1,7 +1,7 @@
 //! Attribute reconstruction (Lyu & Chen, "A Novel Attribute Reconstruction Attack in Federated
 //! Learning"), on tables. The server knows every column of the client's rows but one sensitive
 //! categorical column, and the labels; it relaxes that column alone with TabLeak's softmax (the
-//! other cells pinned, `attack::known`) and maximises the cosine between the simulated and the
+//! other cells pinned, `attack::priors::known`) and maximises the cosine between the simulated and the
 //! received update (or, the paper's L2 baseline, minimises their squared distance). The inversion
 //! is the one definition every attack runs (`attack::inversion`), with its accelerators.
 //!
@@ -14,17 +14,18 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 pub mod assess;
+pub mod membership;
 pub mod settings;
 pub mod view;
 
 pub use settings::DEFAULT_ENSEMBLE;
 use settings::{AttributeSettings, MAX_ROUNDS, Membership};
 
-use super::membership::MembershipReport;
-use super::objective::Objective;
-use super::registry::{Attack, Inverts};
-use super::spec::AttackKind;
-use super::tableak::settings::TableakSettings;
+use crate::attack::attribute::membership::MembershipReport;
+use crate::attack::inversion::objective::Objective;
+use crate::attack::registry::{Attack, Inverts};
+use crate::attack::spec::AttackKind;
+use crate::attack::tableak::settings::TableakSettings;
 use crate::config::{AttackConfig, LabelMode, Optimiser};
 use crate::error::{Error, Result};
 use crate::table::Dataset;

@@ -18,7 +18,7 @@ pub struct AttributeSettings {
     /// Match the updates by squared error instead of cosine (the paper's L2 baseline).
     #[serde(default)]
     pub l2: bool,
-    /// Whether the server knows which rows the client trained on (`attack::membership`).
+    /// Whether the server knows which rows the client trained on (`attack::attribute::membership`).
     #[serde(default)]
     pub membership: Membership,
     /// Rounds the server observes (the first ones): in each the client trains from the model the
@@ -57,6 +57,6 @@ impl AttributeSettings {
 pub enum Membership {
     #[default]
     Known,
-    /// It holds the client's rows among as many others and infers which (`attack::membership`).
+    /// It holds the client's rows among as many others and infers which (`attack::attribute::membership`).
     Unknown,
 }

@@ -2,18 +2,20 @@
 //! unknown membership, candidates among which it infers the client's), their labels in order, and
 //! every round it observed.
 use super::settings::{AttributeSettings, Membership};
-use crate::attack::known::KnownCells;
-use crate::attack::membership;
+use crate::attack::attribute::membership;
+use crate::attack::priors::known::KnownCells;
 use crate::client::simulate::{Round, simulate_round};
 use crate::config::AttackConfig;
 use crate::error::Result;
-use crate::scenario::{Client, Scenario, encode_rows, seed_for};
+use crate::scenario::{Client, Scenario};
+use crate::seed::seed_for;
+use crate::table::encode_rows;
 use crate::table::{Dataset, Value};
 
 pub async fn scenario(dataset: &Dataset, config: &AttackConfig, settings: &AttributeSettings) -> Result<Scenario> {
     let client = Client::simulate(dataset, config).await?;
     // The rows it attacks: the client's, or with unknown membership those of the candidates the
-    // server takes for the client's (`attack::membership`).
+    // server takes for the client's (`attack::attribute::membership`).
     let (attack_rows, membership) = match settings.membership {
         Membership::Unknown => {
             let (rows, report) = membership::infer(

@@ -22,8 +22,8 @@ pub mod settings;
 
 use settings::{CafeSettings, MAX_ROUNDS, MAX_ROWS};
 
-use super::registry::{Attack, Inverts};
-use super::spec::AttackKind;
+use crate::attack::registry::{Attack, Inverts};
+use crate::attack::spec::AttackKind;
 use crate::client::defence::MAX_FAKE_DRAWS;
 use crate::client::vertical::Round;
 use crate::config::{AttackConfig, Protocol};

@@ -5,14 +5,15 @@ use super::settings::CafeSettings;
 use crate::assess::matching::Rule;
 use crate::assess::scoring::score_aligned;
 use crate::attack::baselines::random_rows;
-use crate::attack::driver::Progress;
+use crate::attack::inversion::driver::Progress;
 use crate::client::network::Params;
 use crate::client::vertical;
 use crate::config::AttackConfig;
 use crate::error::{Error, Result};
 use crate::report::{AttackDetails, Report, build_report};
 use crate::runtime::Runtime;
-use crate::scenario::{draw_batch, seed_for};
+use crate::seed::seed_for;
+use crate::table::draw_batch;
 use crate::table::{Dataset, Value};
 
 /// CAFE (`attack::cafe`): the vertical rounds simulated on `cafe.rows` rows drawn by the seed, the

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use super::pointwise::AdamStep;
+use crate::attack::inversion::pointwise::AdamStep;
 use crate::config::Optimiser;
 use crate::error::{Error, Result};
 /// The readback cadence is the runtime's to choose (`Runtime::cadence`); the loop follows it.

@@ -12,7 +12,7 @@ pub struct Members {
     pub x: Vec<f32>,
     pub probs: Vec<f32>,
     pub loss_curve: Vec<(usize, f64)>,
-    /// Steps each member took before it stopped (`attack::driver::EarlyStop`).
+    /// Steps each member took before it stopped (`attack::inversion::driver::EarlyStop`).
     pub steps: Vec<usize>,
 }
 

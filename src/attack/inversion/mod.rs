@@ -6,13 +6,29 @@
 //!
 //! This is the definition the accelerators (`accel::cpu`, `accel::cube`) are held to, step by
 //! step, by tests/step_equality.rs.
+//!
+//! Its parts: `relax` (the dummy batch's relaxation), `objective` and `pointwise` (the loss and the
+//! element-wise formulas), `second_order` (the reverse of the client's backward pass), `problem`
+//! (one problem described on the host), `setup` (a scenario's update as that problem), `driver`
+//! (the loop every engine runs), `ensemble` (members inverted in shares).
+pub mod driver;
+pub mod ensemble;
+pub mod objective;
+pub mod pointwise;
+pub mod problem;
+pub mod relax;
+pub mod second_order;
+pub mod setup;
+
 use burn::tensor::{Device, Tensor, TensorData};
 
-use super::driver::{Cadence, Inversion, InversionConfig, Progress, Stepper, drive, member_starts, split_members};
-use super::objective::Objective;
-use super::pointwise::{AdamStep, adam, subspace_gradient, subspace_terms};
-use super::relax::{Relaxation, Relaxed};
-use super::second_order::{reverse, reverse_local_training};
+use crate::attack::inversion::driver::{
+    Cadence, Inversion, InversionConfig, Progress, Stepper, drive, member_starts, split_members,
+};
+use crate::attack::inversion::objective::Objective;
+use crate::attack::inversion::pointwise::{AdamStep, adam, subspace_gradient, subspace_terms};
+use crate::attack::inversion::relax::{Relaxation, Relaxed};
+use crate::attack::inversion::second_order::{reverse, reverse_local_training};
 use crate::client::fedavg::{LocalTraining, local_training};
 use crate::client::gradient::{ParamGrads, param_grads, split_targets};
 use crate::client::head::Head;
@@ -38,9 +54,9 @@ pub struct Problem<'a> {
     pub simulation: Simulation,
     /// The epoch prior's weight per member of this call (empty: none).
     pub priors: Vec<f64>,
-    /// The first layer's span as a prior on every dummy row (`attack::subspace`).
+    /// The first layer's span as a prior on every dummy row (`attack::priors::subspace`).
     pub subspace: Option<SubspacePrior>,
-    /// Cells the server knows (`attack::known`), as [1, rows, d] tensors (free, fixed).
+    /// Cells the server knows (`attack::priors::known`), as [1, rows, d] tensors (free, fixed).
     pub known: Option<(Tensor<3>, Tensor<3>)>,
     /// Further rounds the server observed of the same rows (the attribute attack): each round's
     /// network and update, and that update's norm; their losses add to the first round's.
@@ -147,7 +163,7 @@ impl<'a> Definition<'a> {
         }
     }
 
-    /// x ⊙ free + fixed (`attack::known`), or with `part` 0 the gradient's x_bar ⊙ free.
+    /// x ⊙ free + fixed (`attack::priors::known`), or with `part` 0 the gradient's x_bar ⊙ free.
     fn pin(&self, x: Tensor<2>, part: usize) -> Tensor<2> {
         let Some((free, fixed)) = &self.problem.known else {
             return x;
@@ -287,7 +303,7 @@ pub fn epoch_prior(epochs: &[Tensor<3>], lambdas: &Tensor<3>) -> (Tensor<2>, Vec
     (value, grads)
 }
 
-/// The subspace prior (`attack::subspace`) of each member's rows X ([N, B, d]) with the projector P
+/// The subspace prior (`attack::priors::subspace`) of each member's rows X ([N, B, d]) with the projector P
 /// on the span: w·(1 − ⟨X, XP⟩/‖X‖²) per member [N, 1], and its gradient w.r.t. X.
 pub fn subspace_prior(x: &Tensor<3>, projector: &Tensor<2>, weight: f32) -> (Tensor<2>, Tensor<3>) {
     let [n, b, d] = x.dims();

@@ -4,7 +4,7 @@ use burn::tensor::Tensor;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use super::pointwise::{SQUARED_ERROR_ALPHA, SQUARED_ERROR_BETA, cosine_terms, objective_gradient};
+use crate::attack::inversion::pointwise::{SQUARED_ERROR_ALPHA, SQUARED_ERROR_BETA, cosine_terms, objective_gradient};
 use crate::client::gradient::ParamGrads;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]

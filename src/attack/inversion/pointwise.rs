@@ -191,7 +191,7 @@ pub fn objective_gradient<T: Pointwise>(target: T, alpha: T, g: T, beta: T) -> T
     target * alpha + g * beta
 }
 
-/// One member's subspace prior (`attack::subspace`) from a = ‖X‖² and c = ⟨X, XP⟩ = ‖XU‖² over its
+/// One member's subspace prior (`attack::priors::subspace`) from a = ‖X‖² and c = ⟨X, XP⟩ = ‖XU‖² over its
 /// rows X, P = UUᵀ the projector on the span: (w·(1 − c/a), k_x, k_y) with d/dX = k_x·X + k_y·XP,
 /// k_x = 2w·c/a², k_y = −2w/a.
 #[inline(always)]

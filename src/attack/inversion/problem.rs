@@ -5,10 +5,10 @@
 //! built from it, so they cannot be handed different problems.
 use burn::tensor::{Device, Tensor, TensorData};
 
-use super::inversion::{Problem, Simulation, SubspacePrior};
-use super::known::KnownCells;
-use super::objective::Objective;
-use super::relax::{Layout, Relaxation};
+use crate::attack::inversion::objective::Objective;
+use crate::attack::inversion::relax::{Layout, Relaxation};
+use crate::attack::inversion::{Problem, Simulation, SubspacePrior};
+use crate::attack::priors::known::KnownCells;
 use crate::client::gradient::ParamGrads;
 use crate::client::head::Model;
 use crate::client::network::{Net, Params};
@@ -28,9 +28,9 @@ pub struct ProblemSpec {
     pub simulation: Simulation,
     /// The epoch prior's weight per member of the whole ensemble (empty: none).
     pub priors: Vec<f64>,
-    /// The first layer's span as a prior (`attack::subspace`): its projector [d, d] and weight.
+    /// The first layer's span as a prior (`attack::priors::subspace`): its projector [d, d] and weight.
     pub subspace: Option<(Vec<f32>, f64)>,
-    /// Cells the server knows (`attack::known`).
+    /// Cells the server knows (`attack::priors::known`).
     pub known: Option<KnownCells>,
     /// Rounds after the first the server observed of the same rows: the model it sent, the update.
     pub later_rounds: Vec<(Params, Update)>,

@@ -6,7 +6,7 @@
 //! into two small matmuls, so the cost does not grow with the number of features.
 use burn::tensor::{Device, Tensor, TensorData};
 
-use super::pointwise::{
+use crate::attack::inversion::pointwise::{
     sigmoid_relax, sigmoid_relax_reverse, softmax_logit, softmax_numerator, softmax_reverse, softmax_reverse_t,
     softmax_value,
 };

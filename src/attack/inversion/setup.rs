@@ -2,20 +2,21 @@
 //! each accelerator (`accel::cpu`, `accel::cube`) are built from, the members it inverts, and the
 //! step engine that runs them. The attacks that invert share it; what they do before (the
 //! scenario) and after (the assessment) is theirs.
-use super::accel::cpu::{self, HostProblem};
-use super::driver::{Cadence, EARLY_STOP, InversionConfig, Progress};
-use super::ensemble::{self, Members, Shape};
-use super::inversion::{self, Simulation, member_losses};
-use super::problem::ProblemSpec;
-use super::registry::Inverts;
-use super::relax::Layout;
-use super::subspace::{DEFAULT_SUBSPACE_WEIGHT, Subspace, SubspaceSummary};
 use crate::assess::matching::Rule;
+use crate::attack::accel::cpu::{self, HostProblem};
+use crate::attack::inversion::driver::{Cadence, EARLY_STOP, InversionConfig, Progress};
+use crate::attack::inversion::ensemble::{self, Members, Shape};
+use crate::attack::inversion::problem::ProblemSpec;
+use crate::attack::inversion::relax::Layout;
+use crate::attack::inversion::{self, Simulation, member_losses};
+use crate::attack::priors::subspace::{DEFAULT_SUBSPACE_WEIGHT, Subspace, SubspaceSummary};
+use crate::attack::registry::Inverts;
 use crate::client::head::Head;
 use crate::config::{AttackConfig, MemberRange, Protocol};
 use crate::error::Result;
 use crate::runtime::{BackendInfo, Needs, Runtime, StepEngine};
-use crate::scenario::{Scenario, seed_for};
+use crate::scenario::Scenario;
+use crate::seed::seed_for;
 use crate::table::Dataset;
 
 /// An inversion ready to run: the scenario, and how the attack inverts it.
@@ -31,7 +32,7 @@ pub struct Setup<'a> {
     /// Members of this attack (0: it inverts nothing).
     pub members: usize,
     pub inverts: Inverts,
-    /// The first layer's span, where the attack composes it (`attack::subspace`).
+    /// The first layer's span, where the attack composes it (`attack::priors::subspace`).
     pub subspace: Option<Subspace>,
 }
 
@@ -41,22 +42,24 @@ impl<'a> Setup<'a> {
         // objective, which it never runs.
         let inverts = config.attacker().inversion().unwrap_or(Inverts {
             relaxed: false,
-            objective: super::objective::Objective::Cosine,
+            objective: crate::attack::inversion::objective::Objective::Cosine,
         });
         let layout = Layout::of(dataset);
         // The span prior fits the cosine objective's scale.
-        let subspace = (config.priors().span && inverts.objective == super::objective::Objective::Cosine).then(|| {
-            let sizes = &scenario.params.sizes;
-            Subspace::from_first_layer(
-                scenario.observed.weight(0),
-                scenario.observed.bias(0),
-                sizes[0],
-                sizes[1],
-                Some(&layout),
-                config.rows(),
-                DEFAULT_SUBSPACE_WEIGHT,
-            )
-        });
+        let subspace = (config.priors().span
+            && inverts.objective == crate::attack::inversion::objective::Objective::Cosine)
+            .then(|| {
+                let sizes = &scenario.params.sizes;
+                Subspace::from_first_layer(
+                    scenario.observed.weight(0),
+                    scenario.observed.bias(0),
+                    sizes[0],
+                    sizes[1],
+                    Some(&layout),
+                    config.rows(),
+                    DEFAULT_SUBSPACE_WEIGHT,
+                )
+            });
         let mut setup = Setup {
             runtime,
             backend: runtime.info.clone(),

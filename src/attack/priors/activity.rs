@@ -24,7 +24,7 @@ use nalgebra::{DMatrix, DVector};
 
 use pathfinding::{kuhn_munkres::kuhn_munkres_min, matrix::Matrix};
 
-use super::relax::Layout;
+use crate::attack::inversion::relax::Layout;
 use crate::table::{Dataset, FeatureKind};
 
 /// Extra equations over the B unknowns a certificate asks for at first, and per widening.
@@ -381,7 +381,7 @@ pub fn precision_steps(dataset: &Dataset) -> Vec<Option<f64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::attack::subspace::Subspace;
+    use crate::attack::priors::subspace::Subspace;
     use rand::{Rng, SeedableRng, rngs::StdRng};
 
     const CAT: [(usize, usize); 3] = [(3, 4), (7, 5), (12, 3)];
@@ -391,7 +391,7 @@ mod tests {
 
     /// Three continuous columns on a 0.1 grid (mean 0, std 1) and three categorical blocks.
     fn layout() -> Layout {
-        crate::attack::subspace::tests::layout(D, &CAT)
+        crate::attack::priors::subspace::tests::layout(D, &CAT)
     }
 
     /// The largest entry difference between `row` and the nearest of `rows`.

@@ -15,7 +15,7 @@ use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use super::relax::Layout;
+use crate::attack::inversion::relax::Layout;
 
 /// The prior's weight against the cosine loss (which lies in [0, 2]). Measured on 4 Adult batches
 /// of 32 (docs/fidelity.md): 0.3 recovered 90.9 %, 1 90.2 %, 3 82.0 %, 10 67.9 % (none: 85.6 %).
@@ -67,7 +67,7 @@ pub struct SubspaceSummary {
     /// Rows whose continuous values were solved exactly in the span (of all members' rows).
     pub decoded_rows: usize,
     pub rows: usize,
-    /// Rows of the batch proved exactly from the first layer's ReLU pattern (`attack::activity`):
+    /// Rows of the batch proved exactly from the first layer's ReLU pattern (`attack::priors::activity`):
     /// the ensemble agrees on each.
     pub proved_rows: usize,
 }

@@ -1,15 +1,15 @@
 //! TabLeak (Vero et al., ICML 2023): a softmax-relaxed ensemble of dummy batches inverted by the
 //! cosine objective, matched to the best-fitting member and median-pooled, with an entropy per
 //! cell (`assess`). leakscope composes two priors into it: the first layer's span
-//! (`attack::subspace`) and the rows it proves from the ReLU pattern (`attack::activity`); on
+//! (`attack::priors::subspace`) and the rows it proves from the ReLU pattern (`attack::priors::activity`); on
 //! FedAvg, the epoch-matching prior over one copy of the rows per local epoch.
 pub mod settings;
 
 use settings::{EpochPrior, PRIOR_CANDIDATES, TableakSettings};
 
-use super::objective::Objective;
-use super::registry::{Attack, Inverts, Priors};
-use super::spec::AttackKind;
+use crate::attack::inversion::objective::Objective;
+use crate::attack::registry::{Attack, Inverts, Priors};
+use crate::attack::spec::AttackKind;
 use crate::config::{AttackConfig, Optimiser, Protocol};
 use crate::error::{Error, Result};
 use crate::table::Dataset;

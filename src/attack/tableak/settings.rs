@@ -37,10 +37,10 @@ pub struct TableakSettings {
     /// On FedAvg: the epoch prior's weight.
     pub epoch_prior: EpochPrior,
     /// Keep the dummy rows in the span of the first layer's gradient and prove rows from its ReLU
-    /// pattern (`attack::subspace`, `attack::activity`); both switch themselves off where the
+    /// pattern (`attack::priors::subspace`, `attack::priors::activity`); both switch themselves off where the
     /// span says nothing.
     pub subspace: bool,
-    /// Certify rows by the second layer's span of activations (`attack::activation_span`), on
+    /// Certify rows by the second layer's span of activations (`attack::priors::activation_span`), on
     /// FedSGD where the span leaves checks; it switches itself off elsewhere.
     pub second_layer: bool,
     /// Under a defence that perturbs the update (noise, fake gradients), fall back cell by cell to

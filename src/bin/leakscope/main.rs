@@ -2,6 +2,7 @@
 //! or benchmark the engine. A thin shell: every default and rule is the library's.
 mod args;
 mod audit;
+mod bench;
 mod io;
 mod received;
 
@@ -11,10 +12,9 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::ProgressBar;
 use leakscope::audit::summary::MeanStd;
 use leakscope::audit::{AuditProgress, Job, run_jobs};
-use leakscope::config::TableakSettings;
 use leakscope::report::text::render_text;
 use leakscope::table::{Dataset, summarize};
-use leakscope::{AttackConfig, AttackKind, AttackSpec, BackendKind, Report, Runtime, run_attack};
+use leakscope::{AttackConfig, AttackKind, AttackSpec, Report, Runtime, run_attack};
 
 use args::{AttackArg, AttackArgs, CliResult, ClientArgs, EngineArgs, TableArgs, run_options};
 use io::{bar, load, read_csv, write_atomically};
@@ -70,7 +70,7 @@ enum Command {
     /// its confidence, without accuracy (there is no ground truth).
     AttackUpdate(Box<received::AttackUpdateArgs>),
     /// Time TabLeak steps at B = 8, 32, 128 and extrapolate a full attack.
-    Bench(BenchArgs),
+    Bench(bench::BenchArgs),
     /// ε over many rounds of clipped, noised updates with client sampling (RDP accounting, as
     /// Opacus), beside ε per round and ε against the server that knows whom it sampled.
     Privacy(PrivacyArgs),
@@ -111,28 +111,6 @@ struct SweepArgs {
     /// FedAvg: local batch sizes to sweep (overrides --local-batch).
     #[arg(long = "local-batches", value_delimiter = ',')]
     pub local_batches: Vec<usize>,
-}
-
-/// `leakscope bench`'s settings.
-#[derive(Args)]
-struct BenchArgs {
-    #[arg(long, default_value = "data/adult-sample.csv")]
-    pub csv: std::path::PathBuf,
-    #[arg(long, default_value = "salary")]
-    pub label: String,
-    #[arg(long, default_value_t = 30)]
-    pub ensemble: usize,
-    /// Steps actually run per batch size (the rate is extrapolated to --full-steps).
-    #[arg(long, default_value_t = 150)]
-    pub iterations: usize,
-    #[arg(long, default_value_t = 1500)]
-    pub full_steps: usize,
-    #[arg(long, value_delimiter = ',', default_value = "8,32,128")]
-    pub batch_sizes: Vec<usize>,
-    #[arg(long, value_enum, default_value = "cpu")]
-    pub backend: args::BackendArg,
-    #[arg(long, value_enum, default_value = "accelerated")]
-    pub engine: args::EngineArg,
 }
 
 /// One attack's options: the table, the attacker, the client, the engine.
@@ -209,7 +187,7 @@ fn run(cli: Cli) -> CliResult<()> {
         Command::Merge(args) => audit::merge_command(args)?,
         Command::Encoding(args) => received::encoding(args)?,
         Command::AttackUpdate(args) => received::attack_update(*args)?,
-        Command::Bench(args) => bench(args)?,
+        Command::Bench(args) => bench::bench(args)?,
         Command::Privacy(args) => {
             let over = leakscope::client::accountant::OverRounds::of(
                 args.noise_multiplier,
@@ -333,83 +311,6 @@ fn sweep(args: SweepArgs) -> CliResult<()> {
     if let Some(path) = &common.json {
         write_atomically(path, &serde_json::to_string_pretty(&all).unwrap())?;
         println!("reports written to {}", path.display());
-    }
-    Ok(())
-}
-
-/// The engine's speed per batch size: a table of ms per step and seconds per attack.
-fn bench(args: BenchArgs) -> CliResult<()> {
-    let BenchArgs {
-        csv,
-        label,
-        ensemble,
-        iterations,
-        full_steps,
-        batch_sizes,
-        backend: b,
-        engine,
-    } = args;
-    let table = TableArgs {
-        csv: csv.clone(),
-        label,
-        kinds: Vec::new(),
-        ignore: Vec::new(),
-        include: Vec::new(),
-        task: Default::default(),
-    };
-    let dataset = load(&table)?;
-    let rt = EngineArgs {
-        backend: b,
-        engine,
-        quiet: true,
-    }
-    .runtime()?;
-    println!(
-        "TabLeak, ensemble {ensemble}, d = {} ({} rows of {}), {iterations} steps run per size, rate extrapolated to {full_steps}",
-        dataset.d(),
-        dataset.n(),
-        csv.display()
-    );
-    println!("backend: {}", rt.info.label);
-    println!(
-        "| B | ms/step | steps/s | launches/step | setup+matching s | s per {full_steps}-step attack | peak RSS MiB |"
-    );
-    println!("|---|---|---|---|---|---|---|");
-    for &bs in &batch_sizes {
-        let config = AttackConfig {
-            batch_size: bs,
-            attack: AttackSpec::Tableak(TableakSettings {
-                ensemble,
-                ..TableakSettings::default()
-            }),
-            iterations: iterations.max(2),
-            report_every: 1,
-            // Every step is timed: no member may stop.
-            early_stop: false,
-            ..AttackConfig::default()
-        };
-        let mut marks: Vec<(usize, f64)> = Vec::new();
-        let t0 = std::time::Instant::now();
-        let mut on_progress = |p: &leakscope::attack::Progress| {
-            marks.push((p.step, p.elapsed));
-            true
-        };
-        pollster::block_on(run_attack(&rt, &dataset, &config, &mut on_progress)).map_err(|e| e.to_string())?;
-        let total = t0.elapsed().as_secs_f64();
-        // Steady-state rate between the first and the last report (step 1 pays warm-up).
-        let (s0, t_first) = marks[0];
-        let (s1, t_last) = *marks.last().unwrap();
-        let per_step = (t_last - t_first) / (s1 - s0) as f64;
-        let fixed = (total - t_last).max(0.0) + t_first;
-        println!(
-            "| {bs} | {:.2} | {:.1} | {} | {:.2} | {:.1} | {:.0} |",
-            per_step * 1e3,
-            1.0 / per_step,
-            launches_per_step(&rt, &dataset, &config)?,
-            fixed,
-            fixed + per_step * full_steps as f64,
-            peak_rss_mib()
-        );
     }
     Ok(())
 }
@@ -540,7 +441,7 @@ fn summary_line(config: &AttackConfig, kind: AttackKind, reports: &[Report]) -> 
         .iter()
         .flat_map(|r| r.member_steps.iter().map(|&s| s as f64))
         .collect();
-    let ranks: Vec<&leakscope::attack::subspace::SubspaceSummary> =
+    let ranks: Vec<&leakscope::attack::priors::subspace::SubspaceSummary> =
         reports.iter().filter_map(|r| r.subspace()).collect();
     let rank = match ranks.first() {
         Some(first) => format!(
@@ -601,44 +502,6 @@ fn rows_share(counts: impl Iterator<Item = usize>, all_rows: usize) -> String {
             100.0 * counts.iter().sum::<usize>() as f64 / all_rows.max(1) as f64
         ),
     }
-}
-
-/// GPU kernel launches per attack step (cubecl's launch observer): the difference between a
-/// 12-step and a 2-step run, so setup and the final relaxation cancel out. "—" on the CPU.
-#[cfg(any(feature = "wgpu", feature = "cuda"))]
-fn launches_per_step(rt: &Runtime, dataset: &Dataset, config: &AttackConfig) -> CliResult<String> {
-    if rt.kind() == BackendKind::Cpu {
-        return Ok("—".into());
-    }
-    let count = |steps: usize| -> CliResult<usize> {
-        let c = AttackConfig {
-            iterations: steps,
-            report_every: 1000,
-            ..config.clone()
-        };
-        let (n, out) =
-            leakscope::runtime::count_launches(|| pollster::block_on(run_attack(rt, dataset, &c, &mut |_| true)));
-        out.map_err(|e| e.to_string())?;
-        Ok(n)
-    };
-    Ok(format!("{:.1}", (count(12)? as f64 - count(2)? as f64) / 10.0))
-}
-
-#[cfg(not(any(feature = "wgpu", feature = "cuda")))]
-fn launches_per_step(_: &Runtime, _: &Dataset, _: &AttackConfig) -> CliResult<String> {
-    Ok("—".into())
-}
-
-/// Peak resident memory of this process so far (Linux), in MiB.
-fn peak_rss_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-        })
-        .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
 fn main() -> ExitCode {

@@ -1,8 +1,8 @@
 //! FedAvg in the CPU kernel: a group's members each run the client's local training on their
 //! dummy rows, and the objective is differentiated back through every local step (the definition's
-//! `client::fedavg::local_training` and `attack::second_order::reverse_local_training`).
+//! `client::fedavg::local_training` and `attack::inversion::second_order::reverse_local_training`).
 use super::passes::{Weights, Workspace, forward_backward, objective, reverse};
-use crate::attack::objective::Objective;
+use crate::attack::inversion::objective::Objective;
 use crate::client::fedavg::{LocalStep, LocalTraining};
 use crate::client::head::Head;
 use crate::client::update::Update;

@@ -1,7 +1,7 @@
 //! The kernel's arithmetic helpers: gemm with strides for transposes, and vectorisable loops.
 use gemm::{Parallelism, gemm};
 
-use crate::attack::pointwise::objective_gradient;
+use crate::attack::inversion::pointwise::objective_gradient;
 
 /// dst[m×n] (+)= lhs[m×k] · rhs[k×n]; dst row-major, operands given by (row stride, column stride).
 #[allow(clippy::too_many_arguments)]

@@ -2,7 +2,7 @@
 //! computing the same math (relaxation, the client's forward pass and explicit backward, for FedAvg
 //! its whole local training, the objective, the hand-derived reverse, sign-Adam) member group by
 //! member group on buffers allocated once, with `gemm` calls whose transposes are strides. Every
-//! element-wise formula is the definition's own (`attack::pointwise`); tests/step_equality.rs holds
+//! element-wise formula is the definition's own (`attack::inversion::pointwise`); tests/step_equality.rs holds
 //! whole runs of the two together.
 //!
 //! Why it exists: on burn's CPU backend one step is ~100 tensor ops, each allocating its output
@@ -18,15 +18,15 @@ use fedavg::{Client, Unrolled};
 use passes::{Weights, Workspace, forward_backward, objective, reverse};
 use relax::Relax;
 
-use crate::attack::driver::{
+use crate::attack::inversion::Simulation;
+use crate::attack::inversion::driver::{
     Cadence, Inversion, InversionConfig, Progress, Stepper, drive, member_starts, split_members,
 };
-use crate::attack::inversion::Simulation;
-use crate::attack::known::KnownCells;
-use crate::attack::objective::Objective;
-use crate::attack::pointwise::{AdamStep, adam, subspace_gradient, subspace_terms};
-use crate::attack::problem::ProblemSpec;
-use crate::attack::relax::HostRelax;
+use crate::attack::inversion::objective::Objective;
+use crate::attack::inversion::pointwise::{AdamStep, adam, subspace_gradient, subspace_terms};
+use crate::attack::inversion::problem::ProblemSpec;
+use crate::attack::inversion::relax::HostRelax;
+use crate::attack::priors::known::KnownCells;
 use crate::client::head::Head;
 use crate::client::update::Update;
 use crate::error::Result;
@@ -53,7 +53,7 @@ pub struct HostProblem {
     priors: Vec<f32>,
     /// The subspace prior: the projector on the rows' span [d, d] and its weight.
     subspace: Option<(Vec<f32>, f32)>,
-    /// Cells the server knows (`attack::known`).
+    /// Cells the server knows (`attack::priors::known`).
     known: Option<KnownCells>,
 }
 

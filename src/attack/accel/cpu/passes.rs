@@ -1,11 +1,11 @@
 //! One pass of the client's network over a group of g members × r rows, on buffers allocated once:
 //! the forward pass and explicit backward (the parameter gradient), the objective against the
 //! observed update, and the reverse of both (the definition's `client::gradient::param_grads` and
-//! `attack::second_order::reverse`). Products with weights the whole group shares run over all its
+//! `attack::inversion::second_order::reverse`). Products with weights the whole group shares run over all its
 //! rows at once; per-member weights (FedAvg's local training) take one product per member.
 use super::gemm::{column_sums, dot_f32, mix, mm, relu_mask, rm, tr};
-use crate::attack::objective::Objective;
-use crate::attack::pointwise::{SQUARED_ERROR_ALPHA, SQUARED_ERROR_BETA, cosine_terms};
+use crate::attack::inversion::objective::Objective;
+use crate::attack::inversion::pointwise::{SQUARED_ERROR_ALPHA, SQUARED_ERROR_BETA, cosine_terms};
 use crate::client::head::Head;
 use crate::client::update::Update;
 

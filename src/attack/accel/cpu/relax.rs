@@ -1,11 +1,11 @@
 //! The relaxation's forward and reverse on a group's rows, with the definition's formulas
-//! (`attack::relax`, `attack::pointwise`): loops over each block instead of matmuls with a block
+//! (`attack::inversion::relax`, `attack::inversion::pointwise`): loops over each block instead of matmuls with a block
 //! indicator.
-use crate::attack::pointwise::{
+use crate::attack::inversion::pointwise::{
     sigmoid_relax, sigmoid_relax_reverse, softmax_logit, softmax_numerator, softmax_reverse, softmax_reverse_t,
     softmax_value,
 };
-use crate::attack::relax::HostRelax;
+use crate::attack::inversion::relax::HostRelax;
 
 /// The relaxation's forward and reverse on a group's rows, with the definition's formulas.
 pub trait Relax {

@@ -1,6 +1,6 @@
 //! The inversion step as CubeCL kernels (WGSL for WebGPU and wgpu, CUDA for burn's CUDA backend):
 //! the definition's math (`attack::inversion`), one kernel per stage and layer, every member and
-//! row at once; the reverse pass's kernels are in `cube_reverse`. `accel::cube` launches them;
+//! row at once; the reverse pass's kernels are in `reverse`. `accel::cube` launches them;
 //! tests/step_equality.rs holds them to the definition.
 //!
 //! Layouts (row-major, `rows` = N·B): the network `net` holds every layer at its offset `off`,

@@ -1,6 +1,6 @@
 //! The reverse half of the inversion step as CubeCL kernels: the reverse of each layer's
 //! gradient from G = dloss/dg, then back through the client's forward pass to dL/dx. The layouts,
-//! the row blocks and WebGPU's limits are `cube_kernels`' (see its module docs); `accel::cube`
+//! the row blocks and WebGPU's limits are `kernels`' (see its module docs); `accel::cube`
 //! launches these after its `objective` kernel.
 // CubeCL's macro expands `div_ceil` on its own types only: the kernels round up by hand.
 #![allow(clippy::manual_div_ceil)]
@@ -8,7 +8,7 @@
 use burn::cubecl;
 use cubecl::prelude::*;
 
-use super::cube_kernels::{RB, clamp_row, store4};
+use super::kernels::{RB, clamp_row, store4};
 
 /// The reverse of one layer's gradient, from G (in `g`), written to `bars` = [rows, in + out]:
 /// dL/dinput = δ Gᵀ in the first `in` columns and dL/dδ = input G + Gb (+ the layer below's

@@ -8,7 +8,7 @@ pub enum Unproved {
     /// Other points with the row's categories and ReLU cell, a tolerance or more away, fit the
     /// update as well (`margin`: M's smallest singular value over what uniqueness needs, below 1).
     NotUnique { margin: f64 },
-    /// The second layer's gradient gives the row no label's residual (`attack::peel`).
+    /// The second layer's gradient gives the row no label's residual (`attack::priors::peel`).
     Unlabelled,
     /// G₂ has `rank` independent directions for `rows` rows: rows whose δ's are dependent (two
     /// rows that share their second-layer ReLU pattern on a binary head) show in it only as a

@@ -1,0 +1,15 @@
+//! The priors and proofs an attack composes: what the server knows besides the update's value.
+//! - `labels`: the batch's labels counted from the last layer's gradient (Geng et al.);
+//! - `known`: cells the server already holds (the attribute attack's other columns);
+//! - `subspace`: the first layer's gradient as a prior on the rows (their span);
+//! - `activity`: the whole batch, exactly, from the first layer's ReLU pattern;
+//! - `activation_span`: the second layer's certificate, a row proved from G₂'s column space;
+//! - `peel`: proved rows taken off the update, and the rest attacked again;
+//! - `row_labels`: each proved row's label, from the last layer's gradient.
+pub mod activation_span;
+pub mod activity;
+pub mod known;
+pub mod labels;
+pub mod peel;
+pub mod row_labels;
+pub mod subspace;

@@ -1,0 +1,98 @@
+//! How each reconstructed row was obtained (proved, consistent with the update, from the
+//! ensemble, from the marginals), why a row that fits is not proved, and what the second layer's
+//! certificate did.
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+/// How a reconstructed row was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "lowercase")]
+pub enum Provenance {
+    /// Proved a row of the batch: by the first layer's ReLU pattern or the second layer's span,
+    /// under the conditions docs/method.md states ("What proved means").
+    Proved,
+    /// Its activation lies in the second layer's span, so it fits the update, but the conditions
+    /// under which that proves a row of the batch do not hold (the row says why): near-twins,
+    /// dead units, a label the update does not give.
+    Consistent,
+    /// Pooled from the ensemble (some cells may have fallen back to the marginals).
+    Ensemble,
+    /// Every cell from the table's marginals (the random guess's draw).
+    Prior,
+}
+
+/// The rows of one provenance and how many of their cells are right.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ProvenanceGroup {
+    pub provenance: Provenance,
+    pub rows: usize,
+    pub accuracy: f64,
+    /// Why the group's rows are not proved, with how many rows each reason holds (consistent
+    /// rows only; empty otherwise).
+    #[serde(default)]
+    pub reasons: Vec<ReasonCount>,
+}
+
+/// One reason a row is not proved, and how many rows of the batch it holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ReasonCount {
+    pub why: String,
+    pub rows: usize,
+}
+
+/// What the second layer's certificate did, for the report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct SecondLayerSummary {
+    /// The span's dimension (the second layer's gradient's rank) and the first layer's width.
+    pub rank: usize,
+    pub width: usize,
+    /// Rows of the batch whose first-layer activation was proved to lie in the span: each one
+    /// is a row of the batch (categories exact, continuous values within their tolerance).
+    /// On FedAvg (`proof` false) the rows adopted for lying near the span, which proves nothing.
+    pub certified_rows: usize,
+    /// Rows proved on the update left once the rows proved were peeled off it, or copies of
+    /// proved rows where the batch repeats them (`assess::peeled`), beside `certified_rows`.
+    #[serde(default)]
+    pub peeled_rows: usize,
+    /// Rows whose activation lies in the span but which the certificate does not prove (the
+    /// rows' `why_not_proved` says why): counted in neither of the above.
+    #[serde(default)]
+    pub consistent_rows: usize,
+    /// Whether an adopted row is proved (FedSGD) or only scored near the span (FedAvg).
+    pub proof: bool,
+}
+
+impl Provenance {
+    /// What the provenance says of a row, for a terminal.
+    pub fn words(self) -> &'static str {
+        match self {
+            Provenance::Proved => "proved",
+            Provenance::Consistent => "consistent with the update, not proved",
+            Provenance::Ensemble => "from the ensemble",
+            Provenance::Prior => "from the marginals",
+        }
+    }
+}
+
+/// Every provenance, strongest first.
+pub const PROVENANCES: [Provenance; 4] = [
+    Provenance::Proved,
+    Provenance::Consistent,
+    Provenance::Ensemble,
+    Provenance::Prior,
+];
+
+/// Each distinct reason with the rows that give it, in the order first given.
+pub fn reason_counts<'a>(reasons: impl Iterator<Item = &'a str>) -> Vec<ReasonCount> {
+    let mut counts: Vec<ReasonCount> = Vec::new();
+    for why in reasons {
+        match counts.iter_mut().find(|c| c.why == why) {
+            Some(c) => c.rows += 1,
+            None => counts.push(ReasonCount {
+                why: why.to_string(),
+                rows: 1,
+            }),
+        }
+    }
+    counts
+}
