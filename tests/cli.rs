@@ -64,8 +64,8 @@ fn attack_prints_a_report_and_writes_json() {
     assert_eq!(report["rows"].as_array().unwrap().len(), 4);
 }
 
-/// The README's received-update commands: an encoding written by `encoding`, a PyTorch update in
-/// safetensors and in JSON, the same report from both.
+/// The received-update commands of docs/usage/real-updates.md: an encoding written by
+/// `encoding`, a PyTorch update in safetensors and in JSON, the same report from both.
 #[test]
 fn a_received_update_is_attacked_from_every_format() {
     let encoding = tmp("encoding.json");
@@ -819,4 +819,46 @@ fn privacy_accounts_epsilon_over_rounds() {
             "{flag} {value}: {stderr}"
         );
     }
+}
+
+/// A reader that stops early (`leakscope inspect ... | head -1`) ends the CLI as it ends any Unix
+/// tool, by SIGPIPE, without a panic on its standard error.
+#[cfg(unix)]
+#[test]
+fn output_piped_into_a_reader_that_stops_early_ends_quietly() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    // A table wide enough that `inspect` writes more than a pipe holds (64 KiB on Linux), so it
+    // is still writing when the reader goes.
+    let columns = 3000;
+    let mut csv: String = (0..columns)
+        .map(|c| format!("column_{c}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    for r in 0..5 {
+        csv.push('\n');
+        csv.push_str(
+            &(0..columns)
+                .map(|c| ((r * 7 + c) % 11).to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+        );
+    }
+    let path = tmp("wide.csv");
+    std::fs::write(&path, csv).unwrap();
+    let mut child = bin()
+        .args(["inspect", "--csv", path.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    // The read end is closed here: the CLI's next write gets EPIPE.
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    const SIGPIPE: i32 = 13; // on Linux and the BSDs
+    assert_eq!(out.status.signal(), Some(SIGPIPE), "{:?} {stderr}", out.status);
 }

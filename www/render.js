@@ -280,7 +280,7 @@ export function renderSummary(box, info, report, attack) {
   }
   if (report.provenance?.length) {
     setting.push(`rows ${report.provenance.map((g) => `${g.rows} ${PROVENANCE[g.provenance]} (${(100 * g.accuracy).toFixed(1)} % right)`).join(', ')}`);
-    for (const r of report.provenance.flatMap((g) => g.reasons ?? [])) setting.push(`not proved (${r.rows} rows): ${r.why}`);
+    for (const r of report.provenance.flatMap((g) => g.reasons ?? [])) setting.push(`not proved (${r.rows} row${r.rows === 1 ? '' : 's'}): ${r.why}`);
   }
   for (const n of report.not_applied ?? []) setting.push(`${n.part} not applied: ${n.why}`);
   if (report.regression) {

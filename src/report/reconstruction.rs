@@ -18,7 +18,7 @@ pub struct ReconstructedRow {
     pub entropy: Vec<Option<f64>>,
     pub confidence: Vec<Confidence>,
     /// The row's label, where the attack read it off the update (the rows explain its last layer
-    /// exactly: `attack::row_labels`); null elsewhere.
+    /// exactly: `attack::priors::row_labels`); null elsewhere.
     pub label: Option<String>,
     /// How the row was obtained: proved a row of the client's batch, consistent with the update
     /// but not proved, or pooled from the ensemble.
@@ -193,8 +193,11 @@ impl ReconstructionReport {
         let what = match &c.protocol {
             Protocol::Fedsgd => format!("a gradient on {} rows", c.batch_size),
             Protocol::Fedavg(t) => format!(
-                "a FedAvg update on {} rows ({} local epochs of batches of {}, client lr {})",
-                c.batch_size, t.epochs, t.local_batch, t.lr
+                "a FedAvg update on {} rows ({} of batches of {}, client lr {})",
+                c.batch_size,
+                super::text::counted(t.epochs, "local epoch"),
+                t.local_batch,
+                t.lr
             ),
         };
         let _ = writeln!(
@@ -240,7 +243,12 @@ impl ReconstructionReport {
                 .collect();
             let _ = writeln!(s, "rows: {}", groups.join(", "));
             for reason in self.provenance.iter().flat_map(|g| &g.reasons) {
-                let _ = writeln!(s, "  not proved ({} rows): {}", reason.rows, reason.why);
+                let _ = writeln!(
+                    s,
+                    "  not proved ({}): {}",
+                    super::text::counted(reason.rows, "row"),
+                    reason.why
+                );
             }
         }
         for k in &self.confidence_counts {

@@ -179,7 +179,7 @@ fn accuracy(r: &Report, s: &mut String) {
             .collect();
         let _ = writeln!(s, "rows: {}", groups.join(", "));
         for reason in r.provenance.iter().flat_map(|g| &g.reasons) {
-            let _ = writeln!(s, "  not proved ({} rows): {}", reason.rows, reason.why);
+            let _ = writeln!(s, "  not proved ({}): {}", counted(reason.rows, "row"), reason.why);
         }
         if let Some(peeled) = r
             .row_details()
@@ -315,5 +315,14 @@ fn rows(r: &Report, max_rows: usize, s: &mut String) {
             }
             let _ = writeln!(s, "{}\n{}", t.trim_end(), rec.trim_end());
         }
+    }
+}
+
+/// "1 row", "2 rows": a count with its noun.
+pub(super) fn counted(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
     }
 }

@@ -505,6 +505,13 @@ fn rows_share(counts: impl Iterator<Item = usize>, all_rows: usize) -> String {
 }
 
 fn main() -> ExitCode {
+    // Output piped into a reader that stops early (`| head`) ends the program quietly, as for
+    // any Unix tool, instead of a panic in println!.
+    #[cfg(unix)]
+    // SAFETY: restoring a signal's default disposition, once, before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
