@@ -1,10 +1,25 @@
 import type { Backend, CsvInput, Leakscope, RunControl, Table, UpdateFiles } from './index.js';
 import type { AttackInfo, AuditOptions, EngineInfo, Limits, ReconstructionReport, RunOptions } from './types.js';
 
+/**
+ * Compile the package's WebAssembly module as it streams in (`url`: the package's own by default),
+ * on the calling thread, to hand to `LeakscopeWorker.create({ module })` while the page loads.
+ */
+export declare function compileEngine(url?: string | URL): Promise<WebAssembly.Module>;
+
 /** `Leakscope`'s API with the engine in module Web Workers (the package's `leakscope/remote` entry). */
 export declare class LeakscopeWorker {
-  /** `workers`: how many CPU workers may split a TabLeak ensemble or an audit (default: logical cores; the engine caps it). */
-  static create(options?: { backend?: Backend; workers?: number; workerUrl?: string | URL }): Promise<LeakscopeWorker>;
+  /**
+   * `workers`: how many CPU workers may split a TabLeak ensemble or an audit (default: logical cores;
+   * the engine caps it). `module`: the engine's module compiled on this thread (`compileEngine()`),
+   * or a promise of it; without it the first worker fetches and compiles the module itself.
+   */
+  static create(options?: {
+    backend?: Backend;
+    workers?: number;
+    workerUrl?: string | URL;
+    module?: WebAssembly.Module | Promise<WebAssembly.Module>;
+  }): Promise<LeakscopeWorker>;
   /** What the engine runs on; after a run, `report.backend` says what really ran and why. */
   readonly backend: EngineInfo;
   readonly limits: Limits;

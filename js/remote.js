@@ -1,7 +1,9 @@
 // The same API as `Leakscope`, with the engine in module Web Workers so the calling thread never blocks.
-// Loads no WebAssembly itself: import it from a page's main thread.
+// Runs no WebAssembly itself: import it from a page's main thread. It may compile the module there
+// (`compileEngine`), started as the page loads, so that the download and compilation overlap the
+// rest of the page's loading and the worker's start; the workers then only instantiate it.
 //
-//   const engine = await LeakscopeWorker.create({ backend: 'auto' });
+//   const engine = await LeakscopeWorker.create({ backend: 'auto', module: compileEngine() });
 //   const table = await engine.loadTable(file);      // the File goes to the worker once
 //   const report = await table.run(options, { onProgress, signal });
 //
@@ -12,6 +14,23 @@ import { RpcClient } from './rpc.js';
 import { Tasks } from './tasks.js';
 
 const CANCEL_GRACE_MS = 3000;
+
+/**
+ * Compile the package's WebAssembly module (`url` defaults to the package's own), as it streams in.
+ * Hand the promise to `LeakscopeWorker.create({ module })`; compiling needs no worker.
+ */
+export async function compileEngine(url = new URL('../pkg/leakscope_bg.wasm', import.meta.url)) {
+  if (WebAssembly.compileStreaming) {
+    try {
+      return await WebAssembly.compileStreaming(fetch(url));
+    } catch {
+      // Served without the application/wasm type: compile from the bytes instead.
+    }
+  }
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`the engine's module could not be fetched from ${url}: HTTP ${response.status}`);
+  return WebAssembly.compile(await response.arrayBuffer());
+}
 
 function checkCsv(csv) {
   // Blobs and Files are passed by reference (the worker reads them); strings and bytes are copied.
@@ -36,7 +55,7 @@ class EngineWorker {
   /** Counts the workers started: a table loaded into an earlier one is loaded again. */
   generation = 0;
 
-  /** The compiled WebAssembly module, shared with the workers started after the first. */
+  /** The compiled WebAssembly module (a promise of it until started), shared with later workers. */
   module = null;
 
   constructor(url, backendChoice, module = null, onRestart = () => {}) {
@@ -58,12 +77,14 @@ class EngineWorker {
       event.preventDefault?.();
       this.#rpc.failAll(new Error(`the engine's worker failed: ${event.message || 'it could not be loaded'}`));
     });
+    // The worker loads its scripts while a module compiled on the caller's thread finishes.
+    const module = (await this.module) ?? null;
     this.info = await this.#rpc.request('create', {
       backend: this.#backendChoice,
-      module: this.module ?? undefined,
-      shareModule: !this.module,
+      module: module ?? undefined,
+      shareModule: !module,
     });
-    this.module ??= this.info.module ?? null;
+    this.module = module ?? this.info.module ?? null;
     return this;
   }
 
@@ -113,13 +134,15 @@ export class LeakscopeWorker {
   /**
    * Start the engine in a module worker. `backend`: 'auto' | 'webgpu' | 'cpu'. `workers`: how many
    * CPU workers may split a TabLeak ensemble or an audit (default: the logical cores; the engine
-   * caps it). `workerUrl` defaults to the package's own worker entry.
+   * caps it). `workerUrl` defaults to the package's own worker entry. `module`: the engine's
+   * WebAssembly.Module, or a promise of it (`compileEngine()`), compiled on this thread; without
+   * it the first worker fetches and compiles the module itself.
    */
-  static async create({ backend = 'auto', workers, workerUrl = new URL('./worker.js', import.meta.url) } = {}) {
+  static async create({ backend = 'auto', workers, workerUrl = new URL('./worker.js', import.meta.url), module } = {}) {
     const cores = typeof navigator !== 'undefined' ? navigator.hardwareConcurrency || 1 : 1;
     const engine = new LeakscopeWorker(workerUrl, Math.max(1, Math.floor(workers ?? cores)));
     // When the coordinator is replaced (a crash, a cancel it did not answer), its helpers go too.
-    engine.#main = await new EngineWorker(workerUrl, backend, null, () => engine.#dropHelpers()).start();
+    engine.#main = await new EngineWorker(workerUrl, backend, module ?? null, () => engine.#dropHelpers()).start();
     return engine;
   }
 

@@ -5,7 +5,7 @@
 //   node scripts/bench-browser.mjs [--batch-size 32] [--ensemble N] [--iterations 1500] [--seed 0]
 //                                  [--webgpu-steps 20,60] [--csv data/adult-sample.csv] [--label salary]
 //                                  [--protocol fedavg --local-epochs E --local-batch b --client-lr 0.01]
-//                                  [--skip native,cpu,webgpu,auto] [--page-workers 1,2]
+//                                  [--skip native,cpu,webgpu,auto] [--page-workers 1,2] [--www www/]
 // The ensemble defaults to the engine's (30 members for FedSGD, 15 for FedAvg).
 // A software GPU is too slow to run 1500 steps here: WebGPU runs two short attacks and the difference of
 // their times gives the rate per step without the one-off shader compilation, extrapolated to --iterations.
@@ -38,6 +38,8 @@ const { values: a } = parseArgs({
     skip: { type: 'string', default: '' },
     // The page's CPU runs: with 1 worker and with one per core (at most 8), or the counts given.
     'page-workers': { type: 'string', default: '' },
+    // Another build of the page (a copy of www/), to compare builds.
+    www: { type: 'string', default: join(root, 'www') },
   },
 });
 const fedavg = a.protocol === 'fedavg';
@@ -52,7 +54,7 @@ const skip = new Set(a.skip.split(',').filter(Boolean));
 const rows = [];
 
 async function inPage({ webgpu, backend, iterations, workers = '' }) {
-  const server = await startServer({ root: join(root, 'www'), port: 0 });
+  const server = await startServer({ root: a.www, port: 0 });
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: chromiumArgs({ webgpu }) });
   try {
     const context = await browser.newContext({ acceptDownloads: true });

@@ -1,6 +1,6 @@
 // The page's controller: file in, schema, settings, a run in the engine's worker, results out.
 // The engine (./leakscope/, copied from the npm package by scripts/build-wasm.sh) does all the work.
-import { LeakscopeWorker } from './leakscope/js/remote.js';
+import { LeakscopeWorker, compileEngine } from './leakscope/js/remote.js';
 import { LossChart } from './chart.js';
 import { bytes, el, renderBuckets, renderCells, renderLegend, renderSchema, renderSummary } from './render.js';
 import { renderAudit } from './audit.js';
@@ -84,6 +84,10 @@ function describe(error) {
 // ---- engine ---------------------------------------------------------------------------------------
 
 let generation = 0;
+// The engine's module downloads and compiles here while the worker starts (index.html preloads
+// it), and every engine started later reuses it.
+const engineModule = compileEngine(new URL('leakscope/pkg/leakscope_bg.wasm', document.baseURI));
+engineModule.catch(() => {}); // a failure reaches the engine's start, which shows it
 
 function startEngine(choice) {
   const mine = ++generation;
@@ -92,7 +96,7 @@ function startEngine(choice) {
   ui.backend.textContent = 'starting…';
   ui.backend.className = 'badge';
   document.body.dataset.engine = 'starting';
-  state.engineReady = LeakscopeWorker.create({ backend: choice, workers: query.workers }).then(
+  state.engineReady = LeakscopeWorker.create({ backend: choice, workers: query.workers, module: engineModule }).then(
     (engine) => {
       // A newer choice was made while this one started: it is not wanted any more.
       if (mine !== generation) {

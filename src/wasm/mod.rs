@@ -10,7 +10,7 @@ mod value;
 
 pub use engine::Engine;
 pub use table::Table;
-use value::{js_error, options_from_js, to_js};
+use value::{config_to_js, js_error, options_from_js, to_js};
 
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
@@ -64,28 +64,28 @@ pub fn panic_for_tests(message: String) {
 
 #[wasm_bindgen]
 pub fn limits() -> Result<JsValue, JsError> {
-    to_js(&Limits::of_this_engine())
+    config_to_js(&Limits::of_this_engine())
 }
 
 /// The engine's default options ({attack, batchSize, ensemble, iterations, seed, labels, …}): what
 /// a run gets for every option it leaves out, and what a page's form starts from.
 #[wasm_bindgen]
 pub fn defaults() -> Result<JsValue, JsError> {
-    to_js(&RunOptions::default())
+    config_to_js(&RunOptions::default())
 }
 
 /// The attacks this engine offers (`attack::describe`): each one's name, label, protocols and
 /// settings with their defaults and limits; a page builds its form from them.
 #[wasm_bindgen]
 pub fn attacks() -> Result<JsValue, JsError> {
-    to_js(&crate::attack::describe_attacks())
+    config_to_js(&crate::attack::describe_attacks())
 }
 
 /// The audit's default grid (`leakscope audit`'s) and the smaller one a browser tab finishes in
 /// minutes (the page's).
 #[wasm_bindgen(js_name = auditDefaults)]
 pub fn audit_defaults(quick: bool) -> Result<JsValue, JsError> {
-    to_js(&if quick {
+    config_to_js(&if quick {
         AuditOptions::quick()
     } else {
         AuditOptions::default()

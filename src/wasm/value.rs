@@ -8,6 +8,15 @@ pub(super) fn js_error(e: impl std::fmt::Display) -> JsError {
     JsError::new(&e.to_string())
 }
 
+/// Configuration (defaults, limits, the attacks, the audit's grids: finite numbers only) as one
+/// JSON text parsed by the JavaScript engine. An object built field by field crosses into
+/// JavaScript once per field: at a worker's start, before its glue is warm, that took a third of
+/// a second on the page's way to ready; one parse takes milliseconds.
+pub(super) fn config_to_js<T: serde::Serialize>(value: &T) -> Result<JsValue, JsError> {
+    let text = serde_json::to_string(value).map_err(js_error)?;
+    js_sys::JSON::parse(&text).map_err(|_| JsError::new("the engine wrote JSON JavaScript could not parse"))
+}
+
 pub(super) fn to_js<T: serde::Serialize>(value: &T) -> Result<JsValue, JsError> {
     value
         .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
