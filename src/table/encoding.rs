@@ -1,7 +1,7 @@
 //! A table's encoding as a file: what turns a row into the network's input (one-hot categories,
 //! raw numbers, every encoded column standardised) and back, without the rows. An update received
 //! from elsewhere is attacked against this; `leakscope encoding` writes it from a CSV, and a
-//! client's own pipeline can write it by hand (docs: README, "Attack a real update").
+//! client's own pipeline can write it by hand (docs/usage/real-updates.md).
 use serde::{Deserialize, Serialize};
 
 use super::dataset::{Dataset, Feature, FeatureKind, MAX_DECIMALS, Target};

@@ -416,7 +416,22 @@ test('the type declarations compile against a typed use of the package (tsc --st
   execFileSync(tsc, ['-p', project], { stdio: 'inherit' });
 });
 
-test('the package exports the worker entry and its client, with type declarations', () => {
+test("the README's JavaScript runs as written against the installed package", () => {
+  const readme = readFileSync(join(root, 'README.md'), 'utf8');
+  const snippets = [...readme.matchAll(/^```js\n([\s\S]*?)^```$/gm)].map((m) => m[1]);
+  assert.ok(snippets.length >= 1, 'the README shows the npm package in a ```js block');
+  // The README's snippet reads the sample from beside the script.
+  copyFileSync(join(root, 'data', 'adult-sample.csv'), join(project, 'adult-sample.csv'));
+  for (const snippet of snippets) {
+    writeFileSync(join(project, 'readme.mjs'), snippet);
+    const out = execFileSync('node', ['readme.mjs'], { cwd: project, maxBuffer: 64 << 20 }).toString();
+    // It prints progress, then the accuracy, the random baseline and how the rows were obtained.
+    assert.match(out, / \d+ of \d+\n/, out);
+    assert.match(out, /proved/, out);
+  }
+});
+
+test('the package exports the worker entry and its client, with type declarations and both licences', () => {
   const out = runIn(
     project,
     `
@@ -431,6 +446,7 @@ test('the package exports the worker entry and its client, with type declaration
       remoteCreate: typeof LeakscopeWorker.create,
       public: Object.keys(await import('leakscope')).sort(),
       types: ['.', './remote', './internal'].map((e) => existsSync('node_modules/leakscope/' + pkg.exports[e].types)),
+      licences: ['LICENSE-MIT', 'LICENSE-APACHE'].map((f) => readFileSync('node_modules/leakscope/' + f, 'utf8').split('\n').find((l) => l.trim()).trim()),
     }));
     `,
   );
@@ -441,5 +457,6 @@ test('the package exports the worker entry and its client, with type declaration
     remoteCreate: 'function',
     public: ['Leakscope', 'LeakscopeTable'],
     types: [true, true, true],
+    licences: ['MIT License', 'Apache License'],
   });
 });
