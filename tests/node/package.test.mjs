@@ -379,14 +379,14 @@ test('the type declarations compile against a typed use of the package (tsc --st
     join(project, 'use.ts'),
     `
     import { Leakscope, type LeakscopeTable, type Table, type AuditReport, type Report, type ReconstructionReport, type RunOptions, type Progress } from 'leakscope';
-    import { LeakscopeWorker } from 'leakscope/remote';
+    import { LeakscopeWorker, compileEngine } from 'leakscope/remote';
     async function main(csv: Uint8Array): Promise<number> {
       const engine = await Leakscope.create({ backend: 'auto' });
       const local: LeakscopeTable = await engine.loadTable(csv);
       const options: RunOptions = { label: 'credit_risk', batchSize: 8, attack: 'tableak', labels: 'restored' };
       const seen: Progress[] = [];
       const report: Report = await local.run(options, { onProgress: (p) => seen.push(p) });
-      const worker = await LeakscopeWorker.create({ backend: 'cpu', workers: 2 });
+      const worker = await LeakscopeWorker.create({ backend: 'cpu', workers: 2, module: compileEngine() });
       const remote: Table = await worker.loadTable(csv);
       const columns: number = (await remote.inspect()).columns.length + remote.bytes;
       const limit: number = worker.limits.maxCsvBytes + columns;
@@ -446,14 +446,14 @@ test('the package exports the worker entry and its client, with type declaration
       remoteCreate: typeof LeakscopeWorker.create,
       public: Object.keys(await import('leakscope')).sort(),
       types: ['.', './remote', './internal'].map((e) => existsSync('node_modules/leakscope/' + pkg.exports[e].types)),
-      licences: ['LICENSE-MIT', 'LICENSE-APACHE'].map((f) => readFileSync('node_modules/leakscope/' + f, 'utf8').split('\n').find((l) => l.trim()).trim()),
+      licences: ['LICENSE-MIT', 'LICENSE-APACHE'].map((f) => readFileSync('node_modules/leakscope/' + f, 'utf8').split('\\n').find((l) => l.trim()).trim()),
     }));
     `,
   );
   // The public surface is an engine and its tables; share-level pieces live in leakscope/internal.
   assert.deepEqual(out, {
     worker: true,
-    remote: ['LeakscopeWorker'],
+    remote: ['LeakscopeWorker', 'compileEngine'],
     remoteCreate: 'function',
     public: ['Leakscope', 'LeakscopeTable'],
     types: [true, true, true],
