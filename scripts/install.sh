@@ -63,7 +63,7 @@ retry rustup target add wasm32-unknown-unknown
 want=$(grep -A1 '^name = "wasm-bindgen"$' Cargo.lock | sed -n 's/^version = "\(.*\)"$/\1/p')
 have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
 if [ "$have" != "$want" ]; then
-  retry cargo install --locked wasm-bindgen-cli --version "=$want"
+  retry cargo install wasm-bindgen-cli --version "=$want"
 fi
 # From npm, pinned in package-lock.json: binaryen's wasm-opt optimises the WebAssembly module
 # (Debian's is too old), playwright-core drives the system Chromium in the browser tests (it
