@@ -78,7 +78,13 @@ class EngineWorker {
       this.#rpc.failAll(new Error(`the engine's worker failed: ${event.message || 'it could not be loaded'}`));
     });
     // The worker loads its scripts while a module compiled on the caller's thread finishes.
-    const module = (await this.module) ?? null;
+    let module;
+    try {
+      module = (await this.module) ?? null;
+    } catch (error) {
+      this.#worker.terminate();
+      throw error;
+    }
     this.info = await this.#rpc.request('create', {
       backend: this.#backendChoice,
       module: module ?? undefined,
