@@ -13,30 +13,15 @@ import init, {
   privacy as enginePrivacy,
   __panicForTests,
 } from '../pkg/leakscope.js';
+import { compileModule } from './compile.js';
 
-const isNode = typeof process !== 'undefined' && process.versions != null && process.versions.node != null;
 let ready;
 let compiled;
 let initialised = false;
 
-// Compile once; a WebAssembly.Module can be posted to other workers, which then share its machine code
-// (and its optimised tier) instead of each compiling the module again.
-async function compile() {
-  const url = new URL('../pkg/leakscope_bg.wasm', import.meta.url);
-  if (isNode) return WebAssembly.compile(await (await import('node:fs/promises')).readFile(url));
-  if (WebAssembly.compileStreaming) {
-    try {
-      return await WebAssembly.compileStreaming(fetch(url));
-    } catch {
-      // Served without the application/wasm type: compile from the bytes instead.
-    }
-  }
-  return WebAssembly.compile(await (await fetch(url)).arrayBuffer());
-}
-
 function load(module) {
   ready ??= (async () => {
-    compiled = module ?? (await compile());
+    compiled = module ?? (await compileModule());
     await init({ module_or_path: compiled });
     initialised = true;
   })();

@@ -10,6 +10,7 @@
 // One worker coordinates each run; when the engine's plan splits a TabLeak ensemble over the CPU
 // (WebAssembly runs one thread per worker), helper workers invert its shares, connected to the
 // coordinator by MessagePorts. This file only starts, connects and replaces workers.
+import { compileModule } from './compile.js';
 import { RpcClient } from './rpc.js';
 import { Tasks } from './tasks.js';
 
@@ -19,18 +20,7 @@ const CANCEL_GRACE_MS = 3000;
  * Compile the package's WebAssembly module (`url` defaults to the package's own), as it streams in.
  * Hand the promise to `LeakscopeWorker.create({ module })`; compiling needs no worker.
  */
-export async function compileEngine(url = new URL('../pkg/leakscope_bg.wasm', import.meta.url)) {
-  if (WebAssembly.compileStreaming) {
-    try {
-      return await WebAssembly.compileStreaming(fetch(url));
-    } catch {
-      // Served without the application/wasm type: compile from the bytes instead.
-    }
-  }
-  const response = await fetch(url);
-  if (!response.ok) throw new Error(`the engine's module could not be fetched from ${url}: HTTP ${response.status}`);
-  return WebAssembly.compile(await response.arrayBuffer());
-}
+export const compileEngine = compileModule;
 
 function checkCsv(csv) {
   // Blobs and Files are passed by reference (the worker reads them); strings and bytes are copied.

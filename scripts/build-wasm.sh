@@ -11,8 +11,8 @@ require_rust
 optimise=1
 [ "${1:-}" = "--no-opt" ] && optimise=0
 # wasm-bindgen's CLI must be the version of the crate in Cargo.lock (install.sh installs it).
-want=$(grep -A1 '^name = "wasm-bindgen"$' Cargo.lock | sed -n 's/^version = "\(.*\)"$/\1/p')
-have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
+want="$(wasm_bindgen_wanted)"
+have="$(wasm_bindgen_found)"
 if [ "$have" != "$want" ]; then
   echo "build-wasm: needs wasm-bindgen $want (found ${have:-none}): run ./scripts/install.sh" >&2
   exit 1

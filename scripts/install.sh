@@ -59,10 +59,8 @@ fi
 require_rust
 retry rustup target add wasm32-unknown-unknown
 
-# wasm-bindgen's CLI must be the exact version of the wasm-bindgen crate in Cargo.lock.
-want=$(grep -A1 '^name = "wasm-bindgen"$' Cargo.lock | sed -n 's/^version = "\(.*\)"$/\1/p')
-have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
-if [ "$have" != "$want" ]; then
+want="$(wasm_bindgen_wanted)"
+if [ "$(wasm_bindgen_found)" != "$want" ]; then
   retry cargo install wasm-bindgen-cli --version "=$want"
 fi
 # From npm, pinned in package-lock.json: binaryen's wasm-opt optimises the WebAssembly module

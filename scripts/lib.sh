@@ -25,6 +25,15 @@ load_cargo_env() {
   fi
 }
 
+# wasm-bindgen's CLI must be the exact version of the wasm-bindgen crate in Cargo.lock: that one,
+# and the one on PATH (empty where there is none).
+wasm_bindgen_wanted() {
+  grep -A1 '^name = "wasm-bindgen"$' "$LEAKSCOPE_ROOT/Cargo.lock" | sed -n 's/^version = "\(.*\)"$/\1/p'
+}
+wasm_bindgen_found() {
+  wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true
+}
+
 # The rust-version Cargo.toml asks for, e.g. 1.95.
 rust_version_wanted() {
   sed -n 's/^rust-version = "\([0-9.]*\)"$/\1/p' "$LEAKSCOPE_ROOT/Cargo.toml" | head -n 1
