@@ -402,6 +402,7 @@ fn check_fedavg_update_gradient(rt: &Runtime) {
         epochs: f["epochs"].as_u64().unwrap() as usize,
         local_batch: f["local_batch_size"].as_u64().unwrap() as usize,
         lr: f["lr"].as_f64().unwrap(),
+        ..Default::default()
     };
     let n = f["z"].as_array().unwrap().len();
     let d = p.sizes[0];
@@ -429,7 +430,7 @@ fn check_fedavg_update_gradient(rt: &Runtime) {
     let (t, tn) = target(&f["update_true"], &p, rt);
     let (simulated, taken) = local_training(&net, &[rows("z")], Some(&y), &training, true);
     let (loss, u_bar) = Objective::Cosine.evaluate(&simulated, &t, tn, true);
-    let z_bar = reverse_local_training(&taken, &u_bar.unwrap(), training.lr, 1, false);
+    let z_bar = reverse_local_training(&taken, &u_bar.unwrap(), &training, None, 1, false);
     assert_close(
         "fedavg loss",
         &pollster::block_on(read_f32(loss)).unwrap(),

@@ -156,6 +156,7 @@ fn a_pytorch_fedavg_update_is_the_simulated_one() {
         epochs: meta["local_epochs"].parse().unwrap(),
         local_batch: meta["local_batch"].parse().unwrap(),
         lr: meta["client_lr"].parse().unwrap(),
+        ..Default::default()
     };
     assert_eq!((training.epochs, training.local_batch), (2, 4));
     let ours = simulated(&from_st, "fedavg/update.safetensors", Protocol::Fedavg(training));

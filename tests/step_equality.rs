@@ -104,6 +104,7 @@ fn fedavg() -> leakscope::config::Protocol {
         epochs: 2,
         local_batch: 4,
         lr: 0.01,
+        ..Default::default()
     })
 }
 
@@ -124,6 +125,69 @@ fn the_cpu_kernel_follows_the_definition_through_fedavg() {
             &invert(&definition, &data, &c),
             &invert(&kernel, &data, &c),
         );
+    }
+}
+
+/// The client's SGD (`client::optimizer`) in the CPU kernel (`accel::cpu::optimizer`), one
+/// coordinate at a time, against the definition's tensor ops: momentum, dampening, Nesterov and
+/// weight decay; and a client that reshuffles its rows (whose every epoch gets rows of its own in
+/// every attack). Adam is held to the definition one evaluation at a time instead
+/// (tests/golden_optimizers.rs): its du/dd near d = 0 turns float32 rounding into whole
+/// sign-Adam steps of the rows within three steps, so whole runs part however right each step is.
+#[test]
+fn the_cpu_kernel_follows_the_definition_under_every_client_optimiser() {
+    use leakscope::client::fedavg::{LocalOrder, LocalTraining};
+    use leakscope::client::optimizer::ClientOptimizer;
+    use leakscope::config::Protocol;
+    let data = adult();
+    let definition = Runtime::cpu().definition();
+    let kernel = Runtime::cpu();
+    let sgd = ClientOptimizer::default();
+    let recipes = [
+        (
+            "momentum + dampening + decay",
+            ClientOptimizer {
+                momentum: 0.9,
+                dampening: 0.1,
+                weight_decay: 0.01,
+                ..sgd
+            },
+        ),
+        (
+            "Nesterov",
+            ClientOptimizer {
+                momentum: 0.9,
+                nesterov: true,
+                ..sgd
+            },
+        ),
+    ];
+    for (name, optimizer) in recipes {
+        for (attack, order) in [
+            (AttackKind::Tableak, LocalOrder::Given),
+            (AttackKind::Cosine, LocalOrder::Shuffled),
+        ] {
+            let c = AttackConfig {
+                protocol: Protocol::Fedavg(LocalTraining {
+                    epochs: 2,
+                    local_batch: 4,
+                    lr: 0.01,
+                    optimizer,
+                    order,
+                }),
+                // 10 steps: each step agrees to float rounding (tests/golden_optimizers.rs holds
+                // both to PyTorch at 1e-6), and sign-Adam on the rows turns a rounding in a
+                // gradient near zero into a whole step: the rows part by 1e-3 at step 15.
+                ..config(attack, 10, 5)
+            };
+            let ran = self::attack(&kernel, &data, &c).backend.label;
+            assert!(ran.contains("fused kernel"), "{name}: {ran}");
+            assert_follows(
+                &format!("FedAvg {name} {attack} {order:?} kernel"),
+                &invert(&definition, &data, &c),
+                &invert(&kernel, &data, &c),
+            );
+        }
     }
 }
 
@@ -168,6 +232,7 @@ fn attribute_config(iterations: usize) -> AttackConfig {
             epochs: 2,
             local_batch: 4,
             lr: 0.01,
+            ..Default::default()
         }),
         ..config(AttackKind::Tableak, iterations, 5)
     }

@@ -6,7 +6,8 @@ use crate::attack::inversion::relax::Layout;
 use crate::table::Value;
 
 /// One member's rows as [E·n, d] (`x`, `probs`), averaged over its E copies into [n, d].
-/// `decode` turns a standardised row into cells, for the matching.
+/// `decode` turns a standardised row into cells, for the matching. `probs` is empty where the
+/// rows were optimised directly, not relaxed (the baselines): then x alone is averaged.
 pub fn average_epochs(
     layout: &Layout,
     rules: &[Rule],
@@ -39,12 +40,15 @@ pub fn average_epochs(
             let from = (e * n + j) * d;
             for c in 0..d {
                 sum_x[i * d + c] += x[from + c] as f64;
-                sum_p[i * d + c] += probs[from + c] as f64;
+                sum_p[i * d + c] += probs.get(from + c).copied().unwrap_or(0.0) as f64;
             }
         }
     }
     let k = copies as f64;
     let mut avg_x: Vec<f32> = sum_x.iter().map(|v| (v / k) as f32).collect();
+    if probs.is_empty() {
+        return (avg_x, Vec::new());
+    }
     let avg_p: Vec<f32> = sum_p.iter().map(|v| (v / k) as f32).collect();
     // A categorical column's value follows from its averaged probability: (p − mean)/std.
     for &(offset, width, categorical) in &layout.blocks {

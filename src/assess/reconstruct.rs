@@ -503,7 +503,7 @@ impl Setup<'_> {
                 &self.layout,
                 &self.rules,
                 &inversion.x[span.clone()],
-                &inversion.probs[span],
+                inversion.probs.get(span).unwrap_or(&[]),
                 copies,
                 |row| self.dataset.decode(row),
             );

@@ -6,6 +6,7 @@ pub mod fedavg;
 pub mod gradient;
 pub mod head;
 pub mod network;
+pub mod optimizer;
 pub mod privacy;
 pub mod simulate;
 pub mod training;

@@ -5,13 +5,14 @@
 use burn::tensor::{Device, Tensor, TensorData};
 
 use super::defence::{self, Defence};
-use super::fedavg::local_training;
+use super::fedavg::{LocalOrder, local_training_in_order, shuffled_orders};
 use super::gradient::{ParamGrads, param_grads};
 use super::network::{Net, Params};
 use super::update::Update;
 use crate::config::Protocol;
 use crate::error::{Error, Result};
 use crate::runtime::read_f32;
+use crate::seed::seed_for;
 
 /// How the round runs.
 #[derive(Debug, Clone, Copy)]
@@ -20,7 +21,7 @@ pub struct Round {
     /// Clients averaged; the rows are split among them in order, equally.
     pub clients: usize,
     pub defence: Option<Defence>,
-    /// The defences' randomness (client k draws from its own stream).
+    /// The defences' randomness and a shuffling client's orders (client k draws from its own streams).
     pub seed: u64,
     /// The client's activation and head.
     pub model: crate::client::head::Model,
@@ -73,7 +74,11 @@ pub async fn simulate_round(params: &Params, x: &[f32], targets: &[f32], round: 
         let yt = Tensor::<3>::from_data(TensorData::new(y, [1, b, outputs]), device);
         let update = match &round.protocol {
             Protocol::Fedsgd => param_grads(&net, &xt, &yt).0,
-            Protocol::Fedavg(training) => local_training(&net, &[xt], Some(&yt), training, false).0,
+            Protocol::Fedavg(training) => {
+                let orders = (training.order == LocalOrder::Shuffled)
+                    .then(|| shuffled_orders(b, training.epochs, seed_for(round.seed, 16 + k as u64)));
+                local_training_in_order(&net, &[xt], Some(&yt), training, orders.as_deref(), false).0
+            }
         };
         let mut own = to_host(&update).await?;
         if let Some(defence) = &round.defence {

@@ -254,7 +254,7 @@ impl<'a> Definition<'a> {
                 let onehot = (!in_rows).then_some(&self.onehot);
                 let (update, taken) = local_training(net, &epochs, onehot, &training, with_grad);
                 let (mut loss, u_bar) = p.objective.evaluate(&update, target, target_norm, with_grad);
-                let mut x_bar = u_bar.map(|ub| reverse_local_training(&taken, &ub, training.lr, copies, in_rows));
+                let mut x_bar = u_bar.map(|ub| reverse_local_training(&taken, &ub, &training, None, copies, in_rows));
                 if copies > 1 && self.priors.iter().any(|&l| l > 0.0) {
                     let lambdas = Tensor::<3>::from_data(
                         TensorData::new(self.priors.iter().map(|&l| l as f32).collect::<Vec<_>>(), [n, 1, 1]),

@@ -6,9 +6,10 @@
 //! Golden vectors pin it down (tests/golden.rs).
 use burn::tensor::Tensor;
 
-use crate::client::fedavg::Taken;
+use crate::client::fedavg::{LocalTraining, Taken, gather_rows};
 use crate::client::gradient::{ParamGrads, Tape};
 use crate::client::network::Net;
+use crate::client::optimizer::{Adjoint, reverse_step};
 
 /// What `reverse` returns: dL/dx [N, B, d], dL/dθ per member where asked, and dL/dy
 /// [N, B, outputs] for the targets (what a regression's reconstructed label moves by).
@@ -92,25 +93,28 @@ pub fn reverse(net: &Net, tape: &Tape, g: &ParamGrads, with_params: bool) -> Rev
 }
 
 /// Reverse of `client::fedavg::local_training` (back-propagation through the client's unrolled
-/// SGD): given dL/d(θ0 − θE) per member, dL/dx for each entry of the rows it was given
-/// ([N, n, d] each; an entry shared by several epochs gets the sum of theirs).
+/// training): given dL/d(θ0 − θE) per member, dL/dx for each entry of the rows it was given
+/// ([N, n, d] each; an entry shared by several epochs gets the sum of theirs). `orders`: the
+/// orders the epochs visited the rows in (`local_training_in_order`), None for the given order.
 ///
-/// θ_{t+1} = θ_t − lr·g_t(θ_t, x_t): the adjoint of g_t is −lr·θ̄_{t+1}; it reaches x_t through
-/// `reverse` and θ_t through `reverse`'s parameter part, on top of θ̄_{t+1} itself.
+/// θ_{t+1} = θ_t − lr·s_t(g_t(θ_t, x_t), state): the optimiser's reverse (`optimizer::reverse_step`)
+/// turns dL/dθ_{t+1} into the adjoint of g_t (−lr·dL/dθ_{t+1} for plain SGD), which reaches x_t
+/// through `reverse` and θ_t through `reverse`'s parameter part, on top of θ's direct paths.
 /// With `targets_in_rows` each row carries its target as its last column (`local_training` with no
 /// labels), and its dL/dx carries dL/dy there.
 pub fn reverse_local_training(
     taken: &[Taken],
     update_bar: &ParamGrads,
-    lr: f64,
+    training: &LocalTraining,
+    orders: Option<&[Vec<usize>]>,
     entries: usize,
     targets_in_rows: bool,
 ) -> Vec<Tensor<3>> {
     // θ0 − θE: dL/dθE = −dL/d(update).
-    let mut theta_bar = update_bar.scale(-1.0);
+    let mut adjoint = Adjoint::new(update_bar.scale(-1.0));
     let mut parts: Vec<Vec<(usize, usize, Tensor<3>)>> = vec![Vec::new(); entries];
     for (t, step) in taken.iter().enumerate().rev() {
-        let g_bar = theta_bar.scale(-lr);
+        let g_bar = reverse_step(&training.optimizer, training.lr, t + 1, &step.kept, &mut adjoint);
         let reversed = reverse(&step.net, &step.tape, &g_bar, t > 0);
         let x_bar = match targets_in_rows {
             true => Tensor::cat(vec![reversed.x, reversed.targets], 2),
@@ -118,27 +122,40 @@ pub fn reverse_local_training(
         };
         parts[step.step.epoch.min(entries - 1)].push((step.step.epoch, step.step.first, x_bar));
         if let Some(p) = reversed.params {
-            theta_bar = theta_bar.add(&p);
+            adjoint.theta = adjoint.theta.add(&p);
         }
     }
+    // Per epoch, the steps cover the rows once in the order visited: concatenate, put back in
+    // the rows' own order; epochs sharing the entry add up.
+    let in_place = |epoch: usize, rows: Vec<Tensor<3>>| {
+        let whole = Tensor::cat(rows, 1);
+        match orders.map(|o| &o[epoch]) {
+            Some(order) => {
+                let mut inverse = vec![0; order.len()];
+                for (k, &i) in order.iter().enumerate() {
+                    inverse[i] = k;
+                }
+                gather_rows(&whole, &inverse)
+            }
+            None => whole,
+        }
+    };
     parts
         .into_iter()
         .map(|mut entry| {
-            // Per epoch, the steps cover the rows once in order: concatenate; epochs sharing the
-            // entry add up.
             entry.sort_by_key(|&(epoch, first, _)| (epoch, first));
             let mut total: Option<Tensor<3>> = None;
             let mut epoch_rows: Vec<Tensor<3>> = Vec::new();
             let mut current = entry.first().map(|e| e.0);
             for (epoch, _, x_bar) in entry {
                 if Some(epoch) != current {
-                    let whole = Tensor::cat(std::mem::take(&mut epoch_rows), 1);
+                    let whole = in_place(current.expect("set"), std::mem::take(&mut epoch_rows));
                     total = Some(total.map_or(whole.clone(), |t| t + whole));
                     current = Some(epoch);
                 }
                 epoch_rows.push(x_bar);
             }
-            let whole = Tensor::cat(epoch_rows, 1);
+            let whole = in_place(current.expect("an entry has steps"), epoch_rows);
             total.map_or(whole.clone(), |t| t + whole)
         })
         .collect()

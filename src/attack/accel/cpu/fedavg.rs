@@ -1,6 +1,7 @@
 //! FedAvg in the CPU kernel: a group's members each run the client's local training on their
 //! dummy rows, and the objective is differentiated back through every local step (the definition's
 //! `client::fedavg::local_training` and `attack::inversion::second_order::reverse_local_training`).
+use super::optimizer::{Kept, Rule};
 use super::passes::{Weights, Workspace, forward_backward, objective, reverse};
 use crate::attack::inversion::objective::Objective;
 use crate::client::fedavg::{LocalStep, LocalTraining};
@@ -23,7 +24,19 @@ pub struct Unrolled {
     bar_b: Vec<Vec<f32>>,
     add_w: Vec<Vec<f32>>,
     add_b: Vec<Vec<f32>>,
+    /// The client's optimiser, and its state per member: the momentum buffer or Adam's m
+    /// (`first`), Adam's v (`second`); their adjoints in the reverse. Empty for plain SGD.
+    rule: Rule,
+    first: Slots,
+    second: Slots,
+    first_bar: Slots,
+    second_bar: Slots,
+    /// Adam's values per step for the reverse (`optimizer::Kept`), per step and slot.
+    kept: Vec<Vec<Vec<Kept>>>,
 }
+
+/// One buffer per parameter tensor: every layer's W then every layer's b, each g members long.
+type Slots = Vec<Vec<f32>>;
 
 /// The local training's constants.
 pub struct Client<'a> {
@@ -50,6 +63,11 @@ impl Unrolled {
         };
         let weights = || per_layer(&|i, o| g * i * o);
         let biases = || per_layer(&|_, o| g * o);
+        let rule = Rule::new(&training.optimizer, training.lr);
+        let state = || match rule.is_plain() {
+            true => Vec::new(),
+            false => weights().into_iter().chain(biases()).collect(),
+        };
         Unrolled {
             passes: steps.iter().map(|s| Workspace::new(sizes, g, s.rows)).collect(),
             theta_w: steps.iter().map(|_| weights()).collect(),
@@ -60,6 +78,24 @@ impl Unrolled {
             bar_b: biases(),
             add_w: weights(),
             add_b: biases(),
+            rule,
+            first: state(),
+            second: state(),
+            first_bar: state(),
+            second_bar: state(),
+            kept: match rule.keeps() {
+                true => steps
+                    .iter()
+                    .map(|_| {
+                        weights()
+                            .into_iter()
+                            .chain(biases())
+                            .map(|v| vec![[0.0; 3]; v.len()])
+                            .collect()
+                    })
+                    .collect(),
+                false => Vec::new(),
+            },
             steps,
         }
     }
@@ -79,6 +115,10 @@ impl Client<'_> {
     /// `x_bar` ([g, copies·n, d], overwritten) dL/dx through the whole local training.
     pub fn loss(&self, un: &mut Unrolled, x: &[f32], loss: &mut [f32], x_bar: Option<&mut [f32]>) {
         let g = loss.len();
+        // A fresh optimiser every local training (a client makes one per round).
+        for slot in un.first.iter_mut().chain(un.second.iter_mut()) {
+            slot.iter_mut().for_each(|v| *v = 0.0);
+        }
         for t in 0..un.steps.len() {
             self.local_step(un, x, g, t);
         }
@@ -117,8 +157,10 @@ impl Client<'_> {
             }
         };
         forward_backward(self.sizes, weights, labels, self.head, &mut un.passes[t]);
-        // θ_{t+1} = θ_t − lr·g_t, per member.
+        // θ_{t+1} from θ_t and g_t by the client's optimiser, per member.
         let pass = &un.passes[t];
+        let rule = un.rule;
+        let layers_n = layers;
         for l in 0..layers {
             let (i, o) = (self.sizes[l], self.sizes[l + 1]);
             for k in 0..g {
@@ -131,16 +173,32 @@ impl Client<'_> {
                     )
                 };
                 let w_after = &mut rest[0][l][k * i * o..(k + 1) * i * o];
-                for ((a, &w0), &gv) in w_after
-                    .iter_mut()
-                    .zip(w_before)
-                    .zip(&pass.gw[l][k * i * o..(k + 1) * i * o])
-                {
-                    *a = w0 - lr * gv;
-                }
                 let b_after = &mut rest_b[0][l][k * o..(k + 1) * o];
-                for ((a, &b0), &gv) in b_after.iter_mut().zip(b_before).zip(&pass.gb[l][k * o..(k + 1) * o]) {
-                    *a = b0 - lr * gv;
+                let gw = &pass.gw[l][k * i * o..(k + 1) * i * o];
+                let gb = &pass.gb[l][k * o..(k + 1) * o];
+                if rule.is_plain() {
+                    for ((a, &w0), &gv) in w_after.iter_mut().zip(w_before).zip(gw) {
+                        *a = w0 - lr * gv;
+                    }
+                    for ((a, &b0), &gv) in b_after.iter_mut().zip(b_before).zip(gb) {
+                        *a = b0 - lr * gv;
+                    }
+                    continue;
+                }
+                for (slot, after, before, grad, span) in [
+                    (l, w_after, w_before, gw, k * i * o..(k + 1) * i * o),
+                    (layers_n + l, b_after, b_before, gb, k * o..(k + 1) * o),
+                ] {
+                    let first = &mut un.first[slot][span.clone()];
+                    let second = &mut un.second[slot][span.clone()];
+                    let mut kept = un.kept.get_mut(t).map(|k| &mut k[slot][span]);
+                    for e in 0..after.len() {
+                        let (next, keep) = rule.step(t + 1, before[e], grad[e], &mut first[e], &mut second[e]);
+                        after[e] = next;
+                        if let Some(kept) = kept.as_mut() {
+                            kept[e] = keep;
+                        }
+                    }
                 }
             }
         }
@@ -189,8 +247,11 @@ impl Client<'_> {
         let d = self.sizes[0];
         let n = self.client_rows();
         let member_rows = self.copies * n;
-        let lr = self.training.lr as f32;
         x_bar.iter_mut().for_each(|v| *v = 0.0);
+        for slot in un.first_bar.iter_mut().chain(un.second_bar.iter_mut()) {
+            slot.iter_mut().for_each(|v| *v = 0.0);
+        }
+        let rule = un.rule;
         // dL/dθE = −dL/d(update).
         for (bar, u) in un
             .bar_w
@@ -202,16 +263,27 @@ impl Client<'_> {
         }
         for t in (0..un.steps.len()).rev() {
             let step = un.steps[t];
-            // The adjoint of g_t is −lr·θ̄_{t+1}: the reverse reads it as G.
+            // The adjoint of g_t from θ̄_{t+1} by the optimiser's reverse (−lr·θ̄_{t+1} for plain
+            // SGD), which also leaves θ's direct part in θ̄: the reverse reads it as G.
             {
                 let pass = &mut un.passes[t];
-                for (gv, bar) in pass
+                for (slot, (gv, bar)) in pass
                     .gw
                     .iter_mut()
-                    .zip(&un.bar_w)
-                    .chain(pass.gb.iter_mut().zip(&un.bar_b))
+                    .zip(un.bar_w.iter_mut())
+                    .chain(pass.gb.iter_mut().zip(un.bar_b.iter_mut()))
+                    .enumerate()
                 {
-                    gv.iter_mut().zip(bar).for_each(|(gv, &b)| *gv = -lr * b);
+                    if rule.is_plain() {
+                        gv.iter_mut().zip(bar.iter()).for_each(|(gv, &b)| *gv = -rule.lr() * b);
+                        continue;
+                    }
+                    let (fb, sb) = (&mut un.first_bar[slot], &mut un.second_bar[slot]);
+                    let kept = un.kept.get(t).map(|k| &k[slot][..]);
+                    for e in 0..gv.len() {
+                        let keep = kept.map_or([0.0; 3], |k| k[e]);
+                        gv[e] = rule.reverse(t + 1, keep, &mut bar[e], &mut fb[e], &mut sb[e]);
+                    }
                 }
             }
             let weights = self.weights_at_split(&un.theta_w, &un.theta_b, t);

@@ -11,6 +11,7 @@
 //! natively, one group in wasm), and the matmuls dominate.
 mod fedavg;
 mod gemm;
+mod optimizer;
 mod passes;
 mod relax;
 
