@@ -239,6 +239,9 @@ impl AttackConfig {
             if !(t.lr > 0.0 && t.lr.is_finite()) {
                 return fail(format!("the client's learning rate {} must be a positive number", t.lr));
             }
+            t.optimizer
+                .validate()
+                .map_err(|m| Error::Config(format!("the client's optimiser: {m}")))?;
             if self.labels == LabelMode::Restored {
                 return fail(
                     "restored labels are for FedSGD (they are read off one gradient); on FedAvg the server \

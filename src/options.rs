@@ -9,7 +9,8 @@ use crate::attack::attribute::settings::Membership;
 use crate::attack::spec::{AttackKind, AttackSpec, FlatSettings};
 use crate::attack::tableak::settings::{EpochPrior, TableakSettings};
 use crate::client::defence::Defence;
-use crate::client::fedavg::LocalTraining;
+use crate::client::fedavg::{LocalOrder, LocalTraining};
+use crate::client::optimizer::{ClientOptimizer, OptimizerKind};
 pub use crate::config::ProtocolKind;
 use crate::config::{AttackConfig, LabelMode, Optimiser, Protocol};
 use crate::error::{Error, Result};
@@ -54,6 +55,26 @@ pub struct RunOptions {
     pub local_epochs: usize,
     #[ts(as = "Option<_>", optional)]
     pub client_lr: f64,
+    /// FedAvg: the client's optimiser, with torch.optim's settings: "sgd" (the default; momentum,
+    /// dampening, nesterov, weightDecay), "adam" or "adamw" (betas, adamEps, weightDecay).
+    #[ts(as = "Option<_>", optional)]
+    pub optimizer: OptimizerKind,
+    #[ts(as = "Option<_>", optional)]
+    pub momentum: f64,
+    #[ts(as = "Option<_>", optional)]
+    pub dampening: f64,
+    #[ts(as = "Option<_>", optional)]
+    pub nesterov: bool,
+    #[ts(as = "Option<_>", optional)]
+    pub weight_decay: f64,
+    #[ts(as = "Option<_>", optional)]
+    pub betas: [f64; 2],
+    #[ts(as = "Option<_>", optional)]
+    pub adam_eps: f64,
+    /// FedAvg: "given" (the client's rows in the same order every epoch, the default) or
+    /// "shuffled" (reshuffled every epoch, in an order the server does not know).
+    #[ts(as = "Option<_>", optional)]
+    pub local_order: LocalOrder,
     /// TabLeak on FedAvg: the epoch prior's weight λ; "auto" chooses it without the truth.
     #[ts(as = "Option<_>", optional)]
     pub epoch_prior: EpochPrior,
@@ -151,6 +172,14 @@ impl Default for RunOptions {
             local_batch: LocalTraining::default().local_batch,
             local_epochs: LocalTraining::default().epochs,
             client_lr: LocalTraining::default().lr,
+            optimizer: ClientOptimizer::default().kind,
+            momentum: ClientOptimizer::default().momentum,
+            dampening: ClientOptimizer::default().dampening,
+            nesterov: ClientOptimizer::default().nesterov,
+            weight_decay: ClientOptimizer::default().weight_decay,
+            betas: ClientOptimizer::default().betas,
+            adam_eps: ClientOptimizer::default().eps,
+            local_order: LocalOrder::default(),
             epoch_prior: t.epoch_prior,
             seed: c.seed,
             labels: c.labels,
@@ -198,7 +227,83 @@ impl RunOptions {
                 epochs: self.local_epochs,
                 local_batch: self.local_batch,
                 lr: self.client_lr,
+                optimizer: ClientOptimizer {
+                    kind: self.optimizer,
+                    momentum: self.momentum,
+                    dampening: self.dampening,
+                    nesterov: self.nesterov,
+                    weight_decay: self.weight_decay,
+                    betas: self.betas,
+                    eps: self.adam_eps,
+                },
+                order: self.local_order,
             }),
+        }
+    }
+
+    /// The FedAvg recipe these options state (whatever the protocol): optimiser and order; the
+    /// epochs, batch and lr as given.
+    pub fn protocol_recipe(&self) -> LocalTraining {
+        match (RunOptions {
+            protocol: ProtocolKind::Fedavg,
+            ..self.clone()
+        })
+        .protocol()
+        {
+            Protocol::Fedavg(t) => t,
+            Protocol::Fedsgd => unreachable!("asked for FedAvg"),
+        }
+    }
+
+    /// The same options with the client's local-training recipe at the engine's defaults (what a
+    /// FedSGD setting of an audit holds).
+    pub fn without_local_training(self) -> RunOptions {
+        self.with_local_training_of(&RunOptions::default())
+    }
+
+    /// The same options with `from`'s local-training recipe (optimiser, its settings, order, lr).
+    pub fn with_local_training_of(self, from: &RunOptions) -> RunOptions {
+        RunOptions {
+            client_lr: from.client_lr,
+            optimizer: from.optimizer,
+            momentum: from.momentum,
+            dampening: from.dampening,
+            nesterov: from.nesterov,
+            weight_decay: from.weight_decay,
+            betas: from.betas,
+            adam_eps: from.adam_eps,
+            local_order: from.local_order,
+            ..self
+        }
+    }
+
+    /// The local training's settings are FedAvg's: on FedSGD (one gradient) they would be ignored,
+    /// so they are refused by name.
+    fn check_fedavg_only(&self) -> Result<()> {
+        if self.protocol == ProtocolKind::Fedavg {
+            return Ok(());
+        }
+        let d = RunOptions::default();
+        let set: Vec<&str> = [
+            ("optimizer", self.optimizer != d.optimizer),
+            ("momentum", self.momentum != d.momentum),
+            ("dampening", self.dampening != d.dampening),
+            ("nesterov", self.nesterov != d.nesterov),
+            ("weight decay", self.weight_decay != d.weight_decay),
+            ("betas", self.betas != d.betas),
+            ("Adam's eps", self.adam_eps != d.adam_eps),
+            ("local order", self.local_order != d.local_order),
+        ]
+        .into_iter()
+        .filter_map(|(name, on)| on.then_some(name))
+        .collect();
+        match set.is_empty() {
+            true => Ok(()),
+            false => Err(Error::Config(format!(
+                "{} describe{} a FedAvg client's local training; FedSGD sends one gradient (use protocol fedavg)",
+                set.join(", "),
+                if set.len() == 1 { "s" } else { "" }
+            ))),
         }
     }
 
@@ -250,6 +355,7 @@ impl RunOptions {
 
     pub fn attack_config(&self) -> Result<AttackConfig> {
         let attack = self.attack_spec()?;
+        self.check_fedavg_only()?;
         Ok(AttackConfig {
             optimiser: self.lr.map(|lr| Optimiser {
                 lr,

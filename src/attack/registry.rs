@@ -6,6 +6,7 @@
 use crate::attack::describe::{self, AttackInfo};
 use crate::attack::inversion::objective::Objective;
 use crate::attack::spec::{AttackKind, AttackSpec, CosineBaseline, DlgBaseline, RandomBaseline};
+use crate::client::fedavg::LocalOrder;
 use crate::config::{AttackConfig, MAX_ENSEMBLE, Optimiser, Protocol};
 use crate::error::{Error, Result};
 use crate::plan::limits::WorkingSet;
@@ -200,11 +201,14 @@ impl AttackConfig {
         candidates[(m / self.attacker().ensemble().max(1)).min(candidates.len() - 1)]
     }
 
-    /// Dummy rows each member optimises: the rows behind the update, or for TabLeak on FedAvg one
-    /// copy of the client's rows per local epoch.
+    /// Dummy rows each member optimises: the rows behind the update, or on FedAvg one copy of the
+    /// client's rows per local epoch, for TabLeak (its epoch prior) and for any attack on a client
+    /// that reshuffles its rows (whose epochs share no order the server knows).
     pub fn rows_per_member(&self) -> usize {
         match &self.protocol {
-            Protocol::Fedavg(t) if self.attacker().copies_per_epoch() => t.epochs.saturating_mul(self.rows()),
+            Protocol::Fedavg(t) if self.attacker().copies_per_epoch() || t.order == LocalOrder::Shuffled => {
+                t.epochs.saturating_mul(self.rows())
+            }
             _ => self.rows(),
         }
     }
@@ -265,6 +269,21 @@ impl AttackConfig {
             ] {
                 if on {
                     out.push((part, why.clone()));
+                }
+            }
+            return out;
+        }
+        if let Protocol::Fedavg(t) = &self.protocol
+            && let Some(why) = t.optimizer.span_broken_by()
+        {
+            // The span, the proof and the certificate all read the update as a sum of the rows' terms.
+            for (part, on) in [
+                (Part::Span, asked.span),
+                (Part::Proof, asked.proof),
+                (Part::SecondLayer, asked.second_layer),
+            ] {
+                if on {
+                    out.push((part, why.to_string()));
                 }
             }
             return out;

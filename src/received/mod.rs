@@ -5,6 +5,7 @@
 //! any attack. PyTorch's `nn.Linear` stores W as [out, in] and computes x Wᵀ + b; leakscope holds
 //! W as [in, out], so weights and their updates are transposed on reading.
 mod npz;
+pub mod recipe;
 mod tensor;
 pub mod truth;
 

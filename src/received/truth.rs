@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ReceivedUpdate;
+use super::recipe::{RecipeCheck, check_recipe};
 use crate::assess::matching::Rule;
 use crate::assess::scoring::{Accuracy, score};
 use crate::attack::baselines::random_rows;
@@ -40,6 +41,9 @@ pub struct ScoredUpdate {
     #[serde(default)]
     pub rows_consistent: usize,
     pub rows: usize,
+    /// Whether the recipe the attack was told reproduces the update on these rows: where it does
+    /// not, `accuracy` is not what the server would reconstruct.
+    pub recipe_check: RecipeCheck,
 }
 
 /// The rows of a CSV as `encoding` reads them (its features by name, its categories, numbers in
@@ -134,6 +138,7 @@ pub async fn attack_received_against(
             config.rows()
         )));
     }
+    let recipe_check = check_recipe(config, received, truth).await?;
     let (setup, inverted) = invert_received(runtime, dataset, config, received, progress).await?;
     // The report's rows are formatted text: score the pooled rows themselves, reconstructed once.
     let recon = setup.reconstruct(inverted).await?;
@@ -151,6 +156,7 @@ pub async fn attack_received_against(
         rows_proved,
         rows_consistent,
         rows: truth.n(),
+        recipe_check,
     })
 }
 

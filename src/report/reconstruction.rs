@@ -192,13 +192,7 @@ impl ReconstructionReport {
         let c = &self.config;
         let what = match &c.protocol {
             Protocol::Fedsgd => format!("a gradient on {} rows", c.batch_size),
-            Protocol::Fedavg(t) => format!(
-                "a FedAvg update on {} rows ({} of batches of {}, client lr {})",
-                c.batch_size,
-                super::text::counted(t.epochs, "local epoch"),
-                t.local_batch,
-                t.lr
-            ),
+            Protocol::Fedavg(t) => format!("a FedAvg update on {} rows ({})", c.batch_size, t.describe()),
         };
         let _ = writeln!(
             s,

@@ -39,14 +39,7 @@ fn setting(r: &Report, s: &mut String) {
             c.rows()
         ),
         Protocol::Fedsgd => format!("a batch of {} rows", c.batch_size),
-        Protocol::Fedavg(t) => format!(
-            "a FedAvg client's {} rows ({} local epoch{} of batches of {}, client lr {})",
-            c.batch_size,
-            t.epochs,
-            if t.epochs == 1 { "" } else { "s" },
-            t.local_batch,
-            t.lr
-        ),
+        Protocol::Fedavg(t) => format!("a FedAvg client's {} rows ({})", c.batch_size, t.describe()),
     };
     let _ = writeln!(s, "{name} on {batch}{steps}, {labels}, seed {}", c.seed);
     if let Some((l, fits)) = r

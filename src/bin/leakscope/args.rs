@@ -107,9 +107,11 @@ pub struct AttackArgs {
     /// truth; 7× the work).
     #[arg(long, value_parser = parse_prior)]
     pub epoch_prior: Option<EpochPrior>,
-    /// FedAvg: the client's SGD step (default 0.01).
+    /// FedAvg: the client's learning rate, its optimiser's step (default 0.01).
     #[arg(long)]
     pub client_lr: Option<f64>,
+    #[command(flatten)]
+    pub recipe: RecipeArgs,
     /// Plain TabLeak / Cosine: do not keep the dummy rows in the span of the first layer's
     /// gradient (the prior is on by default and switches itself off where the span says nothing).
     #[arg(long)]
@@ -146,6 +148,95 @@ pub struct AttackArgs {
     /// CAFE: rounds the server observes, each on `--batch-size` indices (default 2000).
     #[arg(long)]
     pub rounds: Option<usize>,
+}
+
+/// How a FedAvg client trains, in torch.optim's terms (the learning rate is `--client-lr`).
+#[derive(Args)]
+pub struct RecipeArgs {
+    /// FedAvg: the client's optimiser: sgd (the default), adam or adamw, as torch.optim defines them.
+    #[arg(long, value_enum)]
+    pub optimizer: Option<OptimizerArg>,
+    /// FedAvg, SGD: momentum (default 0).
+    #[arg(long)]
+    pub momentum: Option<f64>,
+    /// FedAvg, SGD: momentum's dampening (default 0).
+    #[arg(long)]
+    pub dampening: Option<f64>,
+    /// FedAvg, SGD: Nesterov momentum.
+    #[arg(long)]
+    pub nesterov: bool,
+    /// FedAvg: weight decay (SGD and Adam add wd·θ to the gradient; AdamW shrinks θ by lr·wd).
+    #[arg(long)]
+    pub weight_decay: Option<f64>,
+    /// FedAvg, Adam/AdamW: β1,β2 (default 0.9,0.999).
+    #[arg(long, value_parser = parse_betas)]
+    pub betas: Option<[f64; 2]>,
+    /// FedAvg, Adam/AdamW: ε (default 1e-8).
+    #[arg(long)]
+    pub adam_eps: Option<f64>,
+    /// FedAvg: the client's rows come in the same order every epoch (given, the default) or are
+    /// reshuffled every epoch in an order the server does not know (shuffled: DataLoader(shuffle=True)).
+    #[arg(long, value_enum)]
+    pub local_order: Option<LocalOrderArg>,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq)]
+pub enum OptimizerArg {
+    Sgd,
+    Adam,
+    Adamw,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq)]
+pub enum LocalOrderArg {
+    Given,
+    Shuffled,
+}
+
+/// `0.9,0.999`.
+fn parse_betas(text: &str) -> Result<[f64; 2], String> {
+    let parts: Vec<&str> = text.split(',').map(str::trim).collect();
+    let [b1, b2] = parts[..] else {
+        return Err(format!(
+            "betas are two numbers, β1,β2 (such as 0.9,0.999); got {text:?}"
+        ));
+    };
+    let number = |v: &str| v.parse::<f64>().map_err(|_| format!("betas: {v:?} is not a number"));
+    Ok([number(b1)?, number(b2)?])
+}
+
+impl RecipeArgs {
+    /// Write what is given into `o`; the rest keeps the engine's default.
+    fn apply(&self, o: &mut RunOptions) {
+        use leakscope::client::fedavg::LocalOrder;
+        use leakscope::client::optimizer::OptimizerKind;
+        if let Some(k) = self.optimizer {
+            o.optimizer = match k {
+                OptimizerArg::Sgd => OptimizerKind::Sgd,
+                OptimizerArg::Adam => OptimizerKind::Adam,
+                OptimizerArg::Adamw => OptimizerKind::Adamw,
+            };
+        }
+        let set = |v: Option<f64>, to: &mut f64| {
+            if let Some(v) = v {
+                *to = v;
+            }
+        };
+        set(self.momentum, &mut o.momentum);
+        set(self.dampening, &mut o.dampening);
+        set(self.weight_decay, &mut o.weight_decay);
+        set(self.adam_eps, &mut o.adam_eps);
+        o.nesterov |= self.nesterov;
+        if let Some(b) = self.betas {
+            o.betas = b;
+        }
+        if let Some(order) = self.local_order {
+            o.local_order = match order {
+                LocalOrderArg::Given => LocalOrder::Given,
+                LocalOrderArg::Shuffled => LocalOrder::Shuffled,
+            };
+        }
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq)]
@@ -326,6 +417,7 @@ pub fn run_options(table: &TableArgs, attack: &AttackArgs, client: Option<&Clien
     if let Some(v) = attack.client_lr {
         o.client_lr = v;
     }
+    attack.recipe.apply(&mut o);
     if let Some(c) = client {
         o.protocol = match c.protocol {
             Some(ProtocolArg::Fedavg) => ProtocolKind::Fedavg,

@@ -167,9 +167,14 @@ pub fn attack_update(args: AttackUpdateArgs) -> CliResult<()> {
         .map_err(|e| e.to_string())?;
         pb.finish_and_clear();
         print!("{}", scored.reconstruction.render_text(args.show));
+        println!("{}", scored.recipe_check.sentence());
+        let whose = match scored.recipe_check.failed() {
+            true => "an attacker assuming the stated recipe, ",
+            false => "",
+        };
         println!(
-            "against the {} rows of {}: {:.1} % of cells right ({:.1} % by guessing), {} rows proved, {} consistent \
-             with the update but not proved",
+            "{whose}against the {} rows of {}: {:.1} % of cells right ({:.1} % by guessing), {} rows proved, {} \
+             consistent with the update but not proved",
             scored.rows,
             csv.display(),
             100.0 * scored.accuracy.total,
