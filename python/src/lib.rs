@@ -121,8 +121,10 @@ fn attack(py: Python<'_>, csv: &[u8], options: &str, progress: Option<PyObject>)
 #[pyfunction]
 #[pyo3(signature = (csv, options, progress=None))]
 fn audit(py: Python<'_>, csv: &[u8], options: &str, progress: Option<PyObject>) -> PyResult<String> {
-    let o: AuditOptions = from_json("options", options)?;
+    let mut o: AuditOptions = from_json("options", options)?;
     let dataset = dataset(csv, &o.run)?;
+    // Client sizes above the table's rows are left out (the report's options say which ran).
+    o.fit_table(dataset.n());
     let cells = o.cells(&dataset).map_err(engine_error)?;
     let mut reporter = Reporter::new(progress);
     let count = cells.len();

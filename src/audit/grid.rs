@@ -1,5 +1,5 @@
 //! What an audit runs: the studies a data owner asks about (batch size, noise, clients averaged,
-//! FedAvg's local training, training before the attack), each a line of settings around one
+//! FedAvg's local training, the FedAvg client's size, training before the attack), each a line of settings around one
 //! reference setting, times the attacks compared, times the batches averaged. Every cell is one
 //! attack on one batch, independent of the others: a shard is any subset, and the same cell gives
 //! the same result wherever it runs.
@@ -43,6 +43,12 @@ pub struct AuditOptions {
     pub local_batches: Vec<usize>,
     /// Epochs of training on the table before the attacked round.
     pub training_epochs: Vec<usize>,
+    /// FedAvg: the client's rows (its whole local dataset), each at every one of `client_epochs`
+    /// in local batches of `client_batch`, trained as `run` states (optimiser, order): at what
+    /// size the table stops leaking through this recipe. Sizes above the table's rows are left out.
+    pub client_rows: Vec<usize>,
+    pub client_epochs: Vec<usize>,
+    pub client_batch: usize,
     /// Rounds of training the noise study's ε is accounted over (`client::accountant`).
     #[ts(type = "number")]
     pub rounds: u64,
@@ -66,6 +72,9 @@ impl Default for AuditOptions {
             local_epochs: vec![1, 5],
             local_batches: vec![32, 8],
             training_epochs: vec![0, 1, 5],
+            client_rows: vec![32, 64, 128, 256, 512],
+            client_epochs: vec![1, 5],
+            client_batch: 32,
             rounds: DEFAULT_ROUNDS,
             sample_rate: 1.0,
         }
@@ -85,6 +94,8 @@ impl AuditOptions {
             local_epochs: vec![1, 5],
             local_batches: vec![32],
             training_epochs: vec![0, 2],
+            client_rows: vec![32, 128],
+            client_epochs: vec![1],
             ..AuditOptions::default()
         }
     }
@@ -99,6 +110,7 @@ pub enum Point {
     Clients { clients: usize },
     Fedavg { epochs: usize, local_batch: usize },
     Training { epochs: usize },
+    ClientRows { rows: usize, epochs: usize },
 }
 
 /// The studies, in the order an audit reports them.
@@ -110,13 +122,15 @@ pub enum Study {
     Clients,
     Fedavg,
     Training,
+    ClientRows,
 }
 
-pub const STUDIES: [Study; 5] = [
+pub const STUDIES: [Study; 6] = [
     Study::BatchSize,
     Study::Noise,
     Study::Clients,
     Study::Fedavg,
+    Study::ClientRows,
     Study::Training,
 ];
 
@@ -128,10 +142,12 @@ impl Point {
             Point::Clients { .. } => Study::Clients,
             Point::Fedavg { .. } => Study::Fedavg,
             Point::Training { .. } => Study::Training,
+            Point::ClientRows { .. } => Study::ClientRows,
         }
     }
 
-    /// The point as a short label: "B = 32", "σ = 0.01", "K = 4", "E = 5, b = 8", "5 epochs".
+    /// The point as a short label: "B = 32", "σ = 0.01", "K = 4", "E = 5, b = 8", "5 epochs",
+    /// "n = 128, E = 5".
     pub fn label(&self) -> String {
         match *self {
             Point::BatchSize { batch } => format!("B = {batch}"),
@@ -139,6 +155,7 @@ impl Point {
             Point::Clients { clients } => format!("K = {clients}"),
             Point::Fedavg { epochs, local_batch } => format!("E = {epochs}, b = {local_batch}"),
             Point::Training { epochs } => format!("{epochs} epoch{}", if epochs == 1 { "" } else { "s" }),
+            Point::ClientRows { rows, epochs } => format!("n = {rows}, E = {epochs}"),
         }
     }
 
@@ -152,7 +169,16 @@ impl Point {
             clip: None,
             noise: 0.0,
             fake_gradients: None,
-            ..audit.run.clone()
+            ..audit.run.clone().without_local_training()
+        };
+        let fedavg = |o: &mut RunOptions, rows: usize, epochs: usize, local_batch: usize| {
+            *o = RunOptions {
+                batch_size: rows,
+                ..o.clone().with_local_training_of(&audit.run)
+            };
+            o.protocol = ProtocolKind::Fedavg;
+            o.local_epochs = epochs;
+            o.local_batch = local_batch;
         };
         match *self {
             Point::BatchSize { batch } => o.batch_size = batch,
@@ -161,11 +187,8 @@ impl Point {
                 o.noise = sigma;
             }
             Point::Clients { clients } => o.clients = clients,
-            Point::Fedavg { epochs, local_batch } => {
-                o.protocol = ProtocolKind::Fedavg;
-                o.local_epochs = epochs;
-                o.local_batch = local_batch;
-            }
+            Point::Fedavg { epochs, local_batch } => fedavg(&mut o, audit.reference_batch, epochs, local_batch),
+            Point::ClientRows { rows, epochs } => fedavg(&mut o, rows, epochs, audit.client_batch),
             Point::Training { epochs } => o.training_epochs = epochs,
         }
         o
@@ -229,12 +252,25 @@ impl AuditOptions {
                 points.push(Point::Fedavg { epochs, local_batch });
             }
         }
+        for epochs in sorted(&self.client_epochs) {
+            for &rows in &sorted(&self.client_rows) {
+                points.push(Point::ClientRows { rows, epochs });
+            }
+        }
         points.extend(
             sorted(&self.training_epochs)
                 .into_iter()
                 .map(|epochs| Point::Training { epochs }),
         );
         points
+    }
+
+    /// Leave out the client sizes above a table's `rows` (a client cannot hold more rows than the
+    /// table); returns those left out.
+    pub fn fit_table(&mut self, rows: usize) -> Vec<usize> {
+        let over: Vec<usize> = self.client_rows.iter().copied().filter(|&r| r > rows).collect();
+        self.client_rows.retain(|&r| r <= rows);
+        over
     }
 
     /// The attack an audit's verdict reads: TabLeak where it ran (the strongest the grid can hold),
@@ -263,6 +299,12 @@ impl AuditOptions {
         if (self.local_epochs.is_empty()) != (self.local_batches.is_empty()) {
             return fail("FedAvg's study needs both local epochs and local batch sizes".into());
         }
+        if (self.client_rows.is_empty()) != (self.client_epochs.is_empty()) {
+            return fail("the client-size study needs both client sizes and local epochs".into());
+        }
+        if !self.client_rows.is_empty() && self.client_batch == 0 {
+            return fail("the client-size study's local batch must be at least one row".into());
+        }
         // The points (`points()`'s count, without building FedAvg's product) × attacks × batches.
         let distinct = |v: &[usize]| {
             let mut v = v.to_vec();
@@ -277,7 +319,8 @@ impl AuditOptions {
             .saturating_add(noise.len())
             .saturating_add(distinct(&self.clients))
             .saturating_add(distinct(&self.local_epochs).saturating_mul(distinct(&self.local_batches)))
-            .saturating_add(distinct(&self.training_epochs));
+            .saturating_add(distinct(&self.training_epochs))
+            .saturating_add(distinct(&self.client_rows).saturating_mul(distinct(&self.client_epochs)));
         let cells = points.saturating_mul(self.attacks.len()).saturating_mul(self.batches);
         if cells > MAX_CELLS {
             return fail(format!(
@@ -435,6 +478,8 @@ mod tests {
             noise_scales: vec![],
             local_epochs: vec![],
             local_batches: vec![],
+            client_rows: vec![],
+            client_epochs: vec![],
             ..AuditOptions::default()
         };
         let points = o.points();

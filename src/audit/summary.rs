@@ -388,6 +388,11 @@ fn verdict(
                     pct(least.random.mean),
                 ));
             }
+            Study::ClientRows => {
+                for sentence in client_rows_sentences(options, attack, &points, &mut thresholds) {
+                    sentences.push(sentence);
+                }
+            }
             Study::Training => {
                 let first = points[0];
                 let last = points[points.len() - 1];
@@ -434,6 +439,87 @@ fn verdict(
         ));
     }
     Verdict { thresholds, sentences }
+}
+
+/// The client-size study, one sentence per local-epoch count: from what size of client the
+/// attack falls to guessing through the stated recipe, or that no size tried does.
+fn client_rows_sentences(
+    options: &AuditOptions,
+    attack: AttackKind,
+    points: &[&SummaryRow],
+    thresholds: &mut Vec<Threshold>,
+) -> Vec<String> {
+    let recipe = crate::client::fedavg::LocalTraining {
+        epochs: 1,
+        local_batch: options.client_batch,
+        lr: options.run.client_lr,
+        ..options.run.protocol_recipe()
+    };
+    let mut epochs: Vec<usize> = points
+        .iter()
+        .filter_map(|r| match r.point {
+            Point::ClientRows { epochs, .. } => Some(epochs),
+            _ => None,
+        })
+        .collect();
+    epochs.dedup();
+    let mut out = Vec::new();
+    for e in epochs {
+        let line: Vec<&SummaryRow> = points
+            .iter()
+            .copied()
+            .filter(|r| matches!(r.point, Point::ClientRows { epochs, .. } if epochs == e))
+            .collect();
+        let rows_of = |r: &SummaryRow| match r.point {
+            Point::ClientRows { rows, .. } => rows,
+            _ => 0,
+        };
+        let hit = line.iter().find(|r| r.accuracy.mean <= r.random.mean + SAFE_MARGIN);
+        let (first, last) = (line[0], line[line.len() - 1]);
+        let at = hit.copied().unwrap_or(last);
+        thresholds.push(Threshold {
+            study: Study::ClientRows,
+            point: hit.map(|r| r.point),
+            at: at.point,
+            tableak: at.accuracy.mean,
+            random: at.random.mean,
+        });
+        let how = format!(
+            "{} epoch{} of batches of {}, {}",
+            e,
+            if e == 1 { "" } else { "s" },
+            options.client_batch,
+            recipe.optimizer.describe(options.run.client_lr)
+        );
+        out.push(match hit {
+            Some(h) if h.point == first.point => format!(
+                "Client size ({how}): already at {} rows {attack} gets no more than guessing ({} against {}).",
+                rows_of(h),
+                pct(h.accuracy.mean),
+                pct(h.random.mean)
+            ),
+            Some(h) => format!(
+                "Client size ({how}): {attack} recovers {} of a {}-row client's cells and falls to within {:.0} points \
+                 of guessing from {} rows ({} against {}).",
+                pct(first.accuracy.mean),
+                rows_of(first),
+                100.0 * SAFE_MARGIN,
+                rows_of(h),
+                pct(h.accuracy.mean),
+                pct(h.random.mean)
+            ),
+            None => format!(
+                "Client size ({how}): no client size tried stops the leak: at {} rows {attack} still recovers {} of \
+                 cells against {} by guessing ({} at {} rows).",
+                rows_of(last),
+                pct(last.accuracy.mean),
+                pct(last.random.mean),
+                pct(first.accuracy.mean),
+                rows_of(first)
+            ),
+        });
+    }
+    out
 }
 
 fn threshold_sentence(

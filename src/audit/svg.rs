@@ -38,6 +38,11 @@ pub fn study_name(study: Study) -> (&'static str, &'static str, &'static str) {
             "clients averaged (secure aggregation)",
         ),
         Study::Fedavg => ("fedavg", "Accuracy under FedAvg", "local epochs E, local batch b"),
+        Study::ClientRows => (
+            "client-rows",
+            "Accuracy against the FedAvg client's rows",
+            "client's rows n, local epochs E",
+        ),
         Study::Training => (
             "training",
             "Accuracy after training",
@@ -53,6 +58,7 @@ fn tick(point: Point) -> String {
         Point::Clients { clients } => clients.to_string(),
         Point::Fedavg { epochs, local_batch } => format!("E{epochs} b{local_batch}"),
         Point::Training { epochs } => epochs.to_string(),
+        Point::ClientRows { rows, epochs } => format!("n{rows} E{epochs}"),
     }
 }
 

@@ -495,7 +495,10 @@ impl Engine {
 
     /// The table and an audit's grid (options left out take the audit's defaults).
     fn prepare_audit(&self, table: &Table, options: JsValue) -> Result<(Dataset, AuditOptions), JsError> {
-        let o: AuditOptions = options_from_js(options)?;
-        Ok((table.dataset(&o.run)?, o))
+        let mut o: AuditOptions = options_from_js(options)?;
+        let dataset = table.dataset(&o.run)?;
+        // Client sizes above the table's rows are left out (the report's options say which ran).
+        o.fit_table(dataset.n());
+        Ok((dataset, o))
     }
 }

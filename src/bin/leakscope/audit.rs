@@ -19,6 +19,7 @@ pub enum StudyArg {
     Noise,
     Clients,
     Fedavg,
+    ClientRows,
     Training,
 }
 
@@ -68,6 +69,15 @@ pub struct AuditArgs {
     pub local_epochs: Option<Vec<usize>>,
     #[arg(long, value_delimiter = ',')]
     pub local_batches: Option<Vec<usize>>,
+    /// FedAvg: the client's rows in the client-size study (default 32,64,128,256,512; sizes above
+    /// the table's rows are left out), each at every --client-epochs (default 1,5) in local
+    /// batches of --client-batch (default 32), trained by the recipe the flags state.
+    #[arg(long, value_delimiter = ',')]
+    pub client_rows: Option<Vec<usize>>,
+    #[arg(long, value_delimiter = ',')]
+    pub client_epochs: Option<Vec<usize>>,
+    #[arg(long)]
+    pub client_batch: Option<usize>,
     /// Epochs of training before the attack (default 0,1,5).
     #[arg(long, value_delimiter = ',')]
     pub train_epochs: Option<Vec<usize>>,
@@ -128,6 +138,15 @@ impl AuditArgs {
         if let Some(v) = &self.train_epochs {
             o.training_epochs = v.clone();
         }
+        if let Some(v) = &self.client_rows {
+            o.client_rows = v.clone();
+        }
+        if let Some(v) = &self.client_epochs {
+            o.client_epochs = v.clone();
+        }
+        if let Some(v) = self.client_batch {
+            o.client_batch = v;
+        }
         for s in &self.skip {
             match s {
                 StudyArg::BatchSize => o.batch_sizes.clear(),
@@ -136,6 +155,10 @@ impl AuditArgs {
                 StudyArg::Fedavg => {
                     o.local_epochs.clear();
                     o.local_batches.clear();
+                }
+                StudyArg::ClientRows => {
+                    o.client_rows.clear();
+                    o.client_epochs.clear();
                 }
                 StudyArg::Training => o.training_epochs.clear(),
             }
@@ -167,8 +190,15 @@ fn write_audit(dir: &Path, audit: &Audit) -> CliResult<Vec<PathBuf>> {
 }
 
 pub fn audit(args: AuditArgs) -> CliResult<()> {
-    let options = args.options();
+    let mut options = args.options();
     let dataset = load(&args.table)?;
+    let over = options.fit_table(dataset.n());
+    if !over.is_empty() {
+        eprintln!(
+            "client sizes {over:?} left out of the client-size study: the table has {} rows",
+            dataset.n()
+        );
+    }
     // Every setting is checked against the table before anything runs.
     let cells = options.cells(&dataset).map_err(|e| e.to_string())?;
     let shard = args.shard.unwrap_or(Shard::WHOLE);
