@@ -42,6 +42,16 @@ protocol?: ProtocolKind,
  */
 localBatch?: number, localEpochs?: number, clientLr?: number, 
 /**
+ * FedAvg: the client's optimiser, with torch.optim's settings: "sgd" (the default; momentum,
+ * dampening, nesterov, weightDecay), "adam" or "adamw" (betas, adamEps, weightDecay).
+ */
+optimizer?: OptimizerKind, momentum?: number, dampening?: number, nesterov?: boolean, weightDecay?: number, betas?: [number, number], adamEps?: number, 
+/**
+ * FedAvg: "given" (the client's rows in the same order every epoch, the default) or
+ * "shuffled" (reshuffled every epoch, in an order the server does not know).
+ */
+localOrder?: LocalOrder, 
+/**
  * TabLeak on FedAvg: the epoch prior's weight λ; "auto" chooses it without the truth.
  */
 epochPrior?: EpochPrior, seed?: number, labels?: LabelMode, hidden?: Array<number>, 
@@ -974,9 +984,49 @@ export type LocalTraining = { epochs: number,
  */
 local_batch: number, 
 /**
- * Plain SGD's step.
+ * The optimiser's step size.
  */
-lr: number, };
+lr: number, 
+/**
+ * The optimiser (plain SGD unless stated).
+ */
+optimizer: ClientOptimizer, 
+/**
+ * The order the client's rows come in, epoch after epoch.
+ */
+order: LocalOrder, };
+
+/**
+ * The order of a client's rows in its local epochs.
+ */
+export type LocalOrder = "given" | "shuffled";
+
+/**
+ * The client's optimiser and its settings (`torch.optim`'s names and defaults); the step size is
+ * `LocalTraining::lr`. Fields the kind does not use are ignored (momentum for Adam, betas for SGD).
+ */
+export type ClientOptimizer = { kind: OptimizerKind, 
+/**
+ * SGD's momentum μ (0: none).
+ */
+momentum: number, dampening: number, nesterov: boolean, 
+/**
+ * SGD and Adam: wd·θ added to the gradient; AdamW: θ shrunk by lr·wd before the step.
+ */
+weight_decay: number, 
+/**
+ * Adam's β1, β2.
+ */
+betas: [number, number], 
+/**
+ * Adam's ε.
+ */
+eps: number, };
+
+/**
+ * Which `torch.optim` class.
+ */
+export type OptimizerKind = "sgd" | "adam" | "adamw";
 
 /**
  * Adam fed the sign of the gradient, as the reference runs it.
@@ -1175,6 +1225,12 @@ localEpochs: Array<number>, localBatches: Array<number>,
  */
 trainingEpochs: Array<number>, 
 /**
+ * FedAvg: the client's rows (its whole local dataset), each at every one of `client_epochs`
+ * in local batches of `client_batch`, trained as `run` states (optimiser, order): at what
+ * size the table stops leaking through this recipe. Sizes above the table's rows are left out.
+ */
+clientRows: Array<number>, clientEpochs: Array<number>, clientBatch: number, 
+/**
  * Rounds of training the noise study's ε is accounted over (`client::accountant`).
  */
 rounds: number, 
@@ -1279,12 +1335,12 @@ export type TableInfo = { rows: number, label: string, encodedWidth: number, fea
 /**
  * One setting of one study.
  */
-export type Point = { "study": "batchSize", batch: number, } | { "study": "noise", sigma: number, } | { "study": "clients", clients: number, } | { "study": "fedavg", epochs: number, local_batch: number, } | { "study": "training", epochs: number, };
+export type Point = { "study": "batchSize", batch: number, } | { "study": "noise", sigma: number, } | { "study": "clients", clients: number, } | { "study": "fedavg", epochs: number, local_batch: number, } | { "study": "training", epochs: number, } | { "study": "clientRows", rows: number, epochs: number, };
 
 /**
  * The studies, in the order an audit reports them.
  */
-export type Study = "batchSize" | "noise" | "clients" | "fedavg" | "training";
+export type Study = "batchSize" | "noise" | "clients" | "fedavg" | "training" | "clientRows";
 
 /**
  * One setting × attack over the audit's batches.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Export a PyTorch client's update for `leakscope attack-update`.
+r"""Export a PyTorch client's update for `leakscope attack-update`.
 
 The client's side of a federated round, written the way a PyTorch (or Flower) client computes it:
 rows encoded with the table's encoding (`leakscope encoding --csv ... --out encoding.json`), a
@@ -8,7 +8,34 @@ fully connected network (ReLU or another activation, or no hidden layer) with a 
 two-class label) or, where the encoding's label is a regression's (`leakscope encoding --task
 regression`), one linear output under MSELoss on the label standardised as the encoding states,
 and either the gradient of the mean loss on one batch
-(FedSGD) or θ0 − θE after plain-SGD local training over the rows in order (FedAvg). It writes
+(FedSGD) or θ0 − θE after E epochs of local training (FedAvg): plain SGD over the rows in order
+by default, or the client's own recipe, as a PyTorch (or Flower) user writes it:
+
+  --optimizer sgd|adam|adamw   torch.optim.SGD / Adam / AdamW at --client-lr, created fresh at
+                               the start of local training (default: sgd)
+  --momentum M --dampening D --nesterov --weight-decay W   SGD's arguments (torch's defaults
+                               when not given: 0, 0, off, 0)
+  --betas B1,B2 --adam-eps E --weight-decay W   Adam's / AdamW's (torch's defaults when not
+                               given: 0.9,0.999, 1e-8, and weight decay 0 for Adam, 0.01 AdamW)
+  --shuffle SEED               the rows reshuffled every epoch: DataLoader(TensorDataset(x, y),
+                               batch_size=b, shuffle=True, generator=torch.Generator()
+                               .manual_seed(SEED)); the labels travel with their rows
+  --dtype float64              the network and rows in float64 (model.double()); the files then
+                               hold float64 tensors (default float32)
+
+e.g. a client with momentum, reshuffling its rows, in float64:
+
+  python3 scripts/export_update.py --csv adult.csv --encoding encoding.json --rows 0,1,2,3 \
+      --protocol fedavg --local-epochs 5 --local-batch 2 --client-lr 0.01 --momentum 0.9 \
+      --shuffle 7 --dtype float64 --out client
+  leakscope attack-update --encoding encoding.json --weights client/weights.safetensors \
+      --update client/update.safetensors --protocol fedavg --local-epochs 5 --local-batch 2 \
+      --client-lr 0.01 --momentum 0.9 --local-order shuffled
+
+The update's metadata keeps the rows and labels in the client's original row order whatever the
+shuffle; a recipe's settings (only those given), the shuffle's seed and each epoch's order
+(local_orders, a JSON list of lists of positions in that original order) are written beside
+them. Without any of these flags the files are those the script always wrote. It writes
 
   DIR/weights.safetensors   the network the server sent (model.state_dict())
   DIR/update.safetensors    the update, same names and shapes; metadata: rows, labels, table_rows
@@ -53,6 +80,9 @@ give what leakscope's own simulation of the same client gives:
       --hidden 32,32 --seed 6 --json --out tests/data/pytorch-update/regression
 
 A regression's update carries no labels: they are what the server reconstructs.
+
+The functions (read_rows, encode, network, fedavg_update, make_optimiser) and run(args) with
+parser() serve scripts/bench_recipes.py, which imports this file.
 
 Needs torch, numpy and safetensors (pip install torch numpy safetensors).
 """
@@ -140,17 +170,53 @@ def fedsgd_update(model, x, y, head):
     return {n: g.detach().contiguous() for n, g in zip(names, grads)}
 
 
-def fedavg_update(model, x, y, head, epochs, local_batch, lr):
-    """Plain SGD over the rows in order, E epochs, no reshuffle; the update is θ0 − θE."""
+def make_optimiser(params, lr, name="sgd", **given):
+    """torch.optim.SGD / Adam / AdamW at lr with only the arguments given (the rest torch's
+    defaults): momentum, dampening, nesterov, weight_decay for SGD; betas, eps, weight_decay
+    for Adam and AdamW."""
+    allowed = {
+        "sgd": ("momentum", "dampening", "nesterov", "weight_decay"),
+        "adam": ("betas", "eps", "weight_decay"),
+        "adamw": ("betas", "eps", "weight_decay"),
+    }[name]
+    given = {k: v for k, v in given.items() if v is not None}
+    wrong = [k for k in given if k not in allowed]
+    if wrong:
+        raise ValueError(f"{name} takes no {', '.join(wrong)} (it takes {', '.join(allowed)})")
+    kind = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW}[name]
+    return kind(params, lr=lr, **given)
+
+
+def fedavg_update(model, x, y, head, epochs, local_batch, lr, optimiser=None, shuffle=None, orders=None):
+    """E epochs of local training; the update is θ0 − θE. By default plain SGD over the rows in
+    order, no reshuffle. optimiser: a function of the parameters giving a torch.optim optimiser
+    (called once, before the first step). shuffle: a seed, the rows reshuffled every epoch by a
+    DataLoader(shuffle=True) with a torch.Generator seeded so; each epoch's order (positions in
+    x) is appended to the list orders where one is given."""
     theta0 = {n: p.detach().clone() for n, p in model.named_parameters()}
-    optimiser = torch.optim.SGD(model.parameters(), lr=lr)
+    optimiser = optimiser(model.parameters()) if optimiser else torch.optim.SGD(model.parameters(), lr=lr)
+    if shuffle is None:
+        batches = lambda: (
+            (x[start : start + local_batch], y[start : start + local_batch], None)
+            for start in range(0, len(y), local_batch)
+        )
+    else:
+        generator = torch.Generator()
+        generator.manual_seed(shuffle)
+        dataset = torch.utils.data.TensorDataset(x, y, torch.arange(len(y)))
+        loader = torch.utils.data.DataLoader(dataset, batch_size=local_batch, shuffle=True, generator=generator)
+        batches = lambda: iter(loader)
     for _ in range(epochs):
-        for start in range(0, len(y), local_batch):
+        order = []
+        for xb, yb, at in batches():
             optimiser.zero_grad()
-            part = slice(start, start + local_batch)
-            loss = loss_of(head, model(x[part]), y[part])
+            loss = loss_of(head, model(xb), yb)
             loss.backward()
             optimiser.step()
+            if at is not None:
+                order += at.tolist()
+        if orders is not None and order:
+            orders.append(order)
     update = {n: (theta0[n] - p.detach()).contiguous() for n, p in model.named_parameters()}
     # The server holds the model it sent: put θ0 back.
     with torch.no_grad():
@@ -159,7 +225,7 @@ def fedavg_update(model, x, y, head, epochs, local_batch, lr):
     return update
 
 
-def main():
+def parser():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--csv", required=True)
     ap.add_argument("--encoding", required=True)
@@ -172,10 +238,37 @@ def main():
     ap.add_argument("--local-epochs", type=int, default=1)
     ap.add_argument("--local-batch", type=int, default=32)
     ap.add_argument("--client-lr", type=float, default=0.01)
+    ap.add_argument("--optimizer", choices=["sgd", "adam", "adamw"], help="FedAvg: the client's torch.optim (default sgd)")
+    ap.add_argument("--momentum", type=float, help="SGD's momentum (default 0)")
+    ap.add_argument("--dampening", type=float, help="SGD's dampening (default 0)")
+    ap.add_argument("--nesterov", action="store_const", const=True, help="SGD's Nesterov momentum")
+    ap.add_argument("--weight-decay", type=float, help="L2 (SGD, Adam) or decoupled (AdamW) weight decay")
+    ap.add_argument("--betas", help="Adam's / AdamW's B1,B2 (default 0.9,0.999)")
+    ap.add_argument("--adam-eps", type=float, help="Adam's / AdamW's eps (default 1e-8)")
+    ap.add_argument("--shuffle", type=int, metavar="SEED", help="FedAvg: reshuffle the rows every epoch (DataLoader, generator seeded SEED)")
+    ap.add_argument("--dtype", choices=["float32", "float64"], default="float32", help="the network's and rows' dtype")
     ap.add_argument("--json", action="store_true", help="also write update.json")
     ap.add_argument("--out", required=True)
-    args = ap.parse_args()
+    return ap
 
+
+def recipe_of(args):
+    """The optimiser's arguments given (None where not), and whether any recipe flag was."""
+    betas = tuple(float(b) for b in args.betas.split(",")) if args.betas else None
+    if betas is not None and len(betas) != 2:
+        sys.exit(f"--betas takes B1,B2, not {args.betas}")
+    given = dict(momentum=args.momentum, dampening=args.dampening, nesterov=args.nesterov,
+                 weight_decay=args.weight_decay, betas=betas, eps=args.adam_eps)
+    custom = args.optimizer is not None or any(v is not None for v in given.values())
+    return given, custom
+
+
+def run(args):
+    """Export the update args describe (parser()'s arguments) into args.out."""
+    given, custom = recipe_of(args)
+    if args.protocol == "fedsgd" and (custom or args.shuffle is not None):
+        sys.exit("--optimizer, its settings and --shuffle describe FedAvg's local training (--protocol fedavg)")
+    dtype = {"float32": torch.float32, "float64": torch.float64}[args.dtype]
     with open(args.encoding) as f:
         encoding = json.load(f)
     header, rows = read_rows(args.csv, encoding)
@@ -183,13 +276,13 @@ def main():
     batch = [rows[i] for i in picked]
     label_at = header.index(encoding["label"])
     labels = [r[label_at] for r in batch]
-    x = torch.tensor([encode(r, header, encoding) for r in batch], dtype=torch.float32)
+    x = torch.tensor([encode(r, header, encoding) for r in batch], dtype=dtype)
     hidden = [] if args.hidden == "none" else [int(h) for h in args.hidden.split(",")]
     target = encoding.get("target")
     if target:
         # A regression: the label standardised as the encoding states it; no labels written.
         args.head = "linear"
-        y = torch.tensor([(float(l) - target["mean"]) / target["std"] for l in labels], dtype=torch.float32)
+        y = torch.tensor([(float(l) - target["mean"]) / target["std"] for l in labels], dtype=dtype)
         labels = None
         outputs = 1
     else:
@@ -199,10 +292,22 @@ def main():
             sys.exit(f"a sigmoid head is one logit for a two-class label; {encoding['label']} has {classes} classes")
         outputs = 1 if args.head == "sigmoid" else classes
     model = network(x.shape[1], hidden, outputs, args.seed, args.activation)
+    if dtype != torch.float32:
+        model = model.to(dtype)
+    orders = []
     if args.protocol == "fedsgd":
         update = fedsgd_update(model, x, y, args.head)
     else:
-        update = fedavg_update(model, x, y, args.head, args.local_epochs, args.local_batch, args.client_lr)
+        optimiser = None
+        if custom:
+            name = args.optimizer or "sgd"
+            try:  # torch's own checks too (Nesterov needs momentum and no dampening)
+                make_optimiser([torch.zeros(1, requires_grad=True)], args.client_lr, name, **given)
+            except ValueError as e:
+                sys.exit(f"the client's optimiser: {e}")
+            optimiser = lambda params: make_optimiser(params, args.client_lr, name, **given)
+        update = fedavg_update(model, x, y, args.head, args.local_epochs, args.local_batch, args.client_lr,
+                               optimiser=optimiser, shuffle=args.shuffle, orders=orders)
 
     os.makedirs(args.out, exist_ok=True)
     weights = {n: t.detach().contiguous() for n, t in model.state_dict().items()}
@@ -217,6 +322,16 @@ def main():
         meta["labels"] = json.dumps(labels)
     if args.protocol == "fedavg":
         meta.update(local_epochs=str(args.local_epochs), local_batch=str(args.local_batch), client_lr=str(args.client_lr))
+    # Only what was given: without the new flags the metadata is what it always was.
+    if custom:
+        meta["optimizer"] = args.optimizer or "sgd"
+        for k, v in given.items():
+            if v is not None:
+                meta["adam_eps" if k == "eps" else k] = ",".join(map(str, v)) if k == "betas" else str(v).lower()
+    if args.shuffle is not None:
+        meta.update(local_order="shuffled", shuffle_seed=str(args.shuffle), local_orders=json.dumps(orders))
+    if args.dtype != "float32":
+        meta["dtype"] = args.dtype
     save_file(weights, os.path.join(args.out, "weights.safetensors"))
     save_file(update, os.path.join(args.out, "update.safetensors"), metadata=meta)
     as_numpy = lambda tensors: {n: t.numpy() for n, t in tensors.items()}
@@ -240,7 +355,13 @@ def main():
         }
         with open(os.path.join(args.out, "update.json"), "w") as f:
             json.dump(doc, f)
-    print(f"{args.protocol} update of {len(batch)} rows on a {x.shape[1]}-{args.hidden}-{outputs} network ({args.head} head) written to {args.out}")
+    recipe = "".join(f", {k}={v}" for k, v in meta.items() if k in ("optimizer", "momentum", "dampening", "nesterov", "weight_decay", "betas", "adam_eps", "shuffle_seed", "dtype"))
+    print(f"{args.protocol} update of {len(batch)} rows on a {x.shape[1]}-{args.hidden}-{outputs} network ({args.head} head{recipe}) written to {args.out}")
+    return meta
+
+
+def main():
+    run(parser().parse_args())
 
 
 if __name__ == "__main__":

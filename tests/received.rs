@@ -569,3 +569,61 @@ fn an_update_that_does_not_fit_the_encoding_or_the_settings_is_refused() {
     let err = ReceivedUpdate::from_safetensors(&fixture("weights.safetensors"), &bytes[..bytes.len() / 2]).unwrap_err();
     assert!(err.to_string().contains("update: not a safetensors file"), "{err}");
 }
+
+/// The recipe check (`received::recipe`): PyTorch clients in float32 that train with SGD(momentum=0.9)
+/// and with Adam, 2 local epochs of batches of 4 over 8 rows (scripts/export_update.py, rows.csv
+/// beside each). Told its own recipe, each replays within the tolerance; told plain SGD, or the
+/// other's, it does not; a shuffled order with several batches per epoch cannot be replayed.
+#[test]
+fn the_recipe_check_passes_the_clients_own_recipe_and_catches_another() {
+    use leakscope::client::fedavg::LocalOrder;
+    use leakscope::client::optimizer::{ClientOptimizer, OptimizerKind};
+    use leakscope::received::recipe::{RECIPE_TOLERANCE, check_recipe};
+    use leakscope::received::truth::truth_rows;
+    let dataset = encoding();
+    let momentum = ClientOptimizer {
+        momentum: 0.9,
+        ..Default::default()
+    };
+    let adam = ClientOptimizer {
+        kind: OptimizerKind::Adam,
+        ..Default::default()
+    };
+    let plain = ClientOptimizer::default();
+    for (dir, own, lr, others) in [
+        ("momentum", momentum, 0.01, [(plain, 0.01), (adam, 0.001)]),
+        ("adam", adam, 0.001, [(plain, 0.001), (momentum, 0.001)]),
+    ] {
+        let f = |file: &str| fixture(&format!("{dir}/{file}"));
+        let received = ReceivedUpdate::from_safetensors(&f("weights.safetensors"), &f("update.safetensors")).unwrap();
+        let raw = leakscope::table::parse_csv(&f("rows.csv"), 1 << 20).unwrap();
+        let truth = truth_rows(&dataset, &raw).unwrap();
+        let check = |optimizer: ClientOptimizer, lr: f64, order: LocalOrder| {
+            let config = leakscope::AttackConfig {
+                batch_size: 8,
+                hidden: vec![32, 32],
+                protocol: Protocol::Fedavg(LocalTraining {
+                    epochs: 2,
+                    local_batch: 4,
+                    lr,
+                    optimizer,
+                    order,
+                }),
+                ..Default::default()
+            };
+            pollster::block_on(check_recipe(&config, &received, &truth)).unwrap()
+        };
+        let told = check(own, lr, LocalOrder::Given);
+        eprintln!("{dir}: told its recipe, gap {:?}", told.relative_gap);
+        assert_eq!(told.matches, Some(true), "{dir}: {told:?}");
+        assert!(told.relative_gap.unwrap() < RECIPE_TOLERANCE / 10.0, "{dir}: {told:?}");
+        for (other, lr) in others {
+            let wrong = check(other, lr, LocalOrder::Given);
+            eprintln!("{dir}: told {}, gap {:?}", other.describe(lr), wrong.relative_gap);
+            assert_eq!(wrong.matches, Some(false), "{dir} told {other:?}: {wrong:?}");
+            assert!(wrong.sentence().contains("FAILED"), "{}", wrong.sentence());
+        }
+        let shuffled = check(own, lr, LocalOrder::Shuffled);
+        assert_eq!((shuffled.matches, shuffled.relative_gap), (None, None), "{shuffled:?}");
+    }
+}

@@ -13,7 +13,8 @@ use leakscope::audit::{
 };
 use leakscope::client::accountant::{OverRounds, PrivacyQuery};
 use leakscope::client::defence::Defence;
-use leakscope::client::fedavg::LocalTraining;
+use leakscope::client::fedavg::{LocalOrder, LocalTraining};
+use leakscope::client::optimizer::{ClientOptimizer, OptimizerKind};
 use leakscope::client::privacy::Privacy;
 use leakscope::config::{
     AttackConfig, AttackKind, AttackSpec, EpochPrior, LabelMode, MemberRange, Optimiser, Protocol,
@@ -94,6 +95,9 @@ fn generated() -> String {
         declaration::<AttackConfig>(),
         declaration::<Protocol>(),
         declaration::<LocalTraining>(),
+        declaration::<LocalOrder>(),
+        declaration::<ClientOptimizer>(),
+        declaration::<OptimizerKind>(),
         declaration::<Optimiser>(),
         declaration::<Defence>(),
         declaration::<BackendInfo>(),

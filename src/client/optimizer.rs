@@ -146,7 +146,10 @@ impl ClientOptimizer {
                     parts.push("Nesterov".into());
                 }
             }
-            _ => parts.push(format!("betas {}, {}, eps {}", self.betas[0], self.betas[1], self.eps)),
+            _ => parts.push(format!(
+                "betas {}, {}, eps {:e}",
+                self.betas[0], self.betas[1], self.eps
+            )),
         }
         if self.weight_decay != 0.0 {
             parts.push(format!("weight decay {}", self.weight_decay));
