@@ -108,7 +108,7 @@ function startEngine(choice) {
       // user set).
       if (mine === 1) {
         offerAttacks(engine.attacks);
-        writeSettings(pick(engine.defaults, [...SETTINGS, ...FEDERATION]));
+        writeSettings(pick(engine.defaults, [...SETTINGS, ...FEDERATION, ...RECIPE]));
         attackChanged();
         writeAuditSettings(engine.auditDefaults.quick);
       }
@@ -355,6 +355,9 @@ window.addEventListener('drop', (e) => e.preventDefault());
 const SETTINGS = ['attack', 'batchSize', 'ensemble', 'iterations', 'labels', 'seed'];
 const FEDERATION = ['protocol', 'localEpochs', 'localBatch', 'clientLr', 'clients', 'clip', 'noise', 'trainingEpochs'];
 const WHOLE = ['batchSize', 'ensemble', 'iterations', 'seed', 'localEpochs', 'localBatch', 'clients', 'trainingEpochs'];
+// FedAvg's client beyond its epochs, batch and lr: its optimiser (torch.optim's settings) and the
+// order of its rows, as the engine's options name them.
+const RECIPE = ['optimizer', 'momentum', 'nesterov', 'weightDecay', 'betas', 'adamEps', 'localOrder'];
 
 // The form's values as the engine's options; a blank optional number (the clip norm) is left out.
 function readSettings() {
@@ -378,6 +381,9 @@ function readSettings() {
   out.activation = kind === 'leaky_relu' ? { kind, slope: Number(f.get('leakySlope')) } : { kind };
   out.head = String(f.get('head') ?? 'softmax');
   out.task = String(f.get('task') ?? 'classification');
+  // The engine refuses the client's optimiser and row order on FedSGD (one gradient, no local
+  // training): they go with FedAvg only.
+  if (out.protocol === 'fedavg') Object.assign(out, readRecipe(f));
   // The chosen attack's own settings, read as the engine describes them; blank: its default.
   for (const s of state.attacks?.get(out.attack)?.settings ?? []) {
     if (s.option === 'ensemble') continue;
@@ -392,6 +398,37 @@ function readSettings() {
   return out;
 }
 
+// FedAvg's recipe from the form: the optimiser with the settings it takes (momentum and Nesterov
+// SGD's, which the engine refuses beside Adam; betas and ε Adam's and AdamW's), its weight decay and
+// the rows' order.
+function readRecipe(f) {
+  const number = (name, ok, what) => {
+    const raw = String(f.get(name) ?? '').trim();
+    if (raw === '') throw new Error(`${label(ui.settings, name)} needs a value`);
+    const value = Number(raw);
+    if (!Number.isFinite(value) || !ok(value)) throw new Error(`${label(ui.settings, name)} must be ${what}, not “${raw}”`);
+    return value;
+  };
+  const optimizer = String(f.get('optimizer') ?? 'sgd');
+  const out = { optimizer, weightDecay: number('weightDecay', (v) => v >= 0, 'a number ≥ 0') };
+  if (optimizer === 'sgd') {
+    out.momentum = number('momentum', (v) => v >= 0 && v < 1, 'a number in [0, 1)');
+    out.nesterov = f.get('nesterov') !== null;
+    if (out.nesterov && out.momentum === 0) throw new Error('Nesterov needs a momentum > 0 (as torch.optim.SGD)');
+  } else {
+    const raw = String(f.get('betas') ?? '').trim();
+    const parts = raw.split(',').map((v) => v.trim());
+    const betas = parts.map(Number);
+    if (parts.length !== 2 || parts.includes('') || !betas.every((b) => Number.isFinite(b) && b >= 0 && b < 1)) {
+      throw new Error(`${label(ui.settings, 'betas')} must be two numbers in [0, 1) separated by a comma (as 0.9, 0.999), not “${raw}”`);
+    }
+    out.betas = betas;
+    out.adamEps = number('adamEps', (v) => v > 0, 'a number > 0');
+  }
+  out.localOrder = String(f.get('localOrder') ?? 'given');
+  return out;
+}
+
 function wholeNumber(name, raw) {
   const value = Number(raw);
   if (!Number.isInteger(value) || value < 1) throw new Error(`${label(ui.settings, name)} must be a whole number ≥ 1, not “${raw}”`);
@@ -402,15 +439,22 @@ function label(form, name) {
   return form.elements[name].closest('label').firstChild.textContent.trim();
 }
 
+// Values as the engine writes them into the form: a switch is ticked or not, a list (Adam's betas)
+// comma-separated, a blank for null; one the engine does not give keeps the form's own.
 function writeSettings(values) {
-  for (const [name, value] of Object.entries(values)) ui.settings.elements[name].value = value === null ? '' : String(value);
+  for (const [name, value] of Object.entries(values)) {
+    if (value === undefined) continue;
+    const control = ui.settings.elements[name];
+    if (control.type === 'checkbox') control.checked = Boolean(value);
+    else control.value = value === null ? '' : Array.isArray(value) ? value.join(', ') : String(value);
+  }
 }
 
-const AUDIT_LISTS = ['batchSizes', 'noiseScales', 'clients', 'localEpochs', 'localBatches', 'trainingEpochs'];
+const AUDIT_LISTS = ['batchSizes', 'noiseScales', 'clients', 'localEpochs', 'localBatches', 'trainingEpochs', 'clientRows', 'clientEpochs'];
 
 function writeAuditSettings(o) {
   const f = ui.auditSettings.elements;
-  for (const name of ['batches', 'referenceBatch', 'clip', 'rounds', 'sampleRate']) f[name].value = String(o[name]);
+  for (const name of ['batches', 'referenceBatch', 'clip', 'rounds', 'sampleRate', 'clientBatch']) f[name].value = String(o[name]);
   for (const name of AUDIT_LISTS) f[name].value = o[name].join(', ');
 }
 
@@ -433,17 +477,24 @@ function readAudit(settings) {
         if (!Number.isFinite(value) || value < 0) throw new Error(`${label(ui.auditSettings, name)}: “${v}” is not a number`);
         return value;
       });
+  const lists = Object.fromEntries(AUDIT_LISTS.map((name) => [name, list(name)]));
+  // The FedAvg studies' clients train as the form states (its lr, optimiser and rows' order),
+  // whichever protocol the form's own run takes.
+  const fedavg =
+    (lists.localEpochs.length > 0 && lists.localBatches.length > 0) || (lists.clientRows.length > 0 && lists.clientEpochs.length > 0);
   return {
     run: {
       ...tableOptions(),
       ...pick(settings, ['ensemble', 'iterations', 'labels', 'seed', 'clientLr']),
+      ...(fedavg ? readRecipe(new FormData(ui.settings)) : {}),
     },
     batches: number('batches'),
     referenceBatch: number('referenceBatch'),
     clip: number('clip'),
     rounds: number('rounds'),
     sampleRate: number('sampleRate'),
-    ...Object.fromEntries(AUDIT_LISTS.map((name) => [name, list(name)])),
+    clientBatch: number('clientBatch'),
+    ...lists,
   };
 }
 

@@ -14,6 +14,8 @@ function pointLabel(p) {
       return `K = ${p.clients}`;
     case 'fedavg':
       return `E = ${p.epochs}, b = ${p.local_batch}`;
+    case 'clientRows':
+      return `n = ${p.rows}, E = ${p.epochs}`;
     default:
       return `${p.epochs} epoch${p.epochs === 1 ? '' : 's'}`;
   }

@@ -6,13 +6,31 @@ import { el, PROVENANCE, serverHead } from './render.js';
 
 const $ = (id) => document.getElementById(id);
 
+// A number from one of the section's inputs, named by its label where it is refused.
+function number(id, ok, what) {
+  const input = $(id);
+  const raw = input.value.trim();
+  const value = Number(raw);
+  if (raw === '' || !Number.isFinite(value) || !ok(value)) {
+    throw new Error(`${input.closest('label').firstChild.textContent.trim()} must be ${what}, not “${raw}”`);
+  }
+  return value;
+}
+
 function options() {
   const o = { protocol: $('received-protocol').value };
   const rows = $('received-rows').value.trim();
   if (rows) o.batchSize = Number(rows);
+  // The client's local training as it ran: the engine refuses it on FedSGD, and momentum beside Adam
+  // (Adam's betas and ε are torch.optim's defaults).
   if (o.protocol === 'fedavg') {
     o.localEpochs = Number($('received-epochs').value);
     o.localBatch = Number($('received-batch').value);
+    o.clientLr = number('received-lr', (v) => v > 0, 'a number > 0');
+    o.optimizer = $('received-optimizer').value;
+    if (o.optimizer === 'sgd') o.momentum = number('received-momentum', (v) => v >= 0 && v < 1, 'a number in [0, 1)');
+    o.weightDecay = number('received-weight-decay', (v) => v >= 0, 'a number ≥ 0');
+    o.localOrder = $('received-order').value;
   }
   return o;
 }
@@ -68,6 +86,13 @@ export function setupReceived(engine, download) {
       error('Choose the encoding and the update (and the network the server sent, unless the update is a leakscope-update/1 JSON).');
       return;
     }
+    let o;
+    try {
+      o = options();
+    } catch (e) {
+      error(e.message);
+      return;
+    }
     const worker = await engine();
     controller = new AbortController();
     $('received-run').disabled = true;
@@ -76,7 +101,7 @@ export function setupReceived(engine, download) {
     $('received-status').textContent = 'reading the files…';
     document.body.dataset.received = 'running';
     try {
-      report = await worker.attackUpdate({ encoding, update, weights }, options(), {
+      report = await worker.attackUpdate({ encoding, update, weights }, o, {
         signal: controller.signal,
         onProgress: (p) => { $('received-status').textContent = `${p.phase}: step ${p.step} of ${p.of}`; },
       });

@@ -250,7 +250,14 @@ export function renderSummary(box, info, report, attack) {
   const setting = [];
   if (c.protocol.kind === 'fedavg') {
     const prior = d.kind !== 'rows' || d.epoch_prior === null ? '' : `, epoch prior λ = ${d.epoch_prior}`;
-    setting.push(`FedAvg: ${c.protocol.epochs} local epoch${c.protocol.epochs === 1 ? '' : 's'} in batches of ${c.protocol.local_batch}, lr ${c.protocol.lr}${prior}`);
+    const o = c.protocol.optimizer;
+    const optimiser =
+      o.kind === 'sgd'
+        ? `SGD${o.momentum ? `, momentum ${o.momentum}${o.nesterov ? ' (Nesterov)' : ''}` : ''}`
+        : `${o.kind === 'adam' ? 'Adam' : 'AdamW'}, betas ${o.betas.join(', ')}`;
+    const decay = o.weight_decay ? `, weight decay ${o.weight_decay}` : '';
+    const order = c.protocol.order === 'shuffled' ? ', rows reshuffled every epoch' : '';
+    setting.push(`FedAvg: ${c.protocol.epochs} local epoch${c.protocol.epochs === 1 ? '' : 's'} in batches of ${c.protocol.local_batch}, ${optimiser}${decay}, lr ${c.protocol.lr}${order}${prior}`);
   }
   if (c.clients > 1) setting.push(`${c.clients} clients averaged (${c.clients * c.batch_size} rows in the update)`);
   if (c.defence) {

@@ -1,6 +1,8 @@
 """Two Flower clients train a PyTorch MLP on the Adult sample with FedAvg for three rounds in
-Flower's simulation engine; the leakscope Mod attacks each update before it leaves, writes a
-record per round per client, and blocks an update that leaks more than BLOCK_ABOVE.
+Flower's simulation engine, as Flower's quickstart-pytorch trains (SGD with momentum 0.9 over a
+DataLoader that reshuffles the rows every epoch); the leakscope Mod, given the same optimiser and
+shuffle=True, attacks each update before it leaves, writes a record per round per client, and
+blocks an update that leaks more than BLOCK_ABOVE.
 
     pip install ./python "flwr[simulation]" torch matplotlib pandas
     python python/examples/flower_adult.py          # from the repository's root
@@ -12,6 +14,7 @@ import os
 from pathlib import Path
 
 import torch
+from torch.utils.data import DataLoader, TensorDataset
 from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
@@ -45,16 +48,21 @@ def mlp() -> torch.nn.Module:
     )
 
 
+def optimizer(params) -> torch.optim.Optimizer:
+    """The client's optimiser, made afresh each round: the Mod is handed this same function."""
+    return torch.optim.SGD(params, lr=LR, momentum=0.9)
+
+
 def train(msg: Message, context: Context) -> Message:
     x, y = leakscope.encode(partition(context.node_config["partition-id"]), ENCODING)
-    x, y = torch.from_numpy(x), torch.from_numpy(y)
+    rows = DataLoader(TensorDataset(torch.from_numpy(x), torch.from_numpy(y)), batch_size=BATCH, shuffle=True)
     model = mlp()
     model.load_state_dict(msg.content["arrays"].to_torch_state_dict())
-    opt = torch.optim.SGD(model.parameters(), lr=LR)
-    for _ in range(EPOCHS):  # plain SGD over the rows in order: the recipe the Mod is told
-        for start in range(0, len(y), BATCH):
+    opt = optimizer(model.parameters())
+    for _ in range(EPOCHS):  # as quickstart-pytorch: the rows reshuffled every epoch
+        for xb, yb in rows:
             opt.zero_grad()
-            torch.nn.functional.cross_entropy(model(x[start : start + BATCH]), y[start : start + BATCH]).backward()
+            torch.nn.functional.cross_entropy(model(xb), yb).backward()
             opt.step()
     content = RecordDict({"arrays": ArrayRecord(model.state_dict()), "metrics": MetricRecord({"num-examples": len(y)})})
     return Message(content, reply_to=msg)
@@ -67,7 +75,8 @@ mod = leakage_mod(
     protocol="fedavg",
     local_epochs=EPOCHS,
     local_batch=BATCH,
-    client_lr=LR,
+    optimizer=optimizer,  # lr, momentum and the rest read off the client's own optimiser
+    shuffle=True,  # the DataLoader reshuffles: the order is the client's secret
     block_above=BLOCK_ABOVE,
     max_seconds=60,
     records=RECORDS,
@@ -92,5 +101,6 @@ if __name__ == "__main__":
                    backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0}})
     table = read_records(RECORDS)
     print(table[["round", "client", "accuracy", "random_baseline", "gain_over_random", "rows_proved", "seconds"]].to_string())
+    print(table[["round", "client", "optimizer", "momentum", "local_order", "recipe_mismatch"]].to_string())
     print(table[table.blocked.notna()][["round", "client", "blocked"]].to_string())
     plot_records(table, RECORDS.with_suffix(".png"))

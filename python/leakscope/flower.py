@@ -3,16 +3,47 @@ server would, and scores the attack against the client's own rows.
 
     app = ClientApp(client_fn, mods=[leakage_mod("client.csv", label="salary", ...)])
 
-The client's recipe says what the update is: FedSGD (one SGD step of `client_lr` on all its rows:
-the server reads the gradient as (θ0 − θ1) / client_lr) or FedAvg (`local_epochs` passes over its
-rows in order, batches of `local_batch`, plain SGD of `client_lr`: the update is θ0 − θE). It is
-given once, as the mod's options, and any of `protocol`, `local_epochs`, `local_batch`,
-`client_lr` found in the round's ConfigRecord overrides it for that round. `table` holds the rows
-the client trains on every round, in the order it trains on them."""
+The client's recipe says what the update is: FedSGD (one step of `client_lr` on all its rows: the
+server reads the gradient as (θ0 − θ1) / client_lr) or FedAvg (`local_epochs` passes over its rows
+in batches of `local_batch`: the update is θ0 − θE). The optimiser is plain SGD of `client_lr`
+unless the Mod is told otherwise, by the client's own optimiser or by name:
+
+    leakage_mod(rows, "salary", protocol="fedavg", optimizer=torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9))
+    leakage_mod(rows, "salary", protocol="fedavg", optimizer=lambda p: torch.optim.Adam(p, lr=1e-3))
+    leakage_mod(rows, "salary", protocol="fedavg", optimizer="adam", client_lr=1e-3, betas=(0.8, 0.99))
+
+`optimizer` is a torch.optim SGD, Adam or AdamW (only its class name and `param_groups` are read:
+lr → client_lr, momentum, dampening, nesterov, weight_decay, betas, eps → adam_eps), a function of
+the parameters returning one (the one the client calls in its fit(), so that the two cannot
+drift apart; the Mod calls it once on a dummy parameter), or the name "sgd", "adam" or "adamw",
+with the settings as keywords (`momentum`, `dampening`, `nesterov`, `weight_decay`, `betas`,
+`adam_eps`); a setting left out is the engine's default (0, False, betas (0.9, 0.999), adam_eps
+1e-8: weight_decay is 0 for "adamw" too, where torch's AdamW defaults to 0.01). Refused, with the
+reason: another optimiser class, param groups whose settings differ (one recipe covers every
+parameter), amsgrad, maximize, nesterov without momentum or with dampening, a setting the
+optimiser does not take (momentum for Adam, betas for SGD), and a setting stated twice that
+disagrees (client_lr=0.1 beside an optimiser whose lr is 0.01). The Mod assumes the client makes a
+fresh optimiser every round (no state carried from the last), as Flower's clients do.
+`shuffle=True` (local_order "shuffled") says the client reshuffles its rows every epoch (a
+DataLoader with shuffle=True); the default is the rows of `table` in the same order every epoch.
+
+The recipe is given once, as the Mod's options, and any of its keys (RECIPE: `protocol`,
+`local_epochs`, `local_batch`, `client_lr`, `optimizer`, `momentum`, `dampening`, `nesterov`,
+`weight_decay`, `betas`, `adam_eps`, `local_order`) found in the round's ConfigRecord overrides it
+for that round; a round whose optimiser differs from the Mod's leaves out the Mod's settings that
+its optimiser does not take. `table` holds the rows the client trains on every round, in the order
+it trains on them.
+
+The engine replays the stated recipe on the client's rows and compares the result with the update
+(the record's `recipe_check`: matches true, false, or null where it cannot tell, as for shuffled
+rows). Where it does not match, the record's `recipe_mismatch` says so: its accuracy is then what
+a server assuming the stated recipe reconstructs, not what this update gives away, and with
+`block_above` (a gate) the update is blocked, since the audit did not test what the client sends."""
 from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
@@ -22,7 +53,30 @@ import numpy as np
 from . import _native, defaults
 from ._convert import call, encoding_json, options_json, table_bytes, update_bytes
 
-RECIPE = ("protocol", "local_epochs", "local_batch", "client_lr")
+RECIPE = (
+    "protocol",
+    "local_epochs",
+    "local_batch",
+    "client_lr",
+    "optimizer",
+    "momentum",
+    "dampening",
+    "nesterov",
+    "weight_decay",
+    "betas",
+    "adam_eps",
+    "local_order",
+)
+OPTIMIZERS = ("sgd", "adam", "adamw")
+LOCAL_ORDERS = ("given", "shuffled")
+#: The recipe's settings each optimiser takes; the others are left out of its rounds.
+_ADAM_TAKES = frozenset({"weight_decay", "betas", "adam_eps"})
+TAKES = {"sgd": frozenset({"momentum", "dampening", "nesterov", "weight_decay"}), "adam": _ADAM_TAKES, "adamw": _ADAM_TAKES}
+_SETTINGS = frozenset().union(*TAKES.values())
+#: torch.optim's names for the recipe's keys where they differ.
+_TORCH_NAME = {"client_lr": "lr", "adam_eps": "eps"}
+#: The torch.optim classes the engine replays, by class name.
+_TORCH_CLASSES = {"SGD": "sgd", "Adam": "adam", "AdamW": "adamw"}
 #: The metric a DP step before this mod leaves in the reply for ε spent so far (Opacus's
 #: accountant gives it); absent, the record's epsilon is null.
 EPSILON_KEY = "epsilon"
@@ -80,6 +134,172 @@ def _with_labels(arrays: Union[Dict[str, np.ndarray], List[np.ndarray]], labels:
     return out.getvalue()
 
 
+def _number(value: Any) -> float:
+    return float(value)  # a tensor's (torch keeps lr or betas as tensors on request) or a number's
+
+
+def _group_recipe(name: str, group: Dict[str, Any]) -> Dict[str, Any]:
+    """One torch param group as the recipe's keys, refusing what the engine does not replay."""
+    if group.get("maximize"):
+        raise ValueError("leakage_mod: the optimiser maximises (maximize=True); the engine replays a client that minimises its loss")
+    out: Dict[str, Any] = {"client_lr": _number(group["lr"]), "weight_decay": _number(group.get("weight_decay", 0.0))}
+    if name == "sgd":
+        out.update(
+            momentum=_number(group.get("momentum", 0.0)),
+            dampening=_number(group.get("dampening", 0.0)),
+            nesterov=bool(group.get("nesterov", False)),
+        )
+    else:
+        if group.get("amsgrad"):
+            raise ValueError("leakage_mod: the optimiser uses amsgrad=True; the engine replays Adam and AdamW without it")
+        b1, b2 = group.get("betas", (0.9, 0.999))
+        out.update(betas=[_number(b1), _number(b2)], adam_eps=_number(group.get("eps", 1e-8)))
+    return out
+
+
+def optimizer_recipe(optimizer: Any) -> Dict[str, Any]:
+    """The recipe's keys a torch.optim SGD, Adam or AdamW gives (`optimizer`, `client_lr` and the
+    settings its optimiser takes), read off its class name and `param_groups` (torch itself is not
+    imported for an instance); or those of the optimiser a function of the parameters returns."""
+    if not hasattr(optimizer, "param_groups") and callable(optimizer):
+        import torch  # type: ignore[import-not-found, unused-ignore]
+
+        try:
+            optimizer = optimizer([torch.nn.Parameter(torch.zeros(1))])
+        except Exception as e:
+            raise ValueError(
+                "leakage_mod: optimizer= as a function is called with a list of parameters and must return the "
+                f"client's optimiser; calling it failed: {e!r}"
+            ) from e
+    cls = type(optimizer).__name__
+    groups = getattr(optimizer, "param_groups", None)
+    if not isinstance(groups, (list, tuple)) or not groups:
+        raise ValueError(
+            "leakage_mod: optimizer= is a torch.optim SGD, Adam or AdamW, a function of the parameters returning "
+            f"one, or one of {', '.join(OPTIMIZERS)}; not {cls}"
+        )
+    if cls not in _TORCH_CLASSES:
+        raise ValueError(
+            f"leakage_mod: the engine replays torch.optim's SGD, Adam and AdamW, not {cls}; "
+            "state a client that trains with one of those"
+        )
+    name = _TORCH_CLASSES[cls]
+    if name == "adam" and groups[0].get("decoupled_weight_decay"):
+        name = "adamw"  # torch's Adam(decoupled_weight_decay=True) is AdamW
+    recipes = [_group_recipe(name, dict(g)) for g in groups]
+    for i, other in enumerate(recipes[1:], start=1):
+        differ = [k for k in recipes[0] if not _same(recipes[0][k], other[k])]
+        if differ:
+            k = differ[0]
+            raise ValueError(
+                f"leakage_mod: the optimiser's param groups differ ({_TORCH_NAME.get(k, k)} is {recipes[0][k]!r} in "
+                f"group 0, {other[k]!r} in group {i}); the Mod states one recipe for every parameter"
+            )
+    out = {"optimizer": name, **recipes[0]}
+    _check_settings(out, "the optimiser")
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, bool) or isinstance(b, bool) or isinstance(a, str) or isinstance(b, str):
+        return bool(a == b)
+    try:
+        return math.isclose(float(a), float(b), rel_tol=1e-6, abs_tol=1e-12)
+    except (TypeError, ValueError):
+        return bool(a == b)
+
+
+def _check_settings(recipe: Dict[str, Any], where: str, stated: Sequence[str] = ()) -> None:
+    """The recipe's optimiser and order are ones the engine knows, the settings `stated` together
+    are ones its optimiser takes, and nesterov has what it needs (torch's rule)."""
+    name = recipe.get("optimizer")
+    if name is not None and name not in OPTIMIZERS:
+        raise ValueError(f"leakage_mod: {where} names the optimiser {name!r}; the engine replays {', '.join(OPTIMIZERS)}")
+    order = recipe.get("local_order")
+    if order is not None and order not in LOCAL_ORDERS:
+        raise ValueError(f"leakage_mod: {where} gives local_order {order!r}; it is one of {', '.join(LOCAL_ORDERS)}")
+    takes = TAKES[name or "sgd"]
+    foreign = [k for k in stated if k in _SETTINGS and k not in takes and recipe.get(k) is not None]
+    if foreign:
+        raise ValueError(
+            f"leakage_mod: {where} gives {', '.join(foreign)}, which {name or 'sgd'} does not take "
+            f"(it takes {', '.join(sorted(takes))})"
+        )
+    betas = recipe.get("betas")
+    if betas is not None and (not isinstance(betas, (list, tuple)) or len(betas) != 2):
+        raise ValueError(f"leakage_mod: {where} gives betas {betas!r}; they are two numbers (b1, b2)")
+    if (name or "sgd") == "sgd" and recipe.get("nesterov"):
+        if not (recipe.get("momentum") or 0) > 0 or (recipe.get("dampening") or 0) != 0:
+            raise ValueError(
+                f"leakage_mod: {where} asks for nesterov with momentum {recipe.get('momentum') or 0} and dampening "
+                f"{recipe.get('dampening') or 0}; Nesterov momentum needs a momentum above 0 and no dampening (as in torch)"
+            )
+
+
+def _normal(recipe: Dict[str, Any]) -> Dict[str, Any]:
+    """The recipe's values as the engine and the records take them: names in lower case, betas a list."""
+    out = dict(recipe)
+    for key in ("optimizer", "local_order"):
+        if isinstance(out.get(key), str):
+            out[key] = out[key].lower()
+    if isinstance(out.get("betas"), tuple):
+        out["betas"] = list(out["betas"])
+    return out
+
+
+def _stated_recipe(given: Dict[str, Any], optimizer: Any, shuffle: Optional[bool]) -> Dict[str, Any]:
+    """The recipe's keys the Mod's options state, each once."""
+    stated = {k: v for k, v in given.items() if v is not None}
+    if shuffle is not None:
+        order = "shuffled" if shuffle else "given"
+        if stated.get("local_order", order) != order:
+            raise ValueError(f"leakage_mod: shuffle={shuffle} disagrees with local_order={stated['local_order']!r}; state it once")
+        stated["local_order"] = order
+    if isinstance(optimizer, str):
+        stated["optimizer"] = optimizer
+    elif optimizer is not None:
+        for key, value in optimizer_recipe(optimizer).items():
+            if key in stated and not _same(stated[key], value):
+                raise ValueError(
+                    f"leakage_mod: {key}={stated[key]!r} disagrees with the optimiser's "
+                    f"{_TORCH_NAME.get(key, key)}={value!r}; state it once"
+                )
+            stated[key] = value
+    stated = _normal(stated)
+    _check_settings(stated, "the Mod's recipe", list(stated))
+    return stated
+
+
+def _round_recipe(base: Dict[str, Any], config: Dict[str, Any]) -> Dict[str, Any]:
+    """This round's recipe: the Mod's, with the ConfigRecord's keys over it, and the settings its
+    optimiser does not take left out (None)."""
+    override = _normal({k: config[k] for k in RECIPE if k in config})
+    recipe = {**base, **override}
+    _check_settings(recipe, "the round's ConfigRecord", list(override))
+    takes = TAKES[recipe.get("optimizer") or "sgd"]
+    return {k: None if k in _SETTINGS and k not in takes else v for k, v in recipe.items()}
+
+
+def _figure(value: Any) -> str:
+    return "?" if value is None else f"{value:.3g}"
+
+
+def recipe_mismatch(check: Optional[Dict[str, Any]]) -> Optional[str]:
+    """A sentence where the engine's recipe check says the stated recipe does not reproduce the
+    update; None where it matches or cannot tell."""
+    if not check or check.get("matches") is not False:
+        return None
+    why = f"; {check['reason']}" if check.get("reason") else ""
+    return (
+        f"the stated recipe does not reproduce this update (replayed on the client's rows it is off by a relative "
+        f"gap of {_figure(check.get('relative_gap'))}, over the tolerance {_figure(check.get('tolerance'))}{why}): "
+        "the client trains otherwise (its optimiser, settings, lr or row order), so this accuracy is what a server "
+        "assuming the stated recipe reconstructs, not what the update gives away"
+    )
+
+
 class _Rows:
     """A client's rows as the engine reads them under the encoding: the CSV, how many, and their
     labels in order (a FedAvg server is given them, as the reference assumes; a FedSGD server
@@ -112,6 +332,15 @@ class LeakageMod:
         local_epochs: Optional[int] = None,
         local_batch: Optional[int] = None,
         client_lr: Optional[float] = None,
+        optimizer: Any = None,
+        momentum: Optional[float] = None,
+        dampening: Optional[float] = None,
+        nesterov: Optional[bool] = None,
+        weight_decay: Optional[float] = None,
+        betas: Optional[Sequence[float]] = None,
+        adam_eps: Optional[float] = None,
+        local_order: Optional[str] = None,
+        shuffle: Optional[bool] = None,
         block_above: Optional[float] = None,
         max_seconds: Optional[float] = None,
         records: Optional[Union[str, "os.PathLike[str]"]] = "leakscope-records.jsonl",
@@ -124,10 +353,24 @@ class LeakageMod:
             encoding = _native.encoding(table_bytes(table), options_json({"label": label}))
         self.encoding = encoding_json(encoding)
         self.label = label
-        # The recipe's parts left out are the engine's defaults.
-        given = {"protocol": protocol, "local_epochs": local_epochs, "local_batch": local_batch, "client_lr": client_lr}
+        # The recipe's parts left out are the engine's defaults (None, left out of the options,
+        # where an engine has no such setting).
+        given = {
+            "protocol": protocol,
+            "local_epochs": local_epochs,
+            "local_batch": local_batch,
+            "client_lr": client_lr,
+            "momentum": momentum,
+            "dampening": dampening,
+            "nesterov": nesterov,
+            "weight_decay": weight_decay,
+            "betas": betas,
+            "adam_eps": adam_eps,
+            "local_order": local_order,
+        }
+        stated = _stated_recipe(given, optimizer, shuffle)
         engine = defaults()
-        self.recipe: Dict[str, Any] = {k: engine[k] if v is None else v for k, v in given.items()}
+        self.recipe: Dict[str, Any] = _normal({k: stated[k] if k in stated else engine.get(k) for k in RECIPE})
         self.block_above = block_above
         self.max_seconds = max_seconds
         self.path = records
@@ -153,13 +396,13 @@ class LeakageMod:
             return call_next(msg, context)
         names, sent = _arrays(msg.content)
         config = _config(msg.content)
+        recipe = _round_recipe(self.recipe, config)
         reply = call_next(msg, context)
         if reply.has_error():
             return reply
         reply_names, got = _arrays(reply.content)
         if reply_names != names or any(a.shape != b.shape for a, b in zip(sent, got)):
             raise ValueError("leakage_mod: the reply's arrays are not the model the server sent")
-        recipe = {k: config.get(k, v) for k, v in self.recipe.items()}
         record = self.audit(names, sent, got, recipe, self.rows_for(context), epsilon=_metric(reply.content, EPSILON_KEY))
         record["round"] = _round_of(config, msg.metadata.group_id, len(self.records) + 1)
         record["client"] = self.client if self.client is not None else _client_of(context)
@@ -173,6 +416,7 @@ class LeakageMod:
             "leakscope.gain_over_random": record["gain_over_random"],
             "leakscope.rows_proved": record["rows_proved"],
             "leakscope.seconds": record["seconds"],
+            "leakscope.recipe_mismatch": 0.0 if record["recipe_mismatch"] is None else 1.0,
         }
         # Into the reply's own MetricRecord: Flower's strategies take exactly one per reply (and
         # then average these figures over the clients, weighted as the rest).
@@ -199,7 +443,13 @@ class LeakageMod:
             update = [(a - b) / recipe["client_lr"] for a, b in zip(sent, got)]
         else:
             update = [a - b for a, b in zip(sent, got)]
-        options = {**self.options, **recipe, "batch_size": rows.count}
+        # FedSGD's update is one gradient: the local training's settings are FedAvg's (the engine
+        # refuses them there). Its recipe check still replays one plain gradient, which an Adam or
+        # weight-decayed client's first step does not reproduce.
+        fedsgd = recipe["protocol"] == "fedsgd"
+        local = _SETTINGS | {"optimizer", "local_order"}
+        sent_recipe = {k: v for k, v in recipe.items() if v is not None and not (fedsgd and k in local)}
+        options = {**self.options, **sent_recipe, "batch_size": rows.count}
         arrays = _named(names, update)
         if recipe["protocol"] == "fedavg" and rows.labels is not None:
             archive = _with_labels(arrays, rows.labels)
@@ -230,12 +480,26 @@ class LeakageMod:
             "rows": scored.get("rows"),
             "epsilon": epsilon,
             "seconds": time.perf_counter() - start,
-            **{k: recipe[k] for k in RECIPE},
+            **{k: recipe.get(k) for k in RECIPE},
+            "recipe_check": scored.get("recipe_check"),
+            "recipe_mismatch": recipe_mismatch(scored.get("recipe_check")),
         }
 
     def blocks(self, record: Dict[str, Any]) -> Optional[str]:
+        """Why this update does not pass the gate `block_above`; None where it passes (or there is
+        no gate). An update the stated recipe does not reproduce is blocked whatever its accuracy:
+        the audit did not test what this client sends."""
+        if self.block_above is None:
+            return None
+        check = record.get("recipe_check") or {}
+        if check.get("matches") is False:
+            return (
+                f"the stated recipe does not reproduce this update (relative gap {_figure(check.get('relative_gap'))}, "
+                f"tolerance {_figure(check.get('tolerance'))}), so the audit did not test what this client sends; "
+                "give the Mod the client's own optimiser (optimizer=) and row order (shuffle=)"
+            )
         acc = record["accuracy"]
-        if self.block_above is None or acc is None or acc <= self.block_above:
+        if acc is None or acc <= self.block_above:
             return None
         return (
             f"the server would reconstruct {100 * acc:.1f} % of this client's cells "
@@ -253,9 +517,13 @@ def leakage_mod(table: Any, label: str, **options: Any) -> LeakageMod:
     """A Mod for `ClientApp(client_fn, mods=[...])` that attacks each training reply against the
     client's rows `table` (CSV path, CSV bytes or DataFrame, or a function of the node's Context
     giving them, for one ClientApp serving many nodes), records accuracy, gain over the
-    random guess, rows proved, ε and seconds per round (JSON lines in `records`, and Flower
-    metrics), and with `block_above=x` replaces a reply whose accuracy passes x by an error reply
-    saying why. `encoding`: the federation's encoding (default: `table`'s own); `max_seconds`: a
+    random guess, rows proved, ε, seconds and the engine's check of the stated recipe per round
+    (JSON lines in `records`, and Flower metrics), and with `block_above=x` replaces by an error
+    reply saying why a reply whose accuracy passes x or that the stated recipe does not reproduce.
+    The recipe: `protocol`, `local_epochs`, `local_batch`, `client_lr`, and `optimizer` (a torch.optim
+    SGD, Adam or AdamW, a function of the parameters returning one, or its name with `momentum`,
+    `dampening`, `nesterov`, `weight_decay`, `betas`, `adam_eps`), `shuffle` (the client reshuffles
+    its rows every epoch); see the module's docstring. `encoding`: the federation's encoding (default: `table`'s own); `max_seconds`: a
     round projected to take longer is attacked on its first local batch instead. Other options
     are `attack`'s (ensemble, iterations, …)."""
     return LeakageMod(table, label, **options)
@@ -295,6 +563,9 @@ def plot_records(records: Any, path: Optional[Union[str, "os.PathLike[str]"]] = 
         ax.plot(rounds, [r["random_baseline"] for r in mine], "s--", label="random guess")
         blocked = [r for r in mine if isinstance(r.get("blocked"), str)]  # NaN in a DataFrame
         ax.plot([r["round"] for r in blocked], [r["accuracy"] for r in blocked], "rx", ms=10, label="blocked")
+        # The stated recipe did not reproduce these updates: their accuracy is not the server's.
+        off = [r for r in mine if isinstance(r.get("recipe_mismatch"), str)]
+        ax.plot([r["round"] for r in off], [r["accuracy"] for r in off], "o", mfc="none", mec="k", ms=12, label="recipe mismatch")
         ax.set_ylim(0, 1.05)
         ax.set_xticks(rounds)
         ax.set_title(f"client {client}")

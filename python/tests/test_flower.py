@@ -1,8 +1,12 @@
 """The Mod on Flower's own Message and ArrayRecord objects, for a PyTorch MLP on the Adult sample:
 its record is the CLI's attack on the same update, blocking replaces the reply, a round over budget
-attacks its first local batch, and an in-process run writes one record per round per client."""
+attacks its first local batch, and an in-process run writes one record per round per client. The
+client's optimiser (torch's SGD, Adam, AdamW, or by name) and row order are read into the recipe,
+what the engine cannot replay is refused, and the engine's check of the recipe against the update
+is recorded (a mismatch blocks a gate)."""
 import json
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -25,6 +29,7 @@ from flwr.clientapp import ClientApp  # noqa: E402
 import leakscope  # noqa: E402
 from client import client_rows, encoding, network, state, train  # noqa: E402
 from conftest import read_json  # noqa: E402
+from leakscope._convert import camel  # noqa: E402
 from leakscope.flower import leakage_mod, plot_records, read_records  # noqa: E402
 
 ATTACK = dict(ensemble=3, iterations=200)
@@ -50,9 +55,9 @@ def app(rows: bytes, recipe: dict, epsilon=None, **mod_options):
     return client, mod, x.shape[1]
 
 
-def round_message(model, server_round: int, node: int = 1) -> Message:
+def round_message(model, server_round: int, node: int = 1, **config) -> Message:
     """A train instruction as the SuperNode delivers it to the ClientApp."""
-    content = RecordDict({"arrays": ArrayRecord(model.state_dict()), "config": ConfigRecord({"server-round": server_round})})
+    content = RecordDict({"arrays": ArrayRecord(model.state_dict()), "config": ConfigRecord({"server-round": server_round, **config})})
     meta = Metadata(run_id=1, message_id=f"m{server_round}-{node}", src_node_id=0, dst_node_id=node,
                     reply_to_message_id="", group_id=str(server_round), created_at=time.time(), ttl=3600.0,
                     message_type=MessageType.TRAIN)
@@ -156,7 +161,9 @@ def test_an_in_process_run_writes_one_record_per_round_per_client(tmp_path):
 
 def test_flowers_simulation_engine_runs_the_example(tmp_path):
     """The README's example in Flower's simulation engine: two clients, three rounds, a record per
-    round per client, and the updates over block_above blocked (not aggregated) with the reason."""
+    round per client with the recipe read off the client's optimiser (SGD, momentum 0.9, rows
+    reshuffled every epoch, so the engine cannot check it), and the updates over block_above
+    blocked (not aggregated) with the reason."""
     import subprocess
     import sys
     from pathlib import Path
@@ -168,7 +175,254 @@ def test_flowers_simulation_engine_runs_the_example(tmp_path):
     rows = read_records(tmp_path / "leakscope-records.jsonl").to_dict("records")
     assert sorted((r["client"], r["round"]) for r in rows) == [(c, k) for c in ("0", "1") for k in (1, 2, 3)]
     for r in rows:
+        assert (r["optimizer"], r["client_lr"], r["momentum"], r["local_order"]) == ("sgd", 0.05, 0.9, "shuffled"), r
+        assert r["recipe_check"]["matches"] is None and not isinstance(r["recipe_mismatch"], str), r
         blocked = isinstance(r["blocked"], str)
         assert blocked == (r["accuracy"] > 0.82), r
         assert not blocked or "over block_above = 0.82" in r["blocked"]
-    assert "blocked this update" in done.stdout + done.stderr
+    # Whether any round passes 0.82 is the attack's to say; each one that did was refused.
+    any_blocked = any(isinstance(r["blocked"], str) for r in rows)
+    assert any_blocked == ("blocked this update" in done.stdout + done.stderr)
+
+
+# The client's optimiser and row order.
+
+def params():
+    return torch.nn.Linear(3, 2).parameters()
+
+
+def sgd_momentum(p):
+    return torch.optim.SGD(p, lr=0.05, momentum=0.9, weight_decay=5e-4)
+
+
+def adam(p):
+    return torch.optim.Adam(p, lr=1e-3, betas=(0.8, 0.99))
+
+
+@pytest.fixture
+def engine(monkeypatch):
+    """The engine's audit_round replaced by a stand-in that keeps the options it is handed and
+    answers with `check` as its recipe check: the Mod's own part, without an attack."""
+    seen = SimpleNamespace(options=[], check=None)
+
+    def audit_round(encoding, update, weights, options, truth, max_seconds=None, progress=None):
+        seen.options.append(json.loads(options))
+        scored = {"accuracy": {"total": 0.7, "categorical": 0.7, "continuous": 0.7}, "random_baseline": 0.6,
+                  "gain_over_random": 0.1, "rows_proved": 0, "rows_consistent": 0, "rows": 32,
+                  "recipe_check": seen.check}
+        return json.dumps({"attacked": "round", "budget": None, "scored": scored})
+
+    monkeypatch.setattr(leakscope._native, "audit_round", audit_round)
+    return seen
+
+
+SGD_MOMENTUM = dict(optimizer="sgd", client_lr=0.05, momentum=0.9, dampening=0.0, nesterov=False, weight_decay=5e-4)
+ADAM = dict(optimizer="adam", client_lr=1e-3, betas=[0.8, 0.99], adam_eps=1e-8, weight_decay=0.0)
+
+
+def step(msg: Message, context: Context) -> Message:
+    """A client's reply for the stand-in engine (which does not look): the model it was sent,
+    moved a little."""
+    moved = {k: v - 0.01 for k, v in msg.content["arrays"].to_torch_state_dict().items()}
+    return Message(RecordDict({"arrays": ArrayRecord(moved)}), reply_to=msg)
+
+
+def mod_of(**given):
+    """A FedAvg Mod (one epoch in batches of 8) on 32 rows, and the model's input width."""
+    options = dict(protocol="fedavg", local_epochs=1, local_batch=8, records=None, **given)
+    return leakage_mod(client_rows(100, 32), label="salary", encoding=encoding(), **options), len(encoding()["mean"])
+
+
+def approx(value):
+    return pytest.approx(value) if isinstance(value, (float, list)) else value
+
+
+@pytest.mark.parametrize(
+    "given, recipe",
+    [
+        (dict(optimizer=sgd_momentum(params())), SGD_MOMENTUM),
+        (dict(optimizer=sgd_momentum), SGD_MOMENTUM),  # the function the client calls in its fit()
+        (dict(optimizer=adam(params())), ADAM),
+        (dict(optimizer=adam), ADAM),
+        (dict(optimizer=torch.optim.AdamW(params(), lr=0.01)),
+         dict(optimizer="adamw", client_lr=0.01, betas=[0.9, 0.999], adam_eps=1e-8, weight_decay=0.01)),
+        (dict(optimizer="adam", client_lr=1e-3, betas=(0.8, 0.99), adam_eps=1e-8, weight_decay=0.0), ADAM),
+        (dict(optimizer="SGD", client_lr=0.05, momentum=0.9, weight_decay=5e-4, dampening=0.0, nesterov=False), SGD_MOMENTUM),
+        # Stated twice, in agreement.
+        (dict(optimizer=sgd_momentum(params()), client_lr=0.05, momentum=0.9), SGD_MOMENTUM),
+    ],
+    ids=["sgd", "sgd-function", "adam", "adam-function", "adamw", "adam-by-name", "sgd-by-name", "stated-twice"],
+)
+def test_the_recipe_is_read_off_the_clients_optimiser(given, recipe, engine):
+    mod, d = mod_of(**given)
+    assert not mod(round_message(network(d, 7), 1), context(), step).has_error()
+    record, options = mod.records[0], engine.options[0]
+    takes = {"sgd": ("momentum", "dampening", "nesterov"), "adam": ("betas", "adam_eps")}
+    left_out = takes["adam" if recipe["optimizer"] == "sgd" else "sgd"]
+    for key, value in {"protocol": "fedavg", "local_epochs": 1, "local_batch": 8, **recipe}.items():
+        assert record[key] == approx(value), key
+        assert options[camel(key)] == approx(value), key  # the engine's options, in its names
+    for key in left_out:  # the settings this optimiser does not take: in neither
+        assert record[key] is None and camel(key) not in options, key
+
+
+@pytest.mark.parametrize("shuffle, order", [(True, "shuffled"), (False, "given")])
+def test_shuffle_states_the_clients_row_order(shuffle, order, engine):
+    mod, d = mod_of(shuffle=shuffle)
+    mod(round_message(network(d, 7), 1), context(), step)
+    assert mod.records[0]["local_order"] == order and engine.options[0]["localOrder"] == order
+
+
+@pytest.mark.parametrize(
+    "given, says",
+    [
+        (dict(optimizer=torch.optim.RMSprop(params())), "not RMSprop"),
+        (dict(optimizer=torch.optim.SGD(params(), lr=0.1, maximize=True)), "maximize=True"),
+        (dict(optimizer=torch.optim.Adam(params(), amsgrad=True)), "amsgrad=True"),
+        (dict(optimizer=torch.optim.SGD([{"params": [torch.nn.Parameter(torch.zeros(2))], "weight_decay": 0.0},
+                                         {"params": [torch.nn.Parameter(torch.zeros(2))]}], lr=0.1, weight_decay=5e-4)),
+         "param groups differ (weight_decay"),
+        (dict(optimizer="sgd", momentum=0.9, nesterov=True, dampening=0.1), "no dampening"),
+        (dict(optimizer="sgd", nesterov=True), "momentum above 0"),
+        (dict(optimizer="adam", momentum=0.9), "momentum, which adam does not take"),
+        (dict(optimizer=sgd_momentum(params()), betas=(0.9, 0.99)), "betas, which sgd does not take"),
+        (dict(betas=(0.9, 0.99)), "betas, which sgd does not take"),  # the default optimiser is SGD
+        (dict(optimizer="rmsprop"), "'rmsprop'"),
+        (dict(optimizer=3), "not int"),
+        (dict(optimizer=lambda model: torch.optim.SGD(model.parameters(), lr=0.1)), "called with a list of parameters"),
+        (dict(local_order="random"), "'random'"),
+    ],
+    ids=["rmsprop", "maximize", "amsgrad", "param-groups", "nesterov-dampening", "nesterov-no-momentum",
+         "momentum-for-adam", "betas-for-sgd-instance", "betas-for-default", "unknown-name", "not-an-optimiser",
+         "function-of-the-model", "unknown-order"],
+)
+def test_what_the_engine_cannot_replay_is_refused_by_name(given, says):
+    with pytest.raises(ValueError, match="leakage_mod") as refused:
+        leakage_mod(client_rows(100, 32), label="salary", encoding=encoding(), records=None, **given)
+    assert says in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "given, says",
+    [
+        (dict(client_lr=0.1, optimizer=torch.optim.SGD(params(), lr=0.01)), "client_lr=0.1 disagrees with the optimiser's lr=0.01"),
+        (dict(momentum=0.5, optimizer=sgd_momentum(params())), "momentum=0.5 disagrees with the optimiser's momentum=0.9"),
+        (dict(adam_eps=1e-6, optimizer=adam), "adam_eps=1e-06 disagrees with the optimiser's eps=1e-08"),
+        (dict(shuffle=True, local_order="given"), "shuffle=True disagrees with local_order='given'"),
+    ],
+    ids=["lr", "momentum", "eps", "order"],
+)
+def test_a_setting_stated_twice_must_agree(given, says):
+    with pytest.raises(ValueError, match="state it once") as refused:
+        leakage_mod(client_rows(100, 32), label="salary", encoding=encoding(), records=None, **given)
+    assert says in str(refused.value)
+
+
+def test_the_rounds_config_overrides_the_optimiser(engine):
+    """A round's ConfigRecord naming another optimiser: its settings over the Mod's, and the Mod's
+    settings the new optimiser does not take left out; a setting it does not take is refused."""
+    mod, d = mod_of(optimizer=sgd_momentum(params()))
+    mod(round_message(network(d, 7), 1, optimizer="adam", betas=[0.5, 0.9], client_lr=0.01), context(), step)
+    record, options = mod.records[0], engine.options[0]
+    assert (record["optimizer"], record["client_lr"], record["betas"], record["weight_decay"]) == ("adam", 0.01, [0.5, 0.9], 5e-4)
+    assert record["momentum"] is None and "momentum" not in options and options["betas"] == [0.5, 0.9]
+    mod(round_message(network(d, 7), 2), context(), step)
+    assert mod.records[1]["optimizer"] == "sgd" and mod.records[1]["momentum"] == 0.9, "the next round is the Mod's again"
+    with pytest.raises(ValueError, match="momentum, which adam does not take"):
+        mod(round_message(network(d, 7), 3, optimizer="adam", momentum=0.9), context(), lambda m, c: pytest.fail("trained"))
+
+
+MISMATCH = {"matches": False, "relative_gap": 0.83, "tolerance": 0.01, "reason": None}
+
+
+def test_a_recipe_mismatch_is_recorded_and_blocks_a_gate(engine):
+    """Where the engine finds that the stated recipe does not reproduce the update, the record
+    says so beside its accuracy; a gate blocks the update whatever its accuracy, and without a
+    gate the reply goes on with leakscope.recipe_mismatch = 1 in its metrics."""
+    engine.check = MISMATCH
+    mod, d = mod_of(block_above=0.9)
+    reply = mod(round_message(network(d, 7), 1), context(), step)
+    record = mod.records[0]
+    assert record["recipe_check"] == MISMATCH and record["accuracy"] == 0.7
+    assert "does not reproduce this update" in record["recipe_mismatch"] and "0.83" in record["recipe_mismatch"]
+    assert reply.has_error() and reply.error.code == 6
+    assert "stated recipe does not reproduce this update (relative gap 0.83, tolerance 0.01)" in reply.error.reason
+    assert record["blocked"] in reply.error.reason
+    mod, d = mod_of()
+    reply = mod(round_message(network(d, 7), 1), context(), step)
+    assert not reply.has_error() and mod.records[0]["blocked"] is None and mod.records[0]["recipe_mismatch"]
+    assert reply.content["metrics"]["leakscope.recipe_mismatch"] == 1.0
+
+
+@pytest.mark.parametrize("check", [{"matches": True, "relative_gap": 1e-6, "tolerance": 0.01, "reason": None},
+                                   {"matches": None, "relative_gap": None, "tolerance": 0.01, "reason": "shuffled"}],
+                         ids=["matches", "cannot-tell"])
+def test_a_recipe_that_matches_or_cannot_be_checked_leaves_the_gate_to_the_accuracy(check, engine):
+    engine.check = check
+    mod, d = mod_of(block_above=0.9)
+    reply = mod(round_message(network(d, 7), 1), context(), step)
+    assert not reply.has_error() and mod.records[0]["recipe_check"] == check
+    assert mod.records[0]["recipe_mismatch"] is None and reply.content["metrics"]["leakscope.recipe_mismatch"] == 0.0
+
+
+def optimised_app(rows: bytes, make_optimizer, reshuffles: bool, **mod_options):
+    """A ClientApp whose client trains the sample's MLP with FedAvg, 2 local epochs in batches of
+    8, with the optimiser `make_optimizer` gives, over its rows in order or reshuffled every epoch."""
+    enc = encoding()
+    x, y = leakscope.encode(rows, enc)
+    xs, ys = torch.from_numpy(x), torch.from_numpy(y)
+    mod = leakage_mod(rows, label="salary", encoding=enc, protocol="fedavg", local_epochs=2, local_batch=8,
+                      records=None, **ATTACK, **mod_options)
+
+    def train_fn(msg: Message, context: Context) -> Message:
+        model = network(x.shape[1], 0)
+        model.load_state_dict(msg.content["arrays"].to_torch_state_dict())
+        opt = make_optimizer(model.parameters())
+        for _ in range(2):
+            order = torch.randperm(len(ys)) if reshuffles else torch.arange(len(ys))
+            for start in range(0, len(ys), 8):
+                batch = order[start : start + 8]
+                opt.zero_grad()
+                torch.nn.functional.cross_entropy(model(xs[batch]), ys[batch]).backward()
+                opt.step()
+        return Message(RecordDict({"arrays": ArrayRecord(model.state_dict())}), reply_to=msg)
+
+    client = ClientApp(mods=[mod])
+    client.train()(train_fn)
+    return client, mod, x.shape[1]
+
+
+@pytest.mark.parametrize(
+    "trains, shuffle, told, matches",
+    [
+        (sgd_momentum, False, dict(optimizer=sgd_momentum), True),
+        (adam, False, dict(optimizer=adam), True),
+        (lambda p: torch.optim.AdamW(p, lr=0.01), False, dict(optimizer="adamw", client_lr=0.01, weight_decay=0.01), True),
+        (adam, False, dict(optimizer="sgd", client_lr=1e-3), False),  # told plain SGD, trains with Adam
+        (sgd_momentum, False, dict(optimizer="sgd", client_lr=0.05), False),  # told no momentum
+        (sgd_momentum, True, dict(optimizer=sgd_momentum, shuffle=True), None),  # nobody knows the order
+    ],
+    ids=["sgd-momentum", "adam", "adamw-by-name", "adam-told-sgd", "momentum-told-plain", "shuffled"],
+)
+def test_the_engine_checks_the_stated_recipe_against_the_real_update(trains, shuffle, told, matches):
+    """Against the real engine: the stated recipe replayed on the client's rows reproduces the
+    update the client really sends (true), does not (false: recorded, and a gate blocks it), or
+    cannot be replayed (null, rows reshuffled by the client)."""
+    client, mod, d = optimised_app(client_rows(100, 32), trains, shuffle, block_above=1.0, **told)
+    reply = client(round_message(network(d, 7), 1), context())
+    record = mod.records[0]
+    check = record["recipe_check"]
+    assert check is not None and check["matches"] is matches, check
+    assert check["tolerance"] > 0
+    if matches is False:
+        assert check["relative_gap"] > check["tolerance"]
+        assert "does not reproduce this update" in record["recipe_mismatch"]
+        # block_above = 1.0 never blocks on accuracy: the mismatch alone blocks the update.
+        assert reply.has_error() and "stated recipe does not reproduce this update" in reply.error.reason
+        assert record["blocked"]
+    else:
+        assert record["recipe_mismatch"] is None and not reply.has_error() and record["blocked"] is None
+        if matches:
+            assert check["relative_gap"] <= check["tolerance"]
+        else:
+            assert check["reason"] and record["local_order"] == "shuffled"

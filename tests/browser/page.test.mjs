@@ -591,6 +591,55 @@ test('another activation and head from the form: the report says they ran, on th
   }
 });
 
+test('FedAvg with Adam from the form: the client\'s optimiser reaches the engine and its report, and FedSGD leaves it out', async () => {
+  const { browser, page, problems } = await openPage({ webgpu: false });
+  try {
+    await upload(page, german);
+    await page.click('#federation summary');
+    // The recipe's controls start from the engine's defaults: plain SGD, rows in their order.
+    assert.equal(await page.inputValue('#settings [name=optimizer]'), 'sgd');
+    assert.equal(Number(await page.inputValue('#settings [name=momentum]')), 0);
+    assert.equal(await page.locator('#settings [name=nesterov]').isChecked(), false);
+    assert.equal(Number(await page.inputValue('#settings [name=weightDecay]')), 0);
+    assert.equal(await page.inputValue('#settings [name=betas]'), '0.9, 0.999');
+    assert.equal(Number(await page.inputValue('#settings [name=adamEps]')), 1e-8);
+    assert.equal(await page.inputValue('#settings [name=localOrder]'), 'given');
+    // On FedSGD the optimiser is not sent (the engine refuses it there): the run is FedSGD's.
+    await settings(page, { batchSize: 4, ensemble: 2, iterations: 30, seed: 1, optimizer: 'adam' });
+    await runToEnd(page);
+    assert.equal(await page.locator('#error').isHidden(), true, await page.textContent('#error'));
+    assert.equal((await downloadReport(page)).config.protocol.kind, 'fedsgd');
+    // A recipe the page cannot read is refused by name before the engine is called.
+    await settings(page, { protocol: 'fedavg', localEpochs: 1, localBatch: 4, clientLr: 0.001, betas: '0.9' });
+    await page.click('#run');
+    assert.match(await page.textContent('#error'), /Adam betas must be two numbers in \[0, 1\) separated by a comma/);
+    await settings(page, { optimizer: 'sgd', betas: '0.9, 0.999' });
+    await page.locator('#settings [name=nesterov]').check();
+    await page.click('#run');
+    assert.match(await page.textContent('#error'), /Nesterov needs a momentum > 0/);
+    await page.locator('#settings [name=nesterov]').uncheck();
+    // FedAvg + Adam: the engine attacks the client Adam trained, and the report says so.
+    await settings(page, { optimizer: 'adam' });
+    await runToEnd(page);
+    assert.equal(await page.locator('#error').isHidden(), true, await page.textContent('#error'));
+    const report = await downloadReport(page);
+    assert.equal(report.config.protocol.kind, 'fedavg');
+    assert.deepEqual([report.config.protocol.epochs, report.config.protocol.local_batch, report.config.protocol.lr], [1, 4, 0.001]);
+    assert.equal(report.config.protocol.optimizer.kind, 'adam');
+    assert.deepEqual(report.config.protocol.optimizer.betas, [0.9, 0.999]);
+    assert.equal(report.config.protocol.optimizer.eps, 1e-8);
+    assert.equal(report.config.protocol.optimizer.momentum, 0);
+    assert.equal(report.config.protocol.order, 'given');
+    // Adam's per-coordinate scaling takes the update out of the rows' span: the priors that read it
+    // are not applied, and the page names Adam as the reason.
+    assert.match(await page.textContent('#results-info'), /\bAdam\b/);
+    assert.ok(report.rows.length === 4, JSON.stringify(report.rows.length));
+    assert.deepEqual(problems, []);
+  } finally {
+    await browser.close();
+  }
+});
+
 test('a batch too large for the second layer\'s certificate: the page says why, and up to which batch size it proves', async () => {
   const { browser, page, problems } = await openPage({ webgpu: false });
   try {
