@@ -52,7 +52,8 @@ optimizer?: OptimizerKind, momentum?: number, dampening?: number, nesterov?: boo
  */
 localOrder?: LocalOrder, 
 /**
- * TabLeak on FedAvg: the epoch prior's weight λ; "auto" chooses it without the truth.
+ * TabLeak on FedAvg over rows reshuffled every epoch: the epoch prior's weight λ; "auto"
+ * chooses it without the truth. (In the given order every epoch shares one copy of the rows.)
  */
 epochPrior?: EpochPrior, seed?: number, labels?: LabelMode, hidden?: Array<number>, 
 /**
@@ -692,7 +693,7 @@ export type TableakSettings = {
  */
 ensemble: number, 
 /**
- * On FedAvg: the epoch prior's weight.
+ * On FedAvg over reshuffled rows: the epoch prior's weight.
  */
 epoch_prior: EpochPrior, 
 /**

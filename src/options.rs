@@ -75,7 +75,8 @@ pub struct RunOptions {
     /// "shuffled" (reshuffled every epoch, in an order the server does not know).
     #[ts(as = "Option<_>", optional)]
     pub local_order: LocalOrder,
-    /// TabLeak on FedAvg: the epoch prior's weight λ; "auto" chooses it without the truth.
+    /// TabLeak on FedAvg over rows reshuffled every epoch: the epoch prior's weight λ; "auto"
+    /// chooses it without the truth. (In the given order every epoch shares one copy of the rows.)
     #[ts(as = "Option<_>", optional)]
     pub epoch_prior: EpochPrior,
     #[ts(as = "Option<f64>", optional)]

@@ -108,20 +108,33 @@ fn fedavg() -> leakscope::config::Protocol {
     })
 }
 
-/// FedAvg, differentiated through every local step; TabLeak with its per-epoch copies and epoch
-/// prior, and the Cosine baseline.
+/// FedAvg, differentiated through every local step; TabLeak on rows in the given order (one copy)
+/// and reshuffled (per-epoch copies and the epoch prior), and the Cosine baseline.
 #[test]
 fn the_cpu_kernel_follows_the_definition_through_fedavg() {
+    use leakscope::client::fedavg::LocalOrder;
+    use leakscope::config::Protocol;
     let data = adult();
     let definition = Runtime::cpu().definition();
     let kernel = Runtime::cpu();
-    for attack in [AttackKind::Tableak, AttackKind::Cosine] {
+    let shuffled = match fedavg() {
+        Protocol::Fedavg(t) => Protocol::Fedavg(leakscope::client::fedavg::LocalTraining {
+            order: LocalOrder::Shuffled,
+            ..t
+        }),
+        p => p,
+    };
+    for (attack, protocol) in [
+        (AttackKind::Tableak, fedavg()),
+        (AttackKind::Tableak, shuffled),
+        (AttackKind::Cosine, fedavg()),
+    ] {
         let c = AttackConfig {
-            protocol: fedavg(),
+            protocol,
             ..config(attack, 50, 5)
         };
         assert_follows(
-            &format!("FedAvg {attack} kernel"),
+            &format!("FedAvg {attack} {protocol:?} kernel"),
             &invert(&definition, &data, &c),
             &invert(&kernel, &data, &c),
         );

@@ -185,7 +185,8 @@ impl Setup<'_> {
     /// entropy, the table's marginals are known (a simulated client), and the client's defence
     /// perturbs the update, or the model may leave rows unproved (no hidden layer; an activation
     /// other than ReLU, which has the second layer's certificate only: a sigmoid's update at
-    /// initialisation says less than the marginals at B = 32). Proved rows never fall back.
+    /// initialisation says less than the marginals at B = 32; a client training with Adam).
+    /// Proved rows never fall back.
     /// Elsewhere the ensemble scores above the marginals.
     pub fn wants_fallback(&self) -> bool {
         self.config.priors().fallback
@@ -193,7 +194,17 @@ impl Setup<'_> {
             && self.members > 0
             && self.dataset.n() > 0
             && self.scenario.truth.is_some()
-            && (self.perturbed() || self.config.hidden.is_empty() || !self.config.activation.is_relu())
+            && (self.perturbed()
+                || self.config.hidden.is_empty()
+                || !self.config.activation.is_relu()
+                || self.adam_client())
+    }
+
+    /// Whether the client trains with Adam or AdamW: its update keeps little more than each
+    /// coordinate's sign at the first step, the span and the proofs are off, and the ensemble may
+    /// say less than the marginals (docs/results/recipes.md).
+    fn adam_client(&self) -> bool {
+        matches!(self.config.protocol, crate::config::Protocol::Fedavg(t) if t.optimizer.is_adam())
     }
 
     /// Whether the client's defence perturbs the update (noise, fake gradients): there no proof

@@ -110,12 +110,6 @@ pub trait Attack {
         vec![0.0]
     }
 
-    /// Whether a member holds one copy of the client's rows per local epoch on FedAvg (TabLeak's
-    /// epoch prior) rather than one copy shared by every epoch.
-    fn copies_per_epoch(&self) -> bool {
-        false
-    }
-
     /// Whether its ensemble may be split over a page's workers.
     fn splits_over_workers(&self) -> bool {
         false
@@ -201,14 +195,13 @@ impl AttackConfig {
         candidates[(m / self.attacker().ensemble().max(1)).min(candidates.len() - 1)]
     }
 
-    /// Dummy rows each member optimises: the rows behind the update, or on FedAvg one copy of the
-    /// client's rows per local epoch, for TabLeak (its epoch prior) and for any attack on a client
-    /// that reshuffles its rows (whose epochs share no order the server knows).
+    /// Dummy rows each member optimises: the rows behind the update; on FedAvg over rows in the
+    /// given order, the same rows in every epoch (one copy, the client's exact model); over rows
+    /// reshuffled every epoch, one copy per epoch (their batches differ), which TabLeak ties by
+    /// its epoch prior and every attack matches and averages afterwards.
     pub fn rows_per_member(&self) -> usize {
         match &self.protocol {
-            Protocol::Fedavg(t) if self.attacker().copies_per_epoch() || t.order == LocalOrder::Shuffled => {
-                t.epochs.saturating_mul(self.rows())
-            }
+            Protocol::Fedavg(t) if t.order == LocalOrder::Shuffled => t.epochs.saturating_mul(self.rows()),
             _ => self.rows(),
         }
     }

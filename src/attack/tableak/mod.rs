@@ -10,6 +10,7 @@ use settings::{EpochPrior, PRIOR_CANDIDATES, TableakSettings};
 use crate::attack::inversion::objective::Objective;
 use crate::attack::registry::{Attack, Inverts, Priors};
 use crate::attack::spec::AttackKind;
+use crate::client::fedavg::LocalOrder;
 use crate::config::{AttackConfig, Optimiser, Protocol};
 use crate::error::{Error, Result};
 use crate::table::Dataset;
@@ -55,16 +56,16 @@ impl Attack for TableakSettings {
         }
     }
 
+    /// The epoch prior ties per-epoch copies, which only a reshuffling client's rows have: rows
+    /// in the given order are one copy, the same in every epoch (stronger than the reference's
+    /// copies and prior: docs/results/recipes.md).
     fn prior_candidates(&self, protocol: &Protocol) -> Vec<f64> {
         match (protocol, self.epoch_prior) {
-            (Protocol::Fedavg(t), EpochPrior::Auto) if t.epochs > 1 => PRIOR_CANDIDATES.to_vec(),
-            (Protocol::Fedavg(t), EpochPrior::Fixed(l)) if t.epochs > 1 => vec![l],
+            (Protocol::Fedavg(t), _) if t.order != LocalOrder::Shuffled || t.epochs < 2 => vec![0.0],
+            (Protocol::Fedavg(_), EpochPrior::Auto) => PRIOR_CANDIDATES.to_vec(),
+            (Protocol::Fedavg(_), EpochPrior::Fixed(l)) => vec![l],
             _ => vec![0.0],
         }
-    }
-
-    fn copies_per_epoch(&self) -> bool {
-        true
     }
 
     fn splits_over_workers(&self) -> bool {

@@ -34,7 +34,7 @@ pub enum EpochPrior {
 pub struct TableakSettings {
     /// Members of the ensemble (per epoch-prior candidate).
     pub ensemble: usize,
-    /// On FedAvg: the epoch prior's weight.
+    /// On FedAvg over reshuffled rows: the epoch prior's weight.
     pub epoch_prior: EpochPrior,
     /// Keep the dummy rows in the span of the first layer's gradient and prove rows from its ReLU
     /// pattern (`attack::priors::subspace`, `attack::priors::activity`); both switch themselves off where the

@@ -102,7 +102,8 @@ pub struct AttackArgs {
     /// Adam learning rate (default: 0.1 for TabLeak, the reference's 0.06 for the baselines).
     #[arg(long)]
     pub lr: Option<f64>,
-    /// TabLeak on FedAvg: the epoch prior's weight λ (default 0.1), or `auto` to choose it among
+    /// TabLeak on FedAvg over rows reshuffled every epoch (`--local-order shuffled`; in the given
+    /// order every epoch shares one copy of the rows): the epoch prior's weight λ (default 0.1), or `auto` to choose it among
     /// the reference's grid by how well each candidate's reconstruction fits the update (no ground
     /// truth; 7× the work).
     #[arg(long, value_parser = parse_prior)]
