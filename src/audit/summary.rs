@@ -355,39 +355,7 @@ fn verdict(
                 });
                 sentences.push(threshold_sentence(options, attack, study, hit.is_some(), at, points[0]));
             }
-            Study::Fedavg => {
-                let most = points
-                    .iter()
-                    .max_by(|a, b| a.accuracy.mean.total_cmp(&b.accuracy.mean))
-                    .unwrap();
-                let least = points
-                    .iter()
-                    .min_by(|a, b| a.accuracy.mean.total_cmp(&b.accuracy.mean))
-                    .unwrap();
-                let (
-                    Point::Fedavg {
-                        epochs: e1,
-                        local_batch: b1,
-                    },
-                    Point::Fedavg {
-                        epochs: e2,
-                        local_batch: b2,
-                    },
-                ) = (most.point, least.point)
-                else {
-                    unreachable!()
-                };
-                sentences.push(format!(
-                    "Under FedAvg (a client of {} rows, client lr {}), {attack} recovers {} of cells after {e1} local \
-                     epoch{} of batches of {b1} and {} after {e2} of batches of {b2}, against {} by guessing.",
-                    options.reference_batch,
-                    options.run.client_lr,
-                    pct(most.accuracy.mean),
-                    if e1 == 1 { "" } else { "s" },
-                    pct(least.accuracy.mean),
-                    pct(least.random.mean),
-                ));
-            }
+            Study::Fedavg => sentences.push(fedavg_sentence(options, attack, &points)),
             Study::ClientRows => {
                 for sentence in client_rows_sentences(options, attack, &points, &mut thresholds) {
                     sentences.push(sentence);
@@ -441,6 +409,52 @@ fn verdict(
     Verdict { thresholds, sentences }
 }
 
+/// The FedAvg client's optimiser and order as the audit states them: "SGD (lr 0.01, momentum 0.9),
+/// rows reshuffled every epoch".
+fn recipe_words(options: &AuditOptions) -> String {
+    let recipe = options.run.protocol_recipe();
+    let order = match recipe.order {
+        crate::client::fedavg::LocalOrder::Given => "",
+        crate::client::fedavg::LocalOrder::Shuffled => ", rows reshuffled every epoch",
+    };
+    format!("{}{order}", recipe.optimizer.describe(recipe.lr))
+}
+
+/// The FedAvg study in one sentence: the most and the least the attack recovers over its settings.
+fn fedavg_sentence(options: &AuditOptions, attack: AttackKind, points: &[&SummaryRow]) -> String {
+    let most = points
+        .iter()
+        .max_by(|a, b| a.accuracy.mean.total_cmp(&b.accuracy.mean))
+        .unwrap();
+    let least = points
+        .iter()
+        .min_by(|a, b| a.accuracy.mean.total_cmp(&b.accuracy.mean))
+        .unwrap();
+    let (
+        Point::Fedavg {
+            epochs: e1,
+            local_batch: b1,
+        },
+        Point::Fedavg {
+            epochs: e2,
+            local_batch: b2,
+        },
+    ) = (most.point, least.point)
+    else {
+        unreachable!()
+    };
+    format!(
+        "Under FedAvg (a client of {} rows, {}), {attack} recovers {} of cells after {e1} local \
+         epoch{} of batches of {b1} and {} after {e2} of batches of {b2}, against {} by guessing.",
+        options.reference_batch,
+        recipe_words(options),
+        pct(most.accuracy.mean),
+        if e1 == 1 { "" } else { "s" },
+        pct(least.accuracy.mean),
+        pct(least.random.mean),
+    )
+}
+
 /// The client-size study, one sentence per local-epoch count: from what size of client the
 /// attack falls to guessing through the stated recipe, or that no size tried does.
 fn client_rows_sentences(
@@ -449,12 +463,6 @@ fn client_rows_sentences(
     points: &[&SummaryRow],
     thresholds: &mut Vec<Threshold>,
 ) -> Vec<String> {
-    let recipe = crate::client::fedavg::LocalTraining {
-        epochs: 1,
-        local_batch: options.client_batch,
-        lr: options.run.client_lr,
-        ..options.run.protocol_recipe()
-    };
     let mut epochs: Vec<usize> = points
         .iter()
         .filter_map(|r| match r.point {
@@ -489,7 +497,7 @@ fn client_rows_sentences(
             e,
             if e == 1 { "" } else { "s" },
             options.client_batch,
-            recipe.optimizer.describe(options.run.client_lr)
+            recipe_words(options)
         );
         out.push(match hit {
             Some(h) if h.point == first.point => format!(

@@ -160,7 +160,6 @@ impl Client<'_> {
         // θ_{t+1} from θ_t and g_t by the client's optimiser, per member.
         let pass = &un.passes[t];
         let rule = un.rule;
-        let layers_n = layers;
         for l in 0..layers {
             let (i, o) = (self.sizes[l], self.sizes[l + 1]);
             for k in 0..g {
@@ -187,7 +186,7 @@ impl Client<'_> {
                 }
                 for (slot, after, before, grad, span) in [
                     (l, w_after, w_before, gw, k * i * o..(k + 1) * i * o),
-                    (layers_n + l, b_after, b_before, gb, k * o..(k + 1) * o),
+                    (layers + l, b_after, b_before, gb, k * o..(k + 1) * o),
                 ] {
                     let first = &mut un.first[slot][span.clone()];
                     let second = &mut un.second[slot][span.clone()];
