@@ -260,3 +260,78 @@ fn kernel_and_definition_agree_on_a_wide_network_under_adam() {
         assert!(e <= 1e-2, "{kind:?}: kernel and definition gradients differ by {e:.2e}");
     }
 }
+
+/// SGD with weight decay: θ0 − θE is c·θ0 plus a combination of the gradients
+/// (`ClientOptimizer::decay_share`), so the first layer's update less c·W0 lies in the span of the
+/// client's rows again, with momentum or Nesterov too; the update itself does not.
+#[test]
+fn sgd_weight_decay_leaves_the_rows_span_once_its_share_of_the_weights_is_taken_out() {
+    use nalgebra::DMatrix;
+    let rt = Runtime::cpu();
+    let f = fixture("fedavg_optimizers.json");
+    let p = params(&fixture("mlp_param_grad.json"));
+    let net = Net::new(&p, &rt.device);
+    let (d, h) = (p.sizes[0], p.sizes[1]);
+    let x = flat(&f["x_client"]);
+    let n = x.len() / d;
+    let labels: Vec<usize> = f["y"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap() as usize)
+        .collect();
+    let onehot: Vec<f32> = labels
+        .iter()
+        .flat_map(|&c| (0..2).map(move |k| (k == c) as u8 as f32))
+        .collect();
+    let y = Tensor::<3>::from_data(TensorData::new(onehot, [1, n, 2]), &rt.device);
+    let rows = Tensor::<3>::from_data(
+        TensorData::new(x.iter().map(|&v| v as f32).collect::<Vec<_>>(), [1, n, d]),
+        &rt.device,
+    );
+    // The projector off the rows' span in R^d.
+    let xm = DMatrix::from_row_slice(n, d, &x);
+    let q = xm.transpose().qr().q();
+    let off = DMatrix::<f64>::identity(d, d) - &q * q.transpose();
+    let residual = |w: &[f64]| {
+        let m = DMatrix::from_row_slice(d, h, w);
+        (&off * &m).norm() / m.norm()
+    };
+    for optimizer in [
+        ClientOptimizer {
+            weight_decay: 0.05,
+            ..Default::default()
+        },
+        ClientOptimizer {
+            momentum: 0.9,
+            dampening: 0.1,
+            weight_decay: 0.05,
+            ..Default::default()
+        },
+        ClientOptimizer {
+            momentum: 0.9,
+            nesterov: true,
+            weight_decay: 0.05,
+            ..Default::default()
+        },
+    ] {
+        let training = LocalTraining {
+            epochs: 3,
+            local_batch: 2,
+            lr: 0.05,
+            optimizer,
+            order: LocalOrder::Given,
+        };
+        let (u, _) = local_training_in_order(&net, &[rows.clone()], Some(&y), &training, None, false);
+        let dw: Vec<f64> = read(u.weights[0].clone()).iter().map(|&v| v as f64).collect();
+        let c = optimizer.decay_share(training.lr, training.epochs * training.steps_per_epoch(n));
+        let less: Vec<f64> = dw.iter().zip(&p.weights[0]).map(|(&u, &w)| u - c * w as f64).collect();
+        let (before, after) = (residual(&dw), residual(&less));
+        eprintln!("{optimizer:?}: share {c:.4}, off the span {before:.1e} → {after:.1e}");
+        assert!(before > 1e-2, "the decay's share is visible off the span: {before:.1e}");
+        assert!(
+            after < 1e-5,
+            "less its share the update lies in the rows' span: {after:.1e}"
+        );
+    }
+}

@@ -267,11 +267,13 @@ impl AttackConfig {
             return out;
         }
         if let Protocol::Fedavg(t) = &self.protocol
-            && let Some(why) = t.optimizer.span_broken_by()
+            && let Some(why) = t.optimizer.proofs_broken_by()
         {
-            // The span, the proof and the certificate all read the update as a sum of the rows' terms.
+            // The proof and the certificate read the update as a sum of the rows' terms; the span
+            // too unless SGD's decay share is taken out first (`ClientOptimizer::decay_share`).
+            let span = t.optimizer.span_broken_by().is_some();
             for (part, on) in [
-                (Part::Span, asked.span),
+                (Part::Span, asked.span && span),
                 (Part::Proof, asked.proof),
                 (Part::SecondLayer, asked.second_layer),
             ] {

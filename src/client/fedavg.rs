@@ -1,8 +1,9 @@
 //! FedAvg's client (SPEC §3): E local epochs over its n rows in local batches of b rows (the last
 //! batch of an epoch is the rest when b does not divide n), stepped by its optimiser
 //! (`client::optimizer`: plain SGD by default); it sends θ0 − θE. Its rows come in the same order
-//! every epoch, or reshuffled every epoch (`LocalOrder::Shuffled`, as `DataLoader(shuffle=True)`). Written on tensors, batched over members, so the attacker can
-//! simulate it on dummy rows and differentiate it (`attack::inversion::second_order::reverse_local_training`).
+//! every epoch, or reshuffled every epoch (`LocalOrder::Shuffled`, as `DataLoader(shuffle=True)`).
+//! Written on tensors, batched over members, so the attacker can simulate it on dummy rows and
+//! differentiate it (`attack::inversion::second_order::reverse_local_training`).
 use burn::tensor::Tensor;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;

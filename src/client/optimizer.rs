@@ -76,25 +76,57 @@ impl ClientOptimizer {
         self.kind == OptimizerKind::Sgd && self.momentum == 0.0 && self.weight_decay == 0.0
     }
 
-    /// Whether θ0 − θE is a linear combination of the local steps' gradients (SGD without weight
-    /// decay, momentum or not): then the first layer's update lies in the span of the client's rows.
-    /// Adam divides every coordinate by its own running scale, and weight decay adds θ itself.
-    pub fn keeps_span(&self) -> bool {
-        self.kind == OptimizerKind::Sgd && self.weight_decay == 0.0
-    }
-
-    /// Why the first layer's update may leave the rows' span, for the report.
+    /// Why the first layer's update is not a combination of the client's rows even once the weight
+    /// decay's share of θ0 is taken out (`decay_share`): Adam divides every coordinate of its step
+    /// by that coordinate's own running scale. SGD's steps, momentum or not, are linear.
     pub fn span_broken_by(&self) -> Option<&'static str> {
         match self.kind {
             OptimizerKind::Adam | OptimizerKind::Adamw => Some(
                 "the client's Adam divides each coordinate of its step by that coordinate's own running scale, so \
                  its update is no longer a combination of the rows",
             ),
-            OptimizerKind::Sgd if self.weight_decay != 0.0 => {
-                Some("the client's weight decay adds a multiple of the weights themselves to every step")
-            }
             OptimizerKind::Sgd => None,
         }
+    }
+
+    /// Why the ReLU-pattern proof and the second layer's certificate, which read the update as
+    /// the rows' terms exactly, are not run: Adam's step, or a weight decay (whose share of θ0
+    /// the span prior takes out, but which the proofs are not written for).
+    pub fn proofs_broken_by(&self) -> Option<&'static str> {
+        match self.span_broken_by() {
+            Some(why) => Some(why),
+            None if self.weight_decay != 0.0 => Some(
+                "the client's weight decay adds a multiple of the weights themselves to every step; the span prior \
+                 takes that share out, the proofs are not written for it",
+            ),
+            None => None,
+        }
+    }
+
+    /// SGD's θ0 − θE is c·θ0 plus a combination of the local steps' gradients: with a weight decay
+    /// every step also shrinks θ by a data-free share, so θ0's coefficient follows the optimiser
+    /// run on a zero gradient from θ = 1 (c = 1 − that θ after `steps` steps; 0 without decay).
+    /// The first layer's update less c·W0 lies in the rows' span again. Not meaningful for Adam.
+    pub fn decay_share(&self, lr: f64, steps: usize) -> f64 {
+        if self.kind != OptimizerKind::Sgd || self.weight_decay == 0.0 {
+            return 0.0;
+        }
+        let (mut theta, mut buf) = (1.0f64, 0.0f64);
+        for t in 1..=steps {
+            let d = self.weight_decay * theta;
+            let s = if self.momentum == 0.0 {
+                d
+            } else {
+                buf = if t == 1 {
+                    d
+                } else {
+                    self.momentum * buf + (1.0 - self.dampening) * d
+                };
+                if self.nesterov { d + self.momentum * buf } else { buf }
+            };
+            theta -= lr * s;
+        }
+        1.0 - theta
     }
 
     pub fn validate(&self) -> Result<(), String> {

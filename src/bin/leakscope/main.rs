@@ -57,8 +57,9 @@ enum Command {
     },
     /// Many batches × batch sizes × attacks: mean ± std of accuracy (the paper's Table 1 layout).
     Sweep(SweepArgs),
-    /// A table's exposure over a grid of settings (batch size, noise, clients averaged, FedAvg,
-    /// training first): accuracy of each attack, mean ± std over batches, plots and a verdict.
+    /// A table's exposure over a grid of settings (batch size, noise, clients averaged, FedAvg, the
+    /// FedAvg client's size, training first): accuracy of each attack, mean ± std over batches,
+    /// plots and a verdict.
     Audit(Box<audit::AuditArgs>),
     /// Join the shares of an audit run with --shard into the report one run would give.
     Merge(audit::MergeArgs),
