@@ -460,7 +460,7 @@ mod tests {
         };
         let err = o.grid().unwrap_err().to_string();
         assert!(
-            err.contains("the grid has up to 1350225 cells (90015 settings × 3 attacks × 5 batches)"),
+            err.contains("the grid has up to 1350375 cells (90025 settings × 3 attacks × 5 batches)"),
             "{err}"
         );
         // The CLI's grid at the most batches is well inside.

@@ -82,6 +82,19 @@ pub enum Simulation {
 }
 
 impl Simulation {
+    /// The share c of θ0 that a FedAvg client's SGD weight decay leaves in θ0 − θE over a client
+    /// of `n` rows (`ClientOptimizer::decay_share`; 0 elsewhere). The update is c·θ0 plus the
+    /// rows' part: the objective compares the rows' parts, c·θ0 taken out of both, so that a
+    /// data-free share does not dilute it.
+    pub fn decay_share(&self, n: usize) -> f64 {
+        match self {
+            Simulation::Gradient => 0.0,
+            Simulation::LocalTraining { training, .. } => training
+                .optimizer
+                .decay_share(training.lr, training.epochs * training.steps_per_epoch(n)),
+        }
+    }
+
     /// Dummy rows per member for a client of `n` rows.
     pub fn rows(&self, n: usize) -> usize {
         match self {
@@ -253,6 +266,25 @@ impl<'a> Definition<'a> {
                     .collect();
                 let onehot = (!in_rows).then_some(&self.onehot);
                 let (update, taken) = local_training(net, &epochs, onehot, &training, with_grad);
+                // The rows' part of the update (the target's was taken out in `ProblemSpec`).
+                let share = p.simulation.decay_share(rows);
+                let update = match share == 0.0 {
+                    true => update,
+                    false => ParamGrads {
+                        weights: update
+                            .weights
+                            .iter()
+                            .zip(&net.weights)
+                            .map(|(u, w)| u.clone() - w.clone().mul_scalar(share))
+                            .collect(),
+                        biases: update
+                            .biases
+                            .iter()
+                            .zip(&net.biases)
+                            .map(|(u, b)| u.clone() - b.clone().mul_scalar(share))
+                            .collect(),
+                    },
+                };
                 let (mut loss, u_bar) = p.objective.evaluate(&update, target, target_norm, with_grad);
                 let mut x_bar = u_bar.map(|ub| reverse_local_training(&taken, &ub, &training, None, copies, in_rows));
                 if copies > 1 && self.priors.iter().any(|&l| l > 0.0) {

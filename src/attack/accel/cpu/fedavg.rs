@@ -207,6 +207,8 @@ impl Client<'_> {
     fn update_objective(&self, un: &mut Unrolled, loss: &mut [f32], grad: bool) {
         let g = loss.len();
         let last = un.steps.len() - 1;
+        // The rows' part under SGD's weight decay: c·θ0 out (the definition's `Simulation::decay_share`).
+        let keep = 1.0 - self.training.optimizer.decay_share(self.training.lr, un.steps.len()) as f32;
         for l in 0..self.layers() {
             let (i, o) = (self.sizes[l], self.sizes[l + 1]);
             for k in 0..g {
@@ -216,7 +218,7 @@ impl Client<'_> {
                     .zip(&self.w[l])
                     .zip(&un.theta_w[last][l][span])
                 {
-                    *u = w0 - we;
+                    *u = keep * w0 - we;
                 }
                 let span = k * o..(k + 1) * o;
                 for ((u, &b0), &be) in un.update_b[l][span.clone()]
@@ -224,7 +226,7 @@ impl Client<'_> {
                     .zip(&self.b[l])
                     .zip(&un.theta_b[last][l][span])
                 {
-                    *u = b0 - be;
+                    *u = keep * b0 - be;
                 }
             }
         }
