@@ -159,6 +159,24 @@ pub fn server_labels(params: &Params, observed: &Update, labels: &[usize], confi
 }
 
 impl Scenario {
+    /// The scenario with the update the attack reads: under a FedAvg client's SGD weight decay,
+    /// θ0 − θE less c·θ0, the share of the weights the decay leaves in it
+    /// (`ClientOptimizer::decay_share`); what is left is a combination of the rows' terms, as
+    /// without a decay, which the span, the proofs and the objective read
+    /// (`inversion::Simulation::decay_share` takes the same share out of the simulated update).
+    pub fn rows_part(mut self, config: &AttackConfig) -> Scenario {
+        let share = match &config.protocol {
+            Protocol::Fedavg(t) => t.optimizer.decay_share(t.lr, config.local_steps()),
+            Protocol::Fedsgd => 0.0,
+        };
+        if share != 0.0 {
+            let mut theta0 = Update::from_layers(self.params.weights.clone(), self.params.biases.clone());
+            theta0.scale(-share as f32);
+            self.observed.add(&theta0);
+        }
+        self
+    }
+
     /// A simulated client attacked for its rows (TabLeak, the baselines).
     pub async fn of_rows(dataset: &Dataset, config: &AttackConfig) -> Result<Scenario> {
         let client = Client::simulate(dataset, config).await?;

@@ -267,13 +267,12 @@ impl AttackConfig {
             return out;
         }
         if let Protocol::Fedavg(t) = &self.protocol
-            && let Some(why) = t.optimizer.proofs_broken_by()
+            && let Some(why) = t.optimizer.span_broken_by()
         {
-            // The proof and the certificate read the update as a sum of the rows' terms; the span
-            // too unless SGD's decay share is taken out first (`ClientOptimizer::decay_share`).
-            let span = t.optimizer.span_broken_by().is_some();
+            // The span, the proof and the certificate read the update as a sum of the rows' terms
+            // (SGD's weight decay taken out first: `Scenario::rows_part`).
             for (part, on) in [
-                (Part::Span, asked.span && span),
+                (Part::Span, asked.span),
                 (Part::Proof, asked.proof),
                 (Part::SecondLayer, asked.second_layer),
             ] {

@@ -76,9 +76,10 @@ impl ClientOptimizer {
         self.kind == OptimizerKind::Sgd && self.momentum == 0.0 && self.weight_decay == 0.0
     }
 
-    /// Why the first layer's update is not a combination of the client's rows even once the weight
-    /// decay's share of θ0 is taken out (`decay_share`): Adam divides every coordinate of its step
-    /// by that coordinate's own running scale. SGD's steps, momentum or not, are linear.
+    /// Why the update is not a combination of the client's rows' terms even once the weight decay's
+    /// share of θ0 is taken out (`decay_share`): Adam divides every coordinate of its step by that
+    /// coordinate's own running scale. SGD's steps, momentum or not, are linear: the span, the
+    /// proofs and the certificate read its update as they read plain SGD's.
     pub fn span_broken_by(&self) -> Option<&'static str> {
         match self.kind {
             OptimizerKind::Adam | OptimizerKind::Adamw => Some(
@@ -86,20 +87,6 @@ impl ClientOptimizer {
                  its update is no longer a combination of the rows",
             ),
             OptimizerKind::Sgd => None,
-        }
-    }
-
-    /// Why the ReLU-pattern proof and the second layer's certificate, which read the update as
-    /// the rows' terms exactly, are not run: Adam's step, or a weight decay (whose share of θ0
-    /// the span prior takes out, but which the proofs are not written for).
-    pub fn proofs_broken_by(&self) -> Option<&'static str> {
-        match self.span_broken_by() {
-            Some(why) => Some(why),
-            None if self.weight_decay != 0.0 => Some(
-                "the client's weight decay adds a multiple of the weights themselves to every step; the span prior \
-                 takes that share out, the proofs are not written for it",
-            ),
-            None => None,
         }
     }
 

@@ -94,18 +94,11 @@ impl ProblemSpec {
     }
 
     /// The same problem made by the client's local training (FedAvg), with the epoch prior's
-    /// weight per member of the whole ensemble.
-    /// Under a FedAvg client's SGD weight decay the target is the update's rows' part: c·θ0 taken
-    /// out (`Simulation::decay_share`), as both engines take it out of the simulated update.
+    /// weight per member of the whole ensemble. Under SGD's weight decay `target` is the update's
+    /// rows' part (`Scenario::rows_part`), as both engines take c·θ0 out of the simulated update.
     pub fn with_simulation(mut self, simulation: Simulation, priors: Vec<f64>) -> ProblemSpec {
         self.simulation = simulation;
         self.priors = priors;
-        let share = simulation.decay_share(self.rows());
-        if share != 0.0 {
-            let mut theta0 = Update::from_layers(self.params.weights.clone(), self.params.biases.clone());
-            theta0.scale(-share as f32);
-            self.target.add(&theta0);
-        }
         self
     }
 

@@ -38,6 +38,8 @@ pub struct Setup<'a> {
 
 impl<'a> Setup<'a> {
     pub fn new(runtime: &'a Runtime, dataset: &'a Dataset, config: &'a AttackConfig, scenario: Scenario) -> Setup<'a> {
+        // What every part reads as the update: its rows' part (SGD's weight decay taken out).
+        let scenario = scenario.rows_part(config);
         // An attack that inverts nothing (the random guess) is set up with the published
         // objective, which it never runs.
         let inverts = config.attacker().inversion().unwrap_or(Inverts {
@@ -50,10 +52,9 @@ impl<'a> Setup<'a> {
             && inverts.objective == crate::attack::inversion::objective::Objective::Cosine)
             .then(|| {
                 let sizes = &scenario.params.sizes;
-                let (w, b) = first_layer_of_rows(config, &scenario);
                 Subspace::from_first_layer(
-                    &w,
-                    &b,
+                    scenario.observed.weight(0),
+                    scenario.observed.bias(0),
                     sizes[0],
                     sizes[1],
                     Some(&layout),
@@ -231,28 +232,4 @@ impl<'a> Setup<'a> {
             steps: inversion.steps,
         })
     }
-}
-
-/// The first layer's update (W, b) as a combination of the client's rows: as observed, less the
-/// share of the first layer's weights a FedAvg client's SGD weight decay leaves in it
-/// (`ClientOptimizer::decay_share`).
-fn first_layer_of_rows(config: &AttackConfig, scenario: &Scenario) -> (Vec<f32>, Vec<f32>) {
-    let (w, b) = (scenario.observed.weight(0), scenario.observed.bias(0));
-    let share = match &config.protocol {
-        Protocol::Fedavg(t) => t.optimizer.decay_share(t.lr, config.local_steps()),
-        Protocol::Fedsgd => 0.0,
-    };
-    if share == 0.0 {
-        return (w.to_vec(), b.to_vec());
-    }
-    let less = |u: &[f32], p: &[f32]| {
-        u.iter()
-            .zip(p)
-            .map(|(&u, &p)| (u as f64 - share * p as f64) as f32)
-            .collect()
-    };
-    (
-        less(w, &scenario.params.weights[0]),
-        less(b, &scenario.params.biases[0]),
-    )
 }
