@@ -1229,6 +1229,8 @@ trainingEpochs: Array<number>,
  * FedAvg: the client's rows (its whole local dataset), each at every one of `client_epochs`
  * in local batches of `client_batch`, trained as `run` states (optimiser, order): at what
  * size the table stops leaking through this recipe. Sizes above the table's rows are left out.
+ * Options that leave these out run no such study (a grid written before it keeps its
+ * cells); the CLI's, the page's and Python's grids start from `default()`/`quick()`.
  */
 clientRows: Array<number>, clientEpochs: Array<number>, clientBatch: number, 
 /**

@@ -568,6 +568,12 @@ fn audit_args(out: &std::path::Path) -> Vec<String> {
         "4",
         "--train-epochs",
         "0,1",
+        "--client-rows",
+        "8,16",
+        "--client-epochs",
+        "1",
+        "--client-batch",
+        "4",
         "--quiet",
         "--out",
     ]
@@ -603,6 +609,7 @@ fn an_audit_in_shares_merges_into_the_same_report_as_one_run() {
         "clients.svg",
         "fedavg.svg",
         "training.svg",
+        "client-rows.svg",
         "features.svg",
     ] {
         let text = std::fs::read_to_string(whole.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
@@ -615,6 +622,11 @@ fn an_audit_in_shares_merges_into_the_same_report_as_one_run() {
     }
     assert!(stdout.contains("| B = 8 | TabLeak | 2 |"), "{stdout}");
     assert!(stdout.contains("Batch size:") && stdout.contains("Noise:"), "{stdout}");
+    assert!(stdout.contains("| n = 16, E = 1 | TabLeak | 2 |"), "{stdout}");
+    assert!(
+        stdout.contains("Client size (1 epoch of batches of 4, SGD (lr 0.01)):"),
+        "{stdout}"
+    );
     // The noise study states ε over the default 100 rounds beside one release.
     assert!(stdout.contains("ε over 100 rounds, q = 1"), "{stdout}");
     let audit: serde_json::Value =

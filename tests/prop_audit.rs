@@ -53,6 +53,8 @@ fn small_options() -> AuditOptions {
         local_epochs: vec![1, 2],
         local_batches: vec![2],
         training_epochs: vec![0, 1],
+        client_rows: vec![3, 4],
+        client_epochs: vec![1],
         ..AuditOptions::default()
     }
 }

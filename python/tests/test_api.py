@@ -75,7 +75,7 @@ def test_audit_runs_a_small_grid():
     report = leakscope.audit(
         GERMAN, label="credit_risk", run=dict(ensemble=2, iterations=60), batches=1, batch_sizes=[8],
         attacks=["tableak", "random"], noise_scales=[], clients=[], local_epochs=[], local_batches=[],
-        training_epochs=[], reference_batch=8, progress=False,
+        training_epochs=[], client_rows=[], reference_batch=8, progress=False,
     )
     audit = report["audit"]
     assert audit["options"]["batchSizes"] == [8] and audit["options"]["run"]["ensemble"] == 2

@@ -508,7 +508,7 @@ test('FedAvg and defences from the form; an audit runs its cells across the work
     // The audit grid starts from the engine's quick grid; a smaller one here.
     await page.click('#audit-grid summary');
     assert.equal(await page.inputValue('#audit-settings [name=batchSizes]'), '8, 32, 128');
-    const grid = { batches: 2, referenceBatch: 8, batchSizes: '4, 8', noiseScales: '0.1', clip: 1, clients: '', localEpochs: '1', localBatches: '4', trainingEpochs: '', rounds: 200, sampleRate: 0.05 };
+    const grid = { batches: 2, referenceBatch: 8, batchSizes: '4, 8', noiseScales: '0.1', clip: 1, clients: '', localEpochs: '1', localBatches: '4', trainingEpochs: '', clientRows: '', clientEpochs: '', rounds: 200, sampleRate: 0.05 };
     for (const [name, value] of Object.entries(grid)) await page.fill(`#audit-settings [name=${name}]`, String(value));
     // Every progress text seen: with more than one worker, cells run side by side.
     const seen = [];
