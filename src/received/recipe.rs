@@ -15,9 +15,9 @@ use crate::table::Dataset;
 use crate::table::batch::encode_rows;
 
 /// The largest relative gap ‖replayed − received‖ / ‖received‖ called a match: the replay runs in
-/// float32, the client in float32 or float64 with its own order of sums (gaps of 1e-7 to 1e-5
-/// measured on plain SGD and Adam); a recipe off by a momentum, a weight decay or the optimiser
-/// leaves gaps of 1e-2 and more (docs/results/recipes.md).
+/// float32, the client in float32 or float64 with its own order of sums (gaps of 4e-7 to 2.5e-5
+/// measured, every optimiser); a recipe that leaves out a weight decay of 5e-4 is off by 4e-3 to
+/// 8e-3, a momentum or the optimiser by 0.5 and more (docs/results/recipes.md).
 pub const RECIPE_TOLERANCE: f64 = 1e-3;
 
 /// Whether the stated recipe reproduces the received update on the client's rows.
