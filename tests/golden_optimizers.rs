@@ -81,6 +81,18 @@ fn target(update: &Json, p: &Params, rt: &Runtime) -> (ParamGrads, f64) {
     (g, norm)
 }
 
+/// The fixture's two-class labels one-hot, [n, 2] row-major.
+fn labels_onehot(y: &Json) -> Vec<f32> {
+    y.as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|v| {
+            let c = v.as_u64().unwrap() as usize;
+            (0..2).map(move |k| (k == c) as u8 as f32)
+        })
+        .collect()
+}
+
 fn read(t: Tensor<3>) -> Vec<f32> {
     pollster::block_on(read_f32(t)).unwrap()
 }
@@ -94,16 +106,7 @@ fn every_optimiser_matches_torch_optim_forward_and_reverse() {
     let x_client = flat(&f["x_client"]);
     let n = f["y"].as_array().unwrap().len();
     let d = p.sizes[0];
-    let labels: Vec<usize> = f["y"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_u64().unwrap() as usize)
-        .collect();
-    let onehot: Vec<f32> = labels
-        .iter()
-        .flat_map(|&c| (0..2).map(move |k| (k == c) as u8 as f32))
-        .collect();
+    let onehot = labels_onehot(&f["y"]);
     let y = Tensor::<3>::from_data(TensorData::new(onehot.clone(), [1, n, 2]), &rt.device);
     let rows = |v: &[f64]| {
         Tensor::<3>::from_data(
@@ -280,16 +283,7 @@ fn sgd_weight_decay_leaves_the_rows_span_once_its_share_of_the_weights_is_taken_
     let (d, h) = (p.sizes[0], p.sizes[1]);
     let x = flat(&f["x_client"]);
     let n = x.len() / d;
-    let labels: Vec<usize> = f["y"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_u64().unwrap() as usize)
-        .collect();
-    let onehot: Vec<f32> = labels
-        .iter()
-        .flat_map(|&c| (0..2).map(move |k| (k == c) as u8 as f32))
-        .collect();
+    let onehot = labels_onehot(&f["y"]);
     let y = Tensor::<3>::from_data(TensorData::new(onehot, [1, n, 2]), &rt.device);
     let rows = Tensor::<3>::from_data(
         TensorData::new(x.iter().map(|&v| v as f32).collect::<Vec<_>>(), [1, n, d]),

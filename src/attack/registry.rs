@@ -255,15 +255,7 @@ impl AttackConfig {
                 "{model} has no hidden layer: its one layer's gradient has rank at most its outputs and does not \
                  span the rows"
             );
-            for (part, on) in [
-                (Part::Span, asked.span),
-                (Part::Proof, asked.proof),
-                (Part::SecondLayer, asked.second_layer),
-            ] {
-                if on {
-                    out.push((part, why.clone()));
-                }
-            }
+            out.extend(rows_readers(&asked, &why));
             return out;
         }
         if let Protocol::Fedavg(t) = &self.protocol
@@ -271,15 +263,7 @@ impl AttackConfig {
         {
             // The span, the proof and the certificate read the update as a sum of the rows' terms
             // (SGD's weight decay taken out first: `Scenario::rows_part`).
-            for (part, on) in [
-                (Part::Span, asked.span),
-                (Part::Proof, asked.proof),
-                (Part::SecondLayer, asked.second_layer),
-            ] {
-                if on {
-                    out.push((part, why.to_string()));
-                }
-            }
+            out.extend(rows_readers(&asked, why));
             return out;
         }
         // The first layer's proof reads the ReLU pattern (`attack::priors::activity`), which another
@@ -353,4 +337,18 @@ impl AttackConfig {
         // (the random baseline included) before anything is allocated.
         self.working_set(dataset).check().map_err(Error::Config)
     }
+}
+
+/// Every part asked for that reads the update as the rows' terms (the first layer's span, its
+/// proof, the second layer's certificate), ruled out for `why`.
+fn rows_readers(asked: &Priors, why: &str) -> Vec<(Part, String)> {
+    [
+        (Part::Span, asked.span),
+        (Part::Proof, asked.proof),
+        (Part::SecondLayer, asked.second_layer),
+    ]
+    .into_iter()
+    .filter(|&(_, on)| on)
+    .map(|(part, _)| (part, why.to_string()))
+    .collect()
 }

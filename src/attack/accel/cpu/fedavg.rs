@@ -33,6 +33,9 @@ pub struct Unrolled {
     second_bar: Slots,
     /// Adam's values per step for the reverse (`optimizer::Kept`), per step and slot.
     kept: Vec<Vec<Vec<Kept>>>,
+    /// 1 − c: what of θ0 the update's rows' part keeps under SGD's weight decay (the definition's
+    /// `Simulation::decay_share`; 1 without a decay).
+    theta0_kept: f32,
 }
 
 /// One buffer per parameter tensor: every layer's W then every layer's b, each g members long.
@@ -79,6 +82,7 @@ impl Unrolled {
             add_w: weights(),
             add_b: biases(),
             rule,
+            theta0_kept: 1.0 - training.optimizer.decay_share(training.lr, steps.len()) as f32,
             first: state(),
             second: state(),
             first_bar: state(),
@@ -207,8 +211,8 @@ impl Client<'_> {
     fn update_objective(&self, un: &mut Unrolled, loss: &mut [f32], grad: bool) {
         let g = loss.len();
         let last = un.steps.len() - 1;
-        // The rows' part under SGD's weight decay: c·θ0 out (the definition's `Simulation::decay_share`).
-        let keep = 1.0 - self.training.optimizer.decay_share(self.training.lr, un.steps.len()) as f32;
+        // The rows' part under SGD's weight decay: c·θ0 out.
+        let keep = un.theta0_kept;
         for l in 0..self.layers() {
             let (i, o) = (self.sizes[l], self.sizes[l + 1]);
             for k in 0..g {
