@@ -376,7 +376,11 @@ member_steps: Array<number>,
 /**
  * What the attack composed: the epoch prior, the first layer's span.
  */
-details: RowDetails, };
+details: RowDetails, 
+/**
+ * How well the reconstruction explains the update (null where not computed).
+ */
+update_fit: UpdateFit | null, };
 
 export type ReconstructedRow = { cells: Array<string>, entropy: Array<number | null>, confidence: Array<Confidence>, 
 /**
@@ -602,6 +606,25 @@ export type ReasonCount = { why: string, rows: number, };
  * Rows of one provenance, and why those of a consistent group are not proved.
  */
 export type ProvenanceCount = { provenance: Provenance, rows: number, reasons: Array<ReasonCount>, };
+
+/**
+ * How well the best reconstruction explains the update it came from: without the client's rows,
+ * the one check of the encoding, the model and the recipe stated that the server also has.
+ */
+export type UpdateFit = { 
+/**
+ * 1 − cos between the update the reconstructed rows (with the labels used) would send from
+ * the same network under the stated recipe, and the update received: 0 is a perfect fit.
+ */
+distance: number, threshold: number, 
+/**
+ * distance ≤ threshold.
+ */
+fits: boolean, 
+/**
+ * What that means, in a sentence (the text report's and the page's).
+ */
+says: string, };
 
 /**
  * The attribute attack as the report states it.

@@ -242,7 +242,8 @@ pub async fn invert_received<'a>(
     if let Some(why) = config.attacker().refuses_received() {
         return Err(Error::Config(why.into()));
     }
-    let scenario = Scenario::received(dataset, config, received)?;
+    let received = crate::received::pipeline::in_dataset_terms(dataset, config, received)?;
+    let scenario = Scenario::received(dataset, config, &received)?;
     let setup = Setup::new(runtime, dataset, config, scenario);
     let all = MemberRange {
         first: 0,

@@ -73,6 +73,7 @@ fn generated() -> String {
         declaration::<leakscope::report::ProvenanceGroup>(),
         declaration::<leakscope::report::ReasonCount>(),
         declaration::<leakscope::report::reconstruction::ProvenanceCount>(),
+        declaration::<leakscope::report::reconstruction::UpdateFit>(),
         declaration::<leakscope::attack::attribute::AttributeReport>(),
         declaration::<AttackSpec>(),
         declaration::<leakscope::attack::describe::AttackInfo>(),

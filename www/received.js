@@ -44,6 +44,7 @@ function render(report) {
     `Cells by the attacker's confidence: ${counts}. ` +
     (report.provenance ?? []).map((g) => `${g.rows} row${g.rows === 1 ? '' : 's'} ${PROVENANCE[g.provenance]}${g.reasons.length ? ` (${g.reasons.map((r) => `${r.rows}: ${r.why}`).join('; ')})` : ''}. `).join('') +
     (report.not_applied ?? []).map((n) => `${n.part[0].toUpperCase()}${n.part.slice(1)} not applied: ${n.why}. `).join('') +
+    (report.update_fit ? `${report.update_fit.says[0].toUpperCase()}${report.update_fit.says.slice(1)}. ` : '') +
     `${report.backend.label}, ${report.seconds.toFixed(1)} s.`;
   // Each row's own label, where the rows explain the update's last layer exactly.
   const labelled = report.rows.length > 0 && report.rows.every((row) => row.label != null);

@@ -89,15 +89,22 @@ fn encode(csv: &[u8], encoding: &str) -> PyResult<(Vec<f32>, usize, Vec<f64>, bo
     let encoding: Encoding = from_json("not an encoding", encoding)?;
     let dataset = encoding.into_dataset().map_err(engine_error)?;
     let own = leakscope::received::truth::truth_rows(&dataset, &read_csv(csv)?).map_err(engine_error)?;
-    let x = own.rows.iter().flat_map(|r| own.encode(r)).map(|v| v as f32).collect();
+    // The client's own inputs: its pipeline's where the encoding states one.
+    let x = own
+        .rows
+        .iter()
+        .flat_map(|r| own.encode_for_client(r))
+        .map(|v| v as f32)
+        .collect();
+    let d = own.pipeline.as_ref().map_or(own.d(), |p| p.d());
     Ok(match &own.target {
         Some(t) => (
             x,
-            own.d(),
+            d,
             own.values.iter().map(|&v| t.standardise(v) as f64).collect(),
             true,
         ),
-        None => (x, own.d(), own.labels.iter().map(|&l| l as f64).collect(), false),
+        None => (x, d, own.labels.iter().map(|&l| l as f64).collect(), false),
     })
 }
 

@@ -22,7 +22,7 @@ use crate::table::encode_rows;
 
 /// Encoded rows ([n, d]) with a regression's label after each row's inputs (`targets`, [n]; empty
 /// for a classifier: the rows as they are), as an inversion's dummy rows hold them.
-fn with_targets(x: Vec<f32>, targets: &[f32]) -> Vec<f32> {
+pub(super) fn with_targets(x: Vec<f32>, targets: &[f32]) -> Vec<f32> {
     if targets.is_empty() {
         return x;
     }

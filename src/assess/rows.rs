@@ -8,10 +8,10 @@ use crate::attack::baselines::{random_rows, random_values};
 use crate::attack::inversion::ensemble::Members;
 use crate::attack::inversion::setup::Setup;
 use crate::error::{Error, Result};
-use crate::report::reconstruction::ReconstructionReport;
+use crate::report::reconstruction::{ReconstructionReport, UpdateFit};
 use crate::report::{AttackDetails, Provenance, Report, RowDetails, build_report};
 use crate::seed::seed_for;
-use crate::table::Value;
+use crate::table::{Value, encode_rows};
 
 impl Setup<'_> {
     /// Match and pool the ensemble (None: the random baseline, which inverts nothing) into one
@@ -153,11 +153,25 @@ impl Setup<'_> {
 
     /// A received update's reconstruction, without truth to score against.
     pub async fn assess_received(&self, inverted: Members, seconds: f64) -> Result<ReconstructionReport> {
-        Ok(self.received_report(self.reconstruct(inverted).await?, seconds))
+        let recon = self.reconstruct(inverted).await?;
+        let fit = self.update_fit(&recon).await?;
+        Ok(self.received_report(recon, fit, seconds))
+    }
+
+    /// How well the reconstruction's rows, with the labels used (a regression's reconstructed
+    /// with them), reproduce the update: 1 − cos of their simulated update and the received one.
+    pub async fn update_fit(&self, recon: &Reconstruction) -> Result<UpdateFit> {
+        let targets: Vec<f32> = match (&recon.values, &self.dataset.target) {
+            (Some((values, _)), Some(t)) => values.iter().map(|&v| t.standardise(v)).collect(),
+            _ => Vec::new(),
+        };
+        let x = super::reconstruct::with_targets(encode_rows(self.dataset, &recon.rows), &targets);
+        let distance = self.projected_losses(x, 1).await?[0];
+        Ok(UpdateFit::of(distance as f64))
     }
 
     /// The report of a received update's reconstruction (`assess_received`).
-    pub fn received_report(&self, recon: Reconstruction, seconds: f64) -> ReconstructionReport {
+    pub fn received_report(&self, recon: Reconstruction, fit: UpdateFit, seconds: f64) -> ReconstructionReport {
         let mut report = ReconstructionReport::build(
             self.dataset,
             self.config,
@@ -177,6 +191,7 @@ impl Setup<'_> {
             seconds,
         );
         report.member_steps = recon.steps;
+        report.update_fit = Some(fit);
         report.not_applied.extend(recon.not_applied.iter().cloned());
         report.set_provenance(&recon.provenance, &why_not_proved(&recon.unproved));
         if let Some(labels) = &recon.row_labels {

@@ -5,6 +5,7 @@
 //! any attack. PyTorch's `nn.Linear` stores W as [out, in] and computes x Wᵀ + b; leakscope holds
 //! W as [in, out], so weights and their updates are transposed on reading.
 mod npz;
+pub mod pipeline;
 pub mod recipe;
 mod tensor;
 pub mod truth;
@@ -71,6 +72,7 @@ fn natural_key(name: &str) -> Vec<(String, u64)> {
 /// Layers from a state dict: every tensor a `<layer>.weight` [out, in] or `<layer>.bias` [out],
 /// in natural order of the layer names, chaining in → out.
 fn layers_of(what: &str, tensors: Vec<Named>) -> Result<(Vec<String>, Vec<Named>, Vec<Named>)> {
+    refuse_layers_not_linear(what, &tensors)?;
     let mut weights: BTreeMap<String, Named> = BTreeMap::new();
     let mut biases: BTreeMap<String, Named> = BTreeMap::new();
     for t in tensors {
@@ -113,7 +115,8 @@ fn layers_of(what: &str, tensors: Vec<Named>) -> Result<(Vec<String>, Vec<Named>
         let w = weights.remove(name).unwrap();
         let Some(b) = biases.remove(name) else {
             return fail(format!(
-                "{what}: layer {name} has no bias; leakscope's network has a bias in every layer"
+                "{what}: layer {name} has no bias; leakscope's network has a bias in every layer (a weight without \
+                 a bias is also what an nn.Embedding table looks like: categorical embeddings are not attacked)"
             ));
         };
         if b.shape[0] != w.shape[0] {
@@ -134,6 +137,38 @@ fn layers_of(what: &str, tensors: Vec<Named>) -> Result<(Vec<String>, Vec<Named>
         }
     }
     Ok((names, ws, bs))
+}
+
+/// The layers tabular networks add, named with why they are not attacked: a state dict holding
+/// a normalisation layer is refused before its tensors are read as Linear ones.
+fn refuse_layers_not_linear(what: &str, tensors: &[Named]) -> Result<()> {
+    let layer_of = |t: &Named| t.name.rsplit_once('.').map_or(t.name.clone(), |(l, _)| l.to_string());
+    if let Some(t) = tensors.iter().find(|t| {
+        [".running_mean", ".running_var", ".num_batches_tracked"]
+            .iter()
+            .any(|s| t.name.ends_with(s))
+    }) {
+        return fail(format!(
+            "{what}: {} is a BatchNorm layer ({}): in training mode BatchNorm1d normalises each unit by the batch's \
+             own mean and variance, so every row's gradient depends on all the others' and the per-row structure \
+             the attack and its proofs read is gone; leakscope does not simulate it, and an update through it is \
+             not attacked (no figure rather than a wrong one)",
+            layer_of(t),
+            t.name
+        ));
+    }
+    if let Some(t) = tensors
+        .iter()
+        .find(|t| t.name.ends_with(".weight") && t.shape.len() == 1)
+    {
+        return fail(format!(
+            "{what}: {} is a 1-D weight [{}], a normalisation layer's (LayerNorm, or BatchNorm1d without running \
+             statistics): leakscope's client is a stack of nn.Linear layers and does not simulate normalisation, \
+             so this update is not attacked",
+            t.name, t.shape[0]
+        ));
+    }
+    Ok(())
 }
 
 impl ReceivedUpdate {

@@ -50,7 +50,24 @@ fn what_does_not_fit_is_said_precisely() {
                 merge(w.clone(), serde_json::json!({"bn.running_mean": [0.0]})),
                 w.clone(),
             ),
-            "neither a Linear layer's weight",
+            "bn is a BatchNorm layer (bn.running_mean)",
+        ),
+        (
+            doc(
+                merge(
+                    w.clone(),
+                    serde_json::json!({"norm.weight": [1.0, 1.0], "norm.bias": [0.0, 0.0]}),
+                ),
+                w.clone(),
+            ),
+            "norm.weight is a 1-D weight [2], a normalisation layer's (LayerNorm",
+        ),
+        (
+            doc(
+                merge(w.clone(), serde_json::json!({"emb.weight": [[1.0, 2.0]]})),
+                w.clone(),
+            ),
+            "an nn.Embedding table",
         ),
         (
             doc(

@@ -138,10 +138,12 @@ pub async fn attack_received_against(
             config.rows()
         )));
     }
-    let recipe_check = check_recipe(config, received, truth).await?;
+    let in_terms = super::pipeline::in_dataset_terms(dataset, config, received)?;
+    let recipe_check = check_recipe(config, &in_terms, truth).await?;
     let (setup, inverted) = invert_received(runtime, dataset, config, received, progress).await?;
     // The report's rows are formatted text: score the pooled rows themselves, reconstructed once.
     let recon = setup.reconstruct(inverted).await?;
+    let fit = setup.update_fit(&recon).await?;
     let rules = Rule::of(&dataset.features);
     let accuracy = score(&rules, &truth.rows, &recon.rows).accuracy;
     let guess = random_rows(truth, truth.n(), seed_for(config.seed, 5));
@@ -149,7 +151,7 @@ pub async fn attack_received_against(
     let count = |p: Provenance| recon.provenance.iter().filter(|&&q| q == p).count();
     let (rows_proved, rows_consistent) = (count(Provenance::Proved), count(Provenance::Consistent));
     Ok(ScoredUpdate {
-        reconstruction: setup.received_report(recon, start.elapsed().as_secs_f64()),
+        reconstruction: setup.received_report(recon, fit, start.elapsed().as_secs_f64()),
         gain_over_random: accuracy.total - random_baseline,
         accuracy,
         random_baseline,

@@ -47,7 +47,54 @@ pub struct ConfidenceCount {
 }
 
 /// The format of a received update's report: the name and a version that changes when a field does.
-pub const RECONSTRUCTION_FORMAT: &str = "leakscope-reconstruction/3";
+pub const RECONSTRUCTION_FORMAT: &str = "leakscope-reconstruction/4";
+
+/// The largest 1 − cos between the update the reconstruction would send and the one received
+/// that is called a fit. Measured on full Adult with the client's own encoding: 0 (float32's
+/// rounding) at B = 8, 3.4e-3 at B = 32 (two rows unproved), 1.4e-2 at B = 128 (73 % of cells);
+/// one-hot columns the encoding calls standardised but the client fed raw: 0.18 at B = 8
+/// (docs/results/pipelines.md has the rest).
+pub const UPDATE_FIT_THRESHOLD: f64 = 5e-2;
+
+/// How well the best reconstruction explains the update it came from: without the client's rows,
+/// the one check of the encoding, the model and the recipe stated that the server also has.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct UpdateFit {
+    /// 1 − cos between the update the reconstructed rows (with the labels used) would send from
+    /// the same network under the stated recipe, and the update received: 0 is a perfect fit.
+    pub distance: f64,
+    pub threshold: f64,
+    /// distance ≤ threshold.
+    pub fits: bool,
+    /// What that means, in a sentence (the text report's and the page's).
+    pub says: String,
+}
+
+impl UpdateFit {
+    pub fn of(distance: f64) -> UpdateFit {
+        // 1 − cos is ≥ 0; float32 rounding can leave it a hair below.
+        let distance = distance.max(0.0);
+        let fits = distance <= UPDATE_FIT_THRESHOLD;
+        UpdateFit {
+            distance,
+            threshold: UPDATE_FIT_THRESHOLD,
+            fits,
+            says: Self::sentence(distance, fits),
+        }
+    }
+
+    fn sentence(distance: f64, fits: bool) -> String {
+        match fits {
+            true => format!("the reconstruction reproduces the update (1 − cos = {distance:.1e})"),
+            false => format!(
+                "WARNING: the best reconstruction does not reproduce the update (1 − cos = {:.2e} > {:.0e}): either \
+                 the attack did not recover this batch (a large one), or the encoding, the model or the recipe \
+                 stated is not the client's; where the client's rows are at hand, the recipe check tests them",
+                distance, UPDATE_FIT_THRESHOLD
+            ),
+        }
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct ReconstructionReport {
@@ -80,6 +127,9 @@ pub struct ReconstructionReport {
     pub member_steps: Vec<usize>,
     /// What the attack composed: the epoch prior, the first layer's span.
     pub details: RowDetails,
+    /// How well the reconstruction explains the update (null where not computed).
+    #[serde(default)]
+    pub update_fit: Option<UpdateFit>,
 }
 
 impl ReconstructionReport {
@@ -163,6 +213,7 @@ impl ReconstructionReport {
             loss_curve,
             member_steps: Vec::new(),
             details,
+            update_fit: None,
         }
     }
 
@@ -220,6 +271,9 @@ impl ReconstructionReport {
         }
         for line in crate::attack::registry::not_applied_lines(&self.not_applied) {
             let _ = writeln!(s, "{line}");
+        }
+        if let Some(fit) = &self.update_fit {
+            let _ = writeln!(s, "{}", fit.says);
         }
         let read: Vec<&str> = self.rows.iter().filter_map(|r| r.label.as_deref()).collect();
         if read.len() == self.rows.len() && !read.is_empty() {

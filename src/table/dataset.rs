@@ -6,6 +6,7 @@ use super::csv_input::RawTable;
 use super::inference::{MAX_LABEL_CLASSES, Treatment, forced_continuous, infer, left_out_warning, stray_warning};
 pub use super::number::{MAX_DECIMALS, TOLERANCE_FACTOR, mean_std};
 use super::number::{parse_number, parse_number_with_decimals};
+use super::pipeline::Pipeline;
 use super::schema::{ColumnKind, column_index, is_missing};
 pub use super::target::Target;
 use super::target::read_target;
@@ -117,6 +118,11 @@ pub struct Dataset {
     pub dropped: usize,
     /// Things a careful user should know (constant columns, say).
     pub warnings: Vec<String>,
+    /// The client's own preprocessing where its encoding file states one that is not
+    /// leakscope's (a dropped category, ordinal codes): the dataset itself is always in
+    /// leakscope's terms (`pipeline`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline: Option<Pipeline>,
 }
 
 enum Column {
@@ -244,6 +250,7 @@ impl Dataset {
             std: vec![1.0; offset],
             dropped,
             warnings,
+            pipeline: None,
         };
         dataset.fit_standardisation();
         Ok(dataset)
@@ -312,6 +319,14 @@ impl Dataset {
             }
         }
         out
+    }
+
+    /// A row as the client's own network sees it: `encode`, or its pipeline's where it has one.
+    pub fn encode_for_client(&self, row: &[Value]) -> Vec<f64> {
+        match &self.pipeline {
+            Some(p) => p.encode(row),
+            None => self.encode(row),
+        }
     }
 
     /// A row in the standardised space the network sees.

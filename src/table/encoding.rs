@@ -4,7 +4,8 @@
 //! client's own pipeline can write it by hand (docs/usage/real-updates.md).
 use serde::{Deserialize, Serialize};
 
-use super::dataset::{Dataset, Feature, FeatureKind, MAX_DECIMALS, Target};
+use super::dataset::{Dataset, FeatureKind, MAX_DECIMALS, Target};
+use super::pipeline::{Coding, EncodedFeature, Pipeline};
 use crate::client::activation::Activation;
 use crate::client::head::Head;
 use crate::error::{Error, Result};
@@ -22,10 +23,13 @@ pub struct Encoding {
     /// it with (absent for a classifier).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<Target>,
-    /// Features in input order: a categorical one takes `categories.len()` inputs from `offset`,
-    /// a continuous one input `offset`.
-    pub features: Vec<Feature>,
-    /// Per input: the network sees (value − mean) / std, with value the one-hot 0/1 or the number.
+    /// Features in input order: a categorical one takes `categories.len()` inputs from `offset`
+    /// (one fewer where a category is `dropped`, one where its `coding` is ordinal), a continuous
+    /// one input `offset`.
+    pub features: Vec<EncodedFeature>,
+    /// Per input: the network sees (value − mean) / std, with value the one-hot 0/1, the ordinal
+    /// code or the number: a scaler's centre and scale (standard: mean_ and scale_; min-max:
+    /// −min_/scale_ and 1/scale_; robust: center_ and scale_; none: 0 and 1).
     pub mean: Vec<f64>,
     pub std: Vec<f64>,
     /// The client's model, where the file states it: what a received update is checked against
@@ -79,15 +83,25 @@ impl StatedModel {
 }
 
 impl Encoding {
+    /// The encoding a dataset was read with: the client's pipeline where it has one, leakscope's
+    /// own otherwise.
     pub fn of(dataset: &Dataset) -> Encoding {
+        let (features, mean, std) = match &dataset.pipeline {
+            Some(p) => (p.features.clone(), p.mean.clone(), p.std.clone()),
+            None => (
+                dataset.features.iter().cloned().map(EncodedFeature::plain).collect(),
+                dataset.mean.clone(),
+                dataset.std.clone(),
+            ),
+        };
         Encoding {
             format: ENCODING_FORMAT.into(),
             label: dataset.label.clone(),
             classes: dataset.classes.clone(),
             target: dataset.target.clone(),
-            features: dataset.features.clone(),
-            mean: dataset.mean.clone(),
-            std: dataset.std.clone(),
+            features,
+            mean,
+            std,
             model: None,
         }
     }
@@ -126,7 +140,9 @@ impl Encoding {
             return fail("no features".into());
         }
         let mut next = 0;
-        for f in &self.features {
+        for encoded in &self.features {
+            check_coding(encoded)?;
+            let f = &encoded.feature;
             if f.offset != next {
                 return fail(format!(
                     "feature {:?} starts at input {} but the features before it end at {next}",
@@ -153,7 +169,7 @@ impl Encoding {
                 }
                 _ => {}
             }
-            next += f.width();
+            next += encoded.width();
         }
         if self.mean.len() != next || self.std.len() != next {
             return fail(format!(
@@ -171,19 +187,64 @@ impl Encoding {
         if self.mean.iter().any(|m| !m.is_finite()) {
             return fail("every mean must be a finite number".into());
         }
+        let (features, mean, std, pipeline) = match self.features.iter().all(EncodedFeature::is_plain) {
+            true => (
+                self.features.into_iter().map(|f| f.feature).collect(),
+                self.mean,
+                self.std,
+                None,
+            ),
+            false => {
+                let pipeline = Pipeline {
+                    features: self.features,
+                    mean: self.mean,
+                    std: self.std,
+                };
+                let (features, mean, std) = pipeline.canonical();
+                (features, mean, std, Some(pipeline))
+            }
+        };
         Ok(Dataset {
-            features: self.features,
+            features,
             label: self.label,
             classes: self.classes,
             rows: Vec::new(),
             labels: Vec::new(),
             target: self.target,
             values: Vec::new(),
-            mean: self.mean,
-            std: self.std,
+            mean,
+            std,
             dropped: 0,
             warnings: Vec::new(),
+            pipeline,
         })
+    }
+}
+
+/// A categorical feature's coding checked: ordinal codes and a dropped category belong to
+/// categorical features, the dropped category is one of them and one-hot keeps at least one input.
+fn check_coding(f: &EncodedFeature) -> Result<()> {
+    let name = &f.feature.name;
+    let fail = |m: String| Err(Error::Config(format!("encoding: {m}")));
+    match &f.feature.kind {
+        FeatureKind::Continuous { .. } if !f.is_plain() => fail(format!(
+            "continuous feature {name:?} is given a coding ({}); codings are for categorical features",
+            f.describe()
+        )),
+        FeatureKind::Categorical { .. } if f.coding == Coding::Ordinal && f.dropped.is_some() => fail(format!(
+            "categorical feature {name:?} is ordinal and drops {:?}; only a one-hot coding drops a category",
+            f.dropped.as_deref().unwrap_or_default()
+        )),
+        FeatureKind::Categorical { categories } => match &f.dropped {
+            Some(d) if !categories.contains(d) => fail(format!(
+                "categorical feature {name:?} drops {d:?}, which is not one of its categories"
+            )),
+            Some(_) if categories.len() < 2 => fail(format!(
+                "categorical feature {name:?} drops its only category and takes no input"
+            )),
+            _ => Ok(()),
+        },
+        _ => Ok(()),
     }
 }
 
@@ -224,7 +285,7 @@ mod tests {
                 .contains("at least two")
         );
         let mut negative = enc;
-        if let FeatureKind::Continuous { std, .. } = &mut negative.features[0].kind {
+        if let FeatureKind::Continuous { std, .. } = &mut negative.features[0].feature.kind {
             *std = -1.0;
         }
         assert!(negative.into_dataset().unwrap_err().to_string().contains("std ≥ 0"));
@@ -243,7 +304,7 @@ mod tests {
         )
         .unwrap();
         let mut enc = Encoding::of(&data);
-        if let FeatureKind::Continuous { decimals, .. } = &mut enc.features[0].kind {
+        if let FeatureKind::Continuous { decimals, .. } = &mut enc.features[0].feature.kind {
             *decimals = u32::MAX;
         }
         let err = enc.into_dataset().unwrap_err().to_string();

@@ -8,6 +8,7 @@ pub mod dialect;
 pub mod encoding;
 pub mod inference;
 pub mod number;
+pub mod pipeline;
 pub mod schema;
 pub mod target;
 
@@ -18,4 +19,5 @@ pub use decode::TextEncoding;
 pub use dialect::Dialect;
 pub use encoding::{Encoding, StatedModel};
 pub use inference::{NonNumeric, Treatment};
+pub use pipeline::{Coding, EncodedFeature, Pipeline};
 pub use schema::{ColumnInfo, ColumnKind, SchemaSummary, summarize};

@@ -721,12 +721,15 @@ test('a client\'s update from files: numpy arrays by position with the rows give
     assert.equal(await page.locator('#received-cells td.label').count(), 8);
     const info = await page.locator('#received-info').textContent();
     assert.match(info, /8 rows reconstructed from the update \(no ground truth, so no accuracy\); labels restored from the update/);
+    // The server's own check of the encoding, model and recipe: the rows send the update back.
+    assert.match(info, /The reconstruction reproduces the update \(1 − cos = [\d.]+e-?\d+\)\./);
     assert.ok((await page.locator('#received-cells td.conf-high').count()) > 0, 'cells coloured by confidence');
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('#received-download')]);
     const report = JSON.parse(readFileSync(await download.path(), 'utf8'));
-    assert.equal(report.format, 'leakscope-reconstruction/3');
+    assert.equal(report.format, 'leakscope-reconstruction/4');
     assert.deepEqual(report.provenance.map((g) => [g.provenance, g.rows]), [['proved', 7], ['consistent', 1]]);
     assert.equal(report.rows.length, 8);
+    assert.equal(report.update_fit.fits, true);
     // A leakscope-update/1 JSON carries the weights and the labels: the weights input is cleared.
     await page.setInputFiles('#received-weights', []);
     await page.fill('#received-rows', '');
