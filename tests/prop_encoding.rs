@@ -24,6 +24,7 @@ fn originals() -> &'static [serde_json::Value] {
         let dir = env!("CARGO_MANIFEST_DIR");
         let text = std::fs::read_to_string(format!("{dir}/tests/data/pytorch-update/encoding.json")).unwrap();
         let mut out = vec![serde_json::from_str(&text).unwrap()];
+        out.push(with_codings(&out[0]));
         for (file, label) in [
             ("semicolon-decimal-comma.csv", "label"),
             ("stray-words.csv", "label"),
@@ -48,6 +49,45 @@ fn originals() -> &'static [serde_json::Value] {
         }
         out
     })
+}
+
+/// An encoding as a scikit-learn pipeline might state it: the first categorical column one-hot
+/// without its first category, the second ordinal, offsets and scalings to match.
+fn with_codings(original: &serde_json::Value) -> serde_json::Value {
+    let mut doc = original.clone();
+    let (mean, std) = (
+        doc["mean"].as_array().unwrap().clone(),
+        doc["std"].as_array().unwrap().clone(),
+    );
+    let (mut new_mean, mut new_std, mut cats) = (Vec::new(), Vec::new(), 0);
+    for f in doc["features"].as_array_mut().unwrap() {
+        let at = f["offset"].as_u64().unwrap() as usize;
+        f["offset"] = new_mean.len().into();
+        let Some(categories) = f["categories"].as_array().cloned() else {
+            new_mean.push(mean[at].clone());
+            new_std.push(std[at].clone());
+            continue;
+        };
+        cats += 1;
+        let kept = match cats {
+            1 => {
+                f["dropped"] = categories[0].clone();
+                at + 1..at + categories.len()
+            }
+            2 => {
+                f["coding"] = "ordinal".into();
+                new_mean.push(0.0.into());
+                new_std.push(1.0.into());
+                continue;
+            }
+            _ => at..at + categories.len(),
+        };
+        new_mean.extend(mean[kept.clone()].iter().cloned());
+        new_std.extend(std[kept].iter().cloned());
+    }
+    doc["mean"] = new_mean.into();
+    doc["std"] = new_std.into();
+    doc
 }
 
 fn pick(which: &Index) -> &'static serde_json::Value {
@@ -91,6 +131,20 @@ fn check_dataset(d: &Dataset) -> Result<(), TestCaseError> {
     for f in &d.features {
         prop_assert_eq!(f.offset, next);
         next += f.width();
+    }
+    // The client's own inputs, where its pipeline is not leakscope's: as wide as it says.
+    if let Some(p) = &d.pipeline {
+        let row: Vec<Value> = d
+            .features
+            .iter()
+            .map(|f| match f.kind {
+                FeatureKind::Categorical { .. } => Value::Cat(0),
+                FeatureKind::Continuous { min, .. } => Value::Num(min),
+            })
+            .collect();
+        let x = p.encode(&row);
+        prop_assert_eq!(x.len(), p.d());
+        prop_assert!(x.iter().all(|v| !v.is_nan()), "{x:?}");
     }
     let (lo, hi) = d.bounds();
     prop_assert!(lo.iter().chain(&hi).all(|v| !v.is_nan()), "bounds {lo:?} {hi:?}");
