@@ -83,6 +83,7 @@ fn client_update(client: &Dataset, truth: &Dataset) -> ReceivedUpdate {
     ReceivedUpdate {
         params,
         update,
+        embeddings: Vec::new(),
         rows: Some(truth.n()),
         labels: Some(truth.labels.iter().map(|&l| truth.classes[l].clone()).collect()),
     }
@@ -169,4 +170,123 @@ fn the_same_update_read_with_leakscopes_encoding_is_caught() {
         text.contains("WARNING: the best reconstruction does not reproduce the update"),
         "{text}"
     );
+}
+
+fn fixture(dir: &str, file: &str) -> Vec<u8> {
+    std::fs::read(format!(
+        "{}/tests/data/pytorch-update/{dir}/{file}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+fn embedding_client(dir: &str) -> (Dataset, ReceivedUpdate) {
+    let encoding: Encoding = serde_json::from_slice(&fixture(dir, "encoding.json")).unwrap();
+    let received = ReceivedUpdate::from_safetensors(
+        &fixture(dir, "weights.safetensors"),
+        &fixture(dir, "update.safetensors"),
+    )
+    .unwrap();
+    (encoding.into_dataset().unwrap(), received)
+}
+
+/// PyTorch's embedding MLP (`scripts/export_embedding.py`: an nn.Embedding per categorical
+/// column, fastai's widths, concatenated with the continuous columns, a [32, 32] ReLU MLP), one
+/// gradient on 8 Adult rows: rewritten into leakscope's terms it is leakscope's own simulation of
+/// the same rows through the same network, and attacked it gives every row.
+#[test]
+fn a_pytorch_embedding_mlp_is_read_exactly_and_recovered_whole() {
+    use leakscope::received::pipeline::in_dataset_terms;
+    let (dataset, received) = embedding_client("embedding");
+    assert_eq!(received.embeddings.len(), 8, "a table per categorical column");
+    let truth = leakscope::received::truth::truth_rows(
+        &dataset,
+        &leakscope::table::parse_csv(&fixture("embedding", "rows.csv"), 1 << 20).unwrap(),
+    )
+    .unwrap();
+    let config = leakscope::AttackConfig {
+        batch_size: 8,
+        hidden: vec![32, 32],
+        ..Default::default()
+    };
+    let ours = in_dataset_terms(&dataset, &config, &received).unwrap().into_owned();
+    assert!(ours.embeddings.is_empty() && ours.params.sizes == [dataset.d(), 32, 32, 2]);
+    let x: Vec<f32> = truth
+        .rows
+        .iter()
+        .flat_map(|r| dataset.encode(r))
+        .map(|v| v as f32)
+        .collect();
+    let all: Vec<usize> = (0..8).collect();
+    let direct = pollster::block_on(simulate_round(
+        &ours.params,
+        &x,
+        &truth.targets(&all, Head::Softmax),
+        &Round::fedsgd(Model::default()),
+    ))
+    .unwrap();
+    let (mut gap, mut norm) = (0f64, 0f64);
+    for (a, b) in direct.values().zip(ours.update.values()) {
+        gap += ((a - b) as f64).powi(2);
+        norm += (b as f64).powi(2);
+    }
+    let gap = (gap / norm).sqrt();
+    eprintln!("embedding MLP in leakscope's terms against its simulation: relative gap {gap:.2e}");
+    assert!(gap < 1e-5, "{gap}");
+    let scored = attack(&dataset, &received, &truth);
+    eprintln!(
+        "embedding MLP: {:.3} of cells, {} proved, fit {:?}",
+        scored.accuracy.total, scored.rows_proved, scored.reconstruction.update_fit
+    );
+    assert!(
+        scored.accuracy.total >= 0.99 && scored.rows_proved == 8,
+        "{:.3}",
+        scored.accuracy.total
+    );
+    assert_eq!(scored.recipe_check.matches, Some(true));
+}
+
+#[test]
+fn embeddings_the_update_does_not_determine_or_the_encoding_does_not_state_are_refused_by_name() {
+    let config = leakscope::AttackConfig {
+        batch_size: 8,
+        hidden: vec![32, 32],
+        ..Default::default()
+    };
+    let refused = |dataset: &Dataset, received: &ReceivedUpdate| {
+        leakscope::received::pipeline::in_dataset_terms(dataset, &config, received)
+            .unwrap_err()
+            .to_string()
+    };
+    // One input per column: more than two of a column's categories in the batch.
+    let (narrow, received) = embedding_client("embedding-narrow");
+    let e = refused(&narrow, &received);
+    assert!(
+        e.contains("of its categories are in the batch but its embedding is 1 wide") && e.contains("not attacked"),
+        "{e}"
+    );
+    // The tables without an encoding that assigns them, and a width that is not the table's.
+    let (dataset, received) = embedding_client("embedding");
+    let e = refused(&common::adult(), &received);
+    assert!(
+        e.contains("weights without a bias (embeddings.0 [") && e.contains("\"coding\": \"embedding\""),
+        "{e}"
+    );
+    let named = |tensor: &str| {
+        let mut enc: Encoding = serde_json::from_slice(&fixture("embedding", "encoding.json")).unwrap();
+        enc.features[1].tensor = Some(tensor.into());
+        refused(&enc.into_dataset().unwrap(), &received)
+    };
+    let e = named("embeddings.9");
+    assert!(
+        e.contains("\"workclass\" is embedded by \"embeddings.9\", which the network does not have"),
+        "{e}"
+    );
+    // education's table stated for workclass: its categories are not workclass's.
+    let e = named("embeddings.1.weight");
+    assert!(
+        e.contains("feature \"workclass\"") && e.contains("cannot be embeddings.1 ["),
+        "{e}"
+    );
+    assert_eq!(dataset.features.len(), 14);
 }

@@ -89,6 +89,13 @@ fn encode(csv: &[u8], encoding: &str) -> PyResult<(Vec<f32>, usize, Vec<f64>, bo
     let encoding: Encoding = from_json("not an encoding", encoding)?;
     let dataset = encoding.into_dataset().map_err(engine_error)?;
     let own = leakscope::received::truth::truth_rows(&dataset, &read_csv(csv)?).map_err(engine_error)?;
+    if dataset.pipeline.as_ref().is_some_and(|p| p.embeds()) {
+        return Err(LeakscopeError::new_err(
+            "the encoding embeds a column (coding \"embedding\"): its inputs are rows of the network's own \
+             embedding table, which the encoding does not hold; feed the client's nn.Embedding the category's \
+             index in the encoding's categories",
+        ));
+    }
     // The client's own inputs: its pipeline's where the encoding states one.
     let x = own
         .rows

@@ -179,10 +179,16 @@ fn first_batch(
     config: &AttackConfig,
     b: usize,
 ) -> leakscope::Result<(ReceivedUpdate, Dataset)> {
+    if !received.embeddings.is_empty() {
+        return Err(leakscope::Error::Config(
+            "the first local batch's gradient is not simulated for a network with embedding tables".into(),
+        ));
+    }
     let idx: Vec<usize> = (0..b).collect();
+    // In the client's own inputs, as the network the server sent takes them.
     let x: Vec<f32> = idx
         .iter()
-        .flat_map(|&i| truth.encode(&truth.rows[i]))
+        .flat_map(|&i| truth.encode_for_client(&truth.rows[i]))
         .map(|v| v as f32)
         .collect();
     let model = config.model();
@@ -201,6 +207,7 @@ fn first_batch(
     let first = ReceivedUpdate {
         params: received.params.clone(),
         update,
+        embeddings: received.embeddings.clone(),
         rows: Some(b),
         labels,
     };

@@ -165,7 +165,13 @@ impl Setup<'_> {
             (Some((values, _)), Some(t)) => values.iter().map(|&v| t.standardise(v)).collect(),
             _ => Vec::new(),
         };
-        let x = super::reconstruct::with_targets(encode_rows(self.dataset, &recon.rows), &targets);
+        // The update pairs each row with its label: rows whose labels were read off go where the
+        // labels used put them (the proofs give rows in their own order).
+        let rows = match &recon.row_labels {
+            Some(read) => paired_with_labels(&recon.rows, read, &self.scenario.labels),
+            None => recon.rows.clone(),
+        };
+        let x = super::reconstruct::with_targets(encode_rows(self.dataset, &rows), &targets);
         let distance = self.projected_losses(x, 1).await?[0];
         Ok(UpdateFit::of(distance as f64))
     }
@@ -207,4 +213,21 @@ impl Setup<'_> {
         }
         report
     }
+}
+
+/// `rows` (whose labels are `read`) reordered so that position i holds a row of label
+/// `labels[i]`; as they are where the two do not hold the same labels.
+fn paired_with_labels(rows: &[Vec<Value>], read: &[usize], labels: &[usize]) -> Vec<Vec<Value>> {
+    let mut used = vec![false; rows.len()];
+    let mut out = Vec::with_capacity(rows.len());
+    for &l in labels {
+        match (0..rows.len()).find(|&i| !used[i] && read[i] == l) {
+            Some(i) => {
+                used[i] = true;
+                out.push(rows[i].clone());
+            }
+            None => return rows.to_vec(),
+        }
+    }
+    out
 }

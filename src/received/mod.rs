@@ -26,12 +26,27 @@ use crate::table::{Dataset, StatedModel};
 /// The format tag of a JSON update.
 pub const UPDATE_FORMAT: &str = "leakscope-update/1";
 
+/// An `nn.Embedding` table as the server sent it and its update: [rows (categories), width],
+/// row-major as PyTorch stores it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmbeddingTable {
+    /// The module's name (the tensor's, less `.weight`).
+    pub name: String,
+    pub rows: usize,
+    pub width: usize,
+    pub weight: Vec<f32>,
+    pub update: Vec<f32>,
+}
+
 /// What the server holds: the network it sent and the update it got back.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReceivedUpdate {
     pub params: Params,
     /// The update, its layers named as the files name them.
     pub update: Update,
+    /// Weights without a bias before the Linear layers: embedding tables, which the encoding
+    /// assigns to its columns (`received::pipeline`); empty for a network of Linear layers alone.
+    pub embeddings: Vec<EmbeddingTable>,
     /// Rows the client computed the update on, where the file says.
     pub rows: Option<usize>,
     /// The client's labels in its order, where the file carries them (class names).
@@ -69,9 +84,13 @@ fn natural_key(name: &str) -> Vec<(String, u64)> {
     out
 }
 
+/// A state dict's layers: Linear ones (names, weights, biases) and the weights without a bias.
+type Layers = (Vec<String>, Vec<Named>, Vec<Named>, Vec<Named>);
+
 /// Layers from a state dict: every tensor a `<layer>.weight` [out, in] or `<layer>.bias` [out],
-/// in natural order of the layer names, chaining in → out.
-fn layers_of(what: &str, tensors: Vec<Named>) -> Result<(Vec<String>, Vec<Named>, Vec<Named>)> {
+/// in natural order of the layer names, chaining in → out; a 2-D weight without a bias is kept
+/// apart as an embedding table [categories, width] (in natural order of the names).
+fn layers_of(what: &str, tensors: Vec<Named>) -> Result<Layers> {
     refuse_layers_not_linear(what, &tensors)?;
     let mut weights: BTreeMap<String, Named> = BTreeMap::new();
     let mut biases: BTreeMap<String, Named> = BTreeMap::new();
@@ -102,23 +121,30 @@ fn layers_of(what: &str, tensors: Vec<Named>) -> Result<(Vec<String>, Vec<Named>
             "{what}: no Linear layers (tensors named <layer>.weight and <layer>.bias)"
         ));
     }
-    let mut names: Vec<String> = weights.keys().cloned().collect();
-    names.sort_by_key(|n| natural_key(n));
     for name in biases.keys() {
         if !weights.contains_key(name) {
             return fail(format!("{what}: {name}.bias has no {name}.weight"));
         }
     }
+    let mut tables: Vec<Named> = Vec::new();
+    for name in weights.keys().cloned().collect::<Vec<_>>() {
+        if !biases.contains_key(&name) {
+            tables.push(weights.remove(&name).unwrap());
+        }
+    }
+    tables.sort_by_key(|t| natural_key(&t.name));
+    if weights.is_empty() {
+        return fail(format!(
+            "{what}: no Linear layers with a bias (tensors named <layer>.weight and <layer>.bias)"
+        ));
+    }
+    let mut names: Vec<String> = weights.keys().cloned().collect();
+    names.sort_by_key(|n| natural_key(n));
     let mut ws = Vec::new();
     let mut bs = Vec::new();
     for name in &names {
         let w = weights.remove(name).unwrap();
-        let Some(b) = biases.remove(name) else {
-            return fail(format!(
-                "{what}: layer {name} has no bias; leakscope's network has a bias in every layer (a weight without \
-                 a bias is also what an nn.Embedding table looks like: categorical embeddings are not attacked)"
-            ));
-        };
+        let b = biases.remove(name).expect("every weight left has its bias");
         if b.shape[0] != w.shape[0] {
             return fail(format!(
                 "{what}: {name}.weight is {:?} ([out, in]) but {name}.bias has {} values",
@@ -136,7 +162,7 @@ fn layers_of(what: &str, tensors: Vec<Named>) -> Result<(Vec<String>, Vec<Named>
             ));
         }
     }
-    Ok((names, ws, bs))
+    Ok((names, ws, bs, tables))
 }
 
 /// The layers tabular networks add, named with why they are not attacked: a state dict holding
@@ -171,6 +197,20 @@ fn refuse_layers_not_linear(what: &str, tensors: &[Named]) -> Result<()> {
     Ok(())
 }
 
+/// Why tables the encoding does not assign are refused.
+pub(crate) fn no_embedding_stated(tables: &[EmbeddingTable]) -> String {
+    let names: Vec<String> = tables
+        .iter()
+        .map(|t| format!("{} [{}, {}]", t.name, t.rows, t.width))
+        .collect();
+    format!(
+        "the network has weights without a bias ({}): nn.Embedding tables, or Linear layers with bias=False, \
+         which leakscope does not take; for embeddings, state in the encoding which column each embeds \
+         (\"coding\": \"embedding\", docs/usage/real-updates.md)",
+        names.join(", ")
+    )
+}
+
 impl ReceivedUpdate {
     /// Weights and update from their tensors, checked against each other.
     fn from_tensors(
@@ -179,8 +219,16 @@ impl ReceivedUpdate {
         rows: Option<usize>,
         labels: Option<Vec<String>>,
     ) -> Result<Self> {
-        let (names, ws, bs) = layers_of("weights", weights)?;
-        let (unames, uws, ubs) = layers_of("update", update)?;
+        let (names, ws, bs, tables) = layers_of("weights", weights)?;
+        let (unames, uws, ubs, utables) = layers_of("update", update)?;
+        let table_names = |t: &[Named]| t.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+        if table_names(&tables) != table_names(&utables) {
+            return fail(format!(
+                "the update's tensors without a bias are {:?} but the model's are {:?}",
+                table_names(&utables),
+                table_names(&tables)
+            ));
+        }
         if unames != names {
             let missing: Vec<&String> = names.iter().filter(|n| !unames.contains(n)).collect();
             let extra: Vec<&String> = unames.iter().filter(|n| !names.contains(n)).collect();
@@ -188,7 +236,12 @@ impl ReceivedUpdate {
                 "the update's layers are not the model's: missing {missing:?}, not in the model {extra:?}"
             ));
         }
-        for (a, b) in ws.iter().chain(&bs).zip(uws.iter().chain(&ubs)) {
+        for (a, b) in ws
+            .iter()
+            .chain(&bs)
+            .chain(&tables)
+            .zip(uws.iter().chain(&ubs).chain(&utables))
+        {
             if a.shape != b.shape {
                 return fail(format!(
                     "the update's {} is {:?} but the model's is {:?}",
@@ -196,7 +249,14 @@ impl ReceivedUpdate {
                 ));
             }
         }
-        for t in ws.iter().chain(&bs).chain(&uws).chain(&ubs) {
+        for t in ws
+            .iter()
+            .chain(&bs)
+            .chain(&uws)
+            .chain(&ubs)
+            .chain(&tables)
+            .chain(&utables)
+        {
             if let Some(i) = t.values.iter().position(|v| !v.is_finite()) {
                 return fail(format!("{} holds a non-finite value at element {i}", t.name));
             }
@@ -223,9 +283,21 @@ impl ReceivedUpdate {
         {
             return fail(format!("the update says {r} rows but carries {} labels", l.len()));
         }
+        let embeddings = tables
+            .into_iter()
+            .zip(utables)
+            .map(|(w, u)| EmbeddingTable {
+                name: w.name.strip_suffix(".weight").unwrap_or(&w.name).to_string(),
+                rows: w.shape[0],
+                width: w.shape[1],
+                weight: w.values,
+                update: u.values,
+            })
+            .collect();
         Ok(ReceivedUpdate {
             params,
             update,
+            embeddings,
             rows,
             labels,
         })
@@ -574,6 +646,9 @@ impl ReceivedUpdate {
     /// Check the update against the encoding and the attack's settings: the network's widths, the
     /// rows, and that nothing describes a simulated client.
     pub fn check_against(&self, dataset: &Dataset, config: &AttackConfig) -> Result<()> {
+        if !self.embeddings.is_empty() {
+            return fail(no_embedding_stated(&self.embeddings));
+        }
         let sizes = &self.params.sizes;
         let (inputs, outputs) = (sizes[0], *sizes.last().unwrap_or(&0));
         if inputs != dataset.d() || outputs != config.head.outputs(dataset.classes.len()) {

@@ -2,31 +2,48 @@
 //! leakscope's (full one-hot blocks), where that is exact, so that every part of the attack (the
 //! span, the proofs, the certificate) reads it as it reads a client of its own.
 //!
-//! A dropped category c0 of a block has no input and so no first-layer weight: in leakscope's
-//! terms its weight is 0, and its gradient row follows from the others, because a row's one-hot
-//! block sums to 1: Σ δ·u_c0 = Σ δ − Σ_{j kept} Σ δ·u_j, with Σ δ the first layer's bias gradient
-//! and Σ δ·u_j = std_j·G_j + mean_j·Σ δ undoing the input's scaling. That holds for one gradient
-//! (FedSGD, any scaling of it); over local steps leakscope's network would train the weight the
-//! client's lacks, so there it is refused. Ordinal codes fold a column's categories into one
-//! input whose gradient holds Σ δ·code, not a row per category: refused, with the reason.
+//! In leakscope's terms a categorical column's first-layer weight has a row per category: the
+//! pre-activation a row of category c adds. For one gradient (FedSGD, any scaling of it) that
+//! row's gradient G'_c is the sum of δ over the rows of category c, and:
+//! - **A dropped category** c0 has no input: its weight is 0, and since a row's one-hot block sums
+//!   to 1, G'_c0 = Σ δ − Σ_{j kept} (std_j·G_j + mean_j·Σ δ), with Σ δ the bias's gradient.
+//! - **An embedding** E [k, w] gives category c the weight row Σ_j E[c, j]·W_j. The table's
+//!   gradient is zero on the categories absent from the batch (read exactly), and the shares of the
+//!   m present ones solve Σ_c G'_c·[1, E_c] = [Σ δ, G_1..G_w]: unique where the m vectors
+//!   [1, E_c] are independent (m ≤ w + 1), checked against the table's own gradient,
+//!   dE_c = Σ_j W_jᵀ·G'_c.
+//!
+//! Over local steps (FedAvg) leakscope's network would train weights the client's lacks: refused.
+//! Ordinal codes fold a column's categories into one input whose gradient holds Σ δ·code and no
+//! table says which categories are present: refused, with the reason.
 use std::borrow::Cow;
 
-use super::ReceivedUpdate;
+use super::{EmbeddingTable, ReceivedUpdate, no_embedding_stated};
 use crate::config::{AttackConfig, Protocol};
 use crate::error::{Error, Result};
-use crate::table::{Coding, Dataset, FeatureKind};
+use crate::table::{Coding, Dataset, EncodedFeature, FeatureKind, Pipeline};
+
+/// The largest relative gap in the embedding's equations called consistent: float32 gradients
+/// solved in float64 leave about 1e-6; a table or width that is not the client's leaves O(1).
+const EMBEDDING_TOLERANCE: f64 = 1e-3;
+
+fn fail<T>(m: String) -> Result<T> {
+    Err(Error::Config(m))
+}
 
 /// `received` in the terms of `dataset` (the encoding's, read by `Encoding::into_dataset`):
-/// itself where the client's pipeline is leakscope's own, rewritten where it drops categories.
+/// itself where the client's pipeline is leakscope's own, rewritten where it is not.
 pub fn in_dataset_terms<'a>(
     dataset: &Dataset,
     config: &AttackConfig,
     received: &'a ReceivedUpdate,
 ) -> Result<Cow<'a, ReceivedUpdate>> {
     let Some(pipeline) = &dataset.pipeline else {
+        if !received.embeddings.is_empty() {
+            return fail(no_embedding_stated(&received.embeddings));
+        }
         return Ok(Cow::Borrowed(received));
     };
-    let fail = |m: String| Err(Error::Config(m));
     let inputs = received.params.sizes[0];
     if inputs != pipeline.d() {
         return fail(format!(
@@ -51,46 +68,44 @@ pub fn in_dataset_terms<'a>(
             .find(|f| !f.is_plain())
             .expect("a pipeline differs somewhere");
         return fail(format!(
-            "feature {:?} is coded {}: under local training the client's network has no weight for the dropped \
-             category while leakscope's one-hot network would train one, so the rewriting is exact for one \
-             gradient (FedSGD) only; this FedAvg update is not attacked",
+            "feature {:?} is coded as {}: under local training leakscope's one-hot network would train a weight \
+             per category that the client's network does not have, so the rewriting is exact for one gradient \
+             (FedSGD) only; this FedAvg update is not attacked",
             f.feature.name,
             f.describe()
         ));
     }
+    let tables = assign_tables(pipeline, &received.embeddings)?;
     let h = received.params.sizes[1];
-    let (w, g) = (&received.params.weights[0], &received.update.layers[0].weight);
-    let g_bias = &received.update.layers[0].bias;
+    let first = First {
+        h,
+        w: &received.params.weights[0],
+        g: &received.update.layers[0].weight,
+        g_bias: &received.update.layers[0].bias,
+    };
     let d = dataset.d();
     let (mut w_out, mut g_out) = (vec![0f32; d * h], vec![0f32; d * h]);
-    for (client, canon) in pipeline.features.iter().zip(&dataset.features) {
+    for ((client, canon), table) in pipeline.features.iter().zip(&dataset.features).zip(tables) {
         let (at, to) = (client.feature.offset, canon.offset);
-        let FeatureKind::Categorical { categories } = &canon.kind else {
-            w_out[to * h..(to + 1) * h].copy_from_slice(&w[at * h..(at + 1) * h]);
-            g_out[to * h..(to + 1) * h].copy_from_slice(&g[at * h..(at + 1) * h]);
-            continue;
-        };
-        let dropped = client.dropped_index();
-        // Σ δ·u_c0 = Σ δ − Σ_j (std_j·G_j + mean_j·Σ δ), accumulated in f64.
-        let mut rest: Vec<f64> = g_bias.iter().map(|&v| v as f64).collect();
-        for c in 0..categories.len() {
-            let j = match dropped {
-                Some(d0) if c == d0 => continue,
-                Some(d0) if c > d0 => at + c - 1,
-                _ => at + c,
-            };
-            let row = (to + c) * h..(to + c + 1) * h;
-            w_out[row.clone()].copy_from_slice(&w[j * h..(j + 1) * h]);
-            g_out[row].copy_from_slice(&g[j * h..(j + 1) * h]);
-            let (mean, std) = (pipeline.mean[j], pipeline.std[j]);
-            for (k, r) in rest.iter_mut().enumerate() {
-                *r -= std * g[j * h + k] as f64 + mean * g_bias[k] as f64;
+        let out = |c: usize| (to + c) * h..(to + c + 1) * h;
+        match (&canon.kind, table) {
+            (FeatureKind::Continuous { .. }, _) => {
+                w_out[out(0)].copy_from_slice(first.row_w(at));
+                g_out[out(0)].copy_from_slice(first.row_g(at));
             }
-        }
-        if let Some(d0) = dropped {
-            let row = (to + d0) * h..(to + d0 + 1) * h;
-            for (out, r) in g_out[row].iter_mut().zip(rest) {
-                *out = r as f32;
+            (FeatureKind::Categorical { categories }, None) => {
+                let rows = one_hot_rows(&first, pipeline, client, categories.len());
+                for (c, (wr, gr)) in rows.into_iter().enumerate() {
+                    w_out[out(c)].copy_from_slice(&wr);
+                    g_out[out(c)].copy_from_slice(&gr);
+                }
+            }
+            (FeatureKind::Categorical { categories }, Some(t)) => {
+                let rows = embedding_rows(&first, client, t, categories.len())?;
+                for (c, (wr, gr)) in rows.into_iter().enumerate() {
+                    w_out[out(c)].copy_from_slice(&wr);
+                    g_out[out(c)].copy_from_slice(&gr);
+                }
             }
         }
     }
@@ -98,7 +113,259 @@ pub fn in_dataset_terms<'a>(
     out.params.sizes[0] = d;
     out.params.weights[0] = w_out;
     out.update.layers[0].weight = g_out;
+    out.embeddings.clear();
     Ok(Cow::Owned(out))
+}
+
+/// The first layer as received: its weight and gradient ([in, h], a row per input) and its bias's
+/// gradient Σ δ.
+struct First<'a> {
+    h: usize,
+    w: &'a [f32],
+    g: &'a [f32],
+    g_bias: &'a [f32],
+}
+
+impl First<'_> {
+    fn row_w(&self, j: usize) -> &[f32] {
+        &self.w[j * self.h..(j + 1) * self.h]
+    }
+    fn row_g(&self, j: usize) -> &[f32] {
+        &self.g[j * self.h..(j + 1) * self.h]
+    }
+}
+
+/// Each category's (weight row, gradient row) of a one-hot block, a dropped category's rebuilt.
+fn one_hot_rows(first: &First, pipeline: &Pipeline, client: &EncodedFeature, k: usize) -> Vec<(Vec<f32>, Vec<f32>)> {
+    let at = client.feature.offset;
+    let dropped = client.dropped_index();
+    // Σ δ·u_c0 = Σ δ − Σ_j (std_j·G_j + mean_j·Σ δ), accumulated in f64.
+    let mut rest: Vec<f64> = first.g_bias.iter().map(|&v| v as f64).collect();
+    let mut rows: Vec<(Vec<f32>, Vec<f32>)> = Vec::with_capacity(k);
+    for c in 0..k {
+        let j = match dropped {
+            Some(d0) if c == d0 => {
+                rows.push((vec![0.0; first.h], Vec::new()));
+                continue;
+            }
+            Some(d0) if c > d0 => at + c - 1,
+            _ => at + c,
+        };
+        let (mean, std) = (pipeline.mean[j], pipeline.std[j]);
+        for (u, r) in rest.iter_mut().enumerate() {
+            *r -= std * first.row_g(j)[u] as f64 + mean * first.g_bias[u] as f64;
+        }
+        rows.push((first.row_w(j).to_vec(), first.row_g(j).to_vec()));
+    }
+    if let Some(d0) = dropped {
+        rows[d0].1 = rest.into_iter().map(|r| r as f32).collect();
+    }
+    rows
+}
+
+/// The embedding tables assigned to the embedded features, in the features' order: the one a
+/// feature names (`tensor`), else the one whose module's last name is the feature's
+/// (`nn.ModuleDict` keyed by column), else the next unassigned one in natural order
+/// (`nn.ModuleList` in the columns' order); each checked against its feature's categories and width.
+fn assign_tables<'a>(pipeline: &Pipeline, tables: &'a [EmbeddingTable]) -> Result<Vec<Option<&'a EmbeddingTable>>> {
+    let mut used = vec![false; tables.len()];
+    let mut out = Vec::new();
+    for f in &pipeline.features {
+        if f.coding != Coding::Embedding {
+            out.push(None);
+            continue;
+        }
+        let name = &f.feature.name;
+        let found = match &f.tensor {
+            Some(t) => {
+                let t = t.strip_suffix(".weight").unwrap_or(t);
+                tables.iter().position(|e| e.name == t).ok_or_else(|| {
+                    Error::Config(format!(
+                        "feature {name:?} is embedded by {t:?}, which the network does not have (its tables: {})",
+                        table_list(tables)
+                    ))
+                })?
+            }
+            None => match tables
+                .iter()
+                .position(|e| e.name.rsplit('.').next() == Some(name.as_str()))
+            {
+                Some(i) => i,
+                None => (0..tables.len()).find(|&i| !used[i]).ok_or_else(|| {
+                    Error::Config(format!(
+                        "feature {name:?} is coded as an embedding but the network has no table left for it (its \
+                         tables: {})",
+                        table_list(tables)
+                    ))
+                })?,
+            },
+        };
+        let t = &tables[found];
+        let FeatureKind::Categorical { categories } = &f.feature.kind else {
+            unreachable!("codings are checked to be categorical features'")
+        };
+        if used[found] || t.rows != categories.len() || Some(t.width) != f.width {
+            return fail(format!(
+                "feature {name:?} ({} categories, an embedding {} wide) cannot be {} [{}, {}]{}",
+                categories.len(),
+                f.width.unwrap_or(0),
+                t.name,
+                t.rows,
+                t.width,
+                if used[found] {
+                    ", which embeds another column"
+                } else {
+                    ""
+                }
+            ));
+        }
+        used[found] = true;
+        out.push(Some(t));
+    }
+    if let Some(i) = used.iter().position(|u| !u) {
+        return fail(format!(
+            "the network's table {} [{}, {}] embeds none of the encoding's columns: state which column it embeds",
+            tables[i].name, tables[i].rows, tables[i].width
+        ));
+    }
+    Ok(out)
+}
+
+fn table_list(tables: &[EmbeddingTable]) -> String {
+    match tables {
+        [] => "none".into(),
+        t => t.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", "),
+    }
+}
+
+/// Each category's (weight row, gradient row) of an embedded column: the weight Σ_j E[c, j]·W_j,
+/// the gradient 0 for a category absent from the batch and the present ones' shares solved from
+/// the bias's and the embedded inputs' gradients, checked against the table's own.
+fn embedding_rows(
+    first: &First,
+    client: &EncodedFeature,
+    t: &EmbeddingTable,
+    k: usize,
+) -> Result<Vec<(Vec<f32>, Vec<f32>)>> {
+    let (h, w, at) = (first.h, t.width, client.feature.offset);
+    let e = |c: usize, j: usize| t.weight[c * w + j] as f64;
+    let mut rows = Vec::with_capacity(k);
+    for c in 0..k {
+        let mut row = vec![0f64; h];
+        for j in 0..w {
+            for (r, &v) in row.iter_mut().zip(first.row_w(at + j)) {
+                *r += e(c, j) * v as f64;
+            }
+        }
+        rows.push((row.into_iter().map(|v| v as f32).collect::<Vec<f32>>(), vec![0f32; h]));
+    }
+    let present: Vec<usize> = (0..k)
+        .filter(|&c| t.update[c * w..(c + 1) * w].iter().any(|&v| v != 0.0))
+        .collect();
+    let m = present.len();
+    // The system's rows [1, E_c] for the present categories, and its Gram matrix.
+    let basis: Vec<Vec<f64>> = present
+        .iter()
+        .map(|&c| std::iter::once(1.0).chain((0..w).map(|j| e(c, j))).collect())
+        .collect();
+    let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
+    let gram: Vec<Vec<f64>> = basis
+        .iter()
+        .map(|a| basis.iter().map(|b| dot(a, b)).collect())
+        .collect();
+    let name = &client.feature.name;
+    let Some(chol) = cholesky(&gram) else {
+        return fail(format!(
+            "feature {name:?}: {m} of its categories are in the batch but its embedding is {w} wide, so the update \
+             does not say how much each category's rows add to the first layer (that needs at most {} present, \
+             their embeddings independent); not attacked",
+            w + 1
+        ));
+    };
+    let (mut gap, mut norm) = (0f64, 0f64);
+    let mut shares = vec![vec![0f64; h]; m];
+    for u in 0..h {
+        let rhs: Vec<f64> = std::iter::once(first.g_bias[u] as f64)
+            .chain((0..w).map(|j| first.row_g(at + j)[u] as f64))
+            .collect();
+        let x = chol.solve(&basis.iter().map(|b| dot(b, &rhs)).collect::<Vec<_>>());
+        for (i, r) in rhs.iter().enumerate() {
+            let fitted: f64 = (0..m).map(|a| x[a] * basis[a][i]).sum();
+            gap += (fitted - r).powi(2);
+            norm += r * r;
+        }
+        for a in 0..m {
+            shares[a][u] = x[a];
+        }
+    }
+    // The table's own gradient: dE_c = Σ_j W_jᵀ·G'_c.
+    for (a, &c) in present.iter().enumerate() {
+        for j in 0..w {
+            let predicted: f64 = first
+                .row_w(at + j)
+                .iter()
+                .zip(&shares[a])
+                .map(|(&v, s)| v as f64 * s)
+                .sum();
+            let got = t.update[c * w + j] as f64;
+            gap += (predicted - got).powi(2);
+            norm += got * got;
+        }
+    }
+    let relative = if norm > 0.0 { (gap / norm).sqrt() } else { 0.0 };
+    if relative > EMBEDDING_TOLERANCE {
+        return fail(format!(
+            "feature {name:?}: the update is not that of an embedding {} [{}, {}] feeding the first layer's inputs \
+             {at}..{} (its equations are off by {relative:.2e}): is the stated order of the inputs the client's?",
+            t.name,
+            t.rows,
+            t.width,
+            at + w
+        ));
+    }
+    for (a, &c) in present.iter().enumerate() {
+        rows[c].1 = shares[a].iter().map(|&v| v as f32).collect();
+    }
+    Ok(rows)
+}
+
+/// A Cholesky factor of a small symmetric positive definite matrix, or None where it is (near)
+/// singular: a pivot under 1e-9 of the largest diagonal entry.
+struct Cholesky(Vec<Vec<f64>>);
+
+fn cholesky(a: &[Vec<f64>]) -> Option<Cholesky> {
+    let n = a.len();
+    let scale = (0..n).map(|i| a[i][i]).fold(0.0, f64::max);
+    let mut l = vec![vec![0f64; n]; n];
+    for i in 0..n {
+        for j in 0..=i {
+            let s: f64 = a[i][j] - (0..j).map(|k| l[i][k] * l[j][k]).sum::<f64>();
+            if i == j {
+                if s <= 1e-9 * scale {
+                    return None;
+                }
+                l[i][i] = s.sqrt();
+            } else {
+                l[i][j] = s / l[j][j];
+            }
+        }
+    }
+    Some(Cholesky(l))
+}
+
+impl Cholesky {
+    fn solve(&self, b: &[f64]) -> Vec<f64> {
+        let (l, n) = (&self.0, b.len());
+        let mut y = vec![0f64; n];
+        for i in 0..n {
+            y[i] = (b[i] - (0..i).map(|k| l[i][k] * y[k]).sum::<f64>()) / l[i][i];
+        }
+        let mut x = vec![0f64; n];
+        for i in (0..n).rev() {
+            x[i] = (y[i] - (i + 1..n).map(|k| l[k][i] * x[k]).sum::<f64>()) / l[i][i];
+        }
+        x
+    }
 }
 
 #[cfg(test)]
@@ -158,6 +425,7 @@ mod tests {
             .map(|v| v as f32)
             .collect();
         let received = ReceivedUpdate {
+            embeddings: Vec::new(),
             update: update_of(&params, client_x),
             params,
             rows: Some(5),
@@ -211,6 +479,7 @@ mod tests {
             "the code is the category's index"
         );
         let received = ReceivedUpdate {
+            embeddings: Vec::new(),
             update: update_of(&params, x),
             params,
             rows: Some(5),
@@ -232,6 +501,7 @@ mod tests {
         let params = Params::init(&[p.d(), 3, 2], 1);
         let x: Vec<f32> = rows().iter().flat_map(|r| p.encode(r)).map(|v| v as f32).collect();
         let received = ReceivedUpdate {
+            embeddings: Vec::new(),
             update: update_of(&params, x),
             params,
             rows: Some(5),

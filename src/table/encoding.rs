@@ -4,7 +4,7 @@
 //! client's own pipeline can write it by hand (docs/usage/real-updates.md).
 use serde::{Deserialize, Serialize};
 
-use super::dataset::{Dataset, FeatureKind, MAX_DECIMALS, Target};
+use super::dataset::{Dataset, FeatureKind, MAX_DECIMALS, MAX_ENCODED_WIDTH, Target};
 use super::pipeline::{Coding, EncodedFeature, Pipeline};
 use crate::client::activation::Activation;
 use crate::client::head::Head;
@@ -231,10 +231,24 @@ fn check_coding(f: &EncodedFeature) -> Result<()> {
             "continuous feature {name:?} is given a coding ({}); codings are for categorical features",
             f.describe()
         )),
-        FeatureKind::Categorical { .. } if f.coding == Coding::Ordinal && f.dropped.is_some() => fail(format!(
-            "categorical feature {name:?} is ordinal and drops {:?}; only a one-hot coding drops a category",
+        FeatureKind::Categorical { .. } if !f.coding.is_one_hot() && f.dropped.is_some() => fail(format!(
+            "categorical feature {name:?} is coded as {} and drops {:?}; only a one-hot coding drops a category",
+            f.describe(),
             f.dropped.as_deref().unwrap_or_default()
         )),
+        FeatureKind::Categorical { .. } if (f.coding == Coding::Embedding) != f.width.is_some() => fail(format!(
+            "categorical feature {name:?}: an embedding states its width (the table's columns), and only an \
+             embedding has one"
+        )),
+        FeatureKind::Categorical { .. } if f.coding != Coding::Embedding && f.tensor.is_some() => fail(format!(
+            "categorical feature {name:?} names a tensor but is not coded as an embedding"
+        )),
+        FeatureKind::Categorical { .. } if f.width == Some(0) || f.width.is_some_and(|w| w > MAX_ENCODED_WIDTH) => {
+            fail(format!(
+                "categorical feature {name:?} has an embedding {} wide; it takes 1 to {MAX_ENCODED_WIDTH} inputs",
+                f.width.unwrap_or(0)
+            ))
+        }
         FeatureKind::Categorical { categories } => match &f.dropped {
             Some(d) if !categories.contains(d) => fail(format!(
                 "categorical feature {name:?} drops {d:?}, which is not one of its categories"

@@ -22,6 +22,10 @@ pub enum Coding {
     OneHot,
     /// One input: the category's index in `categories` (scikit-learn's `OrdinalEncoder`).
     Ordinal,
+    /// `width` inputs: the category's row of an `nn.Embedding` table (the network's own weights,
+    /// [categories, width], indexed in `categories`' order), named by `tensor` or found by
+    /// `received::pipeline`'s convention.
+    Embedding,
 }
 
 impl Coding {
@@ -42,6 +46,12 @@ pub struct EncodedFeature {
     /// scikit-learn's `drop="first"` / `"if_binary"` / a list, pandas' `drop_first`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dropped: Option<String>,
+    /// Embedding only: the table's width (the inputs it takes)...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub width: Option<usize>,
+    /// ...and the module that holds it (`embeddings.workclass`, say; `.weight` optional).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tensor: Option<String>,
 }
 
 impl EncodedFeature {
@@ -51,12 +61,14 @@ impl EncodedFeature {
             feature,
             coding: Coding::OneHot,
             dropped: None,
+            width: None,
+            tensor: None,
         }
     }
 
     /// Whether this is a full one-hot block or a continuous input, as leakscope codes them.
     pub fn is_plain(&self) -> bool {
-        self.coding.is_one_hot() && self.dropped.is_none()
+        self.coding.is_one_hot() && self.dropped.is_none() && self.width.is_none() && self.tensor.is_none()
     }
 
     /// The index of the dropped category, checked by `Encoding::into_dataset`.
@@ -73,6 +85,7 @@ impl EncodedFeature {
     pub fn width(&self) -> usize {
         match (&self.feature.kind, self.coding) {
             (FeatureKind::Categorical { .. }, Coding::Ordinal) => 1,
+            (FeatureKind::Categorical { .. }, Coding::Embedding) => self.width.unwrap_or(0),
             (FeatureKind::Categorical { categories }, Coding::OneHot) => {
                 categories.len() - self.dropped.is_some() as usize
             }
@@ -84,6 +97,7 @@ impl EncodedFeature {
     pub fn describe(&self) -> String {
         match (self.coding, &self.dropped) {
             (Coding::Ordinal, _) => "ordinal codes".into(),
+            (Coding::Embedding, _) => format!("an embedding {} wide", self.width.unwrap_or(0)),
             (Coding::OneHot, Some(d)) => format!("one-hot without {d:?}"),
             (Coding::OneHot, None) => "one-hot".into(),
         }
@@ -105,13 +119,20 @@ impl Pipeline {
         self.mean.len()
     }
 
-    /// A row (cells in the features' order) as the client's network sees it.
+    /// Whether a column passes through an embedding table.
+    pub fn embeds(&self) -> bool {
+        self.features.iter().any(|f| f.coding == Coding::Embedding)
+    }
+
+    /// A row (cells in the features' order) as the client's network sees it. An embedded
+    /// column's inputs are its table's row, which the file does not hold: the category's index
+    /// (what the client feeds its `nn.Embedding`) stands at its first input, 0 after it.
     pub fn encode(&self, row: &[Value]) -> Vec<f64> {
         let mut out = vec![0.0; self.d()];
         for (f, v) in self.features.iter().zip(row) {
             let at = f.feature.offset;
             match (v, f.coding) {
-                (Value::Cat(c), Coding::Ordinal) => out[at] = *c as f64,
+                (Value::Cat(c), Coding::Ordinal | Coding::Embedding) => out[at] = *c as f64,
                 (Value::Cat(c), Coding::OneHot) => {
                     let c = *c as usize;
                     match f.dropped_index() {
@@ -150,7 +171,7 @@ impl Pipeline {
                         std.push(client.map_or(1.0, |j| self.std[j]));
                     }
                 }
-                (FeatureKind::Categorical { categories }, Coding::Ordinal) => {
+                (FeatureKind::Categorical { categories }, Coding::Ordinal | Coding::Embedding) => {
                     mean.extend(std::iter::repeat_n(0.0, categories.len()));
                     std.extend(std::iter::repeat_n(1.0, categories.len()));
                 }
