@@ -327,6 +327,7 @@ fn a_first_layer_of_dead_units_proves_nothing_and_says_why() {
     let received = leakscope::received::ReceivedUpdate {
         params,
         update,
+        embeddings: Vec::new(),
         rows: Some(64),
         labels: Some(labels.iter().map(|&l| adult.classes[l].clone()).collect()),
     };
