@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::csv_input::RawTable;
+pub use super::feature::{Feature, FeatureKind, Value};
 use super::inference::{MAX_LABEL_CLASSES, Treatment, forced_continuous, infer, left_out_warning, stray_warning};
 pub use super::number::{MAX_DECIMALS, TOLERANCE_FACTOR, mean_std};
 use super::number::{parse_number, parse_number_with_decimals};
@@ -18,65 +19,6 @@ use rustc_hash::FxHashSet as FastSet;
 /// a free-text or identifier column can make rows as wide as the table is long; an attack on such
 /// rows would need gigabytes and recovers nothing meaningful of that column.
 pub const MAX_ENCODED_WIDTH: usize = 10_000;
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum FeatureKind {
-    Categorical {
-        categories: Vec<String>,
-    },
-    Continuous {
-        min: f64,
-        max: f64,
-        decimals: u32,
-        std: f64,
-    },
-}
-
-/// One feature (CSV column other than the label) and where it sits in an encoded row.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Feature {
-    pub name: String,
-    #[serde(flatten)]
-    pub kind: FeatureKind,
-    pub offset: usize,
-}
-
-impl Feature {
-    pub fn width(&self) -> usize {
-        match &self.kind {
-            FeatureKind::Categorical { categories } => categories.len(),
-            FeatureKind::Continuous { .. } => 1,
-        }
-    }
-    pub fn is_categorical(&self) -> bool {
-        matches!(self.kind, FeatureKind::Categorical { .. })
-    }
-    /// Largest distance at which a continuous value still counts as recovered.
-    pub fn tolerance(&self) -> f64 {
-        match &self.kind {
-            FeatureKind::Categorical { .. } => 0.0,
-            FeatureKind::Continuous { std, .. } => TOLERANCE_FACTOR * std,
-        }
-    }
-}
-
-/// A decoded cell: a category index or a number in the column's own units.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum Value {
-    Cat(u32),
-    Num(f64),
-}
-
-impl Value {
-    pub fn num(self) -> f64 {
-        match self {
-            Value::Num(v) => v,
-            Value::Cat(c) => c as f64,
-        }
-    }
-}
 
 /// How to build a dataset from a parsed CSV.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -6,6 +6,7 @@ pub mod dataset;
 pub mod decode;
 pub mod dialect;
 pub mod encoding;
+pub mod feature;
 pub mod inference;
 pub mod number;
 pub mod pipeline;

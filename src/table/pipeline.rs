@@ -11,7 +11,7 @@
 //! update into them where that is exact.
 use serde::{Deserialize, Serialize};
 
-use super::dataset::{Feature, FeatureKind, Value};
+use super::feature::{Feature, FeatureKind, Value};
 
 /// How a categorical column becomes inputs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
