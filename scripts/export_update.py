@@ -23,6 +23,17 @@ by default, or the client's own recipe, as a PyTorch (or Flower) user writes it:
   --dtype float64              the network and rows in float64 (model.double()); the files then
                                hold float64 tensors (default float32)
 
+  --sklearn onehot|onehot-drop|ordinal   the rows encoded as a scikit-learn user encodes them:
+                               ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore",
+                               sparse_output=False) (drop="first" for onehot-drop) or
+                               OrdinalEncoder(), the columns leakscope reads as categorical),
+                               ("num", StandardScaler(), the others)]) fitted on the table's
+                               complete rows; writes DIR/encoding.json, its encoding as
+                               leakscope.encoding_from_sklearn reads it (needs the leakscope
+                               package, pandas and scikit-learn). --encoding is then optional
+                               (without it: --label, and leakscope's own encoding picks the rows
+                               and the label's classes)
+
 e.g. a client with momentum, reshuffling its rows, in float64:
 
   python3 scripts/export_update.py --csv adult.csv --encoding encoding.json --rows 0,1,2,3 \
@@ -228,7 +239,10 @@ def fedavg_update(model, x, y, head, epochs, local_batch, lr, optimiser=None, sh
 def parser():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--csv", required=True)
-    ap.add_argument("--encoding", required=True)
+    ap.add_argument("--encoding", help="the table's encoding (optional with --sklearn)")
+    ap.add_argument("--label", help="with --sklearn and no --encoding: the label column")
+    ap.add_argument("--sklearn", choices=["onehot", "onehot-drop", "ordinal"],
+                    help="encode the rows with a scikit-learn ColumnTransformer; writes DIR/encoding.json")
     ap.add_argument("--rows", required=True, help="complete-row indices of the client's batch, e.g. 0,1,2")
     ap.add_argument("--hidden", default="100,100", help="widths, or none (logistic regression)")
     ap.add_argument("--activation", default="relu", help="relu, leaky_relu[=SLOPE], gelu, tanh, sigmoid")
@@ -263,20 +277,61 @@ def recipe_of(args):
     return given, custom
 
 
+def sklearn_inputs(args, own, header, rows, batch):
+    """The batch as a scikit-learn client encodes it (--sklearn): a ColumnTransformer fitted on the
+    table's complete rows `rows`, over the columns of leakscope's encoding `own` (its categorical
+    ones encoded, its continuous ones standardised); and that transformer's encoding."""
+    import pandas
+    from sklearn.compose import ColumnTransformer
+    from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
+
+    import leakscope
+
+    cat = [f["name"] for f in own["features"] if f["kind"] == "categorical"]
+    num = [f["name"] for f in own["features"] if f["kind"] == "continuous"]
+
+    def frame(cells):
+        return pandas.DataFrame(cells, columns=header)[cat + num].astype({c: float for c in num})
+
+    if args.sklearn == "ordinal":
+        encoder = OrdinalEncoder()
+    else:
+        drop = "first" if args.sklearn == "onehot-drop" else None
+        encoder = OneHotEncoder(handle_unknown="ignore", sparse_output=False, drop=drop)
+    ct = ColumnTransformer([("cat", encoder, cat), ("num", StandardScaler(), num)]).fit(frame(rows))
+    encoding = leakscope.encoding_from_sklearn(
+        ct, label=own["label"], table=args.csv, classes=own["classes"] or None,
+        task="regression" if own.get("target") else None,
+    )
+    return encoding, ct.transform(frame(batch)).tolist()
+
+
 def run(args):
     """Export the update args describe (parser()'s arguments) into args.out."""
     given, custom = recipe_of(args)
     if args.protocol == "fedsgd" and (custom or args.shuffle is not None):
         sys.exit("--optimizer, its settings and --shuffle describe FedAvg's local training (--protocol fedavg)")
     dtype = {"float32": torch.float32, "float64": torch.float64}[args.dtype]
-    with open(args.encoding) as f:
-        encoding = json.load(f)
+    if args.encoding:
+        with open(args.encoding) as f:
+            encoding = json.load(f)
+    elif args.sklearn and args.label:
+        import leakscope
+
+        encoding = leakscope.encoding(args.csv, args.label)
+    else:
+        sys.exit("--encoding is required (or --sklearn with --label)")
     header, rows = read_rows(args.csv, encoding)
     picked = [int(i) for i in args.rows.split(",")]
     batch = [rows[i] for i in picked]
     label_at = header.index(encoding["label"])
     labels = [r[label_at] for r in batch]
-    x = torch.tensor([encode(r, header, encoding) for r in batch], dtype=dtype)
+    if args.sklearn:
+        # The rows and labels as leakscope's encoding reads them; the inputs the transformer's.
+        encoding, inputs = sklearn_inputs(args, encoding, header, rows, batch)
+    else:
+        inputs = [encode(r, header, encoding) for r in batch]
+    x = torch.tensor(inputs, dtype=dtype)
     hidden = [] if args.hidden == "none" else [int(h) for h in args.hidden.split(",")]
     target = encoding.get("target")
     if target:
@@ -332,6 +387,10 @@ def run(args):
         meta.update(local_order="shuffled", shuffle_seed=str(args.shuffle), local_orders=json.dumps(orders))
     if args.dtype != "float32":
         meta["dtype"] = args.dtype
+    if args.sklearn:
+        meta["sklearn"] = args.sklearn
+        with open(os.path.join(args.out, "encoding.json"), "w") as f:
+            json.dump(encoding, f)
     save_file(weights, os.path.join(args.out, "weights.safetensors"))
     save_file(update, os.path.join(args.out, "update.safetensors"), metadata=meta)
     as_numpy = lambda tensors: {n: t.numpy() for n, t in tensors.items()}
@@ -355,7 +414,7 @@ def run(args):
         }
         with open(os.path.join(args.out, "update.json"), "w") as f:
             json.dump(doc, f)
-    recipe = "".join(f", {k}={v}" for k, v in meta.items() if k in ("optimizer", "momentum", "dampening", "nesterov", "weight_decay", "betas", "adam_eps", "shuffle_seed", "dtype"))
+    recipe = "".join(f", {k}={v}" for k, v in meta.items() if k in ("optimizer", "momentum", "dampening", "nesterov", "weight_decay", "betas", "adam_eps", "shuffle_seed", "dtype", "sklearn"))
     print(f"{args.protocol} update of {len(batch)} rows on a {x.shape[1]}-{args.hidden}-{outputs} network ({args.head} head{recipe}) written to {args.out}")
     return meta
 

@@ -2,9 +2,11 @@
 Flower's simulation engine, as Flower's quickstart-pytorch trains (SGD with momentum 0.9 over a
 DataLoader that reshuffles the rows every epoch); the leakscope Mod, given the same optimiser and
 shuffle=True, attacks each update before it leaves, writes a record per round per client, and
-blocks an update that leaks more than BLOCK_ABOVE.
+blocks an update that leaks more than BLOCK_ABOVE. The clients encode their rows as a tabular user
+would, with a scikit-learn ColumnTransformer (one-hot categories, standardised numbers) fitted on
+the federation's table; the Mod is handed that transformer and attacks in its terms.
 
-    pip install ./python "flwr[simulation]" torch matplotlib pandas
+    pip install ./python "flwr[simulation]" torch matplotlib pandas scikit-learn
     python python/examples/flower_adult.py          # from the repository's root
 
 Writes leakscope-records.jsonl and leakscope-records.png in the working directory."""
@@ -13,7 +15,10 @@ import io
 import os
 from pathlib import Path
 
+import pandas as pd
 import torch
+from sklearn.compose import ColumnTransformer
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from torch.utils.data import DataLoader, TensorDataset
 from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
@@ -21,13 +26,19 @@ from flwr.serverapp import Grid, ServerApp
 from flwr.serverapp.strategy import FedAvg
 from flwr.simulation import run_simulation
 
-import leakscope
 from leakscope.flower import leakage_mod, plot_records, read_records
 
 ADULT = Path(__file__).resolve().parents[2] / "data" / "adult-sample.csv"
 ROWS, EPOCHS, BATCH, LR, ROUNDS, BLOCK_ABOVE = 32, 1, 8, 0.05, 3, 0.82
 RECORDS = Path("leakscope-records.jsonl").resolve()
-ENCODING = leakscope.encoding(ADULT, label="salary")  # the federation's encoding of its table
+# The federation's preprocessing, fitted on its table's complete rows ("?" marks a missing cell).
+FEDERATION = pd.read_csv(ADULT, na_values="?").dropna()
+CATEGORICAL = [c for c in FEDERATION.columns if c != "salary" and not pd.api.types.is_numeric_dtype(FEDERATION[c])]
+NUMERIC = [c for c in FEDERATION.columns if c != "salary" and c not in CATEGORICAL]
+PREPROCESS = ColumnTransformer(
+    [("cat", OneHotEncoder(handle_unknown="ignore", sparse_output=False), CATEGORICAL), ("num", StandardScaler(), NUMERIC)]
+).fit(FEDERATION.drop(columns="salary"))
+CLASSES = sorted(FEDERATION["salary"].unique())  # the network's outputs, in order
 
 
 def partition(k: int) -> bytes:
@@ -42,7 +53,7 @@ def partition(k: int) -> bytes:
 
 def mlp() -> torch.nn.Module:
     torch.manual_seed(0)
-    d = len(ENCODING["mean"])
+    d = len(PREPROCESS.get_feature_names_out())
     return torch.nn.Sequential(
         torch.nn.Linear(d, 32), torch.nn.ReLU(), torch.nn.Linear(32, 32), torch.nn.ReLU(), torch.nn.Linear(32, 2)
     )
@@ -54,8 +65,10 @@ def optimizer(params) -> torch.optim.Optimizer:
 
 
 def train(msg: Message, context: Context) -> Message:
-    x, y = leakscope.encode(partition(context.node_config["partition-id"]), ENCODING)
-    rows = DataLoader(TensorDataset(torch.from_numpy(x), torch.from_numpy(y)), batch_size=BATCH, shuffle=True)
+    frame = pd.read_csv(io.BytesIO(partition(context.node_config["partition-id"])))
+    x = torch.tensor(PREPROCESS.transform(frame.drop(columns="salary")), dtype=torch.float32)
+    y = torch.tensor([CLASSES.index(v) for v in frame["salary"]])
+    rows = DataLoader(TensorDataset(x, y), batch_size=BATCH, shuffle=True)
     model = mlp()
     model.load_state_dict(msg.content["arrays"].to_torch_state_dict())
     opt = optimizer(model.parameters())
@@ -71,7 +84,8 @@ def train(msg: Message, context: Context) -> Message:
 mod = leakage_mod(
     lambda context: partition(context.node_config["partition-id"]),  # each node's own rows
     label="salary",
-    encoding=ENCODING,
+    transformer=PREPROCESS,  # the client's own encoding: the attack reads the update in its terms
+    fitted_on=ADULT,  # the table it was fitted on (its numeric columns' ranges)
     protocol="fedavg",
     local_epochs=EPOCHS,
     local_batch=BATCH,

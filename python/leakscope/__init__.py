@@ -1,7 +1,9 @@
 """leakscope: how much of a table a federated-learning server can reconstruct from one client's
 update. The npm package's API for Python: tables as CSV paths, CSV bytes or pandas DataFrames,
 options as keyword arguments (the npm package's, in snake_case, with the engine's defaults),
-reports as the CLI's JSON. `leakscope.flower` holds the Flower client Mod."""
+reports as the CLI's JSON. `leakscope.flower` holds the Flower client Mod; `encoding_from_sklearn`
+and `encoding_from_dummies` read a client's own scikit-learn or pandas preprocessing into an
+encoding."""
 from __future__ import annotations
 
 import json
@@ -19,6 +21,7 @@ from ._convert import (
     update_bytes,
 )
 from ._native import Cancelled, LeakscopeError
+from ._sklearn import encoding_from_dummies, encoding_from_sklearn
 
 __all__ = [
     "Cancelled",
@@ -30,6 +33,8 @@ __all__ = [
     "defaults",
     "encode",
     "encoding",
+    "encoding_from_dummies",
+    "encoding_from_sklearn",
     "inspect",
     "privacy",
 ]

@@ -34,6 +34,16 @@ for that round; a round whose optimiser differs from the Mod's leaves out the Mo
 its optimiser does not take. `table` holds the rows the client trains on every round, in the order
 it trains on them.
 
+A client that encodes its rows with scikit-learn gives the Mod its fitted ColumnTransformer:
+
+    leakage_mod(rows, "salary", transformer=preprocess, fitted_on="federation.csv", ...)
+
+The attack then reads the update in the transformer's terms (its categories and their order, a
+dropped category, ordinal codes, each scaler's centre and scale: `leakscope.encoding_from_sklearn`,
+which names what it cannot read), not leakscope's own one-hot encoding. `fitted_on` is the table it
+was fitted on (default: `table`; needed where `table` is a function of the Context); give either
+`transformer` or `encoding`, not both.
+
 The engine replays the stated recipe on the client's rows and compares the result with the update
 (the record's `recipe_check`: matches true, false, or null where it cannot tell, as for shuffled
 rows). Where it does not match, the record's `recipe_mismatch` says so: its accuracy is then what
@@ -52,6 +62,7 @@ import numpy as np
 
 from . import _native, defaults
 from ._convert import call, encoding_json, options_json, table_bytes, update_bytes
+from ._sklearn import encoding_from_sklearn
 
 RECIPE = (
     "protocol",
@@ -328,6 +339,8 @@ class LeakageMod:
         label: str,
         *,
         encoding: Any = None,
+        transformer: Any = None,
+        fitted_on: Any = None,
         protocol: Optional[str] = None,
         local_epochs: Optional[int] = None,
         local_batch: Optional[int] = None,
@@ -347,8 +360,17 @@ class LeakageMod:
         client: Optional[str] = None,
         **options: Any,
     ) -> None:
-        if callable(table) and encoding is None:
-            raise ValueError("leakage_mod: with a table per client (a callable), give the federation's encoding")
+        if encoding is not None and transformer is not None:
+            raise ValueError("leakage_mod: give encoding= or transformer=, not both: the transformer's encoding is the encoding")
+        if callable(table) and encoding is None and (transformer is None or fitted_on is None):
+            raise ValueError(
+                "leakage_mod: with a table per client (a callable), give the federation's encoding, or its "
+                "transformer= with the table it was fitted on (fitted_on=)"
+            )
+        if transformer is not None:
+            # The client's own preprocessing: the network's inputs are the transformer's outputs, read
+            # against the table it was fitted on (ranges, decimals and stds of its numeric columns).
+            encoding = encoding_from_sklearn(transformer, label=label, table=table if fitted_on is None else fitted_on)
         if encoding is None:
             encoding = _native.encoding(table_bytes(table), options_json({"label": label}))
         self.encoding = encoding_json(encoding)
@@ -523,7 +545,9 @@ def leakage_mod(table: Any, label: str, **options: Any) -> LeakageMod:
     The recipe: `protocol`, `local_epochs`, `local_batch`, `client_lr`, and `optimizer` (a torch.optim
     SGD, Adam or AdamW, a function of the parameters returning one, or its name with `momentum`,
     `dampening`, `nesterov`, `weight_decay`, `betas`, `adam_eps`), `shuffle` (the client reshuffles
-    its rows every epoch); see the module's docstring. `encoding`: the federation's encoding (default: `table`'s own); `max_seconds`: a
+    its rows every epoch); see the module's docstring. `encoding`: the federation's encoding (default: `table`'s own);
+    `transformer`: instead of `encoding`, the client's fitted scikit-learn ColumnTransformer (read
+    against `fitted_on`, default `table`: see the module's docstring); `max_seconds`: a
     round projected to take longer is attacked on its first local batch instead. Other options
     are `attack`'s (ensemble, iterations, …)."""
     return LeakageMod(table, label, **options)

@@ -211,6 +211,8 @@ test('the installed package attacks an update a PyTorch client wrote, from every
     mkdirSync(join(project, dir), { recursive: true });
     for (const f of ['weights.npz', 'update.npz']) copyFileSync(join(fixtures, dir, f), join(project, dir, f));
   }
+  mkdirSync(join(project, 'embedding'), { recursive: true });
+  for (const f of ['encoding.json', 'weights.safetensors', 'update.safetensors']) copyFileSync(join(fixtures, 'embedding', f), join(project, 'embedding', f));
   copyFileSync(join(fixtures, 'regression', 'encoding.json'), join(project, 'regression', 'encoding.json'));
   const out = runIn(
     project,
@@ -234,6 +236,8 @@ test('the installed package attacks an update a PyTorch client wrote, from every
     const gelu = await engine.attackUpdate({ encoding: stated, weights: file('gelu/weights.npz'), update: file('gelu/update.npz') }, options);
     // A regression's encoding (its label a number): one linear output; each row's label reconstructed.
     const regression = await engine.attackUpdate({ encoding: readFileSync('regression/encoding.json', 'utf8'), weights: file('regression/weights.npz'), update: file('regression/update.npz') }, {});
+    // A client's own pipeline: an embedding per categorical column (scripts/export_embedding.py).
+    const embedding = await engine.attackUpdate({ encoding: readFileSync('embedding/encoding.json', 'utf8'), weights: file('embedding/weights.safetensors'), update: file('embedding/update.safetensors') }, {});
     const refused = [];
     for (const [files, opts] of [
       [{ encoding, weights: file('weights-arrays.npz'), update: file('update-arrays.npz') }, options],
@@ -247,7 +251,7 @@ test('the installed package attacks an update a PyTorch client wrote, from every
     ]) {
       try { await engine.attackUpdate(files, opts); refused.push(null); } catch (e) { refused.push(e.message); }
     }
-    console.log(JSON.stringify({ st, npz, json, arrays, sigmoid, gelu, regression, steps, refused }));
+    console.log(JSON.stringify({ st, npz, json, arrays, sigmoid, gelu, regression, embedding, steps, refused }));
     `,
   );
   const rows = (r) => JSON.stringify(r.rows.map((row) => row.cells));
@@ -276,6 +280,9 @@ test('the installed package attacks an update a PyTorch client wrote, from every
   assert.deepEqual(out.regression.labels, []);
   // hours-per-week of the eight table rows the export used (rows 44-51), in some order.
   assert.deepEqual(out.regression.rows.map((r) => r.label).sort(), ['40', '40', '40', '40', '45', '60', '60', '70']);
+  // Read in its own terms, every row of the embedding client is proved and the rows send its update back.
+  assert.deepEqual(out.embedding.provenance.map((g) => [g.provenance, g.rows]), [['proved', 8]]);
+  assert.equal(out.embedding.update_fit.fits, true);
 });
 
 test('an AbortSignal cancels a run, from the callback or from a timer, and bad input is a readable error', () => {
