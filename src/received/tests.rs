@@ -67,7 +67,7 @@ fn what_does_not_fit_is_said_precisely() {
                 merge(w.clone(), serde_json::json!({"emb.weight": [[1.0, 2.0]]})),
                 w.clone(),
             ),
-            "an nn.Embedding table",
+            "the update's tensors without a bias are [] but the model's are [\"emb.weight\"]",
         ),
         (
             doc(
