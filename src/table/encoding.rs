@@ -24,8 +24,8 @@ pub struct Encoding {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<Target>,
     /// Features in input order: a categorical one takes `categories.len()` inputs from `offset`
-    /// (one fewer where a category is `dropped`, one where its `coding` is ordinal), a continuous
-    /// one input `offset`.
+    /// (one fewer where a category is `dropped`, one where its `coding` is ordinal, `width` for
+    /// an embedding), a continuous one input `offset`.
     pub features: Vec<EncodedFeature>,
     /// Per input: the network sees (value − mean) / std, with value the one-hot 0/1, the ordinal
     /// code or the number: a scaler's centre and scale (standard: mean_ and scale_; min-max:
