@@ -139,6 +139,12 @@ fn check_update(r: &ReceivedUpdate) -> Result<(), TestCaseError> {
     }
     let values = r.params.weights.iter().chain(&r.params.biases).flatten();
     prop_assert!(values.into_iter().all(|v| v.is_finite()));
+    // Embedding tables: each as large as its shape, in the model and the update alike.
+    for t in &r.embeddings {
+        prop_assert_eq!(t.weight.len(), t.rows * t.width);
+        prop_assert_eq!(t.update.len(), t.rows * t.width);
+        prop_assert!(t.weight.iter().chain(&t.update).all(|v| v.is_finite()));
+    }
     prop_assert!(r.update.is_finite());
     if let (Some(n), Some(l)) = (r.rows, &r.labels) {
         prop_assert_eq!(n, l.len());
@@ -315,16 +321,28 @@ proptest! {
         prop_assert_eq!(Ok(st), js);
     }
 
-    /// The PyTorch export's files, either of them with bytes flipped, cut short, inserted, deleted.
+    /// The PyTorch exports' files (a plain MLP's, and an embedding MLP's with its tables), either
+    /// of them with bytes flipped, cut short, inserted, deleted.
     #[test]
-    fn mutated_safetensors_read_or_fail_specifically(which in 0u8..3, edits in edits(5)) {
-        let (w, u) = (fixture("weights.safetensors"), fixture("update.safetensors"));
+    fn mutated_safetensors_read_or_fail_specifically(which in 0u8..3, dir in prop::sample::select(vec!["", "embedding/"]), edits in edits(5)) {
+        let (w, u) = (fixture(&format!("{dir}weights.safetensors")), fixture(&format!("{dir}update.safetensors")));
         let (w, u) = match which {
             0 => (apply(&w, &edits), u),
             1 => (w, apply(&u, &edits)),
             _ => (apply(&w, &edits), apply(&u, &edits)),
         };
         check_safetensors(&w, &u)?;
+        // An embedding MLP's update that still reads is rewritten into one-hot terms or refused
+        // with a specific reason, whatever its values.
+        if let (true, Ok(r)) = (dir == "embedding/", ReceivedUpdate::from_safetensors(&w, &u)) {
+            let enc: leakscope::table::Encoding = serde_json::from_slice(&fixture("embedding/encoding.json")).unwrap();
+            let dataset = enc.into_dataset().unwrap();
+            let config = leakscope::AttackConfig { batch_size: 8, ..Default::default() };
+            match leakscope::received::pipeline::in_dataset_terms(&dataset, &config, &r) {
+                Ok(ours) => prop_assert_eq!(ours.params.sizes[0], dataset.d()),
+                Err(e) => prop_assert!(specific(&e.to_string()), "vague error {e:?}"),
+            }
+        }
     }
 
     /// Small networks with their headers edited: fields removed, retyped, set to edge values.
