@@ -322,6 +322,43 @@ def _own(table: Any, label: str, kinds: Dict[str, str], task: Optional[str], who
     return encoding(table, label, kinds=kinds, ignore=ignore or None, task=task)
 
 
+def _embedded(encoding: Dict[str, Any], embeddings: Dict[str, Any], who: str) -> Dict[str, Any]:
+    """The encoding of a network that feeds each named column's ordinal code to an nn.Embedding
+    and puts the embedding where the code was: that column coded "embedding", `width` inputs
+    (the table's row), the other inputs moved along. A width, or (width, tensor name)."""
+    unknown = [c for c in embeddings if c not in {f["name"] for f in encoding["features"]}]
+    if unknown:
+        raise ValueError(f"{who}: embeddings= names {unknown[0]!r}, which is not one of the transformer's columns")
+    features: List[Dict[str, Any]] = []
+    mean: List[float] = []
+    std: List[float] = []
+    for f in encoding["features"]:
+        at = f["offset"]
+        width = 1 if f["kind"] == "continuous" or f.get("coding") == "ordinal" else len(f["categories"]) - ("dropped" in f)
+        g = dict(f, offset=len(mean))
+        if f["name"] not in embeddings:
+            mean += encoding["mean"][at : at + width]
+            std += encoding["std"][at : at + width]
+            features.append(g)
+            continue
+        spec = embeddings[f["name"]]
+        w, tensor = (spec, None) if isinstance(spec, int) else (int(spec[0]), str(spec[1]))
+        if f.get("coding") != "ordinal" or (encoding["mean"][at], encoding["std"][at]) != (0.0, 1.0):
+            raise ValueError(
+                f"{who}: column {f['name']!r} feeds an embedding, so its transformer must give its unscaled "
+                "OrdinalEncoder code (the index the nn.Embedding takes)"
+            )
+        if w < 1:
+            raise ValueError(f"{who}: column {f['name']!r}: an embedding's width is at least 1, not {w}")
+        g.update(coding="embedding", width=w)
+        if tensor is not None:
+            g["tensor"] = tensor
+        mean += [0.0] * w
+        std += [1.0] * w
+        features.append(g)
+    return {**encoding, "features": features, "mean": mean, "std": std}
+
+
 def encoding_from_sklearn(
     transformer: Any,
     *,
@@ -329,6 +366,7 @@ def encoding_from_sklearn(
     table: Any,
     classes: Optional[Sequence[Any]] = None,
     task: Optional[str] = None,
+    embeddings: Optional[Dict[str, Any]] = None,
 ) -> Dict[str, Any]:
     """The encoding (leakscope-encoding/1, as a dict) of a fitted scikit-learn ColumnTransformer —
     or a Pipeline holding one (identity steps before it, scalers after it), or one supported step
@@ -341,11 +379,16 @@ def encoding_from_sklearn(
     `table` (a CSV path, CSV bytes or a DataFrame; its complete rows) gives the continuous
     columns' range, decimals and std; categories are the encoder's, in its order, written as the
     CSV writes them. `classes`: the label's classes in the network's output order (default:
-    leakscope's, sorted); `task`: "regression" for a numeric label."""
+    leakscope's, sorted); `task`: "regression" for a numeric label.
+
+    `embeddings`: for a network that feeds OrdinalEncoder codes to nn.Embedding tables and puts
+    each embedding where its code was, {column: width} (or {column: (width, "module name")}); the
+    tables themselves are in the update (docs/usage/real-updates.md says which table is whose)."""
     who = "encoding_from_sklearn"
     blocks = sklearn_blocks(transformer)
     kinds = {b.column: "continuous" if b.categories is None else "categorical" for b in blocks}
-    return _assemble(blocks, _own(table, label, kinds, task, who), classes, who)
+    out = _assemble(blocks, _own(table, label, kinds, task, who), classes, who)
+    return _embedded(out, embeddings, who) if embeddings else out
 
 
 def encoding_from_dummies(

@@ -213,3 +213,43 @@ def test_the_mod_reads_the_clients_transformer(tmp_path):
         LeakageMod(rows, "salary", transformer=ct, encoding=leakscope.encoding(ADULT, "salary"), records=None)
     with pytest.raises(ValueError, match=re.escape("or its transformer= with the table it was fitted on (fitted_on=)")):
         LeakageMod(lambda context: rows, "salary", transformer=ct, records=None)
+
+
+def test_ordinal_codes_feeding_embeddings_are_read_and_attacked_as_the_client_trains():
+    """A tabular PyTorch client: OrdinalEncoder codes into an nn.Embedding per column (each where
+    its code was), standardised numbers beside them, the default [100, 100] ReLU MLP; one gradient
+    on 8 Adult rows.
+    `embeddings=` states it, and the attack reads every row off the update."""
+    import torch
+
+    path, label = TABLES["adult"]
+    frame = complete(path, label)
+    cat, num = columns(frame, label)
+    ct = ColumnTransformer([("cat", OrdinalEncoder(), cat), ("num", StandardScaler(), num)]).fit(frame.drop(columns=label))
+    widths = {c: min(8, frame[c].nunique()) for c in cat}
+    enc = leakscope.encoding_from_sklearn(ct, label=label, table=path, embeddings=widths)
+    assert [f.get("coding") for f in enc["features"][: len(cat)]] == ["embedding"] * len(cat)
+    assert len(enc["mean"]) == sum(widths.values()) + len(num)
+
+    batch = frame.iloc[:8]
+    x = torch.tensor(ct.transform(batch.drop(columns=label)), dtype=torch.float32)
+    y = torch.tensor([enc["classes"].index(v) for v in batch[label]])
+    torch.manual_seed(0)
+    tables = torch.nn.ModuleList(torch.nn.Embedding(frame[c].nunique(), widths[c]) for c in cat)
+    mlp = torch.nn.Sequential(
+        torch.nn.Linear(len(enc["mean"]), 100), torch.nn.ReLU(), torch.nn.Linear(100, 100), torch.nn.ReLU(), torch.nn.Linear(100, 2)
+    )
+    model = torch.nn.ModuleDict({"embeddings": tables, "mlp": mlp})
+    inputs = torch.cat([t(x[:, i].long()) for i, t in enumerate(tables)] + [x[:, len(cat):]], dim=1)
+    loss = torch.nn.functional.cross_entropy(mlp(inputs), y)
+    names = [n for n, _ in model.named_parameters()]
+    grads = torch.autograd.grad(loss, [p for _, p in model.named_parameters()])
+    weights = {n: p.detach().numpy() for n, p in model.named_parameters()}
+    update = {n: g.numpy() for n, g in zip(names, grads)}
+    report = leakscope.attack_update(enc, weights, update, truth=batch, batch_size=8)
+    assert report["accuracy"]["total"] >= 0.99 and report["rows_proved"] == 8, report["accuracy"]
+    with pytest.raises(ValueError, match="feeds an embedding, so its transformer must give its unscaled OrdinalEncoder code"):
+        leakscope.encoding_from_sklearn(
+            ColumnTransformer([("cat", OneHotEncoder(), cat), ("num", StandardScaler(), num)]).fit(frame.drop(columns=label)),
+            label=label, table=path, embeddings={cat[0]: 3},
+        )
