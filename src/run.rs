@@ -230,8 +230,21 @@ pub async fn attack_received(
 }
 
 /// A received update's attack set up and its whole ensemble inverted, as a server runs it: what
-/// `attack_received` reports and `received::truth` scores against the client's rows.
+/// `attack_received` reports (`received::truth` rewrites the update once, for its recipe check
+/// too, and calls `invert_in_dataset_terms`).
 pub async fn invert_received<'a>(
+    runtime: &'a Runtime,
+    dataset: &'a Dataset,
+    config: &'a AttackConfig,
+    received: &ReceivedUpdate,
+    progress: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<(Setup<'a>, Members)> {
+    let received = crate::received::pipeline::in_dataset_terms(dataset, config, received)?;
+    invert_in_dataset_terms(runtime, dataset, config, &received, progress).await
+}
+
+/// `invert_received` on an update already in `dataset`'s terms (`received::pipeline`).
+pub async fn invert_in_dataset_terms<'a>(
     runtime: &'a Runtime,
     dataset: &'a Dataset,
     config: &'a AttackConfig,
@@ -242,8 +255,7 @@ pub async fn invert_received<'a>(
     if let Some(why) = config.attacker().refuses_received() {
         return Err(Error::Config(why.into()));
     }
-    let received = crate::received::pipeline::in_dataset_terms(dataset, config, received)?;
-    let scenario = Scenario::received(dataset, config, &received)?;
+    let scenario = Scenario::received(dataset, config, received)?;
     let setup = Setup::new(runtime, dataset, config, scenario);
     let all = MemberRange {
         first: 0,

@@ -137,27 +137,21 @@ impl First<'_> {
 
 /// Each category's (weight row, gradient row) of a one-hot block, a dropped category's rebuilt.
 fn one_hot_rows(first: &First, pipeline: &Pipeline, client: &EncodedFeature, k: usize) -> Vec<(Vec<f32>, Vec<f32>)> {
-    let at = client.feature.offset;
-    let dropped = client.dropped_index();
-    // Σ δ·u_c0 = Σ δ − Σ_j (std_j·G_j + mean_j·Σ δ), accumulated in f64.
-    let mut rest: Vec<f64> = first.g_bias.iter().map(|&v| v as f64).collect();
-    let mut rows: Vec<(Vec<f32>, Vec<f32>)> = Vec::with_capacity(k);
-    for c in 0..k {
-        let j = match dropped {
-            Some(d0) if c == d0 => {
-                rows.push((vec![0.0; first.h], Vec::new()));
-                continue;
+    let mut rows: Vec<(Vec<f32>, Vec<f32>)> = (0..k)
+        .map(|c| match client.one_hot_input(c) {
+            Some(j) => (first.row_w(j).to_vec(), first.row_g(j).to_vec()),
+            None => (vec![0.0; first.h], Vec::new()),
+        })
+        .collect();
+    if let Some(d0) = client.dropped_index() {
+        // Σ δ·u_c0 = Σ δ − Σ_j (std_j·G_j + mean_j·Σ δ), accumulated in f64.
+        let mut rest: Vec<f64> = first.g_bias.iter().map(|&v| v as f64).collect();
+        for j in (0..k).filter_map(|c| client.one_hot_input(c)) {
+            let (mean, std) = (pipeline.mean[j], pipeline.std[j]);
+            for (u, r) in rest.iter_mut().enumerate() {
+                *r -= std * first.row_g(j)[u] as f64 + mean * first.g_bias[u] as f64;
             }
-            Some(d0) if c > d0 => at + c - 1,
-            _ => at + c,
-        };
-        let (mean, std) = (pipeline.mean[j], pipeline.std[j]);
-        for (u, r) in rest.iter_mut().enumerate() {
-            *r -= std * first.row_g(j)[u] as f64 + mean * first.g_bias[u] as f64;
         }
-        rows.push((first.row_w(j).to_vec(), first.row_g(j).to_vec()));
-    }
-    if let Some(d0) = dropped {
         rows[d0].1 = rest.into_iter().map(|r| r as f32).collect();
     }
     rows
@@ -413,24 +407,30 @@ mod tests {
         pollster::block_on(simulate_round(params, &x, &targets, &round)).unwrap()
     }
 
+    /// The FedSGD update of a network of `sizes` (seed `seed`) on `rows()`, their inputs as the
+    /// client's pipeline makes them.
+    fn client_update(pipeline: &Pipeline, sizes: &[usize], seed: u64) -> ReceivedUpdate {
+        let params = Params::init(sizes, seed);
+        let x: Vec<f32> = rows()
+            .iter()
+            .flat_map(|r| pipeline.encode(r))
+            .map(|v| v as f32)
+            .collect();
+        ReceivedUpdate {
+            embeddings: Vec::new(),
+            update: update_of(&params, x),
+            params,
+            rows: Some(5),
+            labels: None,
+        }
+    }
+
     #[test]
     fn a_dropped_categorys_gradient_is_rebuilt_exactly_from_the_bias() {
         let dataset = client(r#""dropped": "b""#);
         let pipeline = dataset.pipeline.clone().unwrap();
         assert_eq!((pipeline.d(), dataset.d()), (4, 5));
-        let params = Params::init(&[4, 6, 2], 7);
-        let client_x: Vec<f32> = rows()
-            .iter()
-            .flat_map(|r| pipeline.encode(r))
-            .map(|v| v as f32)
-            .collect();
-        let received = ReceivedUpdate {
-            embeddings: Vec::new(),
-            update: update_of(&params, client_x),
-            params,
-            rows: Some(5),
-            labels: None,
-        };
+        let received = client_update(&pipeline, &[4, 6, 2], 7);
         let config = AttackConfig {
             batch_size: 5,
             ..Default::default()
@@ -467,24 +467,12 @@ mod tests {
     fn ordinal_codes_and_a_dropped_category_under_local_training_are_refused_by_name() {
         let dataset = client(r#""coding": "ordinal""#);
         let pipeline = dataset.pipeline.clone().unwrap();
-        let params = Params::init(&[pipeline.d(), 3, 2], 1);
-        let x: Vec<f32> = rows()
-            .iter()
-            .flat_map(|r| pipeline.encode(r))
-            .map(|v| v as f32)
-            .collect();
         assert_eq!(
             pipeline.encode(&rows()[4])[0],
             (2.0 - 0.25) / 0.5,
             "the code is the category's index"
         );
-        let received = ReceivedUpdate {
-            embeddings: Vec::new(),
-            update: update_of(&params, x),
-            params,
-            rows: Some(5),
-            labels: None,
-        };
+        let received = client_update(&pipeline, &[pipeline.d(), 3, 2], 1);
         let e = in_dataset_terms(&dataset, &AttackConfig::default(), &received)
             .unwrap_err()
             .to_string();
@@ -498,15 +486,7 @@ mod tests {
             ..Default::default()
         };
         let p = dropped.pipeline.clone().unwrap();
-        let params = Params::init(&[p.d(), 3, 2], 1);
-        let x: Vec<f32> = rows().iter().flat_map(|r| p.encode(r)).map(|v| v as f32).collect();
-        let received = ReceivedUpdate {
-            embeddings: Vec::new(),
-            update: update_of(&params, x),
-            params,
-            rows: Some(5),
-            labels: None,
-        };
+        let received = client_update(&p, &[p.d(), 3, 2], 1);
         let e = in_dataset_terms(&dropped, &fedavg, &received).unwrap_err().to_string();
         assert!(e.contains("one-hot without \"a\"") && e.contains("FedSGD"), "{e}");
     }

@@ -15,7 +15,7 @@ use crate::config::AttackConfig;
 use crate::error::{Error, Result};
 use crate::report::Provenance;
 use crate::report::reconstruction::ReconstructionReport;
-use crate::run::invert_received;
+use crate::run::invert_in_dataset_terms;
 use crate::runtime::Runtime;
 use crate::seed::seed_for;
 use crate::table::cell::is_missing;
@@ -140,7 +140,7 @@ pub async fn attack_received_against(
     }
     let in_terms = super::pipeline::in_dataset_terms(dataset, config, received)?;
     let recipe_check = check_recipe(config, &in_terms, truth).await?;
-    let (setup, inverted) = invert_received(runtime, dataset, config, received, progress).await?;
+    let (setup, inverted) = invert_in_dataset_terms(runtime, dataset, config, &in_terms, progress).await?;
     // The report's rows are formatted text: score the pooled rows themselves, reconstructed once.
     let recon = setup.reconstruct(inverted).await?;
     let fit = setup.update_fit(&recon).await?;

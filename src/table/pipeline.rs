@@ -81,6 +81,16 @@ impl EncodedFeature {
             .and_then(|d| categories.iter().position(|c| c == d))
     }
 
+    /// One-hot only: the client's input (its offset) of category `c`; None for the dropped one.
+    pub fn one_hot_input(&self, c: usize) -> Option<usize> {
+        let at = self.feature.offset;
+        match self.dropped_index() {
+            Some(d) if c == d => None,
+            Some(d) if c > d => Some(at + c - 1),
+            _ => Some(at + c),
+        }
+    }
+
     /// Inputs this feature takes in the client's network.
     pub fn width(&self) -> usize {
         match (&self.feature.kind, self.coding) {
@@ -134,11 +144,8 @@ impl Pipeline {
             match (v, f.coding) {
                 (Value::Cat(c), Coding::Ordinal | Coding::Embedding) => out[at] = *c as f64,
                 (Value::Cat(c), Coding::OneHot) => {
-                    let c = *c as usize;
-                    match f.dropped_index() {
-                        Some(d) if c == d => {}
-                        Some(d) if c > d => out[at + c - 1] = 1.0,
-                        _ => out[at + c] = 1.0,
+                    if let Some(j) = f.one_hot_input(*c as usize) {
+                        out[j] = 1.0;
                     }
                 }
                 (v, _) => out[at] = v.num(),
@@ -160,13 +167,8 @@ impl Pipeline {
             let at = f.feature.offset;
             match (&f.feature.kind, f.coding) {
                 (FeatureKind::Categorical { categories }, Coding::OneHot) => {
-                    let dropped = f.dropped_index();
                     for c in 0..categories.len() {
-                        let client = match dropped {
-                            Some(d) if c == d => None,
-                            Some(d) if c > d => Some(at + c - 1),
-                            _ => Some(at + c),
-                        };
+                        let client = f.one_hot_input(c);
                         mean.push(client.map_or(0.0, |j| self.mean[j]));
                         std.push(client.map_or(1.0, |j| self.std[j]));
                     }

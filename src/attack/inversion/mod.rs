@@ -270,20 +270,13 @@ impl<'a> Definition<'a> {
                 let share = p.simulation.decay_share(rows);
                 let update = match share == 0.0 {
                     true => update,
-                    false => ParamGrads {
-                        weights: update
-                            .weights
-                            .iter()
-                            .zip(&net.weights)
-                            .map(|(u, w)| u.clone() - w.clone().mul_scalar(share))
-                            .collect(),
-                        biases: update
-                            .biases
-                            .iter()
-                            .zip(&net.biases)
-                            .map(|(u, b)| u.clone() - b.clone().mul_scalar(share))
-                            .collect(),
-                    },
+                    false => {
+                        let theta0 = ParamGrads {
+                            weights: net.weights.clone(),
+                            biases: net.biases.clone(),
+                        };
+                        update.zip_with(&theta0, |u, w| u - w.mul_scalar(share))
+                    }
                 };
                 let (mut loss, u_bar) = p.objective.evaluate(&update, target, target_norm, with_grad);
                 let mut x_bar = u_bar.map(|ub| reverse_local_training(&taken, &ub, &training, None, copies, in_rows));
