@@ -10,6 +10,7 @@ pub mod client;
 pub mod config;
 pub mod error;
 pub mod options;
+pub mod parallel;
 pub mod plan;
 pub mod received;
 pub mod report;

@@ -9,6 +9,7 @@ use crate::attack::inversion::setup::Setup;
 use crate::attack::priors::activation_span::{Certified, Unproved};
 use crate::attack::priors::peel;
 use crate::config::Protocol;
+use crate::parallel::{self, Next};
 use crate::report::Provenance;
 use crate::table::Value;
 use crate::table::encode_rows;
@@ -135,14 +136,22 @@ impl Setup<'_> {
         };
         let sizes = &self.scenario.params.sizes;
         let candidates = peel::span_rows(update.weight(0), &self.layout, (sizes[0], sizes[1]), rest.rows);
+        let candidates: Vec<Vec<Value>> = candidates.chunks_exact(sizes[0]).map(|c| self.dataset.decode(c)).collect();
         let mut found = Vec::new();
-        for c in candidates.chunks_exact(sizes[0]) {
-            let (row, distance) = span.refine(&self.dataset.decode(c), &taken);
-            if span.verdict(&row, distance, &taken) == Certified::Yes {
-                taken.push(row.clone());
-                found.push(row);
-            }
-        }
+        // Each refined against the rows taken before it, the refinements run ahead on every core.
+        parallel::walk_ahead(
+            &candidates,
+            &mut taken,
+            |row, taken| span.refine(row, taken),
+            |(row, distance), taken| match span.verdict(&row, distance, taken) {
+                Certified::Yes => {
+                    taken.push(row.clone());
+                    found.push(row);
+                    Next::Changed
+                }
+                _ => Next::Same,
+            },
+        );
         // An unlabelled row keeps its slot: it is near a row of the batch (within its ReLU cell).
         let mut free = self.free_slots(&recon, &left);
         for row in &found {

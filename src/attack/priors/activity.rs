@@ -194,10 +194,9 @@ impl<'a> ActivitySolver<'a> {
             if found.len() >= self.b {
                 break;
             }
-            for x in &rows {
-                if let Some(u) = self.certify(x, level) {
-                    Self::add(&mut found, u);
-                }
+            // Each row certifies on its own: all at once, added in order.
+            for u in crate::parallel::map(&rows, |x| self.certify(x, level)).into_iter().flatten() {
+                Self::add(&mut found, u);
             }
             self.project_rounds(&rows, &mut found, level);
         }
@@ -243,16 +242,16 @@ impl<'a> ActivitySolver<'a> {
             }
             let before = found.len();
             let rest = self.rest_basis(found);
-            for x in rows {
-                let mut p = &rest * rest.tr_mul(x);
+            let certified = crate::parallel::map(rows, |x| {
+                let p = &rest * rest.tr_mul(x);
                 let scale = self.v.dot(&p);
-                if scale.abs() < 1e-12 {
-                    continue;
+                match scale.abs() < 1e-12 {
+                    true => None,
+                    false => self.certify(&(p / scale), level),
                 }
-                p /= scale;
-                if let Some(u) = self.certify(&p, level) {
-                    Self::add(found, u);
-                }
+            });
+            for u in certified.into_iter().flatten() {
+                Self::add(found, u);
             }
             if found.len() == before {
                 return;

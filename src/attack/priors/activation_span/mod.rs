@@ -15,6 +15,7 @@
 use nalgebra::{DMatrix, DVector};
 
 use crate::client::activation::Activation;
+use crate::parallel::Next;
 use crate::table::{Dataset, FeatureKind, Value};
 
 mod proof;
@@ -476,6 +477,17 @@ fn least_squares(a: &DMatrix<f64>, b: &DVector<f64>) -> Option<DVector<f64>> {
     step.iter().all(|v| v.is_finite()).then_some(step)
 }
 
+/// A row as a key for finding its copies: equal rows (by `==`, so 0.0 and −0.0 alike) give equal
+/// keys.
+fn row_key(row: &[Value]) -> Vec<u64> {
+    row.iter()
+        .map(|v| match *v {
+            Value::Cat(c) => c as u64,
+            Value::Num(x) => (x + 0.0).to_bits(),
+        })
+        .collect()
+}
+
 /// Refinements tried per row of the batch still missing, over the members' rows.
 const TRIES_PER_ROW: usize = 200;
 /// ...stopping after this many failures in a row: a search that finds nothing for so long will
@@ -531,15 +543,14 @@ pub fn certify_batch(
         .collect();
     let mut certified = vec![Certified::No; pooled.len()];
     let known = |slot: usize| proved.get(slot).copied().unwrap_or(false);
-    for (slot, row) in pooled.iter_mut().enumerate() {
-        if known(slot) {
-            continue;
-        }
-        let (refined, distance) = span.refine(row, &[]);
+    // Each pooled row refines on its own (nothing to avoid): all at once, adopted in order.
+    let slots: Vec<usize> = (0..pooled.len()).filter(|&s| !known(s)).collect();
+    let refined = crate::parallel::map(&slots, |&slot| span.refine(&pooled[slot], &[]));
+    for (slot, (refined, distance)) in slots.into_iter().zip(refined) {
         certified[slot] = span.verdict(&refined, distance, &found);
         if certified[slot] != Certified::No {
             found.push(refined.clone());
-            *row = refined;
+            pooled[slot] = refined;
         }
     }
     let open: Vec<usize> = (0..pooled.len())
@@ -550,36 +561,47 @@ pub fn certify_batch(
     if missing == 0 || found.is_empty() {
         return certified;
     }
-    let mut ranked: Vec<(f64, Vec<Value>)> = Vec::new();
-    for row in candidates {
-        if !span.among(&row, &found) && !ranked.iter().any(|(_, r)| *r == row) {
-            ranked.push((span.distance(&row), row));
-        }
-    }
+    let mut distinct = rustc_hash::FxHashSet::default();
+    let rows: Vec<Vec<Value>> = candidates
+        .into_iter()
+        .filter(|row| !span.among(row, &found) && distinct.insert(row_key(row)))
+        .collect();
+    let distances = crate::parallel::map(&rows, |row| span.distance(row));
+    let mut ranked: Vec<(f64, Vec<Value>)> = distances.into_iter().zip(rows).collect();
     ranked.sort_by(|a, b| a.0.total_cmp(&b.0));
+    ranked.truncate(missing * TRIES_PER_ROW);
+    let ranked: Vec<Vec<Value>> = ranked.into_iter().map(|(_, row)| row).collect();
     let mut open = open.into_iter();
     let mut slot = open.next();
     let mut stale = 0;
-    for (_, row) in ranked.into_iter().take(missing * TRIES_PER_ROW) {
-        let Some(s) = slot else { break };
-        if stale == STALE_TRIES {
-            break;
-        }
-        stale += 1;
-        let (refined, distance) = span.refine(&row, &found);
-        let verdict = span.verdict(&refined, distance, &found);
-        // A rank below the batch's leaves isolated points, not lines: they may take a slot.
-        if matches!(
-            verdict,
-            Certified::Yes | Certified::Fits(Unproved::RankBelowBatch { .. })
-        ) {
+    // Each candidate refined against the rows found before it, as a loop over them would; the
+    // refinements run ahead on every core (`parallel::walk_ahead`).
+    crate::parallel::walk_ahead(
+        &ranked,
+        &mut found,
+        |row, found| span.refine(row, found),
+        |(refined, distance), found| {
+            let Some(s) = slot else { return Next::Stop };
+            if stale == STALE_TRIES {
+                return Next::Stop;
+            }
+            stale += 1;
+            let verdict = span.verdict(&refined, distance, found);
+            // A rank below the batch's leaves isolated points, not lines: they may take a slot.
+            if !matches!(
+                verdict,
+                Certified::Yes | Certified::Fits(Unproved::RankBelowBatch { .. })
+            ) {
+                return Next::Same;
+            }
             stale = 0;
             found.push(refined.clone());
             pooled[s] = refined;
             certified[s] = verdict;
             slot = open.next();
-        }
-    }
+            Next::Changed
+        },
+    );
     certified
 }
 
