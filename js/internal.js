@@ -139,25 +139,43 @@ export async function runPlanned(engine, table, options, { onProgress, signal, w
   // The engine may answer once the batch is proved: the shares first run its few steps, and the
   // engine says whether they proved every row. Progress counts the steps of both stages.
   const early = await cancellable(signal, () => engine.earlyAnswer(table, options));
-  const shares = (stageOptions, before) => {
-    const latest = plan.shares.map(() => null);
+  // `ranges` run on the workers, each share's progress mapped by `place` into the whole run's.
+  const shares = (ranges, stageOptions, place) => {
+    const latest = ranges.map(() => null);
     return Promise.all(
-      plan.shares.map((range, i) =>
+      ranges.map((range, i) =>
         runShare(range, (p) => {
           latest[i] = p;
-          const joined = combineProgress(latest, plan.shares);
-          if (joined) onProgress?.(early ? { ...joined, step: before + joined.step, of: early.planned } : joined);
+          const joined = combineProgress(latest, ranges);
+          if (joined) onProgress?.(place(joined));
         }, stageOptions),
       ),
     );
   };
+  const after = (before) => (p) => (early ? { ...p, step: before + p.step, of: early.planned } : p);
   if (early) {
-    const quick = await shares({ ...options, iterations: early.steps }, 0);
+    const quick = await shares(plan.shares, { ...options, iterations: early.steps }, after(0));
     // A cancel that came while the first stage's shares finished still cancels.
     const answer = await cancellable(signal, () => engine.assessEarly(table, options, quick, elapsed(), plan.shares.length));
     if (answer) return answer;
   }
-  const parts = await shares(options, early ? early.steps : 0);
+  // Where the ensemble runs by its stopping rule, its rounds run one after another, each split
+  // over the workers, until the engine says the ensemble has settled.
+  const rounds = await cancellable(signal, () => engine.ensembleRounds(table, options, plan.shares.length));
+  if (rounds) {
+    const most = rounds.flat().reduce((n, r) => n + r.count, 0);
+    const parts = [];
+    for (const round of rounds) {
+      const first = round[0].first;
+      const count = round.reduce((n, r) => n + r.count, 0);
+      const place = (p) => ({ ...p, step: Math.floor((first * p.of + p.step * count) / most) });
+      parts.push(...(await shares(round, options, place)));
+      const answer = await cancellable(signal, () => engine.assessRound(table, options, parts, elapsed(), plan.shares.length));
+      if (answer) return answer;
+    }
+    throw new Error('the ensemble ran every round without a report');
+  }
+  const parts = await shares(plan.shares, options, after(early ? early.steps : 0));
   return guarded(() => engine.assess(table, options, parts, elapsed(), plan.shares.length));
 }
 

@@ -344,7 +344,12 @@ fallback: FallbackSummary | null,
  * Where every row of the batch was proved after this many steps, the attack answered then
  * and did not run the rest (null: it ran them all).
  */
-answered_after: number | null, };
+answered_after: number | null, 
+/**
+ * Where the ensemble ran by its stopping rule: the members pooled, of the most, and what
+ * each round changed (null: the ensemble ran whole, as configured).
+ */
+ensemble: EnsembleRounds | null, };
 
 export type ReconstructionReport = { 
 /**
@@ -551,6 +556,17 @@ consistent_rows: number,
 proof: boolean, };
 
 /**
+ * What an ensemble run by its stopping rule (`assess::stopping`) did: the members it pooled, of the most it would have, and after each
+ * round the share of the batch's cells that changed among those either pooling calls sure.
+ */
+export type EnsembleRounds = { members: number, most: number, rounds: Array<RoundChange>, rule: string, };
+
+/**
+ * One round: the members pooled after it, and the share of cells it changed.
+ */
+export type RoundChange = { members: number, changed: number, };
+
+/**
  * What the calibration chose and what it gave.
  */
 export type FallbackSummary = { 
@@ -735,7 +751,13 @@ second_layer: boolean,
  * the table's marginals where a shadow client the server simulates shows the ensemble's cells
  * score below them (`assess::fallback`).
  */
-prior_fallback: boolean, };
+prior_fallback: boolean, 
+/**
+ * Run the ensemble by the stopping rule where no proof can reach the batch
+ * (`assess::stopping`): up to `ensemble` members, stopping once a round leaves the cells it
+ * is sure of as they were. False where the caller fixed the ensemble.
+ */
+stop_members: boolean, };
 
 /**
  * Attribute reconstruction (Lyu & Chen): the server knows every column of the client's rows but

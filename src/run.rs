@@ -2,6 +2,7 @@
 //! share of the ensemble on one of a page's workers), the assessment. `flow` is the one place that
 //! sends each attack (`AttackSpec`) to its scenario and its assessment; what an attack is otherwise
 //! is asked of it through `attack::registry`.
+use crate::assess::stopping;
 use crate::attack::attribute::{self, settings::AttributeSettings};
 use crate::attack::cafe;
 use crate::attack::inversion::driver::{Cadence, Progress};
@@ -89,7 +90,7 @@ pub async fn run_attack(
         config.validate(dataset)?;
         return cafe::run::run(runtime, dataset, config, c, progress);
     }
-    let setup = prepare(runtime, dataset, config).await?;
+    let mut setup = prepare(runtime, dataset, config).await?;
     // The stages that may run (the early answer's steps, the full run, the shadow client's run)
     // reported as one count of steps over all of them, so that progress never goes back.
     let early = may_answer_early(&setup);
@@ -102,16 +103,12 @@ pub async fn run_attack(
         of: planned,
         ..p.clone()
     };
-    if early && let Some(report) = answer_early(&setup, &mut |p| progress(&at(0, p)), start).await? {
+    if early && let Some(report) = answer_early(&mut setup, &mut |p| progress(&at(0, p)), start).await? {
         return Ok(report);
     }
     let inverted = match setup.members {
         0 => None,
-        count => Some(
-            setup
-                .invert(MemberRange { first: 0, count }, &mut |p| progress(&at(first, p)))
-                .await?,
-        ),
+        _ => Some(invert_ensemble(&mut setup, &mut |p| progress(&at(first, p))).await?),
     };
     let seconds = start.elapsed().as_secs_f64();
     let report = assess(&setup, inverted, seconds, &mut |p| progress(&at(first + iterations, p))).await?;
@@ -121,6 +118,23 @@ pub async fn run_attack(
         ..report
     })
 }
+
+/// The whole ensemble inverted, or by its stopping rule where the setup runs it so (the setup
+/// then holds the members pooled and the rounds).
+async fn invert_ensemble(setup: &mut Setup<'_>, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<Members> {
+    if !setup.stops_members() {
+        let all = MemberRange {
+            first: 0,
+            count: setup.members,
+        };
+        return setup.invert(all, progress).await;
+    }
+    let (inverted, rounds) = setup.invert_in_rounds(progress).await?;
+    setup.members = rounds.members;
+    setup.rounds = Some(rounds);
+    Ok(inverted)
+}
+
 
 /// Steps after which TabLeak's ensemble is first pooled where it may prove the batch: at B = 32 on
 /// Adult (seeds 0-2) every row was certified by then, where the full run takes 1500.
@@ -141,11 +155,13 @@ fn may_answer_early(setup: &Setup<'_>) -> bool {
 
 /// TabLeak on an unperturbed gradient, with a proof to give: the ensemble pooled after
 /// `EARLY_ANSWER_STEPS` steps, and the report from it where every row of the batch is then proved
-/// (a proved row is the client's, so more steps cannot change it). Otherwise None, and the attack
-/// runs in full as it always has (the first steps' cost is the price of trying). Only where
-/// `may_answer_early`: `early_stop` off runs every step.
+/// (a proved row is the client's, so more steps cannot change it). The members run in two stages
+/// (`stopping::early_stages`): the first 10, proved alone where they can (at B = 32 on Adult, 9
+/// seeds of 10), then the rest, proved with them. Otherwise None, and the attack runs in full as
+/// it always has (the first steps' cost is the price of trying). Only where `may_answer_early`:
+/// `early_stop` off runs every step.
 async fn answer_early(
-    setup: &Setup<'_>,
+    setup: &mut Setup<'_>,
     progress: &mut dyn FnMut(&Progress) -> bool,
     start: web_time::Instant,
 ) -> Result<Option<Report>> {
@@ -154,13 +170,34 @@ async fn answer_early(
         iterations: EARLY_ANSWER_STEPS,
         ..config.clone()
     };
-    let all = MemberRange {
-        first: 0,
-        count: setup.members,
+    let (most, cadence) = (setup.members, setup.runtime.cadence(config.report_every));
+    let mut parts = Vec::new();
+    // A fixed ensemble (`--ensemble N`) runs whole.
+    let stages = match config.attacker().stops_members() {
+        true => stopping::early_stages(most),
+        false => vec![MemberRange { first: 0, count: most }],
     };
-    let cadence = setup.runtime.cadence(config.report_every);
-    let inverted = setup.invert_with(all, &quick, cadence, progress).await?;
-    proved_report(setup, inverted, start.elapsed().as_secs_f64()).await
+    for stage in stages {
+        let share = |p: &Progress| Progress {
+            step: (stage.first * EARLY_ANSWER_STEPS + p.step * stage.count) / most,
+            ..p.clone()
+        };
+        parts.push(setup.invert_with(stage, &quick, cadence, &mut |p| progress(&share(p))).await?);
+        let done = stage.first + stage.count;
+        let joined = ensemble::join_first(setup.shape(), parts.clone(), done)?;
+        setup.members = done;
+        let report = proved_report(setup, joined, start.elapsed().as_secs_f64()).await?;
+        setup.members = most;
+        if let Some(mut report) = report {
+            if let AttackDetails::Rows(d) = &mut report.details
+                && done < most
+            {
+                d.ensemble = Some(stopping::proved_by(done, most));
+            }
+            return Ok(Some(report));
+        }
+    }
+    Ok(None)
 }
 
 /// The report of members inverted for `EARLY_ANSWER_STEPS` steps where every row is then proved.
@@ -210,6 +247,53 @@ pub async fn assess_early(
     proved_report(&setup, joined, seconds).await
 }
 
+/// A split run's rounds where its ensemble runs by the stopping rule (`assess::stopping`): each
+/// round's members in `shares` pieces (the pieces `plan::shares` would give, at most), in order;
+/// None where the rule does not apply (the shares then invert the whole ensemble at once).
+pub async fn ensemble_rounds(
+    runtime: &Runtime,
+    dataset: &Dataset,
+    config: &AttackConfig,
+    shares: usize,
+) -> Result<Option<Vec<Vec<MemberRange>>>> {
+    if !matches!(flow(config), Flow::Rows) {
+        return Ok(None);
+    }
+    let setup = prepare(runtime, dataset, config).await?;
+    Ok(setup.stops_members().then(|| {
+        stopping::rounds(setup.members)
+            .into_iter()
+            .map(|round| crate::plan::split(round, shares))
+            .collect()
+    }))
+}
+
+/// The report of the rounds a split run inverted so far (`ensemble_rounds`; `parts`: every
+/// share of them), where the stopping rule stops there or every member has run; None where the
+/// next round is due. `seconds` as `assess_members` takes it; `workers`: the workers that ran them.
+pub async fn assess_round(
+    runtime: &Runtime,
+    dataset: &Dataset,
+    config: &AttackConfig,
+    parts: Vec<Members>,
+    seconds: f64,
+    workers: usize,
+) -> Result<Option<Report>> {
+    let start = web_time::Instant::now();
+    let mut setup = prepare(runtime, dataset, config).await?;
+    let Some((joined, rounds)) = setup.settled(parts).await? else {
+        return Ok(None);
+    };
+    setup.backend = setup.backend.clone().with_workers(workers);
+    setup.members = rounds.members;
+    setup.rounds = Some(rounds);
+    let report = assess(&setup, Some(joined), seconds, &mut |_| true).await?;
+    Ok(Some(Report {
+        seconds: seconds + start.elapsed().as_secs_f64(),
+        ..report
+    }))
+}
+
 /// Attack an update received from elsewhere (see `received`) with the table's encoding as
 /// `dataset` (no rows): the reconstruction and its confidence, without accuracy.
 pub async fn attack_received(
@@ -256,12 +340,8 @@ pub async fn invert_in_dataset_terms<'a>(
         return Err(Error::Config(why.into()));
     }
     let scenario = Scenario::received(dataset, config, received)?;
-    let setup = Setup::new(runtime, dataset, config, scenario);
-    let all = MemberRange {
-        first: 0,
-        count: setup.members,
-    };
-    let inverted = setup.invert(all, progress).await?;
+    let mut setup = Setup::new(runtime, dataset, config, scenario);
+    let inverted = invert_ensemble(&mut setup, progress).await?;
     Ok((setup, inverted))
 }
 

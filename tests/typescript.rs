@@ -68,6 +68,8 @@ fn generated() -> String {
         declaration::<PriorFit>(),
         declaration::<leakscope::attack::priors::subspace::SubspaceSummary>(),
         declaration::<leakscope::report::SecondLayerSummary>(),
+        declaration::<leakscope::attack::inversion::ensemble::EnsembleRounds>(),
+        declaration::<leakscope::attack::inversion::ensemble::RoundChange>(),
         declaration::<leakscope::assess::fallback::FallbackSummary>(),
         declaration::<leakscope::report::Provenance>(),
         declaration::<leakscope::report::ProvenanceGroup>(),

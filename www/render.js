@@ -304,6 +304,11 @@ export function renderSummary(box, info, report, attack) {
   if (d.kind === 'rows' && d.answered_after != null) {
     setting.push(`every row proved after ${d.answered_after} steps, so the attack answered then`);
   }
+  if (d.kind === 'rows' && d.ensemble) {
+    const e = d.ensemble;
+    const rounds = e.rounds.map((r) => `${r.members} members: ${(100 * r.changed).toFixed(1)} %`).join(', ');
+    setting.push(`ensemble: ${e.members} of up to ${e.most} members, by its stopping rule: ${e.rule}${rounds ? ` (cells changed among those called sure or fairly sure, per round: ${rounds})` : ''}`);
+  }
   const fallback = d.kind === 'rows' ? d.fallback : null;
   if (fallback) {
     const p = (v) => (v == null ? '–' : `${(100 * v).toFixed(1)} %`);

@@ -8,3 +8,4 @@ pub mod pooling;
 pub mod reconstruct;
 pub mod rows;
 pub mod scoring;
+pub mod stopping;

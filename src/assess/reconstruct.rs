@@ -518,7 +518,7 @@ impl Setup<'_> {
     /// cells median-pooled, with an entropy per cell. One member is its own reconstruction.
     /// A regression's labels (`targets`, [members, n], or empty) pool by their median over the
     /// pooled members' matched rows.
-    async fn pool(
+    pub(super) async fn pool(
         &self,
         x: &[f32],
         probs: &[f32],

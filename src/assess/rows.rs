@@ -146,6 +146,7 @@ impl Setup<'_> {
             second_layer: recon.second_layer,
             fallback,
             answered_after: None,
+            ensemble: self.rounds.clone(),
         });
         report.member_steps = recon.steps;
         Ok(report)
@@ -193,6 +194,7 @@ impl Setup<'_> {
                 second_layer: recon.second_layer,
                 fallback: None,
                 answered_after: None,
+                ensemble: self.rounds.clone(),
             },
             seconds,
         );

@@ -110,6 +110,11 @@ pub trait Attack {
         vec![0.0]
     }
 
+    /// Whether it runs its ensemble by the stopping rule (`assess::stopping`) where that applies.
+    fn stops_members(&self) -> bool {
+        false
+    }
+
     /// Whether its ensemble may be split over a page's workers.
     fn splits_over_workers(&self) -> bool {
         false

@@ -155,6 +155,7 @@ impl AttackSpec {
                 subspace: f.subspace,
                 second_layer: f.second_layer,
                 prior_fallback: f.prior_fallback,
+                stop_members: f.ensemble.is_none(),
             }),
             // The published baselines take no settings of their own (leakscope's priors included).
             AttackKind::Cosine => AttackSpec::Cosine,

@@ -37,14 +37,22 @@ pub fn shares(config: &AttackConfig, workers: usize, csv_bytes: usize) -> Vec<Me
     } else {
         1
     };
+    split(MemberRange { first: 0, count: members }, k)
+}
+
+/// `range` in `k` contiguous pieces, in order, as even as can be (fewer where it has fewer
+/// members).
+pub fn split(range: MemberRange, k: usize) -> Vec<MemberRange> {
+    let (members, k) = (range.count, k.clamp(1, range.count.max(1)));
     (0..k)
         .map(|i| {
             let first = i * members / k;
             MemberRange {
-                first,
+                first: range.first + first,
                 count: (i + 1) * members / k - first,
             }
         })
+        .filter(|r| r.count > 0)
         .collect()
 }
 

@@ -210,6 +210,10 @@ pub struct RowDetails {
     /// Where every row of the batch was proved after this many steps, the attack answered then
     /// and did not run the rest (null: it ran them all).
     pub answered_after: Option<usize>,
+    /// Where the ensemble ran by its stopping rule: the members pooled, of the most, and what
+    /// each round changed (null: the ensemble ran whole, as configured).
+    #[serde(default)]
+    pub ensemble: Option<crate::attack::inversion::ensemble::EnsembleRounds>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]

@@ -196,6 +196,9 @@ fn accuracy(r: &Report, s: &mut String) {
                 r.config.iterations.saturating_sub(steps)
             );
         }
+        if let Some(e) = r.row_details().and_then(|d| d.ensemble.as_ref()) {
+            let _ = writeln!(s, "{}", ensemble_line(e));
+        }
     }
     if let Some(f) = r.row_details().and_then(|d| d.fallback.as_ref()) {
         let _ = writeln!(
@@ -318,4 +321,18 @@ pub(super) fn counted(n: usize, noun: &str) -> String {
     } else {
         format!("{n} {noun}s")
     }
+}
+
+/// What an ensemble run by its stopping rule did, in one line.
+pub fn ensemble_line(e: &crate::attack::inversion::ensemble::EnsembleRounds) -> String {
+    let rounds: Vec<String> = e
+        .rounds
+        .iter()
+        .map(|r| format!("{} members: {:.1} %", r.members, 100.0 * r.changed))
+        .collect();
+    let changed = match rounds.is_empty() {
+        true => String::new(),
+        false => format!(" (cells changed among those called sure or fairly sure, per round: {})", rounds.join(", ")),
+    };
+    format!("ensemble: {} of up to {} members, by its stopping rule: {}{changed}", e.members, e.most, e.rule)
 }

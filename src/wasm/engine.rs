@@ -13,7 +13,7 @@ use crate::plan::{self, Decision, Decisions, Probe, ProblemKey, RunPlan};
 use crate::run::time_steps;
 use crate::runtime::{BackendInfo, BackendKind, EngineInfo, MeasuredRate, Runtime};
 use crate::table::Dataset;
-use crate::{assess_early, assess_members, early_answer_steps, run_attack};
+use crate::{assess_early, assess_members, assess_round, early_answer_steps, ensemble_rounds, run_attack};
 
 /// What an engine was asked to use.
 #[derive(Clone, Copy, PartialEq)]
@@ -267,6 +267,35 @@ impl Engine {
     ) -> Result<JsValue, JsError> {
         let (dataset, config, parts, runtime) = self.joining(table, options, parts, workers)?;
         let report = assess_early(&runtime, &dataset, &config, parts, seconds)
+            .await
+            .map_err(js_error)?;
+        to_js(&report)
+    }
+
+    /// Where a split run's ensemble runs by its stopping rule: its rounds, each a list of
+    /// {first, count} shares for up to `workers` workers, in order; null where it runs whole.
+    #[wasm_bindgen(js_name = ensembleRounds)]
+    pub async fn ensemble_rounds(&self, table: &Table, options: JsValue, workers: usize) -> Result<JsValue, JsError> {
+        let (dataset, config) = self.prepare(table, options)?;
+        let rounds = ensemble_rounds(&self.cpu, &dataset, &config, workers)
+            .await
+            .map_err(js_error)?;
+        to_js(&rounds)
+    }
+
+    /// The report of the rounds inverted so far (every share of them, `invertMembers`) where the
+    /// stopping rule stops there; null where the next round is due.
+    #[wasm_bindgen(js_name = assessRound)]
+    pub async fn assess_round(
+        &self,
+        table: &Table,
+        options: JsValue,
+        parts: JsValue,
+        seconds: f64,
+        workers: usize,
+    ) -> Result<JsValue, JsError> {
+        let (dataset, config, parts, runtime) = self.joining(table, options, parts, workers)?;
+        let report = assess_round(&runtime, &dataset, &config, parts, seconds, workers)
             .await
             .map_err(js_error)?;
         to_js(&report)

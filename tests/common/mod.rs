@@ -27,11 +27,13 @@ pub fn adult() -> Dataset {
     dataset("adult-sample.csv", "salary")
 }
 
-/// TabLeak with `ensemble` members and its other settings at their defaults.
+/// TabLeak with `ensemble` members, all of them (no stopping rule), and its other settings at
+/// their defaults.
 #[allow(dead_code)]
 pub fn tableak(ensemble: usize) -> leakscope::AttackSpec {
     leakscope::AttackSpec::Tableak(leakscope::config::TableakSettings {
         ensemble,
+        stop_members: false,
         ..Default::default()
     })
 }

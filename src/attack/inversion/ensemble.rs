@@ -2,6 +2,8 @@
 //! page's workers each invert a range of members; `assess_members` joins them).
 use serde::{Deserialize, Serialize};
 
+use ts_rs::TS;
+
 use crate::config::MemberRange;
 use crate::error::{Error, Result};
 
@@ -14,6 +16,23 @@ pub struct Members {
     pub loss_curve: Vec<(usize, f64)>,
     /// Steps each member took before it stopped (`attack::inversion::driver::EarlyStop`).
     pub steps: Vec<usize>,
+}
+
+/// What an ensemble run by its stopping rule (`assess::stopping`) did: the members it pooled, of the most it would have, and after each
+/// round the share of the batch's cells that changed among those either pooling calls sure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct EnsembleRounds {
+    pub members: usize,
+    pub most: usize,
+    pub rounds: Vec<RoundChange>,
+    pub rule: String,
+}
+
+/// One round: the members pooled after it, and the share of cells it changed.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, TS)]
+pub struct RoundChange {
+    pub members: usize,
+    pub changed: f64,
 }
 
 /// What every member of an ensemble holds.
@@ -43,7 +62,13 @@ pub fn check_range(range: MemberRange, members: usize) -> Result<()> {
 
 /// Join the inverted ranges into the whole ensemble, in member order. Shares from elsewhere (a
 /// page's workers) are checked whole: every member once, and rows of the right length.
-pub fn join(shape: Shape, mut parts: Vec<Members>) -> Result<Members> {
+pub fn join(shape: Shape, parts: Vec<Members>) -> Result<Members> {
+    join_first(shape, parts, shape.members)
+}
+
+/// The same for the ensemble's first `members` members (the rounds its stopping rule has run,
+/// `assess::stopping`): the ranges must cover them once, in order.
+pub fn join_first(shape: Shape, mut parts: Vec<Members>, members: usize) -> Result<Members> {
     parts.sort_by_key(|p| p.range.first);
     let len = shape.rows * shape.d;
     let mut next = 0;
@@ -81,20 +106,14 @@ pub fn join(shape: Shape, mut parts: Vec<Members>) -> Result<Members> {
         }
         next += p.range.count;
     }
-    if next != shape.members {
-        return Err(Error::Config(format!(
-            "{next} of {} members were inverted",
-            shape.members
-        )));
+    if next != members {
+        return Err(Error::Config(format!("{next} of {members} members were inverted")));
     }
     Ok(Members {
-        range: MemberRange {
-            first: 0,
-            count: shape.members,
-        },
+        range: MemberRange { first: 0, count: members },
         x: parts.iter().flat_map(|p| p.x.iter().copied()).collect(),
         probs: parts.iter().flat_map(|p| p.probs.iter().copied()).collect(),
-        loss_curve: join_loss_curves(&parts, shape.members),
+        loss_curve: join_loss_curves(&parts, members),
         steps: parts.iter().flat_map(|p| p.steps.iter().copied()).collect(),
     })
 }

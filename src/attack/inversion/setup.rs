@@ -5,7 +5,7 @@
 use crate::assess::matching::Rule;
 use crate::attack::accel::cpu::{self, HostProblem};
 use crate::attack::inversion::driver::{Cadence, EARLY_STOP, InversionConfig, Progress};
-use crate::attack::inversion::ensemble::{self, Members, Shape};
+use crate::attack::inversion::ensemble::{self, EnsembleRounds, Members, Shape};
 use crate::attack::inversion::problem::ProblemSpec;
 use crate::attack::inversion::relax::Layout;
 use crate::attack::inversion::{self, Simulation, member_losses};
@@ -34,6 +34,9 @@ pub struct Setup<'a> {
     pub inverts: Inverts,
     /// The first layer's span, where the attack composes it (`attack::priors::subspace`).
     pub subspace: Option<Subspace>,
+    /// Where the ensemble ran by its stopping rule, what it did (`members` is then the members
+    /// it pooled).
+    pub rounds: Option<EnsembleRounds>,
 }
 
 impl<'a> Setup<'a> {
@@ -73,6 +76,7 @@ impl<'a> Setup<'a> {
             members: config.members(),
             inverts,
             subspace,
+            rounds: None,
         };
         // The report names what really computes the steps.
         setup.backend = setup.backend.clone().with_engine(setup.engine());

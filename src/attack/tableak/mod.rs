@@ -72,6 +72,10 @@ impl Attack for TableakSettings {
         true
     }
 
+    fn stops_members(&self) -> bool {
+        self.stop_members
+    }
+
     fn validate(&self, _config: &AttackConfig, _dataset: &Dataset, _has_rows: bool) -> Result<()> {
         if let EpochPrior::Fixed(l) = self.epoch_prior
             && !(l >= 0.0 && l.is_finite())

@@ -47,6 +47,10 @@ pub struct TableakSettings {
     /// the table's marginals where a shadow client the server simulates shows the ensemble's cells
     /// score below them (`assess::fallback`).
     pub prior_fallback: bool,
+    /// Run the ensemble by the stopping rule where no proof can reach the batch
+    /// (`assess::stopping`): up to `ensemble` members, stopping once a round leaves the cells it
+    /// is sure of as they were. False where the caller fixed the ensemble.
+    pub stop_members: bool,
 }
 
 impl Default for TableakSettings {
@@ -57,6 +61,7 @@ impl Default for TableakSettings {
             subspace: true,
             second_layer: true,
             prior_fallback: true,
+            stop_members: true,
         }
     }
 }
