@@ -138,7 +138,7 @@ export async function runPlanned(engine, table, options, { onProgress, signal, w
   const elapsed = () => (performance.now() - started) / 1000;
   // The engine may answer once the batch is proved: the shares first run its few steps, and the
   // engine says whether they proved every row. Progress counts the steps of both stages.
-  const early = await cancellable(signal, () => engine.earlyAnswer(table, options));
+  const early = await cancellable(signal, () => engine.earlyAnswer(table, options, plan.shares.length));
   // `ranges` run on the workers, each share's progress mapped by `place` into the whole run's.
   const shares = (ranges, stageOptions, place) => {
     const latest = ranges.map(() => null);
@@ -154,10 +154,18 @@ export async function runPlanned(engine, table, options, { onProgress, signal, w
   };
   const after = (before) => (p) => (early ? { ...p, step: before + p.step, of: early.planned } : p);
   if (early) {
-    const quick = await shares(plan.shares, { ...options, iterations: early.steps }, after(0));
-    // A cancel that came while the first stage's shares finished still cancels.
-    const answer = await cancellable(signal, () => engine.assessEarly(table, options, quick, elapsed(), plan.shares.length));
-    if (answer) return answer;
+    // Stage after stage (the first members, then the rest), until they prove every row.
+    const most = early.stages.flat().reduce((n, r) => n + r.count, 0);
+    const quick = [];
+    for (const stage of early.stages) {
+      const first = stage[0].first;
+      const count = stage.reduce((n, r) => n + r.count, 0);
+      const place = (p) => ({ ...p, step: Math.floor((first * early.steps + p.step * count) / most), of: early.planned });
+      quick.push(...(await shares(stage, { ...options, iterations: early.steps }, place)));
+      // A cancel that came while the stage's shares finished still cancels.
+      const answer = await cancellable(signal, () => engine.assessEarly(table, options, quick, elapsed(), plan.shares.length));
+      if (answer) return answer;
+    }
   }
   // Where the ensemble runs by its stopping rule, its rounds run one after another, each split
   // over the workers, until the engine says the ensemble has settled.

@@ -28,6 +28,7 @@ pub use error::{Error, Result};
 pub use options::RunOptions;
 pub use report::Report;
 pub use run::{
-    assess_early, assess_members, assess_round, attack_received, early_answer_steps, ensemble_rounds, invert_members, run_attack,
+    assess_early, assess_members, assess_round, attack_received, early_answer, ensemble_rounds, invert_members,
+    run_attack,
 };
 pub use runtime::{BackendInfo, BackendKind, Runtime, StepEngine};

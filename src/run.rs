@@ -135,7 +135,6 @@ async fn invert_ensemble(setup: &mut Setup<'_>, progress: &mut dyn FnMut(&Progre
     Ok(inverted)
 }
 
-
 /// Steps after which TabLeak's ensemble is first pooled where it may prove the batch: at B = 32 on
 /// Adult (seeds 0-2) every row was certified by then, where the full run takes 1500.
 const EARLY_ANSWER_STEPS: usize = 300;
@@ -172,32 +171,48 @@ async fn answer_early(
     };
     let (most, cadence) = (setup.members, setup.runtime.cadence(config.report_every));
     let mut parts = Vec::new();
-    // A fixed ensemble (`--ensemble N`) runs whole.
-    let stages = match config.attacker().stops_members() {
-        true => stopping::early_stages(most),
-        false => vec![MemberRange { first: 0, count: most }],
-    };
-    for stage in stages {
+    for stage in early_stages(config, most) {
         let share = |p: &Progress| Progress {
             step: (stage.first * EARLY_ANSWER_STEPS + p.step * stage.count) / most,
             ..p.clone()
         };
-        parts.push(setup.invert_with(stage, &quick, cadence, &mut |p| progress(&share(p))).await?);
-        let done = stage.first + stage.count;
-        let joined = ensemble::join_first(setup.shape(), parts.clone(), done)?;
-        setup.members = done;
-        let report = proved_report(setup, joined, start.elapsed().as_secs_f64()).await?;
-        setup.members = most;
-        if let Some(mut report) = report {
-            if let AttackDetails::Rows(d) = &mut report.details
-                && done < most
-            {
-                d.ensemble = Some(stopping::proved_by(done, most));
-            }
+        parts.push(
+            setup
+                .invert_with(stage, &quick, cadence, &mut |p| progress(&share(p)))
+                .await?,
+        );
+        if let Some(report) = answer_from(setup, parts.clone(), start.elapsed().as_secs_f64()).await? {
             return Ok(Some(report));
         }
     }
     Ok(None)
+}
+
+/// The early answer's stages: the first 10 members, then the rest (`stopping::early_stages`),
+/// where the ensemble is the engine's; all of a fixed one (`--ensemble N`) at once.
+fn early_stages(config: &AttackConfig, most: usize) -> Vec<MemberRange> {
+    match config.attacker().stops_members() {
+        true => stopping::early_stages(most),
+        false => vec![MemberRange { first: 0, count: most }],
+    }
+}
+
+/// The report of the early answer's members inverted so far (`parts`, from the first member on)
+/// where they prove every row, stating the members it took where they are not all.
+async fn answer_from(setup: &mut Setup<'_>, parts: Vec<Members>, seconds: f64) -> Result<Option<Report>> {
+    let most = setup.members;
+    let done = parts.iter().map(|p| p.range.count).sum();
+    let joined = ensemble::join_first(setup.shape(), parts, done)?;
+    setup.members = done;
+    let report = proved_report(setup, joined, seconds).await;
+    setup.members = most;
+    let mut report = report?;
+    if let Some(AttackDetails::Rows(d)) = report.as_mut().map(|r| &mut r.details)
+        && done < most
+    {
+        d.ensemble = Some(stopping::proved_by(done, most));
+    }
+    Ok(report)
 }
 
 /// The report of members inverted for `EARLY_ANSWER_STEPS` steps where every row is then proved.
@@ -217,34 +232,50 @@ async fn proved_report(setup: &Setup<'_>, inverted: Members, seconds: f64) -> Re
     Ok(Some(report))
 }
 
-/// A split run's early answer (see `answer_early`): the steps its shares first run and the steps
-/// of both stages together, where the attack may answer early; None where it may not.
-pub async fn early_answer_steps(
+/// A split run's early answer (see `answer_early`): the steps its shares first run, the steps of
+/// both stages together, and its stages, each split in up to `shares` pieces.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct EarlyAnswer {
+    pub steps: usize,
+    pub planned: usize,
+    pub stages: Vec<Vec<MemberRange>>,
+}
+
+/// Where a split run may answer early, how (`EarlyAnswer`); None where it may not.
+pub async fn early_answer(
     runtime: &Runtime,
     dataset: &Dataset,
     config: &AttackConfig,
-) -> Result<Option<(usize, usize)>> {
+    shares: usize,
+) -> Result<Option<EarlyAnswer>> {
     if !matches!(flow(config), Flow::Rows) {
         return Ok(None);
     }
     let setup = prepare(runtime, dataset, config).await?;
-    Ok(may_answer_early(&setup).then_some((EARLY_ANSWER_STEPS, EARLY_ANSWER_STEPS + config.iterations)))
+    Ok(may_answer_early(&setup).then(|| EarlyAnswer {
+        steps: EARLY_ANSWER_STEPS,
+        planned: EARLY_ANSWER_STEPS + config.iterations,
+        stages: early_stages(config, setup.members)
+            .into_iter()
+            .map(|stage| crate::plan::split(stage, shares))
+            .collect(),
+    }))
 }
 
-/// The report of shares inverted for the early answer's steps (`early_answer_steps`, the shares'
-/// own options saying so), where every row is then proved; None where not, and the shares then
-/// run in full.
+/// The report of the early answer's stages inverted so far (`EarlyAnswer::stages`; `parts`:
+/// every share of them, run with the early answer's steps), where every row is then proved; None
+/// where not, and the next stage runs, or after the last the shares run in full.
 pub async fn assess_early(
     runtime: &Runtime,
     dataset: &Dataset,
     config: &AttackConfig,
     parts: Vec<Members>,
     seconds: f64,
+    workers: usize,
 ) -> Result<Option<Report>> {
     let mut setup = prepare(runtime, dataset, config).await?;
-    setup.backend = setup.backend.clone().with_workers(parts.len());
-    let joined = ensemble::join(setup.shape(), parts)?;
-    proved_report(&setup, joined, seconds).await
+    setup.backend = setup.backend.clone().with_workers(workers);
+    answer_from(&mut setup, parts, seconds).await
 }
 
 /// A split run's rounds where its ensemble runs by the stopping rule (`assess::stopping`): each

@@ -192,10 +192,19 @@ fn shares_answer_early_as_one_worker_does() {
     let whole = attack(&data, config.clone());
     assert_eq!(whole.row_details().unwrap().answered_after, Some(300));
     let rt = Runtime::cpu();
-    let (steps, planned) = pollster::block_on(leakscope::early_answer_steps(&rt, &data, &config))
+    let early = pollster::block_on(leakscope::early_answer(&rt, &data, &config, 2))
         .unwrap()
         .expect("an unperturbed batch of 8 may answer early");
-    assert_eq!((steps, planned), (300, 900));
+    let steps = early.steps;
+    assert_eq!((steps, early.planned), (300, 900));
+    // A fixed ensemble's early answer is one stage of all its members.
+    assert_eq!(
+        early.stages,
+        vec![vec![
+            MemberRange { first: 0, count: 3 },
+            MemberRange { first: 3, count: 3 }
+        ]]
+    );
     let quick = AttackConfig {
         iterations: steps,
         ..config.clone()
@@ -213,7 +222,7 @@ fn shares_answer_early_as_one_worker_does() {
             .unwrap()
         })
         .collect();
-    let split = pollster::block_on(leakscope::assess_early(&rt, &data, &config, parts, 1.0))
+    let split = pollster::block_on(leakscope::assess_early(&rt, &data, &config, parts, 1.0, 2))
         .unwrap()
         .expect("the shares prove the batch");
     assert_eq!(split.rows, whole.rows);
@@ -230,7 +239,7 @@ fn shares_answer_early_as_one_worker_does() {
         ..config
     };
     assert_eq!(
-        pollster::block_on(leakscope::early_answer_steps(&rt, &data, &noisy)).unwrap(),
+        pollster::block_on(leakscope::early_answer(&rt, &data, &noisy, 2)).unwrap(),
         None
     );
 }

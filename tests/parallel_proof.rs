@@ -9,10 +9,23 @@ use leakscope::{AttackConfig, MemberRange, Members, Runtime, assess_members, inv
 
 /// The report of `members` assessed (pooled, proved, peeled) on `threads` threads, without what
 /// differs by design: its seconds and the backend's thread count.
-fn assessed(threads: usize, data: &leakscope::table::Dataset, config: &AttackConfig, members: &Members) -> serde_json::Value {
+fn assessed(
+    threads: usize,
+    data: &leakscope::table::Dataset,
+    config: &AttackConfig,
+    members: &Members,
+) -> serde_json::Value {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
     let report = pool
-        .install(|| pollster::block_on(assess_members(&Runtime::cpu(), data, config, vec![members.clone()], 0.0)))
+        .install(|| {
+            pollster::block_on(assess_members(
+                &Runtime::cpu(),
+                data,
+                config,
+                vec![members.clone()],
+                0.0,
+            ))
+        })
         .unwrap();
     let mut json = serde_json::to_value(&report).unwrap();
     let object = json.as_object_mut().unwrap();

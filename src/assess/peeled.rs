@@ -136,7 +136,10 @@ impl Setup<'_> {
         };
         let sizes = &self.scenario.params.sizes;
         let candidates = peel::span_rows(update.weight(0), &self.layout, (sizes[0], sizes[1]), rest.rows);
-        let candidates: Vec<Vec<Value>> = candidates.chunks_exact(sizes[0]).map(|c| self.dataset.decode(c)).collect();
+        let candidates: Vec<Vec<Value>> = candidates
+            .chunks_exact(sizes[0])
+            .map(|c| self.dataset.decode(c))
+            .collect();
         let mut found = Vec::new();
         // Each refined against the rows taken before it, the refinements run ahead on every core.
         parallel::walk_ahead(

@@ -37,7 +37,13 @@ pub fn shares(config: &AttackConfig, workers: usize, csv_bytes: usize) -> Vec<Me
     } else {
         1
     };
-    split(MemberRange { first: 0, count: members }, k)
+    split(
+        MemberRange {
+            first: 0,
+            count: members,
+        },
+        k,
+    )
 }
 
 /// `range` in `k` contiguous pieces, in order, as even as can be (fewer where it has fewer

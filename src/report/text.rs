@@ -332,7 +332,13 @@ pub fn ensemble_line(e: &crate::attack::inversion::ensemble::EnsembleRounds) -> 
         .collect();
     let changed = match rounds.is_empty() {
         true => String::new(),
-        false => format!(" (cells changed among those called sure or fairly sure, per round: {})", rounds.join(", ")),
+        false => format!(
+            " (cells changed among those called sure or fairly sure, per round: {})",
+            rounds.join(", ")
+        ),
     };
-    format!("ensemble: {} of up to {} members, by its stopping rule: {}{changed}", e.members, e.most, e.rule)
+    format!(
+        "ensemble: {} of up to {} members, by its stopping rule: {}{changed}",
+        e.members, e.most, e.rule
+    )
 }

@@ -13,7 +13,7 @@ use crate::plan::{self, Decision, Decisions, Probe, ProblemKey, RunPlan};
 use crate::run::time_steps;
 use crate::runtime::{BackendInfo, BackendKind, EngineInfo, MeasuredRate, Runtime};
 use crate::table::Dataset;
-use crate::{assess_early, assess_members, assess_round, early_answer_steps, ensemble_rounds, run_attack};
+use crate::{assess_early, assess_members, assess_round, early_answer, ensemble_rounds, run_attack};
 
 /// What an engine was asked to use.
 #[derive(Clone, Copy, PartialEq)]
@@ -243,19 +243,21 @@ impl Engine {
         members_to_js(&members)
     }
 
-    /// Where a split run may answer early: {steps, planned} (its shares first run `steps` steps,
-    /// and `planned` counts the steps of both stages for progress), or null.
+    /// Where a split run may answer early: {steps, planned, stages} (its shares first run `steps`
+    /// steps, stage after stage, each a list of {first, count} shares for up to `workers` workers;
+    /// `planned` counts the steps of both stages for progress), or null.
     #[wasm_bindgen(js_name = earlyAnswer)]
-    pub async fn early_answer(&self, table: &Table, options: JsValue) -> Result<JsValue, JsError> {
+    pub async fn early_answer(&self, table: &Table, options: JsValue, workers: usize) -> Result<JsValue, JsError> {
         let (dataset, config) = self.prepare(table, options)?;
-        let early = early_answer_steps(&self.cpu, &dataset, &config)
+        let early = early_answer(&self.cpu, &dataset, &config, workers)
             .await
             .map_err(js_error)?;
-        to_js(&early.map(|(steps, planned)| serde_json::json!({ "steps": steps, "planned": planned })))
+        to_js(&early)
     }
 
-    /// The report of shares inverted for the early answer's steps, where every row is then
-    /// proved; null where not (the shares then run in full). `options` are the run's own.
+    /// The report of the early answer's stages inverted so far (every share of them), where every
+    /// row is then proved; null where not (the next stage runs, or the shares run in full).
+    /// `options` are the run's own.
     #[wasm_bindgen(js_name = assessEarly)]
     pub async fn assess_early(
         &self,
@@ -266,7 +268,7 @@ impl Engine {
         workers: usize,
     ) -> Result<JsValue, JsError> {
         let (dataset, config, parts, runtime) = self.joining(table, options, parts, workers)?;
-        let report = assess_early(&runtime, &dataset, &config, parts, seconds)
+        let report = assess_early(&runtime, &dataset, &config, parts, seconds, workers)
             .await
             .map_err(js_error)?;
         to_js(&report)

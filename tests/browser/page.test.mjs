@@ -190,6 +190,9 @@ test('the session API in a page: the CSV crosses to the workers once; plan, spli
       // Split over the workers, the run answers once its shares' first steps prove the batch.
       const steps = [];
       const early = await table.run({ ...options, ensemble: 8, iterations: 600 }, { onProgress: (p) => steps.push([p.step, p.of]) });
+      // Where no proof can reach (B = 128), a split run goes round by round by the ensemble's stopping rule.
+      const roundSteps = [];
+      const rounds = await table.run({ label: 'credit_risk', batchSize: 128, iterations: 60, seed: 1 }, { onProgress: (p) => roundSteps.push(p.step) });
       const audit = await table.audit({
         run: { ...options, iterations: 50 }, attacks: ['tableak', 'random'], batches: 1, batchSizes: [8], referenceBatch: 8,
         noiseScales: [], clients: [], localEpochs: [], localBatches: [], trainingEpochs: [],
@@ -216,6 +219,7 @@ test('the session API in a page: the CSV crosses to the workers once; plan, spli
         sent, rows: schema.rows, bytes: table.bytes, shares: plan.shares.length, workers: report.backend.workers,
         accuracy: [report.accuracy.total, again.accuracy.total], cells: audit.audit.cells.length, cancelled, freed,
         early: { answered: early.details.answered_after, workers: early.backend.workers, accuracy: early.accuracy.total, steps },
+        rounds: { ensemble: rounds.details.ensemble, workers: rounds.backend.workers, members: rounds.member_steps.length, steps: roundSteps },
       };
     }, readFileSync(german, 'utf8'));
     assert.equal(out.sent.filter((m) => m.csv).length, 1, JSON.stringify(out.sent));
@@ -228,6 +232,11 @@ test('the session API in a page: the CSV crosses to the workers once; plan, spli
     assert.equal(out.accuracy[0], out.accuracy[1], 'the same seeded run gives the same result after a cancel');
     assert.deepEqual([out.early.answered, out.early.workers, out.early.accuracy], [300, 2, 1], JSON.stringify(out.early));
     assert.ok(out.early.steps.every(([s, of], i) => of === 900 && (i === 0 || s >= out.early.steps[i - 1][0])), 'progress over both stages never goes back');
+    const e = out.rounds.ensemble;
+    assert.ok(e && e.most === 30 && e.members >= 10 && e.members === out.rounds.members, JSON.stringify(out.rounds));
+    assert.deepEqual(e.rounds.map((r) => r.members), e.rounds.map((_, i) => 10 + 5 * i), JSON.stringify(e));
+    assert.equal(out.rounds.workers, 2);
+    assert.ok(out.rounds.steps.every((s, i) => i === 0 || s >= out.rounds.steps[i - 1]), 'progress over the rounds never goes back');
     assert.equal(out.cells, 2);
     assert.equal(out.cancelled, 'AbortError');
     assert.equal(out.freed, 'the table was freed');

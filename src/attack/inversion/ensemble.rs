@@ -110,7 +110,10 @@ pub fn join_first(shape: Shape, mut parts: Vec<Members>, members: usize) -> Resu
         return Err(Error::Config(format!("{next} of {members} members were inverted")));
     }
     Ok(Members {
-        range: MemberRange { first: 0, count: members },
+        range: MemberRange {
+            first: 0,
+            count: members,
+        },
         x: parts.iter().flat_map(|p| p.x.iter().copied()).collect(),
         probs: parts.iter().flat_map(|p| p.probs.iter().copied()).collect(),
         loss_curve: join_loss_curves(&parts, members),

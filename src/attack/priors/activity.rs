@@ -195,7 +195,10 @@ impl<'a> ActivitySolver<'a> {
                 break;
             }
             // Each row certifies on its own: all at once, added in order.
-            for u in crate::parallel::map(&rows, |x| self.certify(x, level)).into_iter().flatten() {
+            for u in crate::parallel::map(&rows, |x| self.certify(x, level))
+                .into_iter()
+                .flatten()
+            {
                 Self::add(&mut found, u);
             }
             self.project_rounds(&rows, &mut found, level);
