@@ -29,8 +29,8 @@ include?: Array<string>, attack?: AttackKind,
  */
 batchSize?: number, 
 /**
- * Members of the ensemble (TabLeak: default 30 for FedSGD, 15 for FedAvg; the attribute
- * attack: 5).
+ * Members of the ensemble, all of them run (TabLeak: by default the engine's, up to 30 for
+ * FedSGD by its stopping rule, 15 for FedAvg; the attribute attack: 5).
  */
 ensemble?: number, iterations?: number, 
 /**

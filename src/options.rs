@@ -39,8 +39,8 @@ pub struct RunOptions {
     /// FedSGD's batch, or a FedAvg client's rows.
     #[ts(as = "Option<_>", optional)]
     pub batch_size: usize,
-    /// Members of the ensemble (TabLeak: default 30 for FedSGD, 15 for FedAvg; the attribute
-    /// attack: 5).
+    /// Members of the ensemble, all of them run (TabLeak: by default the engine's, up to 30 for
+    /// FedSGD by its stopping rule, 15 for FedAvg; the attribute attack: 5).
     #[ts(optional)]
     pub ensemble: Option<usize>,
     #[ts(as = "Option<_>", optional)]

@@ -85,7 +85,8 @@ impl ModelArgs {
 /// The attacker's settings.
 #[derive(Args)]
 pub struct AttackArgs {
-    /// TabLeak's members (default 30 on FedSGD, 15 on FedAvg).
+    /// TabLeak's members, all of them run (default: the engine's, up to 30 on FedSGD by the
+    /// ensemble's stopping rule, 15 on FedAvg; docs/results/ensemble.md).
     #[arg(long)]
     pub ensemble: Option<usize>,
     /// Optimisation steps (default 1500).
