@@ -27,7 +27,7 @@ export declare function runPlanned(
   engine: WasmEngine,
   table: WasmTable,
   options: RunOptions,
-  control?: RunControl & { workers?: number; runShare?: ((range: MemberRange, onProgress: (p: Progress) => void, options?: RunOptions) => Promise<Members>) | null },
+  control?: RunControl & { workers?: number; runShare?: ((range: MemberRange, onProgress: (p: Progress) => void, options?: RunOptions, index?: number) => Promise<Members>) | null },
 ): Promise<Report>;
 export declare function runAudit(
   engine: WasmEngine,

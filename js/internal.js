@@ -115,9 +115,9 @@ export async function attackUpdate(engine, { encoding, update, weights } = {}, o
 
 /**
  * One attack as the engine plans it: time the candidates if `auto` has not yet measured this problem,
- * then run on the chosen backend, the ensemble split over `runShare` (one call per share, each on its
- * own worker, with the options of the stage it runs) when the plan splits it. `engine` and `table`
- * are the wasm objects.
+ * then run on the chosen backend, the ensemble split over `runShare` (one call per share, with its
+ * index within its stage, which names its worker, and the options of the stage it runs) when the plan
+ * splits it. `engine` and `table` are the wasm objects.
  */
 export async function runPlanned(engine, table, options, { onProgress, signal, workers = 1, runShare = null } = {}) {
   const progress = onProgress ?? undefined;
@@ -148,7 +148,7 @@ export async function runPlanned(engine, table, options, { onProgress, signal, w
           latest[i] = p;
           const joined = combineProgress(latest, ranges);
           if (joined) onProgress?.(place(joined));
-        }, stageOptions),
+        }, stageOptions, i),
       ),
     );
   };

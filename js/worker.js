@@ -92,15 +92,15 @@ async function run({ table: handle, options, workers }, { signal, progress }) {
   const { table } = tableOf(handle);
   const stop = new AbortController();
   signal.addEventListener('abort', () => stop.abort(signal.reason), { once: true });
-  let next = 0;
   return runPlanned(ready, table, options, {
     signal: stop.signal,
     workers,
     onProgress: progress,
-    // One share failing stops the others; each share goes to the next helper.
-    runShare: async (range, onProgress, shareOptions = options) => {
+    // One share failing stops the others; a stage's share `index` goes to helper `index`, so every
+    // stage and round of the run reuses the same helpers.
+    runShare: async (range, onProgress, shareOptions = options, index = 0) => {
       try {
-        const helper = await helperWith(next++, handle);
+        const helper = await helperWith(index, handle);
         return await helper.request('invert', { table: handle, options: shareOptions, range }, { onProgress, signal: stop.signal });
       } catch (error) {
         stop.abort(error);
