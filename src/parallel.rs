@@ -3,12 +3,6 @@
 //! helper returns what one thread would, in the same order: the work is pure per item, and what
 //! depends on earlier items is the caller's, done after, in order.
 
-/// Threads the work may use: rayon's (`RAYON_NUM_THREADS`, or the pool a caller installed), 1
-/// without rayon.
-pub fn threads() -> usize {
-    crate::runtime::cpu_threads()
-}
-
 /// `f` of every item, in order.
 #[cfg(feature = "rayon")]
 pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync + Send) -> Vec<R> {
@@ -33,7 +27,7 @@ pub enum Next {
 }
 
 /// A loop `for item in items { let r = work(item, state); if visit(r, state) == Stop { break } }`
-/// run with the work of the next `threads()` items done ahead, in parallel, on the state as it
+/// run with the work of the next `runtime::cpu_threads()` items (rayon's threads) done ahead, in parallel, on the state as it
 /// stands; after a visit that changes the state (`Next::Changed`) the work done ahead of it is
 /// done again. The visits, their order and what they see are the loop's on any number of threads
 /// (one thread is that loop); the price is the work redone after each change.
@@ -43,7 +37,7 @@ pub fn walk_ahead<T: Sync, S: Sync, R: Send>(
     work: impl Fn(&T, &S) -> R + Sync + Send,
     mut visit: impl FnMut(R, &mut S) -> Next,
 ) {
-    let ahead = threads().max(1);
+    let ahead = crate::runtime::cpu_threads().max(1);
     let mut at = 0;
     while at < items.len() {
         let chunk = &items[at..(at + ahead).min(items.len())];

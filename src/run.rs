@@ -171,7 +171,7 @@ async fn answer_early(
     };
     let (most, cadence) = (setup.members, setup.runtime.cadence(config.report_every));
     let mut parts = Vec::new();
-    for stage in early_stages(config, most) {
+    for stage in early_answer_stages(config, most) {
         let share = |p: &Progress| Progress {
             step: (stage.first * EARLY_ANSWER_STEPS + p.step * stage.count) / most,
             ..p.clone()
@@ -190,7 +190,7 @@ async fn answer_early(
 
 /// The early answer's stages: the first 10 members, then the rest (`stopping::early_stages`),
 /// where the ensemble is the engine's; all of a fixed one (`--ensemble N`) at once.
-fn early_stages(config: &AttackConfig, most: usize) -> Vec<MemberRange> {
+fn early_answer_stages(config: &AttackConfig, most: usize) -> Vec<MemberRange> {
     match config.attacker().stops_members() {
         true => stopping::early_stages(most),
         false => vec![MemberRange { first: 0, count: most }],
@@ -255,10 +255,7 @@ pub async fn early_answer(
     Ok(may_answer_early(&setup).then(|| EarlyAnswer {
         steps: EARLY_ANSWER_STEPS,
         planned: EARLY_ANSWER_STEPS + config.iterations,
-        stages: early_stages(config, setup.members)
-            .into_iter()
-            .map(|stage| crate::plan::split(stage, shares))
-            .collect(),
+        stages: crate::plan::split_each(early_answer_stages(config, setup.members), shares),
     }))
 }
 
@@ -291,12 +288,9 @@ pub async fn ensemble_rounds(
         return Ok(None);
     }
     let setup = prepare(runtime, dataset, config).await?;
-    Ok(setup.stops_members().then(|| {
-        stopping::rounds(setup.members)
-            .into_iter()
-            .map(|round| crate::plan::split(round, shares))
-            .collect()
-    }))
+    Ok(setup
+        .stops_members()
+        .then(|| crate::plan::split_each(stopping::rounds(setup.members), shares)))
 }
 
 /// The report of the rounds a split run inverted so far (`ensemble_rounds`; `parts`: every

@@ -174,17 +174,26 @@ impl Setup<'_> {
     pub async fn settled(&self, parts: Vec<Members>) -> Result<Option<(Members, EnsembleRounds)>> {
         let done: usize = parts.iter().map(|p| p.range.count).sum();
         let joined = ensemble::join_first(self.shape(), parts, done)?;
+        let run: Vec<MemberRange> = rounds(self.members)
+            .into_iter()
+            .take_while(|r| r.first < done)
+            .collect();
+        let Some(&last) = run.last().filter(|r| r.first + r.count == done) else {
+            return Err(crate::error::Error::Config(format!(
+                "{done} members end no round of the ensemble's stopping rule"
+            )));
+        };
+        // The last round decides; the earlier rounds' changes are only for the report.
+        let change = self.round_change(&joined, last).await?;
+        if change.changed > SETTLED && done < self.members {
+            return Ok(None);
+        }
         let mut changes = Vec::new();
-        for round in rounds(self.members).into_iter().take_while(|r| r.first < done) {
-            if round.first + round.count > done {
-                return Err(crate::error::Error::Config(format!(
-                    "{done} members end no round of the ensemble's stopping rule"
-                )));
-            }
+        for &round in &run[..run.len() - 1] {
             changes.push(self.round_change(&joined, round).await?);
         }
-        let stop = done == self.members || changes.last().is_some_and(|c| c.changed <= SETTLED);
-        Ok(stop.then(|| (joined, self.rounds_run(changes))))
+        changes.push(change);
+        Ok(Some((joined, self.rounds_run(changes))))
     }
 
     fn rounds_run(&self, rounds: Vec<RoundChange>) -> EnsembleRounds {

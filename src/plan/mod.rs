@@ -46,6 +46,11 @@ pub fn shares(config: &AttackConfig, workers: usize, csv_bytes: usize) -> Vec<Me
     )
 }
 
+/// Each of `stages` in `k` pieces (`split`): a split run's stages or rounds over its workers.
+pub fn split_each(stages: Vec<MemberRange>, k: usize) -> Vec<Vec<MemberRange>> {
+    stages.into_iter().map(|stage| split(stage, k)).collect()
+}
+
 /// `range` in `k` contiguous pieces, in order, as even as can be (fewer where it has fewer
 /// members).
 pub fn split(range: MemberRange, k: usize) -> Vec<MemberRange> {
