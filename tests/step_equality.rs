@@ -83,6 +83,31 @@ fn assert_follows(what: &str, reference: &Members, fast: &Members) {
     assert!(dp <= X_TOL, "{what}: probabilities differ by {dp}");
 }
 
+/// The fused kernel runs each thread's members through every step between two reads before the
+/// threads join (`Stepper::steps`): exactly what it computes a step at a time, members that stop
+/// early included.
+#[test]
+fn the_cpu_kernel_runs_the_steps_between_reports_as_it_runs_them_one_by_one() {
+    let data = adult();
+    let kernel = Runtime::cpu();
+    let each = config(AttackKind::Tableak, 1500, 1);
+    let one = invert(&kernel, &data, &each);
+    let many = invert(
+        &kernel,
+        &data,
+        &AttackConfig {
+            report_every: 100,
+            ..each
+        },
+    );
+    assert!(
+        one.steps.iter().any(|&s| s < 1500),
+        "a member stops early: {:?}",
+        one.steps
+    );
+    assert_eq!((&one.x, &one.probs, &one.steps), (&many.x, &many.probs, &many.steps));
+}
+
 #[test]
 fn the_cpu_kernel_follows_the_definition_step_by_step() {
     let data = adult();

@@ -82,6 +82,11 @@ pub struct Inversion {
 pub trait Stepper {
     /// One step of every member: the objective's gradient at z, then Adam's update of z.
     fn step(&mut self, adam: &AdamStep) -> Result<()>;
+    /// The steps `adams` in order, nothing read between them (the driver reads only at a report or
+    /// a check): a stepper whose members run apart may run each through all of them at once.
+    fn steps(&mut self, adams: &[AdamStep]) -> Result<()> {
+        adams.iter().try_for_each(|a| self.step(a))
+    }
     /// Note the members' losses at the step just taken, to be read by `take_losses`. A GPU starts
     /// the copy here and the driver keeps the device busy while it completes.
     fn request_losses(&mut self, step: usize) -> Result<()>;
@@ -124,6 +129,15 @@ impl Schedule {
 
     fn due(&self, step: usize, iterations: usize) -> bool {
         step == self.next || step == iterations
+    }
+
+    /// The first step from `from` on that is due.
+    fn next_due(&self, from: usize, iterations: usize) -> usize {
+        if self.next >= from {
+            self.next.min(iterations)
+        } else {
+            iterations
+        }
     }
 
     /// A report was recorded at `step` at time `t`: plan the next.
@@ -262,8 +276,17 @@ pub async fn drive<S: Stepper>(
     // A timed cadence leaves the latest request in flight while the next steps run.
     let in_flight = usize::from(matches!(cadence, Cadence::Timed(_)));
     let mut pending = 0;
-    for step in 1..=config.iterations {
-        stepper.step(&AdamStep::at(&config.optimiser, step))?;
+    let mut step = 0;
+    while step < config.iterations {
+        // Up to the next step where anything is read: a report, a check or the last.
+        let from = step + 1;
+        let check_at = config.early_stop.map_or(usize::MAX, |rule| {
+            let every = rule.every.max(1);
+            from.div_ceil(every).saturating_mul(every)
+        });
+        step = schedule.next_due(from, config.iterations).min(check_at);
+        let adams: Vec<AdamStep> = (from..=step).map(|s| AdamStep::at(&config.optimiser, s)).collect();
+        stepper.steps(&adams)?;
         let check = config
             .early_stop
             .filter(|rule| step % rule.every.max(1) == 0 && step < config.iterations);

@@ -373,9 +373,16 @@ struct Group<'a> {
     buf: &'a mut GroupBuffers,
 }
 
-/// Loss, gradient and Adam update of one group.
+/// Loss, gradient and Adam update of one group, for each of `adams` in turn.
 #[inline(always)]
-fn group_step_body(p: &HostProblem, gr: Group<'_>, a: &AdamStep) {
+fn group_steps_body(p: &HostProblem, mut gr: Group<'_>, adams: &[AdamStep]) {
+    for a in adams {
+        group_step_body(p, &mut gr, a);
+    }
+}
+
+#[inline(always)]
+fn group_step_body(p: &HostProblem, gr: &mut Group<'_>, a: &AdamStep) {
     p.loss_and_grad(gr.z, gr.priors, gr.buf);
     for (((z, m), v), &g) in
         gr.z.iter_mut()
@@ -390,17 +397,17 @@ fn group_step_body(p: &HostProblem, gr: Group<'_>, a: &AdamStep) {
 /// The same, compiled for AVX2 + FMA: the elementwise loops run 8 lanes wide instead of SSE2's 4.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-fn group_step_avx2(p: &HostProblem, gr: Group<'_>, a: &AdamStep) {
-    group_step_body(p, gr, a)
+fn group_steps_avx2(p: &HostProblem, gr: Group<'_>, adams: &[AdamStep]) {
+    group_steps_body(p, gr, adams)
 }
 
-fn group_step(p: &HostProblem, gr: Group<'_>, a: &AdamStep) {
+fn group_steps(p: &HostProblem, gr: Group<'_>, adams: &[AdamStep]) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
         // SAFETY: the CPU has the features the function was compiled for (checked just above).
-        return unsafe { group_step_avx2(p, gr, a) };
+        return unsafe { group_steps_avx2(p, gr, adams) };
     }
-    group_step_body(p, gr, a)
+    group_steps_body(p, gr, adams)
 }
 
 #[cfg(feature = "rayon")]
@@ -440,6 +447,13 @@ struct CpuStepper<'a> {
 
 impl Stepper for CpuStepper<'_> {
     fn step(&mut self, adam: &AdamStep) -> Result<()> {
+        self.steps(std::slice::from_ref(adam))
+    }
+
+    /// Each group (one per thread) runs every step on its own before the threads join: members
+    /// never read one another, and a join per step would wait, on a busy machine, for whichever
+    /// thread the scheduler left out, step after step.
+    fn steps(&mut self, adams: &[AdamStep]) -> Result<()> {
         let chunk = self.per_group * self.p.member_rows() * self.p.d();
         let groups: Vec<Group<'_>> = self
             .z
@@ -451,7 +465,7 @@ impl Stepper for CpuStepper<'_> {
             .map(|((((z, m), v), priors), buf)| Group { z, m, v, priors, buf })
             .collect();
         let p = self.p;
-        for_each_group(groups, |gr| group_step(p, gr, adam));
+        for_each_group(groups, |gr| group_steps(p, gr, adams));
         Ok(())
     }
 
