@@ -9,6 +9,7 @@ use crate::attack::spec::{AttackKind, AttackSpec, CosineBaseline, DlgBaseline, R
 use crate::client::fedavg::LocalOrder;
 use crate::config::{AttackConfig, MAX_ENSEMBLE, Optimiser, Protocol};
 use crate::error::{Error, Result};
+use crate::plan::cost::{self, Work};
 use crate::plan::limits::WorkingSet;
 use crate::table::Dataset;
 use serde::{Deserialize, Serialize};
@@ -299,6 +300,22 @@ impl AttackConfig {
             members: self.members(),
             rows_per_member: self.rows_per_member(),
             local_steps: self.local_steps(),
+        }
+    }
+
+    /// What the attack's optimisation costs at most (`plan::cost`): counted from the sizes, so the
+    /// same on every machine and under any load.
+    pub fn work(&self, dataset: &Dataset) -> Work {
+        let (rows_per_step, per_row_weight) = match &self.protocol {
+            Protocol::Fedsgd => (self.rows(), cost::ONE_GRADIENT),
+            Protocol::Fedavg(t) => (t.epochs.saturating_mul(self.rows()), cost::LOCAL_STEP),
+        };
+        Work {
+            sizes: self.layer_sizes(dataset),
+            members: self.members(),
+            iterations: self.iterations,
+            rows_per_step,
+            per_row_weight,
         }
     }
 

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
+pub mod cost;
 pub mod limits;
 
 use crate::attack::inversion::driver::Progress;

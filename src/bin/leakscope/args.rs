@@ -473,7 +473,7 @@ fn parse_task(text: &str) -> Result<Task, String> {
 pub struct Hidden(pub Vec<usize>);
 
 /// `100,100`, or `none` for no hidden layer.
-fn parse_hidden(text: &str) -> Result<Hidden, String> {
+pub fn parse_hidden(text: &str) -> Result<Hidden, String> {
     if text.trim().eq_ignore_ascii_case("none") {
         return Ok(Hidden(Vec::new()));
     }

@@ -1,11 +1,12 @@
 //! `leakscope bench`: the engine's speed per batch size, as a table of ms per step, kernel
-//! launches per step, seconds per attack and peak memory.
+//! launches per step, the rate of the work the engine counts (`plan::cost`), seconds per attack
+//! and peak memory.
 use clap::Args;
-use leakscope::config::TableakSettings;
+use leakscope::options::ProtocolKind;
 use leakscope::table::Dataset;
-use leakscope::{AttackConfig, AttackSpec, BackendKind, Runtime, run_attack};
+use leakscope::{AttackConfig, BackendKind, RunOptions, Runtime, run_attack};
 
-use crate::args::{self, CliResult, EngineArgs, TableArgs};
+use crate::args::{self, CliResult, EngineArgs, Hidden, ProtocolArg, TableArgs};
 use crate::io::load;
 
 /// `leakscope bench`'s settings.
@@ -28,6 +29,18 @@ pub struct BenchArgs {
     pub backend: args::BackendArg,
     #[arg(long, value_enum, default_value = "accelerated")]
     pub engine: args::EngineArg,
+    /// What the client sends: a gradient (fedsgd, the default) or θ0 − θE (fedavg).
+    #[arg(long, value_enum, default_value = "fedsgd")]
+    pub protocol: ProtocolArg,
+    /// FedAvg: local epochs.
+    #[arg(long, default_value_t = 1)]
+    pub local_epochs: usize,
+    /// FedAvg: rows per local step.
+    #[arg(long, default_value_t = 8)]
+    pub local_batch: usize,
+    /// Hidden layer sizes of the client's network (default 100,100).
+    #[arg(long, value_parser = args::parse_hidden)]
+    pub hidden: Option<Hidden>,
 }
 
 /// The engine's speed per batch size: a table of ms per step and seconds per attack.
@@ -41,6 +54,10 @@ pub fn bench(args: BenchArgs) -> CliResult<()> {
         batch_sizes,
         backend: b,
         engine,
+        protocol,
+        local_epochs,
+        local_batch,
+        hidden,
     } = args;
     let table = TableArgs {
         csv: csv.clone(),
@@ -65,22 +82,35 @@ pub fn bench(args: BenchArgs) -> CliResult<()> {
     );
     println!("backend: {}", rt.info.label);
     println!(
-        "| B | ms/step | steps/s | launches/step | setup+matching s | s per {full_steps}-step attack | peak RSS MiB |"
+        "| B | ms/step | steps/s | launches/step | counted GFLOP/s | setup+matching s | s per {full_steps}-step attack | peak RSS MiB |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|");
     for &bs in &batch_sizes {
-        let config = AttackConfig {
+        let options = RunOptions {
+            label: dataset.label.clone(),
             batch_size: bs,
-            attack: AttackSpec::Tableak(TableakSettings {
-                ensemble,
-                ..TableakSettings::default()
-            }),
+            ensemble: Some(ensemble),
             iterations: iterations.max(2),
+            protocol: match protocol {
+                ProtocolArg::Fedsgd => ProtocolKind::Fedsgd,
+                ProtocolArg::Fedavg => ProtocolKind::Fedavg,
+            },
+            local_epochs,
+            local_batch,
+            hidden: hidden
+                .as_ref()
+                .map_or_else(|| RunOptions::default().hidden, |h| h.0.clone()),
+            ..RunOptions::default()
+        };
+        let config = AttackConfig {
             report_every: 1,
             // Every step is timed: no member may stop.
             early_stop: false,
-            ..AttackConfig::default()
+            ..options.attack_config().map_err(|e| e.to_string())?
         };
+        // The work the engine counts for one step of the whole ensemble (`plan::cost`).
+        let work = config.work(&dataset);
+        let flops_per_step = work.flops_per_member_step() * work.members as f64;
         let mut marks: Vec<(usize, f64)> = Vec::new();
         let t0 = std::time::Instant::now();
         let mut on_progress = |p: &leakscope::attack::Progress| {
@@ -95,10 +125,11 @@ pub fn bench(args: BenchArgs) -> CliResult<()> {
         let per_step = (t_last - t_first) / (s1 - s0) as f64;
         let fixed = (total - t_last).max(0.0) + t_first;
         println!(
-            "| {bs} | {:.2} | {:.1} | {} | {:.2} | {:.1} | {:.0} |",
+            "| {bs} | {:.2} | {:.1} | {} | {:.1} | {:.2} | {:.1} | {:.0} |",
             per_step * 1e3,
             1.0 / per_step,
             launches_per_step(&rt, &dataset, &config)?,
+            flops_per_step / per_step / 1e9,
             fixed,
             fixed + per_step * full_steps as f64,
             peak_rss_mib()
