@@ -29,6 +29,7 @@ def audit_round(
     weights: Optional[bytes],
     options: str,
     truth: bytes,
-    max_seconds: Optional[float] = None,
+    budget_gflop: Optional[float] = None,
+    first_batch: bool = True,
     progress: Optional[Callable[[dict[str, Any]], Any]] = None,
 ) -> str: ...

@@ -1,16 +1,15 @@
 //! Updates received from elsewhere: attacked as a server would (`attack_update`, the npm
-//! package's `attackUpdate`), and a client's own round audited against its rows within a time
-//! budget (`audit_round`, the Flower Mod's one call).
+//! package's `attackUpdate`), and a client's own round audited against its rows within a budget
+//! of work (`audit_round`, the Flower Mod's one call).
 use pyo3::prelude::*;
-use serde_json::{Value as Json, json};
+use serde_json::Value as Json;
 
-use leakscope::client::simulate::{Round, simulate_round};
-use leakscope::config::AttackConfig;
-use leakscope::options::{ProtocolKind, RunOptions};
+use leakscope::options::RunOptions;
 use leakscope::received::ReceivedUpdate;
+use leakscope::received::round::{self, RoundBudget};
 use leakscope::received::truth::{attack_received_against, truth_rows};
 use leakscope::table::{Dataset, Encoding, StatedModel};
-use leakscope::{Error, Runtime, attack_received};
+use leakscope::{Runtime, attack_received};
 
 use crate::progress::Reporter;
 use crate::{LeakscopeError, engine_error, from_json, read_csv, to_json};
@@ -89,13 +88,13 @@ pub fn attack_update(
 }
 
 /// A client's round audited against its rows (`truth`, the rows the update was computed on, in
-/// order): {attacked: "round" | "first local batch", budget: why the round was not attacked
-/// whole (null where it was), scored: the scored attack}. Where the attack's projected time
-/// passes `max_seconds`, it is stopped and the round's first local batch is attacked instead:
-/// the gradient of the first `localBatch` rows at the weights the server sent, which the engine
-/// computes as the client's first local step does.
+/// order), within `budget_gflop` of the engine's counted work (`leakscope::received::round`):
+/// {scored: the round's attack scored, or null where its work passed the budget; work; budget_gflop;
+/// skipped: why the round was not attacked; first_batch: where the round was over budget and
+/// `first_batch` is set, the first local batch's gradient attacked apart, with what its figure
+/// bounds}. The decision is made from the problem's sizes before anything runs.
 #[pyfunction]
-#[pyo3(signature = (encoding, update, weights, options, truth, max_seconds=None, progress=None))]
+#[pyo3(signature = (encoding, update, weights, options, truth, budget_gflop=None, first_batch=true, progress=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn audit_round(
     py: Python<'_>,
@@ -104,112 +103,29 @@ pub fn audit_round(
     weights: Option<&[u8]>,
     options: &str,
     truth: &[u8],
-    max_seconds: Option<f64>,
+    budget_gflop: Option<f64>,
+    first_batch: bool,
     progress: Option<PyObject>,
 ) -> PyResult<String> {
+    if let Some(b) = budget_gflop.filter(|b| !(b.is_finite() && *b >= 0.0)) {
+        return Err(LeakscopeError::new_err(format!(
+            "budget_gflop is {b}: give a number of GFLOP, 0 or more (or None for no budget)"
+        )));
+    }
     let (dataset, received, o) = prepare(encoding, update, weights, options)?;
     let config = o.attack_config().map_err(engine_error)?;
     let truth = truth_rows(&dataset, &read_csv(truth)?).map_err(engine_error)?;
     let mut reporter = Reporter::new(progress);
     let rt = Runtime::cpu();
-    let mut over: Option<String> = None;
+    let budget = RoundBudget {
+        gflop: budget_gflop,
+        first_batch,
+    };
     let result = py.allow_threads(|| {
-        let mut on = |p: &leakscope::attack::Progress| {
-            if let Some(why) = max_seconds.and_then(|limit| over_budget(p, limit)) {
-                over = Some(why);
-                return false;
-            }
-            reporter.report(p)
-        };
-        pollster::block_on(attack_received_against(
-            &rt, &dataset, &config, &received, &truth, &mut on,
+        let mut on = |p: &leakscope::attack::Progress| reporter.report(p);
+        pollster::block_on(round::audit_round(
+            &rt, &dataset, &config, &received, &truth, budget, &mut on,
         ))
     });
-    let why = match (result, over) {
-        (Err(Error::Cancelled), Some(why)) => why,
-        (result, _) => {
-            let scored = reporter.finish(result)?;
-            return Ok(json!({"attacked": "round", "budget": null, "scored": scored}).to_string());
-        }
-    };
-    let b = o.local_batch.min(truth.n());
-    if b == truth.n() {
-        let why = format!("{why}; its first local batch is the whole round, so nothing was attacked");
-        return Ok(json!({"attacked": "nothing", "budget": why, "scored": null}).to_string());
-    }
-    let (first, own) = first_batch(&received, &truth, &config, b)
-        .map_err(engine_error)
-        .map(|(update, own)| (update, own))?;
-    let o = RunOptions {
-        batch_size: b,
-        protocol: ProtocolKind::Fedsgd,
-        ..o
-    };
-    let config = o.attack_config().map_err(engine_error)?;
-    let mut on = |p: &leakscope::attack::Progress| reporter.report(p);
-    let result =
-        py.allow_threads(|| pollster::block_on(attack_received_against(&rt, &dataset, &config, &first, &own, &mut on)));
-    let scored = reporter.finish(result)?;
-    Ok(
-        json!({"attacked": "first local batch", "budget": why, "scored": serde_json::to_value(&scored).unwrap()})
-            .to_string(),
-    )
-}
-
-/// Why an attack reporting `p` will not finish within `limit` seconds (None: it may): it has run
-/// past the limit, or its pace so far says it will.
-fn over_budget(p: &leakscope::attack::Progress, limit: f64) -> Option<String> {
-    let projected = match p.step {
-        0 => p.elapsed,
-        s => p.elapsed / s as f64 * p.of.max(s) as f64,
-    };
-    (projected > limit).then(|| {
-        format!(
-            "the round's attack would take about {projected:.0} s (after {} of {} steps in {:.1} s), over max_seconds = {limit}",
-            p.step, p.of, p.elapsed
-        )
-    })
-}
-
-/// The update of the first `b` rows alone at the weights the server sent (one FedSGD step of the
-/// client's model), with those rows.
-fn first_batch(
-    received: &ReceivedUpdate,
-    truth: &Dataset,
-    config: &AttackConfig,
-    b: usize,
-) -> leakscope::Result<(ReceivedUpdate, Dataset)> {
-    if !received.embeddings.is_empty() {
-        return Err(leakscope::Error::Config(
-            "the first local batch's gradient is not simulated for a network with embedding tables".into(),
-        ));
-    }
-    let idx: Vec<usize> = (0..b).collect();
-    // In the client's own inputs, as the network the server sent takes them.
-    let x: Vec<f32> = idx
-        .iter()
-        .flat_map(|&i| truth.encode_for_client(&truth.rows[i]))
-        .map(|v| v as f32)
-        .collect();
-    let model = config.model();
-    let targets = truth.targets(&idx, model.head);
-    let update = pollster::block_on(simulate_round(&received.params, &x, &targets, &Round::fedsgd(model)))?;
-    let own = Dataset {
-        rows: truth.rows[..b].to_vec(),
-        labels: truth.labels[..b].to_vec(),
-        values: truth.values.get(..b).map(<[f64]>::to_vec).unwrap_or_default(),
-        ..truth.clone()
-    };
-    let labels = truth
-        .target
-        .is_none()
-        .then(|| own.labels.iter().map(|&l| truth.classes[l].clone()).collect());
-    let first = ReceivedUpdate {
-        params: received.params.clone(),
-        update,
-        embeddings: received.embeddings.clone(),
-        rows: Some(b),
-        labels,
-    };
-    Ok((first, own))
+    Ok(to_json(&reporter.finish(result)?))
 }

@@ -7,6 +7,7 @@
 mod npz;
 pub mod pipeline;
 pub mod recipe;
+pub mod round;
 mod tensor;
 pub mod truth;
 
