@@ -1,18 +1,30 @@
 """Two Flower clients train a PyTorch MLP on the Adult sample with FedAvg for three rounds in
 Flower's simulation engine, as Flower's quickstart-pytorch trains (SGD with momentum 0.9 over a
 DataLoader that reshuffles the rows every epoch); the leakscope Mod, given the same optimiser and
-shuffle=True, attacks each update before it leaves, writes a record per round per client, and
-blocks an update that leaks more than BLOCK_ABOVE. The clients encode their rows as a tabular user
-would, with a scikit-learn ColumnTransformer (one-hot categories, standardised numbers) fitted on
-the federation's table; the Mod is handed that transformer and attacks in its terms.
+shuffle=True, attacks each update and writes a record per round per client. The clients encode
+their rows as a tabular user would, with a scikit-learn ColumnTransformer (one-hot categories,
+standardised numbers) fitted on the federation's table; the Mod is handed that transformer and
+attacks in its terms.
+
+Two modes (`--mode`): a gate (the default) attacks each update before it leaves and blocks one
+that leaks more than BLOCK_ABOVE; a monitor lets it leave at once and attacks it in a process of
+its own beside the training. Either way a round's attack is held to a budget of work
+(`--budget-gflop`, the engine's count from the problem's sizes): the same rounds are attacked on a
+quiet and on a busy machine.
 
     pip install ./python "flwr[simulation]" torch matplotlib pandas scikit-learn
-    python python/examples/flower_adult.py          # from the repository's root
+    python python/examples/flower_adult.py                  # from the repository's root: a gate
+    python python/examples/flower_adult.py --mode monitor   # the replies leave at once
 
-Writes leakscope-records.jsonl and leakscope-records.png in the working directory."""
+Writes leakscope-records.jsonl, leakscope-records.png and leakscope-client-seconds.jsonl (each
+round's time in the client: its training and the Mod) in the working directory."""
+import argparse
 import csv
 import io
+import json
 import os
+import shutil
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -26,11 +38,15 @@ from flwr.serverapp import Grid, ServerApp
 from flwr.serverapp.strategy import FedAvg
 from flwr.simulation import run_simulation
 
-from leakscope.flower import leakage_mod, plot_records, read_records
+from leakscope.flower import drain_monitor, leakage_mod, plot_records, read_records
 
 ADULT = Path(__file__).resolve().parents[2] / "data" / "adult-sample.csv"
 ROWS, EPOCHS, BATCH, LR, ROUNDS, BLOCK_ABOVE = 32, 1, 8, 0.05, 3, 0.82
+# A round here counts about 140 GFLOP (the records' work_gflop); this machine's pace is in each
+# record's seconds.
+BUDGET_GFLOP = 500.0
 RECORDS = Path("leakscope-records.jsonl").resolve()
+CLIENT_SECONDS = Path("leakscope-client-seconds.jsonl").resolve()
 # The federation's preprocessing, fitted on its table's complete rows ("?" marks a missing cell).
 FEDERATION = pd.read_csv(ADULT, na_values="?").dropna()
 CATEGORICAL = [c for c in FEDERATION.columns if c != "salary" and not pd.api.types.is_numeric_dtype(FEDERATION[c])]
@@ -81,22 +97,37 @@ def train(msg: Message, context: Context) -> Message:
     return Message(content, reply_to=msg)
 
 
-mod = leakage_mod(
-    lambda context: partition(context.node_config["partition-id"]),  # each node's own rows
-    label="salary",
-    transformer=PREPROCESS,  # the client's own encoding: the attack reads the update in its terms
-    fitted_on=ADULT,  # the table it was fitted on (its numeric columns' ranges)
-    protocol="fedavg",
-    local_epochs=EPOCHS,
-    local_batch=BATCH,
-    optimizer=optimizer,  # lr, momentum and the rest read off the client's own optimiser
-    shuffle=True,  # the DataLoader reshuffles: the order is the client's secret
-    block_above=BLOCK_ABOVE,
-    max_seconds=60,
-    records=RECORDS,
-)
-client_app = ClientApp(mods=[mod])
-client_app.train()(train)
+def timed(msg: Message, context: Context, call_next) -> Message:
+    """A Mod listed before leakscope's: the client's time per round (its training and the Mod)."""
+    start = time.perf_counter()
+    reply = call_next(msg, context)
+    with open(CLIENT_SECONDS, "a") as f:
+        seconds = time.perf_counter() - start
+        f.write(json.dumps({"round": msg.content["config"]["server-round"], "client": str(context.node_config["partition-id"]),
+                            "seconds": seconds}) + "\n")
+    return reply
+
+
+def client_app(mode: str, budget_gflop: float) -> ClientApp:
+    mod = leakage_mod(
+        lambda context: partition(context.node_config["partition-id"]),  # each node's own rows
+        label="salary",
+        transformer=PREPROCESS,  # the client's own encoding: the attack reads the update in its terms
+        fitted_on=ADULT,  # the table it was fitted on (its numeric columns' ranges)
+        protocol="fedavg",
+        local_epochs=EPOCHS,
+        local_batch=BATCH,
+        optimizer=optimizer,  # lr, momentum and the rest read off the client's own optimiser
+        shuffle=True,  # the DataLoader reshuffles: the order is the client's secret
+        mode=mode,  # "gate": decide before the reply leaves; "monitor": send it, attack beside
+        block_above=BLOCK_ABOVE if mode == "gate" else None,
+        budget_gflop=budget_gflop,  # work, not seconds: the same rounds attacked under any load
+        records=RECORDS,
+    )
+    app = ClientApp(mods=[timed, mod])
+    app.train()(train)
+    return app
+
 
 server_app = ServerApp()
 
@@ -109,12 +140,27 @@ def main(grid: Grid, context: Context) -> None:
 
 
 if __name__ == "__main__":
-    if RECORDS.exists():
-        os.remove(RECORDS)
-    run_simulation(server_app, client_app, num_supernodes=2,
+    parser = argparse.ArgumentParser(description="The leakscope Mod in Flower's simulation engine.")
+    parser.add_argument("--mode", choices=("gate", "monitor"), default="gate")
+    parser.add_argument("--budget-gflop", type=float, default=BUDGET_GFLOP)
+    args = parser.parse_args()
+    # A fresh run: the records, the client's times, and a monitor's queue (`<records>.pending`).
+    for path in (RECORDS, CLIENT_SECONDS):
+        path.unlink(missing_ok=True)
+    shutil.rmtree(f"{RECORDS}.pending", ignore_errors=True)
+    # Ray runs its workers (here, the clients and the Mod) at nice 15 unless told otherwise: on a
+    # busy machine they would get almost no CPU, which a real client, a process of its own, does.
+    os.environ.setdefault("RAY_worker_niceness", "0")
+    start = time.perf_counter()
+    run_simulation(server_app, client_app(args.mode, args.budget_gflop), num_supernodes=2,
                    backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0}})
+    trained = time.perf_counter() - start
+    if args.mode == "monitor":
+        drain_monitor(RECORDS)  # the audits still running, or left queued when the simulation's actors stopped
+    print(f"{args.mode}: training took {trained:.1f} s; with every audit written, {time.perf_counter() - start:.1f} s")
     table = read_records(RECORDS)
-    print(table[["round", "client", "accuracy", "random_baseline", "gain_over_random", "rows_proved", "seconds"]].to_string())
+    print(table[["round", "client", "attacked", "accuracy", "random_baseline", "rows_proved", "work_gflop", "seconds"]].to_string())
     print(table[["round", "client", "optimizer", "momentum", "local_order", "recipe_mismatch"]].to_string())
     print(table[table.blocked.notna()][["round", "client", "blocked"]].to_string())
+    print(read_records(CLIENT_SECONDS).to_string())  # the client's time per round, training and Mod
     plot_records(table, RECORDS.with_suffix(".png"))

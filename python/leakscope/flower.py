@@ -48,7 +48,24 @@ The engine replays the stated recipe on the client's rows and compares the resul
 (the record's `recipe_check`: matches true, false, or null where it cannot tell, as for shuffled
 rows). Where it does not match, the record's `recipe_mismatch` says so: its accuracy is then what
 a server assuming the stated recipe reconstructs, not what this update gives away, and with
-`block_above` (a gate) the update is blocked, since the audit did not test what the client sends."""
+`block_above` (a gate) the update is blocked, since the audit did not test what the client sends.
+
+Two modes. A gate (`mode="gate"`, the default) audits before the reply leaves and can block it; it
+adds the audit's time to every round. A monitor (`mode="monitor"`) lets the reply leave at once
+and audits it in a process of its own beside the training (`leakscope._monitor`), writing the
+record when it is done; it cannot block.
+
+`budget_gflop` bounds a round's audit in work, not seconds: the engine counts what the attack's
+optimisation costs from the problem's sizes (`work_gflop` in every record), so whether a round is
+attacked is the same on a quiet and on a busy machine. A round past the budget is not attacked
+(its record's accuracy is null and `skipped` says why) and `over_budget` says what its reply does:
+"block" (the default of a gate with `block_above`: an update not audited is held back), "send"
+(the default otherwise) or "attack" (the budget is ignored: take the time). With `first_batch`
+(default True) such a round has its first local batch attacked instead: the gradient of the
+table's first `local_batch` rows at the weights the server sent. That is a view the server never
+has, so its figure is recorded apart (the record's `first_batch`, with `bounds` saying what it
+says of the server's: nothing either way), drawn apart by `plot_records`, never sent as the
+round's metric and never compared with `block_above`."""
 from __future__ import annotations
 
 import io
@@ -56,11 +73,12 @@ import json
 import math
 import os
 import time
+from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _native, defaults
+from . import _monitor, _native, defaults
 from ._convert import call, encoding_json, options_json, table_bytes, update_bytes
 from ._sklearn import encoding_from_sklearn
 
@@ -80,6 +98,10 @@ RECIPE = (
 )
 OPTIMIZERS = ("sgd", "adam", "adamw")
 LOCAL_ORDERS = ("given", "shuffled")
+#: A gate audits before the reply leaves; a monitor lets it leave and audits beside the training.
+MODES = ("gate", "monitor")
+#: What a round whose attack passes `budget_gflop` does: held back, sent unaudited, or attacked anyway.
+OVER_BUDGET = ("block", "send", "attack")
 #: The recipe's settings each optimiser takes; the others are left out of its rounds.
 _ADAM_TAKES = frozenset({"weight_decay", "betas", "adam_eps"})
 TAKES = {"sgd": frozenset({"momentum", "dampening", "nesterov", "weight_decay"}), "adam": _ADAM_TAKES, "adamw": _ADAM_TAKES}
@@ -321,7 +343,7 @@ class _Rows:
         classes = json.loads(encoding)["classes"]
         self.table = table
         self.count = len(y)
-        self.labels = None if regression else np.array([classes[int(v)] for v in y])
+        self.labels = None if regression else [classes[int(v)] for v in y]
 
 
 def _client_of(context: Any) -> str:
@@ -330,8 +352,93 @@ def _client_of(context: Any) -> str:
     return str(node_config.get("partition-id", context.node_id))
 
 
+def _scored(scored: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """A scored attack's figures as a record holds them (None where nothing was attacked)."""
+    scored = scored or {}
+    acc = scored.get("accuracy") or {}
+    return {
+        "accuracy": acc.get("total"),
+        "categorical": acc.get("categorical"),
+        "continuous": acc.get("continuous"),
+        "random_baseline": scored.get("random_baseline"),
+        "gain_over_random": scored.get("gain_over_random"),
+        "rows_proved": scored.get("rows_proved"),
+        "rows_consistent": scored.get("rows_consistent"),
+    }
+
+
+def audit_job(job: Dict[str, Any], progress: Optional[Callable[[Dict[str, Any]], Any]] = None) -> Dict[str, Any]:
+    """One round's record from the model sent and the model about to be sent back (`job`: what
+    `LeakageMod` queues, in this process for a gate, in a monitor's for a monitor)."""
+    start = time.perf_counter()
+    recipe, names = job["recipe"], job["names"]
+    if recipe["protocol"] == "fedsgd":
+        update = [(a - b) / recipe["client_lr"] for a, b in zip(job["sent"], job["got"])]
+    else:
+        update = [a - b for a, b in zip(job["sent"], job["got"])]
+    # FedSGD's update is one gradient: the local training's settings are FedAvg's (the engine
+    # refuses them there). Its recipe check still replays one plain gradient, which an Adam or
+    # weight-decayed client's first step does not reproduce.
+    fedsgd = recipe["protocol"] == "fedsgd"
+    local = _SETTINGS | {"optimizer", "local_order"}
+    sent_recipe = {k: v for k, v in recipe.items() if v is not None and not (fedsgd and k in local)}
+    options = {**job["options"], **sent_recipe, "batch_size": job["rows"]}
+    arrays = _named(names, update)
+    if recipe["protocol"] == "fedavg" and job["labels"] is not None:
+        archive = _with_labels(arrays, np.array(job["labels"]))
+    else:
+        archive = update_bytes(arrays) or b""
+    # Past the budget, "attack" takes the time: the engine is given no budget.
+    budget = None if job["over_budget"] == "attack" else job["budget_gflop"]
+    out = call(
+        _native.audit_round,
+        job["encoding"],
+        archive,
+        update_bytes(_named(names, list(job["sent"]))),
+        options_json(options),
+        job["table"],
+        budget,
+        job["first_batch"],
+        progress or (lambda p: True),
+    )
+    work = out["work"]["gflop"]
+    over = job["budget_gflop"] is not None and work > job["budget_gflop"]
+    first = out.get("first_batch")
+    scored = out["scored"] or {}
+    return {
+        "attacked": "round" if out["scored"] else "nothing",
+        **_scored(out["scored"]),
+        "rows": job["rows"],
+        "epsilon": job["epsilon"],
+        "seconds": time.perf_counter() - start,
+        "work_gflop": work,
+        "budget_gflop": job["budget_gflop"],
+        # What was done where the round's attack passed the budget (None where it did not).
+        "over_budget": job["over_budget"] if over else None,
+        "skipped": out["skipped"],
+        # Apart from the round's figures: a view the server never has (its `bounds` says so).
+        "first_batch": None if first is None else {
+            "rows": first["rows"],
+            **_scored(first["scored"]),
+            "work_gflop": first["work"]["gflop"],
+            "skipped": first["skipped"],
+            "bounds": first["bounds"],
+        },
+        **{k: recipe.get(k) for k in RECIPE},
+        "recipe_check": scored.get("recipe_check"),
+        "recipe_mismatch": recipe_mismatch(scored.get("recipe_check")),
+        "mode": job["mode"],
+        "blocked": None,  # a gate's verdict (`LeakageMod.blocks`); a monitor never blocks
+        "held_seconds": job.get("held_seconds"),
+        "round": job["round"],
+        "client": job["client"],
+        **({"job": job["job"]} if "job" in job else {}),
+    }
+
+
 class LeakageMod:
-    """The Mod `leakage_mod` returns; `records` holds this process's records."""
+    """The Mod `leakage_mod` returns; `records` holds this process's records (a monitor's, once
+    `wait` has read them back)."""
 
     def __init__(
         self,
@@ -354,12 +461,40 @@ class LeakageMod:
         adam_eps: Optional[float] = None,
         local_order: Optional[str] = None,
         shuffle: Optional[bool] = None,
+        mode: str = "gate",
         block_above: Optional[float] = None,
-        max_seconds: Optional[float] = None,
+        budget_gflop: Optional[float] = None,
+        over_budget: Optional[str] = None,
+        first_batch: bool = True,
         records: Optional[Union[str, "os.PathLike[str]"]] = "leakscope-records.jsonl",
         client: Optional[str] = None,
+        progress: Optional[Callable[[Dict[str, Any]], Any]] = None,
+        max_seconds: Any = None,
         **options: Any,
     ) -> None:
+        if max_seconds is not None:
+            raise ValueError(
+                "leakage_mod: max_seconds is gone: a budget in seconds made whether a round was attacked depend on "
+                "how busy the machine was. Give budget_gflop=, the engine's counted work (each record's work_gflop "
+                "and seconds show this machine's pace), and over_budget= for what happens to a round past it"
+            )
+        if mode not in MODES:
+            raise ValueError(f"leakage_mod: mode={mode!r}; it is one of {', '.join(MODES)}")
+        if over_budget is None:
+            over_budget = "block" if mode == "gate" and block_above is not None else "send"
+        if over_budget not in OVER_BUDGET:
+            raise ValueError(f"leakage_mod: over_budget={over_budget!r}; it is one of {', '.join(OVER_BUDGET)}")
+        if budget_gflop is not None and not (isinstance(budget_gflop, (int, float)) and budget_gflop >= 0):
+            raise ValueError(f"leakage_mod: budget_gflop={budget_gflop!r}; give a number of GFLOP, 0 or more, or None")
+        if mode == "monitor":
+            refused = [
+                (block_above is not None, "block_above (a monitor's reply has left before its audit: use mode='gate')"),
+                (over_budget == "block", "over_budget='block' (the reply has left: 'send' or 'attack')"),
+                (records is None, "records=None (a monitor writes its records from another process: give a path)"),
+                (progress is not None, "progress= (the audit runs in another process)"),
+            ]
+            for _, why in (r for r in refused if r[0]):
+                raise ValueError(f"leakage_mod: mode='monitor' takes no {why}")
         if encoding is not None and transformer is not None:
             raise ValueError("leakage_mod: give encoding= or transformer=, not both: the transformer's encoding is the encoding")
         if callable(table) and encoding is None and (transformer is None or fitted_on is None):
@@ -393,12 +528,19 @@ class LeakageMod:
         stated = _stated_recipe(given, optimizer, shuffle)
         engine = defaults()
         self.recipe: Dict[str, Any] = _normal({k: stated[k] if k in stated else engine.get(k) for k in RECIPE})
+        self.mode = mode
         self.block_above = block_above
-        self.max_seconds = max_seconds
-        self.path = records
+        self.budget_gflop = None if budget_gflop is None else float(budget_gflop)
+        self.over_budget = over_budget
+        self.first_batch = bool(first_batch)
+        self.path = None if records is None else Path(records).resolve()
         self.client = client
+        self.progress = progress
         self.options = options
         self.records: List[Dict[str, Any]] = []
+        # A monitor's jobs, by name, in the order they were queued.
+        self.queued: List[str] = []
+        self.rounds = 0
         # One ClientApp serves every node of a simulation: a callable table gives each its rows.
         self.table_of: Optional[Callable[[Any], Any]] = table if callable(table) else None
         self.clients: Dict[Any, _Rows] = {} if callable(table) else {None: _Rows(table_bytes(table), self.encoding)}
@@ -422,26 +564,38 @@ class LeakageMod:
         reply = call_next(msg, context)
         if reply.has_error():
             return reply
+        start = time.perf_counter()
         reply_names, got = _arrays(reply.content)
         if reply_names != names or any(a.shape != b.shape for a, b in zip(sent, got)):
             raise ValueError("leakage_mod: the reply's arrays are not the model the server sent")
-        record = self.audit(names, sent, got, recipe, self.rows_for(context), epsilon=_metric(reply.content, EPSILON_KEY))
-        record["round"] = _round_of(config, msg.metadata.group_id, len(self.records) + 1)
-        record["client"] = self.client if self.client is not None else _client_of(context)
+        self.rounds += 1
+        job = self.job(names, sent, got, recipe, self.rows_for(context), _metric(reply.content, EPSILON_KEY))
+        job["round"] = _round_of(config, msg.metadata.group_id, self.rounds)
+        job["client"] = self.client if self.client is not None else _client_of(context)
+        if self.mode == "monitor":
+            assert self.path is not None
+            job["held_seconds"] = time.perf_counter() - start  # the rest is the monitor's
+            self.queued.append(_monitor.queue(self.path, job))
+            return reply
+        record = audit_job(job, self.progress)
         why = self.blocks(record)
         record["blocked"] = why
+        record["held_seconds"] = time.perf_counter() - start
         self.write(record)
         if why is not None:
             return Message(Error(code=6, reason=f"leakscope blocked this update: {why}"), reply_to=msg)
         metrics = {
+            "leakscope.attacked": 1.0 if record["attacked"] == "round" else 0.0,
             "leakscope.accuracy": record["accuracy"],
             "leakscope.gain_over_random": record["gain_over_random"],
             "leakscope.rows_proved": record["rows_proved"],
+            "leakscope.work_gflop": record["work_gflop"],
             "leakscope.seconds": record["seconds"],
             "leakscope.recipe_mismatch": 0.0 if record["recipe_mismatch"] is None else 1.0,
         }
         # Into the reply's own MetricRecord: Flower's strategies take exactly one per reply (and
-        # then average these figures over the clients, weighted as the rest).
+        # then average these figures over the clients, weighted as the rest). A round not attacked
+        # sends no accuracy: the first local batch's figure is not the round's.
         present: Dict[str, Any] = {k: float(v) for k, v in metrics.items() if v is not None}
         records = reply.content.metric_records
         if records:
@@ -449,6 +603,33 @@ class LeakageMod:
         else:
             reply.content["metrics"] = MetricRecord(present)
         return reply
+
+    def job(
+        self,
+        names: List[str],
+        sent: Sequence[np.ndarray],
+        got: Sequence[np.ndarray],
+        recipe: Dict[str, Any],
+        rows: "_Rows",
+        epsilon: Optional[float],
+    ) -> Dict[str, Any]:
+        """Everything a round's audit needs, as data (a monitor's process reads it from a file)."""
+        return {
+            "names": names,
+            "sent": list(sent),
+            "got": list(got),
+            "recipe": recipe,
+            "encoding": self.encoding,
+            "options": self.options,
+            "table": rows.table,
+            "rows": rows.count,
+            "labels": rows.labels,
+            "budget_gflop": self.budget_gflop,
+            "over_budget": self.over_budget,
+            "first_batch": self.first_batch,
+            "epsilon": epsilon,
+            "mode": self.mode,
+        }
 
     def audit(
         self,
@@ -459,58 +640,22 @@ class LeakageMod:
         rows: "_Rows",
         epsilon: Optional[float] = None,
     ) -> Dict[str, Any]:
-        """One round's record from the model sent and the model about to be sent back."""
-        start = time.perf_counter()
-        if recipe["protocol"] == "fedsgd":
-            update = [(a - b) / recipe["client_lr"] for a, b in zip(sent, got)]
-        else:
-            update = [a - b for a, b in zip(sent, got)]
-        # FedSGD's update is one gradient: the local training's settings are FedAvg's (the engine
-        # refuses them there). Its recipe check still replays one plain gradient, which an Adam or
-        # weight-decayed client's first step does not reproduce.
-        fedsgd = recipe["protocol"] == "fedsgd"
-        local = _SETTINGS | {"optimizer", "local_order"}
-        sent_recipe = {k: v for k, v in recipe.items() if v is not None and not (fedsgd and k in local)}
-        options = {**self.options, **sent_recipe, "batch_size": rows.count}
-        arrays = _named(names, update)
-        if recipe["protocol"] == "fedavg" and rows.labels is not None:
-            archive = _with_labels(arrays, rows.labels)
-        else:
-            archive = update_bytes(arrays) or b""
-        out = call(
-            _native.audit_round,
-            self.encoding,
-            archive,
-            update_bytes(_named(names, list(sent))),
-            options_json(options),
-            rows.table,
-            self.max_seconds,
-            lambda p: True,
-        )
-        scored = out["scored"] or {}
-        acc = scored.get("accuracy") or {}
-        return {
-            "attacked": out["attacked"],
-            "budget": out["budget"],
-            "accuracy": acc.get("total"),
-            "categorical": acc.get("categorical"),
-            "continuous": acc.get("continuous"),
-            "random_baseline": scored.get("random_baseline"),
-            "gain_over_random": scored.get("gain_over_random"),
-            "rows_proved": scored.get("rows_proved"),
-            "rows_consistent": scored.get("rows_consistent"),
-            "rows": scored.get("rows"),
-            "epsilon": epsilon,
-            "seconds": time.perf_counter() - start,
-            **{k: recipe.get(k) for k in RECIPE},
-            "recipe_check": scored.get("recipe_check"),
-            "recipe_mismatch": recipe_mismatch(scored.get("recipe_check")),
-        }
+        """One round's record from the model sent and the model about to be sent back, audited here."""
+        job = self.job(names, sent, got, recipe, rows, epsilon)
+        return audit_job({**job, "round": None, "client": None}, self.progress)
 
     def blocks(self, record: Dict[str, Any]) -> Optional[str]:
-        """Why this update does not pass the gate `block_above`; None where it passes (or there is
-        no gate). An update the stated recipe does not reproduce is blocked whatever its accuracy:
-        the audit did not test what this client sends."""
+        """Why this update does not pass the gate; None where it passes. A round whose attack
+        passed the budget is held back where over_budget is "block" (it was not audited), whatever
+        its first local batch scored; an update the stated recipe does not reproduce is blocked
+        whatever its accuracy (the audit did not test what this client sends); and one whose
+        attack passes `block_above`."""
+        if record["over_budget"] == "block":
+            return (
+                f"this round's attack counts {record['work_gflop']:.1f} GFLOP, over budget_gflop = {self.budget_gflop}, "
+                "so it was not audited, and over_budget='block' holds an unaudited update back (raise budget_gflop, or "
+                "choose over_budget='send' to let it through or 'attack' to take the time)"
+            )
         if self.block_above is None:
             return None
         check = record.get("recipe_check") or {}
@@ -534,23 +679,58 @@ class LeakageMod:
             with open(self.path, "a", encoding="utf-8") as f:
                 f.write(json.dumps(record) + "\n")
 
+    def wait(self) -> List[Dict[str, Any]]:
+        """This Mod's records, every one written: a monitor's audits still running are waited for
+        (and those no monitor process finished are run here: `drain_monitor`). A gate writes its
+        records before the reply leaves, so there is nothing to wait for."""
+        if self.mode == "monitor" and self.queued:
+            assert self.path is not None
+            _monitor.wait_started()
+            drain_monitor(self.path)
+            by_job = {r.get("job"): r for r in _read_lines(self.path)}
+            self.records = [by_job[j] for j in self.queued if j in by_job]
+        return self.records
+
+
+def drain_monitor(records: Union[str, "os.PathLike[str]"]) -> int:
+    """Wait for the monitor processes writing to `records`, and audit here every round they left
+    queued (a simulation's actors are killed when it ends, and their monitors may go with them);
+    how many were audited here."""
+    return len(_monitor.drain(Path(records).resolve(), audit_job))
+
 
 def leakage_mod(table: Any, label: str, **options: Any) -> LeakageMod:
     """A Mod for `ClientApp(client_fn, mods=[...])` that attacks each training reply against the
     client's rows `table` (CSV path, CSV bytes or DataFrame, or a function of the node's Context
     giving them, for one ClientApp serving many nodes), records accuracy, gain over the
     random guess, rows proved, ε, seconds and the engine's check of the stated recipe per round
-    (JSON lines in `records`, and Flower metrics), and with `block_above=x` replaces by an error
-    reply saying why a reply whose accuracy passes x or that the stated recipe does not reproduce.
-    The recipe: `protocol`, `local_epochs`, `local_batch`, `client_lr`, and `optimizer` (a torch.optim
-    SGD, Adam or AdamW, a function of the parameters returning one, or its name with `momentum`,
-    `dampening`, `nesterov`, `weight_decay`, `betas`, `adam_eps`), `shuffle` (the client reshuffles
-    its rows every epoch); see the module's docstring. `encoding`: the federation's encoding (default: `table`'s own);
+    (JSON lines in `records`, and Flower metrics). The recipe: `protocol`, `local_epochs`,
+    `local_batch`, `client_lr`, and `optimizer` (a torch.optim SGD, Adam or AdamW, a function of
+    the parameters returning one, or its name with `momentum`, `dampening`, `nesterov`,
+    `weight_decay`, `betas`, `adam_eps`), `shuffle` (the client reshuffles its rows every epoch);
+    see the module's docstring. `encoding`: the federation's encoding (default: `table`'s own);
     `transformer`: instead of `encoding`, the client's fitted scikit-learn ColumnTransformer (read
-    against `fitted_on`, default `table`: see the module's docstring); `max_seconds`: a
-    round projected to take longer is attacked on its first local batch instead. Other options
+    against `fitted_on`, default `table`: see the module's docstring).
+
+    `mode`: "gate" (the default) audits before the reply leaves, and with `block_above=x` replaces
+    by an error reply saying why a reply whose accuracy passes x or that the stated recipe does not
+    reproduce; "monitor" lets the reply leave at once and audits it in a process of its own beside
+    the training (`wait`, `drain_monitor`).
+
+    `budget_gflop`: the most work a round's attack may count (the engine's count from the
+    problem's sizes, `work_gflop` in each record: the same on a quiet and a busy machine); a round
+    past it is not attacked, and `over_budget` says what its reply does: "block" (a gate with
+    `block_above`'s default), "send" (the default otherwise) or "attack" (take the time). With
+    `first_batch` (default True) a round not attacked has its first local batch attacked instead,
+    recorded apart (`first_batch`, with what its figure bounds) and never compared with
+    `block_above`. `progress`: a callback given the engine's progress (a gate's). Other options
     are `attack`'s (ensemble, iterations, …)."""
     return LeakageMod(table, label, **options)
+
+
+def _read_lines(path: Union[str, "os.PathLike[str]"]) -> List[Dict[str, Any]]:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
 
 
 def read_records(*paths: Union[str, "os.PathLike[str]"]) -> Any:
@@ -558,9 +738,8 @@ def read_records(*paths: Union[str, "os.PathLike[str]"]) -> Any:
     and round where pandas is installed, else a list of dicts."""
     rows: List[Dict[str, Any]] = []
     for path in paths:
-        with open(path, encoding="utf-8") as f:
-            rows.extend(json.loads(line) for line in f if line.strip())
-    rows.sort(key=lambda r: (str(r.get("client")), r.get("round", 0)))
+        rows.extend(_read_lines(path))
+    rows.sort(key=lambda r: (str(r.get("client")), r.get("round") or 0))
     try:
         import pandas as pd  # type: ignore[import-untyped, unused-ignore]
     except ImportError:
@@ -570,7 +749,9 @@ def read_records(*paths: Union[str, "os.PathLike[str]"]) -> Any:
 
 def plot_records(records: Any, path: Optional[Union[str, "os.PathLike[str]"]] = None) -> Any:
     """One panel per client: the attack's accuracy and the random guess over rounds, blocked
-    rounds marked. Needs matplotlib; saved to `path` where given; returns the figure."""
+    rounds marked, rounds not attacked (past the budget) marked on the axis, and where their first
+    local batch was attacked instead, its figure drawn apart (a view the server never has). Needs
+    matplotlib; saved to `path` where given; returns the figure."""
     import matplotlib
 
     if path is not None:
@@ -578,18 +759,29 @@ def plot_records(records: Any, path: Optional[Union[str, "os.PathLike[str]"]] = 
     import matplotlib.pyplot as plt
 
     rows = records.to_dict("records") if hasattr(records, "to_dict") else list(records)
+    rows = [r for r in rows if isinstance(r.get("round"), (int, float)) and r["round"] == r["round"]]  # NaN: none
     clients = sorted({str(r["client"]) for r in rows})
     fig, axes = plt.subplots(len(clients), 1, figsize=(6, 2.4 * len(clients)), squeeze=False, sharex=True)
+
+    def figure(value: Any) -> float:
+        return float("nan") if value is None else float(value)
+
     for ax, client in zip(axes[:, 0], clients):
         mine = sorted((r for r in rows if str(r["client"]) == client), key=lambda r: r["round"])
         rounds = [r["round"] for r in mine]
-        ax.plot(rounds, [r["accuracy"] for r in mine], "o-", label="server's reconstruction")
-        ax.plot(rounds, [r["random_baseline"] for r in mine], "s--", label="random guess")
+        ax.plot(rounds, [figure(r.get("accuracy")) for r in mine], "o-", label="server's reconstruction")
+        ax.plot(rounds, [figure(r.get("random_baseline")) for r in mine], "s--", label="random guess")
         blocked = [r for r in mine if isinstance(r.get("blocked"), str)]  # NaN in a DataFrame
-        ax.plot([r["round"] for r in blocked], [r["accuracy"] for r in blocked], "rx", ms=10, label="blocked")
+        ax.plot([r["round"] for r in blocked], [figure(r.get("accuracy")) if r.get("accuracy") is not None else 0.0
+                                                 for r in blocked], "rx", ms=10, label="blocked")
         # The stated recipe did not reproduce these updates: their accuracy is not the server's.
         off = [r for r in mine if isinstance(r.get("recipe_mismatch"), str)]
         ax.plot([r["round"] for r in off], [r["accuracy"] for r in off], "o", mfc="none", mec="k", ms=12, label="recipe mismatch")
+        skipped = [r for r in mine if r.get("attacked") != "round"]
+        ax.plot([r["round"] for r in skipped], [0.0] * len(skipped), "k|", ms=14, label="round not attacked")
+        first = [r for r in skipped if isinstance(r.get("first_batch"), dict) and r["first_batch"].get("accuracy") is not None]
+        ax.plot([r["round"] for r in first], [r["first_batch"]["accuracy"] for r in first], "^", mfc="none", mec="tab:gray",
+                ms=9, label="first local batch only (not the round)")
         ax.set_ylim(0, 1.05)
         ax.set_xticks(rounds)
         ax.set_title(f"client {client}")

@@ -1,6 +1,8 @@
 """The Mod on Flower's own Message and ArrayRecord objects, for a PyTorch MLP on the Adult sample:
-its record is the CLI's attack on the same update, blocking replaces the reply, a round over budget
-attacks its first local batch, and an in-process run writes one record per round per client. The
+its record is the CLI's attack on the same update, blocking replaces the reply, a budget in work
+gives the same records however slow the engine runs, a round over it is not attacked (its first
+local batch is, apart, and never blocks as the round), a monitor lets the reply leave before its
+audit and writes the gate's record, and an in-process run writes one record per round per client. The
 client's optimiser (torch's SGD, Adam, AdamW, or by name) and row order are read into the recipe,
 what the engine cannot replay is refused, and the engine's check of the recipe against the update
 is recorded (a mismatch blocks a gate)."""
@@ -130,14 +132,132 @@ def test_epsilon_spent_is_read_from_the_reply_and_the_figures_join_its_metrics()
     assert mod.records[0]["epsilon"] is None
 
 
-def test_a_round_over_budget_attacks_its_first_local_batch(tmp_path):
-    recipe = dict(protocol="fedavg", local_epochs=1, local_batch=8, client_lr=0.05)
-    client, mod, d = app(client_rows(100, 32), recipe, max_seconds=1e-6, records=None)
+FEDAVG = dict(protocol="fedavg", local_epochs=1, local_batch=8, client_lr=0.05)
+# What a record holds besides the timings and where it was audited.
+TIMED = ("seconds", "held_seconds", "mode", "job")
+
+
+def untimed(record: dict) -> dict:
+    return {k: v for k, v in record.items() if k not in TIMED}
+
+
+def work_of(recipe: dict) -> float:
+    """The work the engine counts for the FedAvg round below (the same whatever the machine)."""
+    client, mod, d = app(client_rows(100, 32), recipe, records=None)
+    client(round_message(network(d, 7), 1), context())
+    return mod.records[0]["work_gflop"]
+
+
+def test_a_slowed_engine_gives_the_same_records():
+    """The round fits its budget exactly; the engine slowed at every report (as on a busy machine:
+    the retired max_seconds projected this pace past its limit and attacked something else)
+    writes the same record, up to the seconds."""
+    budget = work_of(FEDAVG)
+    records = []
+    for pause in (0.0, 0.1):
+        client, mod, d = app(client_rows(100, 32), FEDAVG, budget_gflop=budget, block_above=0.9, records=None,
+                             progress=lambda p, pause=pause: time.sleep(pause))
+        reply = client(round_message(network(d, 7), 1), context())
+        records.append(mod.records[0])
+        assert reply.has_error() == (mod.records[0]["blocked"] is not None)
+    quick, slow = records
+    assert slow["held_seconds"] > quick["held_seconds"] + 0.5, "the throttle slowed the engine"
+    assert quick["attacked"] == "round" and quick["over_budget"] is None and quick["accuracy"] is not None
+    assert untimed(quick) == untimed(slow)
+
+
+def test_a_first_local_batch_never_blocks_as_if_it_were_the_round():
+    """Past the budget the round is not attacked: its first local batch is, apart, and its figure
+    passes block_above here, yet neither blocks nor is sent as the round's; what blocks (by
+    default, in a gate with block_above) is that the round was not audited, and it says so."""
+    budget = work_of(FEDAVG) / 2
+    client, mod, d = app(client_rows(100, 32), FEDAVG, budget_gflop=budget, block_above=0.0, over_budget="send",
+                         records=None)
     reply = client(round_message(network(d, 7), 1), context())
-    assert not reply.has_error()
     record = mod.records[0]
-    assert record["attacked"] == "first local batch" and "max_seconds" in record["budget"]
-    assert record["rows"] == 8 and record["accuracy"] is not None
+    first = record["first_batch"]
+    assert first["rows"] == 8 and first["accuracy"] > 0.0 and "neither an upper nor a lower bound" in first["bounds"]
+    assert record["attacked"] == "nothing" and record["accuracy"] is None and record["over_budget"] == "send"
+    assert "over the budget" in record["skipped"]
+    assert not reply.has_error() and record["blocked"] is None
+    metrics = reply.content.metric_records["metrics"]
+    assert "leakscope.accuracy" not in metrics and metrics["leakscope.attacked"] == 0.0
+    client, mod, d = app(client_rows(100, 32), FEDAVG, budget_gflop=budget, block_above=0.0, records=None)
+    reply = client(round_message(network(d, 7), 1), context())
+    assert reply.has_error() and "over budget_gflop" in reply.error.reason and "block_above" not in reply.error.reason
+    assert mod.records[0]["over_budget"] == "block"
+    client, mod, d = app(client_rows(100, 32), FEDAVG, budget_gflop=budget, over_budget="attack", records=None)
+    client(round_message(network(d, 7), 1), context())
+    assert mod.records[0]["attacked"] == "round" and mod.records[0]["over_budget"] == "attack"
+    assert mod.records[0]["first_batch"] is None
+
+
+def test_a_monitor_lets_the_reply_leave_before_its_audit_and_writes_the_gates_record(tmp_path):
+    """A monitor's reply leaves while its audit cannot even start (the test holds the spool's
+    lock, so round 1's monitor leaves the job queued); round 2's monitor, in a process of its own,
+    audits both, and round 1's record is the gate's."""
+    import fcntl
+
+    from leakscope import _monitor
+    from leakscope.flower import drain_monitor
+
+    client, gate, d = app(client_rows(100, 32), FEDAVG, records=None)
+    client(round_message(network(d, 7), 1), context())
+    path = tmp_path / "records.jsonl"
+    client, mod, d = app(client_rows(100, 32), FEDAVG, mode="monitor", records=path)
+    spool = _monitor.spool_of(path.resolve())
+    spool.mkdir()
+    with open(spool / "lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        reply = client(round_message(network(d, 7), 1), context())
+        assert not reply.has_error() and not reply.content.metric_records, "the reply left as the client made it"
+        _monitor.wait_started()
+        assert not path.exists() and len(list(spool.glob("job-*.npz"))) == 1
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    client(round_message(network(d, 7), 2), context())
+    _monitor.wait_started()
+    assert drain_monitor(path) == 0, "the monitor process wrote both"
+    first, second = mod.wait()
+    assert (first["round"], second["round"]) == (1, 2)
+    assert first["mode"] == "monitor" and first["blocked"] is None and first["held_seconds"] < gate.records[0]["seconds"]
+    assert untimed(first) == untimed(gate.records[0])
+    assert not list(spool.glob("job-*.npz"))
+
+
+def test_a_queued_audit_whose_monitor_never_ran_is_written_by_drain(tmp_path, monkeypatch):
+    """A simulation's actors (and their monitors) may be killed when it ends: what they queued
+    stays in the spool, and drain_monitor audits it, once."""
+    from leakscope import _monitor
+    from leakscope.flower import drain_monitor
+
+    monkeypatch.setattr(_monitor, "_start", lambda spool, records: None)
+    path = tmp_path / "records.jsonl"
+    client, mod, d = app(client_rows(100, 32), FEDAVG, mode="monitor", records=path)
+    client(round_message(network(d, 7), 1), context())
+    client(round_message(network(d, 7), 2), context())
+    assert not path.exists()
+    assert drain_monitor(path) == 2 and drain_monitor(path) == 0
+    assert [r["round"] for r in read_records(path).to_dict("records")] == [1, 2]
+    assert [r["round"] for r in mod.wait()] == [1, 2]
+
+
+@pytest.mark.parametrize(
+    "given, says",
+    [
+        (dict(max_seconds=60), "budget_gflop"),
+        (dict(mode="monitor", block_above=0.8), "block_above"),
+        (dict(mode="monitor", over_budget="block"), "over_budget='block'"),
+        (dict(mode="monitor", records=None), "records=None"),
+        (dict(mode="shadow"), "gate, monitor"),
+        (dict(over_budget="wait"), "block, send, attack"),
+        (dict(budget_gflop=-1), "budget_gflop"),
+    ],
+)
+def test_the_modes_and_the_budget_refuse_what_they_cannot_do(given, says):
+    options = dict(protocol="fedavg", local_epochs=1, local_batch=8, records="r.jsonl")
+    with pytest.raises(ValueError, match=None) as e:
+        leakage_mod(client_rows(100, 32), label="salary", encoding=encoding(), **{**options, **given})
+    assert says in str(e.value)
 
 
 def test_an_in_process_run_writes_one_record_per_round_per_client(tmp_path):
@@ -159,30 +279,43 @@ def test_an_in_process_run_writes_one_record_per_round_per_client(tmp_path):
     assert all(len(ax.lines[2].get_xdata()) == 0 for ax in fig.axes), "no round was blocked"
 
 
-def test_flowers_simulation_engine_runs_the_example(tmp_path):
+def test_flowers_simulation_engine_runs_the_example_as_a_gate_and_as_a_monitor(tmp_path):
     """The README's example in Flower's simulation engine: two clients, three rounds, a record per
     round per client with the recipe read off the client's optimiser (SGD, momentum 0.9, rows
-    reshuffled every epoch, so the engine cannot check it), and the updates over block_above
-    blocked (not aggregated) with the reason."""
+    reshuffled every epoch, so the engine cannot check it), every round within the budget and
+    attacked, and the updates over block_above blocked (not aggregated) with the reason. Run again
+    as a monitor, the replies leave before their audits and the records are the gate's."""
     import subprocess
     import sys
     from pathlib import Path
 
     pytest.importorskip("ray")
     example = Path(__file__).resolve().parents[1] / "examples" / "flower_adult.py"
-    done = subprocess.run([sys.executable, str(example)], cwd=tmp_path, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-3000:]
-    rows = read_records(tmp_path / "leakscope-records.jsonl").to_dict("records")
-    assert sorted((r["client"], r["round"]) for r in rows) == [(c, k) for c in ("0", "1") for k in (1, 2, 3)]
+    runs = {}
+    for mode in ("gate", "monitor"):
+        cwd = tmp_path / mode
+        cwd.mkdir()
+        done = subprocess.run([sys.executable, str(example), "--mode", mode], cwd=cwd, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-3000:]
+        rows = read_records(cwd / "leakscope-records.jsonl").to_dict("records")
+        assert sorted((r["client"], r["round"]) for r in rows) == [(c, k) for c in ("0", "1") for k in (1, 2, 3)]
+        assert len(read_records(cwd / "leakscope-client-seconds.jsonl")) == 6, "the client's time per round"
+        for r in rows:
+            assert (r["optimizer"], r["client_lr"], r["momentum"], r["local_order"]) == ("sgd", 0.05, 0.9, "shuffled"), r
+            assert r["recipe_check"]["matches"] is None and not isinstance(r["recipe_mismatch"], str), r
+            assert r["attacked"] == "round" and r["work_gflop"] < r["budget_gflop"] and r["mode"] == mode, r
+        runs[mode] = (rows, done.stdout + done.stderr)
+    rows, printed = runs["gate"]
     for r in rows:
-        assert (r["optimizer"], r["client_lr"], r["momentum"], r["local_order"]) == ("sgd", 0.05, 0.9, "shuffled"), r
-        assert r["recipe_check"]["matches"] is None and not isinstance(r["recipe_mismatch"], str), r
         blocked = isinstance(r["blocked"], str)
         assert blocked == (r["accuracy"] > 0.82), r
         assert not blocked or "over block_above = 0.82" in r["blocked"]
     # Whether any round passes 0.82 is the attack's to say; each one that did was refused.
     any_blocked = any(isinstance(r["blocked"], str) for r in rows)
-    assert any_blocked == ("blocked this update" in done.stdout + done.stderr)
+    assert any_blocked == ("blocked this update" in printed)
+    if not any_blocked:  # the same models were sent in both runs
+        same = lambda rows: [{k: v for k, v in untimed(r).items() if k != "blocked"} for r in rows]  # noqa: E731
+        assert same(runs["monitor"][0]) == same(rows)
 
 
 # The client's optimiser and row order.
@@ -205,12 +338,13 @@ def engine(monkeypatch):
     answers with `check` as its recipe check: the Mod's own part, without an attack."""
     seen = SimpleNamespace(options=[], check=None)
 
-    def audit_round(encoding, update, weights, options, truth, max_seconds=None, progress=None):
+    def audit_round(encoding, update, weights, options, truth, budget_gflop=None, first_batch=True, progress=None):
         seen.options.append(json.loads(options))
         scored = {"accuracy": {"total": 0.7, "categorical": 0.7, "continuous": 0.7}, "random_baseline": 0.6,
                   "gain_over_random": 0.1, "rows_proved": 0, "rows_consistent": 0, "rows": 32,
                   "recipe_check": seen.check}
-        return json.dumps({"attacked": "round", "budget": None, "scored": scored})
+        work = {"gflop": 1.0, "members": 15, "iterations": 1500}
+        return json.dumps({"scored": scored, "work": work, "budget_gflop": None, "skipped": None, "first_batch": None})
 
     monkeypatch.setattr(leakscope._native, "audit_round", audit_round)
     return seen

@@ -16,7 +16,7 @@ def names() -> List[str]:
 
 
 def mod(path: str) -> LeakageMod:
-    return leakage_mod(path, label="salary", block_above=0.9, max_seconds=30.0)
+    return leakage_mod(path, label="salary", block_above=0.9, budget_gflop=500.0)
 
 
 def cancelled() -> type:
