@@ -145,9 +145,19 @@ async fn first_batch(
     if let Some(why) = over(&work, budget.gflop, "the first local batch's attack") {
         return Ok(apart(None, Some(why)));
     }
-    let (update, rows) = first_batch_update(received, truth, &one, b).await?;
-    let scored = attack_received_against(runtime, dataset, &one, &update, &rows, progress).await?;
-    Ok(apart(Some(scored), None))
+    let attacked = async {
+        let (update, rows) = first_batch_update(received, truth, &one, b).await?;
+        attack_received_against(runtime, dataset, &one, &update, &rows, progress).await
+    };
+    // What the engine cannot do with this view is said in the record; the round's audit stands.
+    match attacked.await {
+        Ok(scored) => Ok(apart(Some(scored), None)),
+        Err(Error::Config(why)) => Ok(apart(
+            None,
+            Some(format!("the first local batch was not attacked: {why}")),
+        )),
+        Err(e) => Err(e),
+    }
 }
 
 /// The update of the first `b` rows alone at the weights the server sent (one FedSGD step of the
