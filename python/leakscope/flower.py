@@ -488,13 +488,14 @@ class LeakageMod:
             raise ValueError(f"leakage_mod: budget_gflop={budget_gflop!r}; give a number of GFLOP, 0 or more, or None")
         if mode == "monitor":
             refused = [
-                (block_above is not None, "block_above (a monitor's reply has left before its audit: use mode='gate')"),
-                (over_budget == "block", "over_budget='block' (the reply has left: 'send' or 'attack')"),
-                (records is None, "records=None (a monitor writes its records from another process: give a path)"),
-                (progress is not None, "progress= (the audit runs in another process)"),
+                (block_above is not None, "takes no block_above (a monitor's reply has left before its audit: use mode='gate')"),
+                (over_budget == "block", "takes no over_budget='block' (the reply has left: 'send' or 'attack')"),
+                (records is None, "takes no records=None (a monitor writes its records from another process: give a path)"),
+                (progress is not None, "takes no progress= (the audit runs in another process)"),
+                (os.name != "posix", "runs on Linux and macOS only (its queue takes POSIX file locks)"),
             ]
             for _, why in (r for r in refused if r[0]):
-                raise ValueError(f"leakage_mod: mode='monitor' takes no {why}")
+                raise ValueError(f"leakage_mod: mode='monitor' {why}")
         if encoding is not None and transformer is not None:
             raise ValueError("leakage_mod: give encoding= or transformer=, not both: the transformer's encoding is the encoding")
         if callable(table) and encoding is None and (transformer is None or fitted_on is None):
