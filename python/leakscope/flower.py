@@ -632,19 +632,6 @@ class LeakageMod:
             "mode": self.mode,
         }
 
-    def audit(
-        self,
-        names: List[str],
-        sent: Sequence[np.ndarray],
-        got: Sequence[np.ndarray],
-        recipe: Dict[str, Any],
-        rows: "_Rows",
-        epsilon: Optional[float] = None,
-    ) -> Dict[str, Any]:
-        """One round's record from the model sent and the model about to be sent back, audited here."""
-        job = self.job(names, sent, got, recipe, rows, epsilon)
-        return audit_job({**job, "round": None, "client": None}, self.progress)
-
     def blocks(self, record: Dict[str, Any]) -> Optional[str]:
         """Why this update does not pass the gate; None where it passes. A round whose attack
         passed the budget is held back where over_budget is "block" (it was not audited), whatever

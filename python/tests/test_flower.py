@@ -153,15 +153,21 @@ def test_a_slowed_engine_gives_the_same_records():
     the retired max_seconds projected this pace past its limit and attacked something else)
     writes the same record, up to the seconds."""
     budget = work_of(FEDAVG)
-    records = []
-    for pause in (0.0, 0.1):
+    records, reports = [], []
+
+    def throttled(p):
+        reports.append(p)
+        time.sleep(0.1)
+
+    for progress in (None, throttled):
         client, mod, d = app(client_rows(100, 32), FEDAVG, budget_gflop=budget, block_above=0.9, records=None,
-                             progress=lambda p, pause=pause: time.sleep(pause))
+                             progress=progress)
         reply = client(round_message(network(d, 7), 1), context())
         records.append(mod.records[0])
         assert reply.has_error() == (mod.records[0]["blocked"] is not None)
     quick, slow = records
-    assert slow["held_seconds"] > quick["held_seconds"] + 0.5, "the throttle slowed the engine"
+    # A bound from the pauses alone, whatever else the machine does.
+    assert reports and slow["held_seconds"] >= 0.1 * len(reports), "the throttle slowed the engine"
     assert quick["attacked"] == "round" and quick["over_budget"] is None and quick["accuracy"] is not None
     assert untimed(quick) == untimed(slow)
 
