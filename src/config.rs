@@ -162,6 +162,23 @@ impl AttackConfig {
         self.batch_size.saturating_mul(self.clients.max(1))
     }
 
+    /// How the client made its first layer's update, for the rounding it carries
+    /// (`spectrum::Source`): a gradient, or local training from `params`' weights.
+    pub fn update_source(&self, params: &crate::client::network::Params) -> crate::attack::priors::spectrum::Source {
+        use crate::attack::priors::spectrum::Source;
+        match &self.protocol {
+            Protocol::Fedsgd => Source::Gradient,
+            Protocol::Fedavg(_) => Source::Training {
+                weights: params.weights[0]
+                    .iter()
+                    .map(|&w| (w as f64) * (w as f64))
+                    .sum::<f64>()
+                    .sqrt(),
+                steps: self.local_steps(),
+            },
+        }
+    }
+
     /// Local steps a member's loss unrolls (1 for FedSGD).
     pub fn local_steps(&self) -> usize {
         match &self.protocol {

@@ -29,6 +29,6 @@ pub use options::RunOptions;
 pub use report::Report;
 pub use run::{
     assess_early, assess_members, assess_round, attack_received, early_answer, ensemble_rounds, invert_members,
-    run_attack,
+    prove_candidates, run_attack,
 };
 pub use runtime::{BackendInfo, BackendKind, Runtime, StepEngine};

@@ -370,6 +370,66 @@ pub async fn invert_in_dataset_terms<'a>(
     Ok((setup, inverted))
 }
 
+/// The proofs alone, on rows given in place of the ensemble's: a received update's attack set up
+/// as `attack_received` sets it up, its members replaced by `members` (each a reconstruction of
+/// the client's batch, as many rows as it holds), then pooled, certified, peeled and reported as
+/// the attack's own would be. Nothing is inverted. What it calls proved is held to the same
+/// theorem as in any attack: tests hand it points built to break the proofs (points between
+/// rows, combinations of rows), and a server can check rows it holds against an update.
+pub async fn prove_candidates(
+    runtime: &Runtime,
+    dataset: &Dataset,
+    config: &AttackConfig,
+    received: &ReceivedUpdate,
+    members: &[Vec<Vec<crate::table::Value>>],
+) -> Result<ReconstructionReport> {
+    let start = web_time::Instant::now();
+    let received = crate::received::pipeline::in_dataset_terms(dataset, config, received)?;
+    config.validate_for_update(dataset)?;
+    let rows = config.rows();
+    if members.is_empty() || members.iter().any(|m| m.len() != rows) {
+        return Err(Error::Config(format!(
+            "each candidate reconstruction holds the batch's {rows} rows"
+        )));
+    }
+    let scenario = Scenario::received(dataset, config, &received)?;
+    let mut setup = Setup::new(runtime, dataset, config, scenario);
+    setup.members = members.len();
+    let x: Vec<f32> = members
+        .iter()
+        .flat_map(|m| crate::table::encode_rows(dataset, m))
+        .collect();
+    // A categorical cell's block probabilities as its one-hot; continuous entries are not read.
+    let probs: Vec<f32> = members
+        .iter()
+        .flatten()
+        .flat_map(|row| {
+            let mut p = vec![0f32; dataset.d()];
+            for (f, feature) in dataset.features.iter().enumerate() {
+                if let crate::table::Value::Cat(c) = row[f] {
+                    p[feature.offset + c as usize] = 1.0;
+                }
+            }
+            p
+        })
+        .collect();
+    let inverted = Members {
+        range: MemberRange {
+            first: 0,
+            count: members.len(),
+        },
+        x,
+        probs,
+        loss_curve: Vec::new(),
+        steps: vec![0; members.len()],
+    };
+    let report = setup.assess_received(inverted, 0.0).await?;
+    Ok(ReconstructionReport {
+        seconds: start.elapsed().as_secs_f64(),
+        ..report
+    })
+}
+
 /// Invert a share of the ensemble only (see `MemberRange`); `assess_members` joins the shares.
 pub async fn invert_members(
     runtime: &Runtime,

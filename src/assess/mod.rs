@@ -1,5 +1,6 @@
 //! Assessment: match ensemble members, pool them, measure confidence, score against the truth.
 pub mod entropy;
+mod enumerated;
 pub mod epochs;
 pub mod fallback;
 pub mod matching;

@@ -6,7 +6,8 @@
 //! ensemble's cells for those were about half right. Where the batch repeats rows (tables of
 //! few-valued columns), the rows left are copies of proved ones, read off the update as such.
 use crate::attack::inversion::setup::Setup;
-use crate::attack::priors::activation_span::{Certified, Unproved};
+use crate::attack::priors::activation_span::Unproved;
+use crate::attack::priors::activation_span::certify::Certified;
 use crate::attack::priors::peel;
 use crate::config::Protocol;
 use crate::parallel::{self, Next};
@@ -24,9 +25,10 @@ const KEPT_IN: usize = 4;
 
 /// What peeling the proved rows leaves (`Setup::peeled_update`).
 struct Rest {
-    /// The update of the rows left (None where no peel went through), and how many rows it holds.
+    /// The update of the rows left (None where no peel went through), and how many of them its
+    /// first layer shows clear of the rounding (`peel::Peeled::visible`).
     update: Option<crate::client::update::Update>,
-    rows: usize,
+    visible: usize,
     /// The proved rows (positions among them) whose label the update did not give: such a row
     /// may be a point between two rows of the batch that share their categories and their
     /// first-layer ReLU pattern, which the certificate cannot tell from a row.
@@ -71,7 +73,7 @@ impl Setup<'_> {
         let mut rows = proved.to_vec();
         let mut at: Vec<usize> = (0..proved.len()).collect();
         let mut unlabelled = Vec::new();
-        let (mut rest, mut reads) = (None, 0);
+        let (mut rest, mut reads, mut visible) = (None, 0, 0);
         while reads < READS {
             let peeled = match peeler.peel(&self.encoded(&rows)) {
                 Ok(peeled) => peeled,
@@ -90,6 +92,7 @@ impl Setup<'_> {
                 .map(|x| self.dataset.decode(&x.iter().map(|&v| v as f32).collect::<Vec<_>>()))
                 .collect();
             rest = Some(peeled.update);
+            visible = peeled.visible;
             if read == rows {
                 break;
             }
@@ -97,7 +100,7 @@ impl Setup<'_> {
         }
         Some(Rest {
             update: rest,
-            rows: b - rows.len(),
+            visible,
             unlabelled,
         })
     }
@@ -108,7 +111,8 @@ impl Setup<'_> {
     /// proved (its provenance says so) and counted in the second layer's `peeled_rows`. A proved
     /// row whose label the update does not give is no longer counted proved (`unprove`), where
     /// rows are left and where none is (`check_labels`).
-    pub(crate) fn peel_rest(&self, mut recon: Reconstruction) -> Reconstruction {
+    pub(crate) fn peel_rest(&self, recon: Reconstruction) -> Reconstruction {
+        let mut recon = self.settle_labels(recon);
         let b = recon.rows.len();
         let left: Vec<usize> = (0..b).filter(|&i| recon.provenance[i] != Provenance::Proved).collect();
         if left.len() == b || !self.peels() {
@@ -135,39 +139,73 @@ impl Setup<'_> {
             return recon;
         };
         let sizes = &self.scenario.params.sizes;
-        let candidates = peel::span_rows(update.weight(0), &self.layout, (sizes[0], sizes[1]), rest.rows);
+        let candidates = peel::span_rows(update.weight(0), &self.layout, (sizes[0], sizes[1]), rest.visible);
         let candidates: Vec<Vec<Value>> = candidates
             .chunks_exact(sizes[0])
             .map(|c| self.dataset.decode(c))
             .collect();
-        let mut found = Vec::new();
+        let mut found: Vec<(Vec<Value>, Certified)> = Vec::new();
         // Each refined against the rows taken before it, the refinements run ahead on every core.
         parallel::walk_ahead(
             &candidates,
             &mut taken,
             |row, taken| span.refine(row, taken),
             |(row, distance), taken| match span.verdict(&row, distance, taken) {
-                Certified::Yes => {
+                Certified::No => Next::Same,
+                verdict => {
                     taken.push(row.clone());
-                    found.push(row);
+                    found.push((row, verdict));
                     Next::Changed
                 }
-                _ => Next::Same,
             },
         );
-        // An unlabelled row keeps its slot: it is near a row of the batch (within its ReLU cell).
-        let mut free = self.free_slots(&recon, &left);
-        for row in &found {
-            self.adopt(&mut recon, &mut free, row);
-        }
         if found.is_empty() {
             return recon;
         }
-        if let Some(summary) = recon.second_layer.as_mut() {
-            summary.peeled_rows = found.len();
+        // Proved rows first, then those a label may prove, then rows that only fit: a row of the
+        // rows left's span that fits the update is the batch's, as far as the update tells, and
+        // replaces only a row the ensemble gave. An unlabelled row keeps its slot: it is near a
+        // row of the batch (within its ReLU cell).
+        found.sort_by_key(|(_, c)| match c {
+            Certified::Yes => 0,
+            Certified::IfLabelled(_) => 1,
+            _ => 2,
+        });
+        let mut free = self.free_slots(&recon, &left);
+        let mut peeled = 0;
+        for (row, verdict) in &found {
+            if !matches!(verdict, Certified::Yes | Certified::IfLabelled(_)) {
+                free.retain(|(slot, _)| recon.provenance[*slot] == Provenance::Ensemble);
+            }
+            let Some(slot) = self.adopt(&mut recon, &mut free, row) else {
+                break;
+            };
+            peeled += 1;
+            match verdict {
+                Certified::IfLabelled(why) => {
+                    self.mark_consistent(&mut recon, slot, *why);
+                    recon.pending_labels.push(slot);
+                }
+                Certified::Fits(why) => self.mark_consistent(&mut recon, slot, *why),
+                _ => {}
+            }
         }
+        if let Some(summary) = recon.second_layer.as_mut() {
+            summary.peeled_rows = peeled;
+        }
+        let mut recon = self.settle_labels(recon);
         recon.row_labels = self.labels_of_rows(&recon.rows);
         recon
+    }
+
+    /// A row just adopted as proved (`adopt`) that only fits the update: consistent, for `why`,
+    /// its continuous values carrying no confidence.
+    fn mark_consistent(&self, recon: &mut Reconstruction, slot: usize, why: Unproved) {
+        recon.provenance[slot] = Provenance::Consistent;
+        recon.unproved[slot] = Some(why);
+        if let Some(cells) = recon.entropy.as_mut().map(|e| &mut e[slot]) {
+            entropy::uncertain_continuous(self.dataset, cells);
+        }
     }
 
     /// `recon` with every row proved, less those whose label the second layer's gradient does not
@@ -178,9 +216,53 @@ impl Setup<'_> {
         let b = recon.rows.len();
         let (params, model) = (&self.scenario.params, self.config.model());
         let unlabelled = peel::Peeler::new(params, model, &self.scenario.observed, b)
+            .filter(|peeler| peeler.full())
             .and_then(|peeler| peeler.unlabelled(&self.encoded(&recon.rows)))
             .unwrap_or_default();
         self.unprove(&mut recon, &unlabelled);
+        recon
+    }
+
+    /// Rows the second layer's certificate proves only with a label (`Reconstruction::
+    /// pending_labels`, a span below the batch's rank): proved where the update gives each its
+    /// label's residual, beside every row proved already (`peel::Peeler::unlabelled`); the
+    /// others stay consistent, for the reason the certificate gave. A regression's label is any
+    /// value and tells nothing here.
+    fn settle_labels(&self, mut recon: Reconstruction) -> Reconstruction {
+        let pending = std::mem::take(&mut recon.pending_labels);
+        if pending.is_empty() || self.config.protocol != Protocol::Fedsgd || self.dataset.target.is_some() {
+            return recon;
+        }
+        let b = recon.rows.len();
+        let (params, model) = (&self.scenario.params, self.config.model());
+        let Some(peeler) = peel::Peeler::new(params, model, &self.scenario.observed, b) else {
+            return recon;
+        };
+        // Rows proved already stand with the pending ones in what the update must explain.
+        let slots: Vec<usize> = (0..b)
+            .filter(|i| pending.contains(i) || recon.provenance[*i] == Provenance::Proved)
+            .collect();
+        let rows: Vec<Vec<Value>> = slots.iter().map(|&i| recon.rows[i].clone()).collect();
+        let Some(unlabelled) = peeler.unlabelled(&self.encoded(&rows)) else {
+            return recon;
+        };
+        let labelled: Vec<usize> = (0..slots.len())
+            .filter(|k| !unlabelled.contains(k))
+            .map(|k| slots[k])
+            .filter(|i| pending.contains(i))
+            .collect();
+        for slot in labelled {
+            recon.provenance[slot] = Provenance::Proved;
+            recon.unproved[slot] = None;
+            if let Some(summary) = recon.second_layer.as_mut() {
+                summary.certified_rows += 1;
+                summary.consistent_rows = summary.consistent_rows.saturating_sub(1);
+            }
+            if let Some(cells) = recon.entropy.as_mut().map(|e| &mut e[slot]) {
+                entropy::agreed(self.dataset, cells);
+            }
+        }
+        recon.row_labels = self.labels_of_rows(&recon.rows);
         recon
     }
 

@@ -4,13 +4,15 @@
 //! member matched to it and the cells median-pooled with an entropy each (SPEC §5).
 use std::borrow::Cow;
 
+use crate::assess::enumerated::SpanRows;
 use crate::assess::epochs::average_epochs;
 use crate::assess::pooling::{lower_median, pool};
 use crate::assess::{entropy, matching::match_rows};
 use crate::attack::baselines::random_rows;
 use crate::attack::inversion::ensemble::Members;
 use crate::attack::inversion::setup::Setup;
-use crate::attack::priors::activation_span::{self, ActivationSpan, Certified, NoSpan, SpanOf, Unproved};
+use crate::attack::priors::activation_span::certify::{Certified, certify_batch};
+use crate::attack::priors::activation_span::{self, ActivationSpan, NoSpan, Regime, SpanOf, Unproved};
 use crate::attack::priors::activity::{self, ActivitySolver};
 use crate::attack::priors::row_labels;
 use crate::attack::registry::NotApplied;
@@ -57,6 +59,12 @@ struct MemberRows<'a> {
     in_span: &'a [bool],
     targets: &'a [f32],
     proved_rows: &'a [Vec<Value>],
+    /// Whether `proved_rows` are the first layer's span enumerated (a proof of its own, which the
+    /// second layer's theorem does not recheck) rather than the ReLU pattern's.
+    enumerated: bool,
+    /// The first layer's span's rows, where it was enumerated without a proof: candidates for the
+    /// second layer's certificate, and consistent where a pooled row is one of them.
+    span_rows: Option<&'a SpanRows>,
 }
 
 /// What the attack produced before scoring.
@@ -79,6 +87,9 @@ pub struct Reconstruction {
     /// proved (and why: `unproved`), or pooled from the ensemble.
     pub provenance: Vec<Provenance>,
     pub unproved: Vec<Option<Unproved>>,
+    /// Rows the second layer's certificate proves only with a label (`Certified::IfLabelled`):
+    /// consistent until `assess::peeled` reads each one's label off the update.
+    pub pending_labels: Vec<usize>,
     /// Each row's label, read off the last layer where the rows explain it exactly
     /// (`attack::priors::row_labels`); None where they do not.
     pub row_labels: Option<Vec<usize>>,
@@ -107,6 +118,26 @@ impl Setup<'_> {
             Some(span) => span.decode_members(&self.layout, &mut x, &mut probs),
             None => vec![false; x.len() / dataset.d()],
         };
+        // The first layer's span enumerated (`assess::enumerated`): where it holds exactly the
+        // batch every row is proved; elsewhere the members snap to the rows it holds.
+        let span_rows = self.enumerate_span();
+        if let Some(span) = span_rows.as_ref() {
+            if span.proof {
+                activity::adopt(&span.encoded, &self.layout, b, &mut x, &mut probs, &mut in_span);
+                let pooled = MemberRows {
+                    x: &x,
+                    probs: &probs,
+                    in_span: &in_span,
+                    targets: &member_targets,
+                    proved_rows: &span.rows,
+                    enumerated: true,
+                    span_rows: None,
+                };
+                let recon = self.pool_and_certify(&inversion, pooled).await?;
+                return Ok(self.peel_rest(recon));
+            }
+            self.snap_to_span(span, &mut x, &mut probs, &mut in_span);
+        }
         // The second layer's certificate alone first, where it proves: at B = 32 on Adult it proves
         // the batch after 300 steps where the first layer's proof mostly cannot, and that proof's
         // search took a second (seeds 0-3) for nothing.
@@ -118,6 +149,8 @@ impl Setup<'_> {
                 in_span: &in_span,
                 targets: &member_targets,
                 proved_rows: &[],
+                enumerated: false,
+                span_rows: span_rows.as_ref(),
             };
             let recon = self.pool_and_certify(&inversion, pooled).await?;
             if recon.provenance.iter().all(|p| *p == Provenance::Proved) {
@@ -136,6 +169,8 @@ impl Setup<'_> {
             in_span: &in_span,
             targets: &member_targets,
             proved_rows: &proved_rows,
+            enumerated: false,
+            span_rows: span_rows.as_ref(),
         };
         let recon = self.pool_and_certify(&inversion, pooled).await?;
         Ok(self.peel_rest(recon))
@@ -152,6 +187,8 @@ impl Setup<'_> {
             in_span,
             targets: member_targets,
             proved_rows,
+            enumerated,
+            span_rows,
         } = members;
         let proved = proved_rows.len();
         let decoded = (in_span.iter().filter(|&&c| c).count(), in_span.len());
@@ -196,12 +233,15 @@ impl Setup<'_> {
         let (_, k, mut rows, mut entropy, targets) = best.expect("at least one prior candidate");
         let members_x = &x[k * ensemble * b * dataset.d()..(k + 1) * ensemble * b * dataset.d()];
         let first_layer: Vec<bool> = rows.iter().map(|row| proved_rows.contains(row)).collect();
-        let second = self.certify_by_second_layer(&mut rows, &mut entropy, members_x, &first_layer);
+        let second = self.certify_by_second_layer(&mut rows, &mut entropy, members_x, &first_layer, span_rows);
         let (second_layer, certified, not_applied) = match second {
             Ok((summary, certified)) => (Some(summary), certified, Vec::new()),
             Err(why) => (None, vec![Certified::No; rows.len()], why.into_iter().collect()),
         };
-        let first_checked = self.recheck_first_layer(&rows, &first_layer);
+        let first_checked = match enumerated {
+            true => vec![None; rows.len()],
+            false => self.recheck_first_layer(&rows, &first_layer),
+        };
         // A first-layer row the theorem does not hold for is neither counted proved nor certain
         // of its continuous values (as peeling's unlabelled rows).
         let rechecked: Vec<usize> = (0..rows.len()).filter(|&i| first_checked[i].is_some()).collect();
@@ -211,15 +251,25 @@ impl Setup<'_> {
                 entropy::uncertain_continuous(dataset, &mut entropy[i]);
             }
         }
+        let in_first_span = |row: &Vec<Value>| span_rows.is_some_and(|s| s.holds(dataset, row));
         let (provenance, unproved): (Vec<Provenance>, Vec<Option<Unproved>>) = certified
             .iter()
             .zip(first_layer.iter().zip(first_checked))
-            .map(|(&c, (&first, checked))| match (c, first, checked) {
-                (_, true, Some(why)) | (Certified::Fits(why), false, _) => (Provenance::Consistent, Some(why)),
+            .zip(&rows)
+            .map(|((&c, (&first, checked)), row)| match (c, first, checked) {
+                (_, true, Some(why)) | (Certified::Fits(why) | Certified::IfLabelled(why), false, _) => {
+                    (Provenance::Consistent, Some(why))
+                }
                 (Certified::Yes, ..) | (_, true, None) => (Provenance::Proved, None),
+                (Certified::No, false, _) if in_first_span(row) => {
+                    (Provenance::Consistent, span_rows.map(SpanRows::unproved))
+                }
                 (Certified::No, false, _) => (Provenance::Ensemble, None),
             })
             .unzip();
+        let pending_labels: Vec<usize> = (0..rows.len())
+            .filter(|&i| matches!(certified[i], Certified::IfLabelled(_)) && !first_layer[i])
+            .collect();
         let (row_labels, values) = match &dataset.target {
             None => (self.labels_of_rows(&rows), None),
             Some(_) => (None, Some(self.values_of_rows(&rows, &targets).await?)),
@@ -236,6 +286,7 @@ impl Setup<'_> {
             not_applied,
             provenance,
             unproved,
+            pending_labels,
             row_labels,
             values,
             steps: inversion.steps.clone(),
@@ -336,6 +387,7 @@ impl Setup<'_> {
         entropy: &mut Option<Vec<Vec<Option<f64>>>>,
         x: &[f32],
         first_layer: &[bool],
+        span_rows: Option<&SpanRows>,
     ) -> std::result::Result<(SecondLayerSummary, Vec<Certified>), Option<NotApplied>> {
         // Every row proved by the first layer: nothing left to certify.
         if first_layer.iter().all(|p| *p) {
@@ -348,14 +400,17 @@ impl Setup<'_> {
             })
         })?;
         let d = self.dataset.d();
-        let mut candidates: Vec<Vec<Value>> = x.chunks_exact(d).map(|row| self.dataset.decode(row)).collect();
+        // The first layer's span's rows first: each is a row of the batch or a combination of
+        // rows the first layer cannot tell apart.
+        let mut candidates: Vec<Vec<Value>> = span_rows.map(|s| s.rows.clone()).unwrap_or_default();
+        candidates.extend(x.chunks_exact(d).map(|row| self.dataset.decode(row)));
         // Then rows drawn from the table's marginals (what the server knows without the update);
         // a received update comes with the encoding only, and no rows to draw from.
         if self.dataset.n() > 0 {
             let draws = rows.len() * MARGINAL_STARTS_PER_ROW;
             candidates.extend(random_rows(self.dataset, draws, seed_for(self.config.seed, 11)));
         }
-        let certified = activation_span::certify_batch(&span, rows, candidates, first_layer);
+        let certified = certify_batch(&span, rows, candidates, first_layer);
         if let Some(entropy) = entropy.as_mut().filter(|_| span.proves()) {
             for (cells, _) in entropy
                 .iter_mut()
@@ -370,7 +425,10 @@ impl Setup<'_> {
             width: span.width(),
             certified_rows: certified.iter().filter(|c| **c == Certified::Yes).count(),
             peeled_rows: 0,
-            consistent_rows: certified.iter().filter(|c| matches!(c, Certified::Fits(_))).count(),
+            consistent_rows: certified
+                .iter()
+                .filter(|c| matches!(c, Certified::Fits(_) | Certified::IfLabelled(_)))
+                .count(),
             proof: span.proves(),
         };
         // Rows adopted near FedAvg's update are not proved.
@@ -390,12 +448,18 @@ impl Setup<'_> {
     /// proved. Per row, why not (None: proved, or not the first layer's).
     fn recheck_first_layer(&self, rows: &[Vec<Value>], first_layer: &[bool]) -> Vec<Option<Unproved>> {
         let span = match first_layer.iter().any(|&p| p) {
-            true => self.second_layer_span(rows.len()).filter(|s| s.proves()),
+            true => self
+                .second_layer_span(rows.len())
+                .filter(|s| s.regime() == Regime::Full),
             false => None,
         };
         rows.iter()
             .zip(first_layer)
-            .map(|(row, &first)| span.as_ref().filter(|_| first).and_then(|s| s.proof(row).err()))
+            .map(|(row, &first)| {
+                span.as_ref()
+                    .filter(|_| first)
+                    .and_then(|s| s.proof(row, s.distance(row)).err())
+            })
             .collect()
     }
 

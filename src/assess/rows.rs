@@ -30,6 +30,7 @@ impl Setup<'_> {
                 not_applied: Vec::new(),
                 provenance: vec![Provenance::Prior; self.config.rows()],
                 unproved: vec![None; self.config.rows()],
+                pending_labels: Vec::new(),
                 row_labels: None,
                 values: self.dataset.target.as_ref().map(|_| (self.random_values(), false)),
                 steps: Vec::new(),

@@ -88,6 +88,12 @@ impl Activation {
         matches!(self, Activation::Relu)
     }
 
+    /// Affine on each side of zero (ReLU, leaky ReLU): a row's activation is affine in its
+    /// continuous values within its ReLU cell, which the second layer's certificate reasons on.
+    pub fn is_piecewise_linear(&self) -> bool {
+        matches!(self, Activation::Relu | Activation::LeakyRelu { .. })
+    }
+
     /// σ(a), σ′(a) and, where it is not zero everywhere, σ″(a).
     pub fn apply(&self, a: Tensor<3>) -> (Tensor<3>, Tensor<3>, Option<Tensor<3>>) {
         match *self {

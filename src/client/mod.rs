@@ -2,6 +2,7 @@
 pub mod accountant;
 pub mod activation;
 pub mod defence;
+pub mod exact;
 pub mod fedavg;
 pub mod gradient;
 pub mod head;

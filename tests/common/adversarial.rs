@@ -5,9 +5,8 @@
 //! training, [32, 32] to [200, 200] near the largest batch the certificate allows. The
 //! candidates are the points a refinement slides to where the certificate is weak: points on and
 //! beyond each twin line, the mixed fourth row, the batch's rows perturbed.
-use leakscope::attack::priors::activation_span::{
-    ActivationSpan, Certified, SpanOf, certify_batch, present_categories,
-};
+use leakscope::attack::priors::activation_span::certify::{Certified, certify_batch};
+use leakscope::attack::priors::activation_span::{ActivationSpan, SpanOf, present_categories};
 use leakscope::client::head::Model;
 use leakscope::client::network::Params;
 use leakscope::client::simulate::{Round, simulate_round};

@@ -40,6 +40,7 @@ pub struct MembershipReport {
 /// the server takes for the client's by their last-layer gradients after the update
 /// (the first layer's span where it applies, else the mixture), the sensitive column averaged over
 /// its values. `seed` draws the other rows.
+#[allow(clippy::too_many_arguments)]
 pub fn infer(
     dataset: &Dataset,
     params: &Params,
@@ -48,6 +49,7 @@ pub fn infer(
     column: &str,
     seed: u64,
     model: crate::client::head::Model,
+    source: crate::attack::priors::spectrum::Source,
 ) -> (Vec<usize>, MembershipReport) {
     let n = batch.len();
     let outside: Vec<usize> = (0..dataset.n()).filter(|i| batch.binary_search(i).is_err()).collect();
@@ -77,14 +79,14 @@ pub fn infer(
         .collect();
     let sizes = &params.sizes;
     let layout = Layout::of(dataset);
-    let span = Subspace::from_first_layer(
+    let span = Subspace::from_update(
         observed.weight(0),
         observed.bias(0),
-        sizes[0],
-        sizes[1],
+        (sizes[0], sizes[1]),
         Some(&layout),
         n,
         1.0,
+        source,
     );
     // The span ranks candidates wherever it is read without noise and leaves directions out, even
     // when its rank falls short of the rows (it then holds most of each client row, not all).

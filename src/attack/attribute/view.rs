@@ -26,6 +26,7 @@ pub async fn scenario(dataset: &Dataset, config: &AttackConfig, settings: &Attri
                 &settings.column,
                 seed_for(config.seed, 9),
                 config.model(),
+                config.update_source(&client.params),
             );
             (rows, Some(report))
         }

@@ -55,14 +55,14 @@ impl<'a> Setup<'a> {
             && inverts.objective == crate::attack::inversion::objective::Objective::Cosine)
             .then(|| {
                 let sizes = &scenario.params.sizes;
-                Subspace::from_first_layer(
+                Subspace::from_update(
                     scenario.observed.weight(0),
                     scenario.observed.bias(0),
-                    sizes[0],
-                    sizes[1],
+                    (sizes[0], sizes[1]),
                     Some(&layout),
                     config.rows(),
                     DEFAULT_SUBSPACE_WEIGHT,
+                    config.update_source(&scenario.params),
                 )
             });
         let mut setup = Setup {

@@ -25,12 +25,18 @@ use nalgebra::{DMatrix, DVector};
 use pathfinding::{kuhn_munkres::kuhn_munkres_min, matrix::Matrix};
 
 use crate::attack::inversion::relax::Layout;
+use crate::attack::priors::spectrum::{Precision, Rank, Spectrum};
 use crate::table::{Dataset, FeatureKind};
 
 /// Extra equations over the B unknowns a certificate asks for at first, and per widening.
 const EXTRA_EQUATIONS: usize = 4;
-/// The null space's singular value against the largest: float error is ~1e-8, a wrong pattern ~1e-2.
+/// The null space's singular value against the largest: float error is ~1e-8, a wrong pattern
+/// ~1e-2; no less than `NULL_MARGIN` times how far the update's rounding can turn δ's space
+/// (`Spectrum::angle`).
 const NULL_RATIO: f64 = 1e-5;
+const NULL_MARGIN: f64 = 4.0;
+/// `Spectrum::angle` over the turn measured on the first layer's batches.
+const REALIZED: f64 = 24.0;
 /// The next singular value must stand clear, so that the null space is one-dimensional.
 const SECOND_RATIO: f64 = 1e-3;
 /// A certificate refuses δ's entries below this share of its largest where the candidate is active.
@@ -69,6 +75,11 @@ pub struct ActivitySolver<'a> {
     r: DMatrix<f64>,
     /// The hyperplane v with vᵀxᵢ = 1.
     v: DVector<f64>,
+    /// What a null space and a zero of δ are read to: the update's precision (`NULL_RATIO`,
+    /// `ROW_ZERO`, `CERTIFY_ZERO`, each no finer than the span's angle allows).
+    null: f64,
+    row_zero: f64,
+    certify_zero: f64,
 }
 
 /// What the solver recovered: the rows it proved ([d], encoded), of the batch's `rows`.
@@ -107,11 +118,16 @@ impl<'a> ActivitySolver<'a> {
             return None;
         }
         let g = DMatrix::<f64>::from_row_iterator(d, h, update.iter().map(|&v| v as f64));
-        let (s, v_t) = sorted_svd(g.clone());
-        if s.len() < rows || s[rows - 1] <= 1e-6 * s[0] {
+        // G's rank must be the batch's, every direction clear of the update's rounding.
+        let spectrum = Spectrum::of(g.clone(), Precision::of(update.iter().copied()), rows, true);
+        if spectrum.rank() != Rank::Certain(rows) {
             return None;
         }
-        let r = DMatrix::from_fn(h, rows, |i, k| v_t[(k, i)]);
+        // The realized turn of δ's space stays far inside the bound (`Spectrum::drift`'s
+        // measurements: within 1/24 of it on the first layer).
+        let angle = spectrum.angle(rows) / REALIZED;
+        let null = NULL_RATIO.max(NULL_MARGIN * angle);
+        let r = spectrum.right_basis(rows).expect("asked for V");
         Some(ActivitySolver {
             layout,
             step,
@@ -123,6 +139,9 @@ impl<'a> ActivitySolver<'a> {
             gr: &g * &r,
             r,
             v: DVector::from_column_slice(hyperplane),
+            null,
+            row_zero: ROW_ZERO.max(NULL_MARGIN * angle),
+            certify_zero: CERTIFY_ZERO.max(NULL_MARGIN * angle),
         })
     }
 
@@ -144,10 +163,10 @@ impl<'a> ActivitySolver<'a> {
             let rs = DMatrix::from_fn(k, self.b, |i, c| self.r[(units[i], c)]);
             let (s, v_t) = sorted_svd(rs);
             let last = self.b - 1;
-            if s[0] <= 0.0 || s[last] > NULL_RATIO * s[0] {
+            if s[0] <= 0.0 || s[last] > self.null * s[0] {
                 return None;
             }
-            if s[last - 1] >= SECOND_RATIO * s[0] {
+            if s[last - 1] >= SECOND_RATIO.max(10.0 * self.null) * s[0] {
                 break v_t.row(last).transpose();
             }
             // Two rows share these units: take more.
@@ -156,7 +175,7 @@ impl<'a> ActivitySolver<'a> {
         let delta = &self.r * &u;
         let big = delta.amax();
         let wrong = (0..self.h)
-            .filter(|&j| z[j] > margin && delta[j].abs() < CERTIFY_ZERO * big)
+            .filter(|&j| z[j] > margin && delta[j].abs() < self.certify_zero * big)
             .count();
         (wrong <= misses).then_some(u)
     }
@@ -336,7 +355,7 @@ impl<'a> ActivitySolver<'a> {
         let z = self.preactivations(x);
         let delta = &self.r * u;
         let big = delta.amax();
-        (0..self.h).all(|j| z[j].abs() < BOUNDARY || (z[j] < 0.0) == (delta[j].abs() < ROW_ZERO * big))
+        (0..self.h).all(|j| z[j].abs() < BOUNDARY || (z[j] < 0.0) == (delta[j].abs() < self.row_zero * big))
     }
 }
 

@@ -3,13 +3,17 @@
 //! - `known`: cells the server already holds (the attribute attack's other columns);
 //! - `subspace`: the first layer's gradient as a prior on the rows (their span);
 //! - `activity`: the whole batch, exactly, from the first layer's ReLU pattern;
+//! - `enumerate`: every row the encoding can hold in a span (the first layer's), exactly;
 //! - `activation_span`: the second layer's certificate, a row proved from G₂'s column space;
 //! - `peel`: proved rows taken off the update, and the rest attacked again;
-//! - `row_labels`: each proved row's label, from the last layer's gradient.
+//! - `row_labels`: each proved row's label, from the last layer's gradient;
+//! - `spectrum`: the one numerical basis their ranks and spans are read on (the update's precision).
 pub mod activation_span;
 pub mod activity;
+pub mod enumerate;
 pub mod known;
 pub mod labels;
 pub mod peel;
 pub mod row_labels;
+pub mod spectrum;
 pub mod subspace;

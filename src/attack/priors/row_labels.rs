@@ -8,18 +8,24 @@
 //! Geng et al.'s restoration gives only the batch's counts, and those approximately.
 use nalgebra::DMatrix;
 
+use crate::attack::priors::spectrum::Precision;
 use crate::client::head::{Head, Model};
 use crate::client::network::Params;
 use crate::client::update::Update;
 
-/// The least-squares residual against the gradient's size above which the rows do not explain
-/// the last layer's gradient (float32 updates leave ~1e-6).
-const RESIDUAL: f64 = 1e-4;
+/// The rows explain the last layer's gradient where the least-squares residual is within this
+/// many times what the update's rounding and the client's rounding of the rows' last-layer
+/// inputs leave (`Spectrum`'s rounding model, the update's own precision).
+const EXPLAINED: f64 = 4.0;
 /// How far a recovered y may be from a label (one-hot, or 0/1).
 const OFF_LABEL: f64 = 0.05;
-/// The rows' inputs to the last layer must be independent: smallest singular value against the
-/// largest.
+/// The rows' inputs to the last layer must be independent: their matrix, which leakscope builds
+/// in float64 from rows it holds, has its smallest singular value above this share of its
+/// largest (float64's rounding, not the update's: `spectrum::exact_rank`).
 const INDEPENDENT: f64 = 1e-8;
+/// The client's float32 forward pass to the last layer against ours in float64: about
+/// u·√(fan-in + 1) per layer, this many times.
+const FORWARD: f64 = 16.0;
 
 /// The label (class index) of each of the `b` encoded rows `x` ([b, d] row-major) behind the
 /// FedSGD `update` of `params`, or None where the rows do not certify them.
@@ -91,13 +97,25 @@ fn residuals(
             }
     });
     let svd = m.clone().svd(true, true);
-    let largest = svd.singular_values.max();
-    if largest.is_nan() || largest <= 0.0 || svd.singular_values.min() < INDEPENDENT * largest {
+    let (largest, smallest) = (svd.singular_values.max(), svd.singular_values.min());
+    if largest.is_nan() || largest <= 0.0 || smallest < INDEPENDENT * largest {
         return None;
     }
+    // What the rounding leaves: the update's own (its precision, over T) and the client's float32
+    // inputs against ours, through every layer to the last.
+    let precision = Precision::of(gw.iter().chain(gb).copied());
+    let forward = FORWARD
+        * precision.unit.max(Precision::F32.unit)
+        * params.sizes[..last + 1]
+            .iter()
+            .map(|&n| ((n + 1) as f64).sqrt())
+            .sum::<f64>();
+    let rounding = 8.0 * precision.unit * t.norm() + forward * t.norm();
+    // A label read less precisely than OFF_LABEL / LABEL_MARGIN says nothing: the rows' inputs
+    // are too near dependent to tell their residuals apart.
     let r = svd.solve(&t, 0.0).ok()?;
     let residual = (&m * &r - &t).norm();
-    if residual.is_nan() || (exact && residual > RESIDUAL * t.norm().max(f64::MIN_POSITIVE)) {
+    if residual.is_nan() || (exact && residual > EXPLAINED * rounding) {
         return None;
     }
     Some((r / model.head.scale(), probs))

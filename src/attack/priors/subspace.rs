@@ -16,18 +16,11 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use crate::attack::inversion::relax::Layout;
+use crate::attack::priors::spectrum::{Precision, Rank, Source, Spectrum};
 
 /// The prior's weight against the cosine loss (which lies in [0, 2]). Measured on 4 Adult batches
 /// of 32 (docs/fidelity.md): 0.3 recovered 90.9 %, 1 90.2 %, 3 82.0 %, 10 67.9 % (none: 85.6 %).
 pub const DEFAULT_SUBSPACE_WEIGHT: f64 = 0.3;
-
-/// Singular values below this share of the largest are float error even without noise (the
-/// update is computed in f32).
-const FLOAT_FLOOR: f64 = 1e-6;
-
-/// The span is taken as exact when the noise edge is below this share of the largest singular
-/// value (float error alone is ~1e-8 of it).
-const EXACT_SPAN: f64 = 1e-4;
 
 /// A noise edge is raised by this margin so that the largest noise singular value stays below it.
 const EDGE_MARGIN: f64 = 1.1;
@@ -43,6 +36,9 @@ pub struct Subspace {
     pub hyperplane: Option<Vec<f64>>,
     /// Whether no noise hides directions (the span read is the update's own).
     pub exact: bool,
+    /// The spectrum the rank was read on (`spectrum`: the update's precision, and the noise the
+    /// directions that carry no signal show).
+    pub spectrum: Spectrum,
     pub summary: SubspaceSummary,
 }
 
@@ -127,6 +123,20 @@ impl Subspace {
         rows: usize,
         weight: f64,
     ) -> Subspace {
+        Subspace::from_update(update, bias, (d, h), layout, rows, weight, Source::Gradient)
+    }
+
+    /// The same for an update made as `source` says (FedAvg's local training: its rounding is
+    /// relative to the weights).
+    pub fn from_update(
+        update: &[f32],
+        bias: &[f32],
+        (d, h): (usize, usize),
+        layout: Option<&Layout>,
+        rows: usize,
+        weight: f64,
+        source: Source,
+    ) -> Subspace {
         let g = DMatrix::<f64>::from_row_iterator(d, h, update.iter().map(|&v| v as f64));
         let total = g.norm_squared();
         let constraints = layout.map(constraint_basis).unwrap_or_else(|| DMatrix::zeros(d, 0));
@@ -134,12 +144,10 @@ impl Subspace {
         // Split off the constraint directions: what is left there is noise.
         let inside_c = &constraints * (constraints.transpose() * &g);
         let free = &g - &inside_c;
-        let svd = free.clone().svd(true, false);
-        let mut order: Vec<usize> = (0..svd.singular_values.len()).collect();
-        order.sort_by(|&a, &b| svd.singular_values[b].total_cmp(&svd.singular_values[a]));
-        let s: Vec<f64> = order.iter().map(|&i| svd.singular_values[i]).collect();
-        let top = s.first().copied().unwrap_or(0.0);
         let feasible = d - k;
+        let precision = Precision::of(update.iter().copied());
+        let spectrum = Spectrum::of_update(free.clone(), precision, rows, false, source);
+        let s = spectrum.values.clone();
         let (noise, edge) = if k > 0 {
             let sigma = (inside_c.norm_squared() / (k * h) as f64).sqrt();
             (
@@ -153,22 +161,24 @@ impl Subspace {
             let sigma = median / (n.sqrt() * (1.0 + (m / n).sqrt()) * 0.5).max(1e-300);
             (sigma, gavish_donoho(m / n) * median)
         };
-        let threshold = edge.max(top * FLOAT_FLOOR);
-        let rank = s.iter().take_while(|&&v| v > threshold).count().min(feasible);
-        let u = svd.u.expect("asked for U");
-        let basis_m = DMatrix::from_fn(d, rank, |i, j| u[(i, order[j])]);
+        // Without categorical columns the median stands in only where the rows cannot fill the
+        // layer; the rounding model bounds what is left.
+        let measured = if k > 0 || rows < d.min(h) / 2 { edge } else { 0.0 };
+        let spectrum = spectrum.with_measured(measured);
+        let rank = spectrum.determined().min(feasible);
+        let exact = !spectrum.noisy();
+        let basis_m = spectrum.basis(rank);
         let projector_m = &basis_m * basis_m.transpose();
         let inside: f64 = s.iter().take(rank).map(|v| v * v).sum();
         // The span holds every row only when its rank is the update's row count: the rank falls
         // short where δ's rows are dependent (on Adult: rank 30–31 in 2 of 10 batches of 32, 42–51
         // in every batch of 64), and where a defence's noise hides directions (σ = 0.001 at B = 32
         // kept 15 and cost 10 points). It says something only when the rows leave out directions.
-        let exact = edge <= top * EXACT_SPAN;
         let off = if !exact {
             Some(format!("noise of about {noise:.1e} per entry hides part of the span"))
         } else if rows >= feasible {
             Some(format!("{rows} rows can fill all {feasible} directions a row can take"))
-        } else if rank != rows {
+        } else if spectrum.rank() != Rank::Certain(rows) {
             Some(format!(
                 "its rank {rank} is not the update's {rows} rows: it does not hold every row"
             ))
@@ -195,6 +205,7 @@ impl Subspace {
             },
             hyperplane,
             exact,
+            spectrum,
         }
     }
 

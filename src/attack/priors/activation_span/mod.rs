@@ -14,36 +14,22 @@
 //! certificate holds for it.
 use nalgebra::{DMatrix, DVector};
 
+use crate::attack::priors::spectrum::{Precision, Rank, Spectrum};
 use crate::client::activation::Activation;
-use crate::parallel::Next;
 use crate::table::{Dataset, FeatureKind, Value};
 
+pub mod certify;
 mod proof;
 mod unproved;
 pub use unproved::Unproved;
 
-/// The span ends at the widest drop between consecutive singular values of G₂ below this share of
-/// the largest: the f32 update's rounding sits near 1e-8, a row that barely moves the loss can
-/// give 1e-5 (measured on Adult, B = 64), so no fixed cut separates them.
-const NOISE_REGION: f64 = 1e-4;
-/// Values below this count as this (an exact zero would make any drop infinitely wide).
-const FLOOR: f64 = 1e-12;
-/// The drop must be at least this wide for the span to be told from the rounding.
-const MIN_DROP: f64 = 100.0;
-
-/// The span's dimension from G₂'s singular values (sorted, relative to the largest): everything
-/// above the widest drop in the noise region. None where no drop is wide enough (noise added to
-/// the update, say): no span, no certificate.
-pub(crate) fn span_rank(values: &[f64]) -> Option<usize> {
-    let (k, drop) = (0..values.len().saturating_sub(1))
-        .filter(|&k| values[k + 1] < NOISE_REGION)
-        .map(|k| (k, values[k] / values[k + 1].max(FLOOR)))
-        .max_by(|a, b| a.1.total_cmp(&b.1))?;
-    (drop >= MIN_DROP).then_some(k + 1)
-}
-/// A row's activation within this relative distance of the span is certified: a row of the batch
-/// sits at the f32 update's rounding (~1e-6), one cell off at 1e-2 or more (measured on Adult).
-pub const CERTIFY: f64 = 1e-4;
+/// A candidate is adopted where its activation lies within this many times the distance a row
+/// of the batch can lie from the span (its drift under the update's rounding, and the client's
+/// own rounding of its activation); the proof then holds it to the distance it has.
+const ACCEPT: f64 = 2.0;
+/// The client's float32 activation a row of the batch put in the span, against ours in float64:
+/// its error is about u·√(d + 1) times |W₁|ᵀ|x| + |b₁| on the live units; this many times that.
+const FORWARD: f64 = 2.0;
 /// Checks the certificate keeps beyond the continuous values a refinement fits: the fit can zero
 /// as many of the h₁ − r checks as it has values, so only the rest certify (at B = 128 on the
 /// default network r = 99 of h₁ = 100 and a fit passes wrong rows: measured on Adult).
@@ -57,8 +43,9 @@ const FIT_ROUNDS: usize = 3;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum SpanOf {
     /// FedSGD on a batch of `rows` rows: G₂'s column space lies in the rows' activations' span,
-    /// and is all of it where G₂ has rank `rows`; the span ends at the widest drop in its
-    /// spectrum and a row in it is proved (`CERTIFY`) under `ActivationSpan::proof`'s conditions.
+    /// and is all of it where G₂ has rank `rows`. The span is G₂'s determined directions
+    /// (`spectrum::Spectrum::determined`), and a row in it is proved under
+    /// `ActivationSpan::proof`'s conditions.
     Gradient { rows: usize },
     /// FedAvg: the update sums the activations at every local step's weights; the leading `rows`
     /// left singular vectors still hold the rows' activations at the weights the server sent,
@@ -70,26 +57,41 @@ pub enum SpanOf {
 /// FedAvg: a refined row within this relative distance of the span is adopted.
 pub const FEDAVG_NEAR: f64 = 2e-2;
 
+/// What the span is of the rows' activations, as its spectrum decides it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Regime {
+    /// G₂ has the batch's rank, every direction determined: the span is every row's activation,
+    /// and the theorem proves a row in it where its conditions hold.
+    Full,
+    /// Fewer directions are determined than the batch has rows (`rank` of `rows`; `uncertain`
+    /// more lie between the rounding and the separation the proofs need): rows whose δ's are
+    /// (nearly) dependent show only as combinations, and a point between two of them can lie in
+    /// the span. A row there is proved only where the update also gives it a label's residual
+    /// (`Certified::IfLabelled`, settled by `assess::peeled`).
+    Labelled { rank: usize, uncertain: usize, rows: usize },
+    /// FedAvg's leading span: adoption, no proof.
+    Adoption,
+}
+
 /// The second layer's column space, and the first layer that maps a row into it.
 pub struct ActivationSpan<'a> {
     dataset: &'a Dataset,
     /// W₁ᵀ ([h₁, d]; `Params` lays W₁ out [d, h₁], x W + b) and b₁ [h₁].
     w1t: DMatrix<f64>,
     b1: DVector<f64>,
+    /// |W₁|ᵀ and |b₁|: the scale of the client's rounding of a row's pre-activation.
+    w1t_abs: DMatrix<f64>,
+    b1_abs: DVector<f64>,
     /// An orthonormal basis of G₂'s column space, [h₁, r], and its transpose.
     basis: DMatrix<f64>,
     basis_t: DMatrix<f64>,
+    /// G₂'s spectrum: its noise bound, and how far each direction of the span can be off.
+    spectrum: Spectrum,
+    precision: Precision,
     /// Per feature, per category: whether the batch holds it (`present_categories`); a descent
     /// tries only those.
     present: Vec<Vec<bool>>,
-    /// The relative distance under which a refined row is adopted.
-    threshold: f64,
-    proof: bool,
-    /// G₂'s singular values above float rounding (`DEPENDENT`), and the batch's rows: fewer means
-    /// rows whose δ's are dependent (rows that share their second-layer pattern), which G₂ holds
-    /// only as combinations (`proof`).
-    independent: usize,
-    rows: usize,
+    regime: Regime,
     /// Between the client's layers (ReLU unless `with_activation`).
     activation: Activation,
     /// The continuous features a refinement fits, and W₁'s rows for them over their std
@@ -98,17 +100,21 @@ pub struct ActivationSpan<'a> {
     continuous_w: DMatrix<f64>,
 }
 
-/// A continuous feature as a refinement fits it: its column, range and precision.
+/// A continuous feature as a refinement fits it: its column, range, precision and std.
 struct ContinuousFeature {
     feature: usize,
     min: f64,
     max: f64,
     decimals: u32,
+    std: f64,
 }
 
-/// A category's first-layer gradient row this close (relative) to its constant times the bias
-/// gradient is a constant column: the category is absent from the batch.
-const ABSENT: f64 = 1e-4;
+/// A category's first-layer gradient row within this many times its float32 rounding (the
+/// update's unit roundoff of the two sums compared) of its constant times the bias gradient is a
+/// constant column: the category is absent from the batch. Rounding alone leaves a few u;
+/// a present category whose rows all have residuals below it leaves nothing the update holds
+/// of those rows either.
+const ABSENT: f64 = 64.0;
 
 /// Which categories the batch holds, read exactly from the first layer: a category absent from
 /// every row is a constant column c of the standardised encoding, so its row of the weight
@@ -117,6 +123,7 @@ const ABSENT: f64 = 1e-4;
 /// present, so that nothing is ruled out on no evidence.
 pub fn present_categories(dataset: &Dataset, g1: &[f32], gb1: &[f32]) -> Vec<Vec<bool>> {
     let h = gb1.len();
+    let unit = Precision::of(g1.iter().chain(gb1).copied()).unit;
     let bias = DVector::from_iterator(h, gb1.iter().map(|&v| v as f64));
     dataset
         .features
@@ -131,7 +138,8 @@ pub fn present_categories(dataset: &Dataset, g1: &[f32], gb1: &[f32]) -> Vec<Vec
                     let row = DVector::from_iterator(h, row.iter().map(|&v| v as f64));
                     let constant = -dataset.mean[c] / dataset.std[c];
                     let off = (&row - &bias * constant).norm();
-                    !(off <= ABSENT * row.norm().max(bias.norm() * constant.abs()))
+                    let scale = row.norm() + bias.norm() * constant.abs();
+                    !(off <= ABSENT * unit * scale && scale > 0.0)
                 })
                 .collect(),
             FeatureKind::Continuous { .. } => Vec::new(),
@@ -161,20 +169,11 @@ pub enum NoSpan {
     },
 }
 
-/// G₂'s singular values below this share of the largest are float rounding (f32: ~1e-7), not a
-/// row: a weak row (one whose prediction is near its label) sits near 1e-5.
-const DEPENDENT: f64 = 1e-6;
-
-/// A unit whose row of G₂ is below this share of the largest row is dead on every row of the
-/// batch (ReLU's dead units give exact zeros).
-const DEAD: f64 = 1e-7;
-
-/// The first layer's units the batch activates: G₂'s row j is (1/B) Σᵢ aᵢⱼ δᵢ, zero where no row
-/// activates unit j.
-fn live_units(g: &DMatrix<f64>) -> usize {
-    let norms: Vec<f64> = g.row_iter().map(|r| r.norm()).collect();
-    let top = norms.iter().copied().fold(0.0, f64::max);
-    norms.iter().filter(|&&n| n > DEAD * top).count()
+/// The first layer's units the batch activates: G₂'s row j is (1/B) Σᵢ aᵢⱼ δᵢ, exactly zero where
+/// no row activates unit j under ReLU, and below the update's noise where the rows barely do.
+fn live_units(g: &DMatrix<f64>, spectrum: &Spectrum) -> usize {
+    let floor = spectrum.noise_per_entry() * (g.ncols() as f64).sqrt();
+    g.row_iter().filter(|r| r.norm() > floor).count()
 }
 
 /// Whether a batch of `rows` rows leaves the certificate room on a network whose first two
@@ -249,25 +248,52 @@ impl<'a> ActivationSpan<'a> {
         if w1.len() != d * h1 || b1.len() != h1 || g2.len() != h1 * h2 {
             return Err(NoSpan::Shape);
         }
+        let precision = Precision::of(g2.iter().copied());
         let g = DMatrix::from_row_iterator(h1, h2, g2.iter().map(|&v| v as f64));
-        let live = live_units(&g);
-        let svd = g.svd(true, false);
-        let u = svd.u.ok_or(NoSpan::Shape)?;
-        let largest = svd.singular_values.max();
-        if !(largest > 0.0) {
+        if !(g.amax() > 0.0) {
             return Err(NoSpan::Silent);
         }
-        let mut order: Vec<usize> = (0..svd.singular_values.len()).collect();
-        order.sort_by(|&a, &b| svd.singular_values[b].total_cmp(&svd.singular_values[a]));
-        let values: Vec<f64> = order.iter().map(|&k| svd.singular_values[k] / largest).collect();
-        let rank = match of {
-            SpanOf::Gradient { .. } => span_rank(&values).ok_or(NoSpan::NoGap)?,
-            SpanOf::Update { rows } => rows.min(values.len()),
+        let rows = match of {
+            SpanOf::Gradient { rows } | SpanOf::Update { rows } => rows,
         };
-        room_at(dataset, rank, h1, live)?;
-        let kept = &order[..rank];
+        let spectrum = Spectrum::of(g.clone(), precision, rows, false);
+        let live = live_units(&g, &spectrum);
+        let (rank, regime) = match of {
+            SpanOf::Gradient { .. } => {
+                // More noise than rounding on the update (a defence's) blurs every direction.
+                if spectrum.noisy() {
+                    return Err(NoSpan::NoGap);
+                }
+                match spectrum.rank() {
+                    Rank::Certain(0) | Rank::Uncertain { determined: 0, .. } => return Err(NoSpan::NoGap),
+                    Rank::Certain(r) if r >= rows => (r, Regime::Full),
+                    Rank::Certain(r) => (
+                        r,
+                        Regime::Labelled {
+                            rank: r,
+                            uncertain: 0,
+                            rows,
+                        },
+                    ),
+                    Rank::Uncertain {
+                        determined,
+                        above_noise,
+                    } => (
+                        determined,
+                        Regime::Labelled {
+                            rank: determined,
+                            uncertain: above_noise - determined,
+                            rows,
+                        },
+                    ),
+                }
+            }
+            SpanOf::Update { rows } => (rows.min(spectrum.values.len()), Regime::Adoption),
+        };
+        // The room is counted on every direction above the noise, determined or not.
+        room_at(dataset, rank.max(spectrum.above_noise().min(rows)), h1, live)?;
         let w1 = DMatrix::from_row_iterator(d, h1, w1.iter().map(|&v| v as f64));
-        let basis = u.select_columns(kept);
+        let basis = spectrum.basis(rank);
         let (continuous, offsets): (Vec<ContinuousFeature>, Vec<(usize, f64)>) = dataset
             .features
             .iter()
@@ -279,6 +305,7 @@ impl<'a> ActivationSpan<'a> {
                         min,
                         max,
                         decimals,
+                        std: dataset.std[f.offset],
                     },
                     (f.offset, dataset.std[f.offset]),
                 )),
@@ -286,26 +313,28 @@ impl<'a> ActivationSpan<'a> {
             })
             .unzip();
         let continuous_w = DMatrix::from_fn(h1, offsets.len(), |j, k| w1[(offsets[k].0, j)] / offsets[k].1);
+        let b1 = DVector::from_iterator(h1, b1.iter().map(|&v| v as f64));
         Ok(ActivationSpan {
             dataset,
             w1t: w1.transpose(),
-            b1: DVector::from_iterator(h1, b1.iter().map(|&v| v as f64)),
+            w1t_abs: w1.transpose().abs(),
+            b1_abs: b1.abs(),
+            b1,
             basis_t: basis.transpose(),
             basis,
+            spectrum,
+            precision,
             present,
-            threshold: match of {
-                SpanOf::Gradient { .. } => CERTIFY,
-                SpanOf::Update { .. } => FEDAVG_NEAR,
-            },
-            proof: matches!(of, SpanOf::Gradient { .. }),
-            independent: values.iter().filter(|&&v| v >= DEPENDENT).count(),
-            rows: match of {
-                SpanOf::Gradient { rows } | SpanOf::Update { rows } => rows,
-            },
+            regime,
             activation: Activation::Relu,
             continuous,
             continuous_w,
         })
+    }
+
+    /// What the span is of the rows' activations (`Regime`).
+    pub fn regime(&self) -> Regime {
+        self.regime
     }
 
     /// The span's dimension r: rows it can tell apart while r < h₁.
@@ -320,7 +349,37 @@ impl<'a> ActivationSpan<'a> {
 
     /// Whether a row it adopts is proved (FedSGD) or only near the span (FedAvg).
     pub fn proves(&self) -> bool {
-        self.proof
+        self.regime != Regime::Adoption
+    }
+
+    /// The distance under which a refined row is adopted: FedAvg's `FEDAVG_NEAR`; on FedSGD,
+    /// `ACCEPT` times how far a row of the batch with this row's activation can lie from the span.
+    pub fn threshold(&self, row: &[Value]) -> f64 {
+        match self.regime {
+            Regime::Adoption => FEDAVG_NEAR,
+            _ => {
+                let (drift, forward) = self.slack(row);
+                ACCEPT * (drift + forward)
+            }
+        }
+    }
+
+    /// How far (relative) a row of the batch with `row`'s activation can lie from the span: the
+    /// span's drift under the update's noise (`Spectrum::drift`), and the client's own float32
+    /// rounding of that activation.
+    fn slack(&self, row: &[Value]) -> (f64, f64) {
+        let x = DVector::from_vec(self.dataset.encode(row));
+        let z = &self.w1t * &x + &self.b1;
+        let a = z.map(|v| self.activation.host(v));
+        let norm = a.norm();
+        if norm == 0.0 {
+            return (0.0, 0.0);
+        }
+        let scale = &self.w1t_abs * x.abs() + &self.b1_abs;
+        let live = DVector::from_fn(z.len(), |j, _| scale[j] * self.activation.host_slope(z[j]).abs());
+        let d = x.len() as f64;
+        let forward = FORWARD * self.precision.unit * (d + 1.0).sqrt() * live.norm() / norm;
+        (self.spectrum.drift(self.rank(), &a), forward)
     }
 
     /// v's part outside the span.
@@ -418,7 +477,7 @@ impl<'a> ActivationSpan<'a> {
         let mut best = candidate.to_vec();
         let mut best_distance = fit(&mut best, FIT_ROUNDS);
         for _ in 0..SWEEPS {
-            if best_distance < self.threshold {
+            if best_distance < self.threshold(&best) {
                 break;
             }
             let mut improved = false;
@@ -479,130 +538,13 @@ fn least_squares(a: &DMatrix<f64>, b: &DVector<f64>) -> Option<DVector<f64>> {
 
 /// A row as a key for finding its copies: equal rows (by `==`, so 0.0 and −0.0 alike) give equal
 /// keys.
-fn row_key(row: &[Value]) -> Vec<u64> {
+pub(super) fn row_key(row: &[Value]) -> Vec<u64> {
     row.iter()
         .map(|v| match *v {
             Value::Cat(c) => c as u64,
             Value::Num(x) => (x + 0.0).to_bits(),
         })
         .collect()
-}
-
-/// Refinements tried per row of the batch still missing, over the members' rows.
-const TRIES_PER_ROW: usize = 200;
-/// ...stopping after this many failures in a row: a search that finds nothing for so long will
-/// not (an ensemble stopped after 3 steps on B = 128 would otherwise refine 25,000 rows).
-const STALE_TRIES: usize = 400;
-
-/// What the certificate made of one slot of the batch.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Certified {
-    /// Not adopted: the slot keeps the ensemble's row.
-    No,
-    /// Adopted and proved a row of the batch (`ActivationSpan::proof`); on FedAvg adopted for
-    /// lying near the update's span, which proves nothing (`ActivationSpan::proves`).
-    Yes,
-    /// Adopted, its activation in the span, and not proved: why.
-    Fits(Unproved),
-}
-
-impl ActivationSpan<'_> {
-    /// A refined row's verdict: in the span (to the threshold) and not one of `found`, then
-    /// proved or only fitting the update. FedAvg's adoption proves nothing and is not checked.
-    pub fn verdict(&self, row: &[Value], distance: f64, found: &[Vec<Value>]) -> Certified {
-        if !(distance < self.threshold) || self.among(row, found) {
-            return Certified::No;
-        }
-        match self.proof {
-            false => Certified::Yes,
-            true => self.proof(row).map_or_else(Certified::Fits, |()| Certified::Yes),
-        }
-    }
-}
-
-/// The batch's rows certified: `pooled` (the ensemble's reconstruction) refined and adopted where
-/// the certificate holds; a slot whose row refines to one already found (two pooled rows near the
-/// same batch row) takes the next proved row refined from `candidates` (the members' rows),
-/// nearest the span first. A pooled row that refines into the span without a proof keeps its slot
-/// as fitting the update (`Certified::Fits`); a candidate must be proved to take a slot (or fit a
-/// span of rank below the batch's, whose unproved points are isolated), so the points of one
-/// unprovable line do not crowd out rows. `proved`: per slot, whether its row is
-/// proved already (by the first layer): it is kept as it is and not refined again (refining is
-/// most of a proved attack's time). Returns, per slot, what this made of its row.
-pub fn certify_batch(
-    span: &ActivationSpan,
-    pooled: &mut [Vec<Value>],
-    candidates: Vec<Vec<Value>>,
-    proved: &[bool],
-) -> Vec<Certified> {
-    let mut found: Vec<Vec<Value>> = pooled
-        .iter()
-        .zip(proved)
-        .filter(|(_, p)| **p)
-        .map(|(row, _)| row.clone())
-        .collect();
-    let mut certified = vec![Certified::No; pooled.len()];
-    let known = |slot: usize| proved.get(slot).copied().unwrap_or(false);
-    // Each pooled row refines on its own (nothing to avoid): all at once, adopted in order.
-    let slots: Vec<usize> = (0..pooled.len()).filter(|&s| !known(s)).collect();
-    let refined = crate::parallel::map(&slots, |&slot| span.refine(&pooled[slot], &[]));
-    for (slot, (refined, distance)) in slots.into_iter().zip(refined) {
-        certified[slot] = span.verdict(&refined, distance, &found);
-        if certified[slot] != Certified::No {
-            found.push(refined.clone());
-            pooled[slot] = refined;
-        }
-    }
-    let open: Vec<usize> = (0..pooled.len())
-        .filter(|&s| certified[s] == Certified::No && !known(s))
-        .collect();
-    let missing = open.len();
-    // Nothing of the ensemble's passes: it has not found the batch, and neither will its members.
-    if missing == 0 || found.is_empty() {
-        return certified;
-    }
-    let mut distinct = rustc_hash::FxHashSet::default();
-    let rows: Vec<Vec<Value>> = candidates
-        .into_iter()
-        .filter(|row| !span.among(row, &found) && distinct.insert(row_key(row)))
-        .collect();
-    let distances = crate::parallel::map(&rows, |row| span.distance(row));
-    let mut ranked: Vec<(f64, Vec<Value>)> = distances.into_iter().zip(rows).collect();
-    ranked.sort_by(|a, b| a.0.total_cmp(&b.0));
-    ranked.truncate(missing * TRIES_PER_ROW);
-    let ranked: Vec<Vec<Value>> = ranked.into_iter().map(|(_, row)| row).collect();
-    let mut open = open.into_iter();
-    let mut slot = open.next();
-    let mut stale = 0;
-    // Each candidate refined against the rows found before it, as a loop over them would; the
-    // refinements run ahead on every core (`parallel::walk_ahead`).
-    crate::parallel::walk_ahead(
-        &ranked,
-        &mut found,
-        |row, found| span.refine(row, found),
-        |(refined, distance), found| {
-            let Some(s) = slot else { return Next::Stop };
-            if stale == STALE_TRIES {
-                return Next::Stop;
-            }
-            stale += 1;
-            let verdict = span.verdict(&refined, distance, found);
-            // A rank below the batch's leaves isolated points, not lines: they may take a slot.
-            if !matches!(
-                verdict,
-                Certified::Yes | Certified::Fits(Unproved::RankBelowBatch { .. })
-            ) {
-                return Next::Same;
-            }
-            stale = 0;
-            found.push(refined.clone());
-            pooled[s] = refined;
-            certified[s] = verdict;
-            slot = open.next();
-            Next::Changed
-        },
-    );
-    certified
 }
 
 #[cfg(test)]

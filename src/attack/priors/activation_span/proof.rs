@@ -2,23 +2,25 @@
 //! conditions it checks (docs/method.md, "What proved means").
 //!
 //! FedSGD: G₂ = (1/B) Σᵢ aᵢ δᵢᵀ, so its column space S lies in span{aᵢ}, whatever the batch, and
-//! is all of it where G₂ has rank B. Below rank B (rows whose δ's are dependent: on a binary head,
-//! any two rows that share their second-layer ReLU pattern) G₂ holds such rows only as one
-//! combination, a row of them is not in S, and where they share their categories and first-layer
-//! cell one point between them is: nothing with continuous values is proved there
-//! (`Unproved::RankBelowBatch`). At rank B, take a row x̂ with categories c and first-layer ReLU pattern P (its cell). Inside the cell the
-//! activation is affine in the continuous values t: a(x_c + Ct) = D_P(W₁ᵀ(x_c + Ct) + b₁). So if a
-//! row x of the batch shares c and P with x̂, a(x̂) − a(x) = D_P W₁ᵀ C (t̂ − t), and both lie in S:
-//! t̂ − t is in the null space of M = Π_S⊥ D_P W₁ᵀ C. Where M is injective, x̂ = x. Measured with
-//! the certificate's tolerance: where every direction of one scoring tolerance (`tolerance`) in the
-//! continuous values moves the activation out of S by more than `UNIQUE` times the certificate's
-//! threshold, every point of the cell within the threshold of S, a batch row among them, lies
-//! within a tolerance of x̂. That is what "proved" claims.
+//! is all of it where G₂ has rank B (`Regime::Full`). Take a row x̂ with categories c and
+//! first-layer ReLU pattern P (its cell). Inside the cell the activation is affine in the
+//! continuous values t: a(x_c + Ct) = D_P(W₁ᵀ(x_c + Ct) + b₁). So if a row x of the batch shares c
+//! and P with x̂, a(x̂) − a(x) = M₀(t̂ − t) with M₀ = D_P W₁ᵀ C, and both lie in S: t̂ − t is in the
+//! null space of Π_S⊥ M₀. Where that is injective, x̂ = x.
 //!
-//! Where M is not injective, the update cannot tell the cell's points apart: two rows of the batch
-//! that share their categories and ReLU cell (twins, k-tuples) put their difference in M's null
-//! space, and every point on their line (between them and beyond) lies in S. Such a row fits the
-//! update and is not proved (`Unproved::NotUnique`).
+//! The update is read in float32: the span Ŝ leakscope computes lies within an angle ρ_max =
+//! η/σ_r of S (`Spectrum::angle`), a vector v of S within ρ(v) of Ŝ (`Spectrum::drift`), and the
+//! client's activation of a row within γ of ours (its float32 rounding). With T the claim's
+//! precision per column (`CLAIM` std: the scoring tolerance), m̂ = σ_min(Π_Ŝ⊥ M₀ T), n̂ = ‖M₀ T‖
+//! and δ̂ the candidate's measured distance to Ŝ, a batch row x of x̂'s cell and categories with
+//! s = ‖T⁻¹(t̂ − t)‖ obeys s·(m̂ − (ρ_max + γ)·n̂) ≤ (δ̂ + ρ(a) + γ)·‖a(x̂)‖. The proof asks the
+//! left factor to be at least `SAFETY` times the right side: then s ≤ 1/`SAFETY`, every
+//! continuous value of x̂ within half a tolerance of the batch row's. That is what "proved" claims.
+//!
+//! Where Π_Ŝ⊥ M₀ is not injective, the update cannot tell the cell's points apart: two rows of
+//! the batch that share their categories and ReLU cell (twins, k-tuples) put their difference in
+//! its null space, and every point on their line lies in S. Such a row fits the update and is not
+//! proved (`Unproved::NotUnique`).
 //!
 //! The checks are counted on the units the row activates: a unit the row leaves off checks
 //! nothing, and a unit dead on every row of the batch puts no direction in S, so a first layer
@@ -29,32 +31,32 @@
 use nalgebra::DMatrix;
 
 use super::{ActivationSpan, SPARE_CHECKS, Unproved};
+use crate::attack::priors::spectrum::SEPARATION;
 use crate::table::Value;
+use crate::table::dataset::TOLERANCE_FACTOR;
 
-/// A unit counts as a check where Π_S⊥ keeps this much of it (1: orthogonal to S, 0: in S).
+/// A unit counts as a check where Π_S⊥ keeps this much of it (1: orthogonal to S, 0: in S), and
+/// no less than `SEPARATION` times how far Ŝ can be from S.
 const CHECK_FLOOR: f64 = 1e-3;
-/// M's smallest singular value, one tolerance per column, against the certificate's threshold on
-/// the activation: above this, two points of a cell within the threshold of S are within a
-/// tolerance of each other (2 by the triangle inequality, doubled for the rounding).
-const UNIQUE: f64 = 4.0;
+/// What "proved" claims of a row's continuous values: within their column's scoring tolerance
+/// of the batch row's (`TOLERANCE_FACTOR` std), by the inequality with a margin of `SAFETY`: the
+/// bound itself puts them within half of it. (Realized, the proved rows are the batch's to the
+/// values' own precision: the drift the bound allows for is rarely reached.)
+const CLAIM: f64 = TOLERANCE_FACTOR;
+const SAFETY: f64 = 2.0;
 
 impl ActivationSpan<'_> {
-    /// Whether `row`, whose activation lies in the span, is proved a row of the batch: its live
-    /// units leave the checks, and no other point of its cell fits (the module's theorem).
-    pub fn proof(&self, row: &[Value]) -> Result<(), Unproved> {
-        // Below full rank the span is not every row's activation, and the theorem's first step
-        // fails; a table without continuous values has no point between two rows, only copies.
-        if self.independent < self.rows && !self.continuous.is_empty() {
-            return Err(Unproved::RankBelowBatch {
-                rank: self.independent,
-                rows: self.rows,
-            });
-        }
+    /// Whether `row`, whose activation lies `distance` (relative) from the span, is a row of the
+    /// batch by the module's theorem: its live units leave the checks, and no other point of its
+    /// cell a claim's precision away fits. In a span below the batch's rank (`Regime::Labelled`)
+    /// this is necessary, not sufficient (`Certified::IfLabelled`).
+    pub fn proof(&self, row: &[Value], distance: f64) -> Result<(), Unproved> {
         let z = self.pre_activation(row);
         let slope = z.map(|v| self.activation.host_slope(v));
         let a = z.map(|v| self.activation.host(v));
         let live: Vec<usize> = (0..slope.len()).filter(|&j| slope[j] != 0.0).collect();
         let needed = self.continuous.len() + SPARE_CHECKS;
+        let angle = self.spectrum.angle(self.rank());
         // Π_S⊥ on the row's live units: its rank is the checks they give.
         let in_span = &self.basis * &self.basis_t;
         let on_live = DMatrix::from_fn(a.len(), live.len(), |i, k| {
@@ -65,11 +67,8 @@ impl ActivationSpan<'_> {
             true => 0,
             false => {
                 let top = slope.amax().max(f64::MIN_POSITIVE);
-                on_live
-                    .singular_values()
-                    .iter()
-                    .filter(|&&s| s > CHECK_FLOOR * top)
-                    .count()
+                let floor = CHECK_FLOOR.max(SEPARATION * angle);
+                on_live.singular_values().iter().filter(|&&s| s > floor * top).count()
             }
         };
         if checks < needed {
@@ -78,14 +77,16 @@ impl ActivationSpan<'_> {
         if self.continuous.is_empty() {
             return Ok(());
         }
-        // M, one tolerance per column: how far the activation leaves S as each value moves.
+        // M₀ T: how the activation moves as each value moves by a claim's precision.
         let w = &self.continuous_w;
-        let m = DMatrix::from_fn(w.nrows(), w.ncols(), |j, k| {
-            w[(j, k)] * slope[j] * self.dataset.features[self.continuous[k].feature].tolerance()
+        let moves = DMatrix::from_fn(w.nrows(), w.ncols(), |j, k| {
+            w[(j, k)] * slope[j] * CLAIM * self.continuous[k].std
         });
-        let m = &m - &self.basis * (&self.basis_t * &m);
-        let smallest = m.singular_values().min();
-        let needs = UNIQUE * self.threshold * a.norm();
+        let largest = moves.singular_values().max();
+        let out = &moves - &self.basis * (&self.basis_t * &moves);
+        let smallest = out.singular_values().min();
+        let (drift, forward) = self.slack(row);
+        let needs = SAFETY * (distance + drift + forward) * a.norm() + (angle + forward) * largest;
         match smallest >= needs {
             true => Ok(()),
             false => Err(Unproved::NotUnique {

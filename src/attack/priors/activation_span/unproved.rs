@@ -10,11 +10,17 @@ pub enum Unproved {
     NotUnique { margin: f64 },
     /// The second layer's gradient gives the row no label's residual (`attack::priors::peel`).
     Unlabelled,
-    /// G₂ has `rank` independent directions for `rows` rows: rows whose δ's are dependent (two
-    /// rows that share their second-layer ReLU pattern on a binary head) show in it only as a
-    /// combination, and where they also share their categories and first-layer cell one point
-    /// between them lies in the span without being a row.
-    RankBelowBatch { rank: usize, rows: usize },
+    /// G₂ has `rank` determined directions for `rows` rows (and `uncertain` more too near its
+    /// float32 rounding to place): rows whose δ's are (nearly) dependent (two rows that share
+    /// their second-layer ReLU pattern on a binary head) show in it only as a combination, and
+    /// where they also share their categories and first-layer cell one point between them lies
+    /// in the span without being a row. Such a span proves a row only with its label
+    /// (`attack::priors::peel`); this is why one was not proved.
+    RankBelowBatch { rank: usize, uncertain: usize, rows: usize },
+    /// It is one of `found` rows the encoding can hold in the first layer's span, whose rank
+    /// `rank` is not the batch's `rows` or which holds more rows than the batch: it fits the
+    /// first layer's update exactly, as the others do (`assess::enumerated`).
+    SpanHoldsMore { found: usize, rank: usize, rows: usize },
 }
 
 impl Unproved {
@@ -29,9 +35,20 @@ impl Unproved {
                                            the batch that share them, such as near-twins, make a line of such points)"
                     .into()
             }
-            Unproved::RankBelowBatch { rank, rows } => format!(
-                "the second layer's gradient has rank {rank} for {rows} rows: rows that share their ReLU patterns show \
-                 in it only as combinations, and a point between two of them would fit"
+            Unproved::RankBelowBatch { rank, uncertain, rows } => {
+                let near = match uncertain {
+                    0 => String::new(),
+                    k => format!(" and {k} more too near its float32 rounding to place"),
+                };
+                format!(
+                    "the second layer's gradient has {rank} directions clear of its rounding{near} for {rows} rows: rows \
+                     that share their ReLU patterns show in it only as combinations, a point between two of them \
+                     would fit, and the update gave this row no label that would tell it from one"
+                )
+            }
+            Unproved::SpanHoldsMore { found, rank, rows } => format!(
+                "it lies exactly in the first layer's span of the rows, which has rank {rank} for {rows} rows and holds \
+                 {found} rows the table can hold: the span cannot tell which of them are the batch's"
             ),
             Unproved::Unlabelled => {
                 "the second layer's gradient gives it no label's residual (a point between rows that share their \

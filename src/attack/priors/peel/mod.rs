@@ -16,15 +16,35 @@
 use nalgebra::{DMatrix, DVector};
 
 use crate::attack::inversion::relax::Layout;
-use crate::attack::priors::activation_span;
+use crate::attack::priors::spectrum::{Precision, SEPARATION, Spectrum};
 use crate::client::head::{Head, Model};
 use crate::client::network::Params;
 use crate::client::update::Update;
 
-/// The relative residual above which the proved rows do not explain their share of G₂.
-const RESIDUAL: f64 = 1e-3;
-/// How far a recovered label may be from one (one-hot, or 0/1).
+/// The proved rows explain their share of G₂ where what is left is within this many times the
+/// update's noise on it (`Spectrum::noise`) and the client's rounding of their activations.
+const EXPLAINED: f64 = 4.0;
+/// The most a recovered label may be from one (one-hot, or 0/1), however loosely the update
+/// reads it...
 const OFF_LABEL: f64 = 0.05;
+/// ...and, where a label decides a proof (`Reading::Strict`), at most this many times how
+/// precisely the update reads it: a point between two rows of the batch reads as their summed
+/// residual, off a label by one row's |p − y|, which training makes small; only a strict
+/// reading tells it from a row.
+const LABEL_MARGIN: f64 = 8.0;
+/// Peeling to find the rows left reads proved rows that may sit a little off (the certificate
+/// proves a continuous value to its tolerance): their activations within this relative distance
+/// of the span, and their share of G₂ explained to it, however finely the update reads.
+const LOOSE: f64 = 1e-3;
+
+/// How strictly the proved rows are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    /// To grant a proof: every tolerance the update's precision's.
+    Strict,
+    /// To peel: loose enough for rows a little off, which are read exactly afterwards.
+    Loose,
+}
 /// How far a row's label counts may be from whole numbers. At initialisation p ≈ 0.5, so m and
 /// m + 2 copies differ by 2p − 1 (0.015 on a test batch): a count is read only where one m is
 /// whole to this, far inside that and far outside float error (~1e-6).
@@ -67,7 +87,42 @@ fn back(params: &Params, model: Model, pre: &[f64], l: usize, delta: &[f64]) -> 
         .collect()
 }
 
+/// The client's float32 rounding of a row's activation, against ours in float64: about
+/// u·√(d + 1) times |W₁|ᵀ|x| + |b₁| on its live units, this many times (`activation_span`'s).
+const FORWARD: f64 = 2.0;
+/// A label read off the update is the client's float32 p less its residual; ours is in float64:
+/// they differ by about u·(1 + |logit|), this many times.
+const PROBABILITY: f64 = 16.0;
+
 impl RowPass {
+    /// The client's rounding of this row's first-layer activation, relative to its norm.
+    fn forward_error(&self, params: &Params) -> f64 {
+        let x = &self.inputs[0];
+        let (d, h) = (params.sizes[0], params.sizes[1]);
+        let norm = self.a1.norm();
+        if norm == 0.0 {
+            return 0.0;
+        }
+        let scale: f64 = (0..h)
+            .filter(|&j| self.pre[0][j] > 0.0 || self.a1[j] != 0.0)
+            .map(|j| {
+                let s: f64 = (0..d).map(|i| (params.weights[0][i * h + j] as f64 * x[i]).abs()).sum();
+                (s + (params.biases[0][j] as f64).abs()).powi(2)
+            })
+            .sum::<f64>()
+            .sqrt();
+        FORWARD * Precision::F32.unit * ((d + 1) as f64).sqrt() * scale / norm
+    }
+
+    /// How far the client's probabilities can be from ours.
+    fn probability_error(&self) -> f64 {
+        let logit = self
+            .pre
+            .last()
+            .map_or(0.0, |z| z.iter().fold(0.0f64, |m, v| m.max(v.abs())));
+        PROBABILITY * Precision::F32.unit * (1.0 + logit)
+    }
+
     fn new(params: &Params, model: Model, x: &[f64]) -> RowPass {
         let layers = params.layers();
         let pre = params.pre_activations_host(x, 1, model);
@@ -147,7 +202,7 @@ fn leading_basis(m: &DMatrix<f64>, count: usize) -> Option<DMatrix<f64>> {
 /// A recovered output gradient eᵢ snapped to the label's exact one, s·(pᵢ − yᵢ), where
 /// yᵢ = pᵢ − eᵢ/s is a label to within `OFF_LABEL` (one-hot, or 0/1 for a sigmoid head); None
 /// where it is not. A regression's label is any value: its eᵢ is kept as solved.
-fn snap_to_label(head: Head, probs: &[f64], e: &DVector<f64>) -> Option<DVector<f64>> {
+fn snap_to_label(head: Head, probs: &[f64], e: &DVector<f64>, tolerance: f64) -> Option<DVector<f64>> {
     let s = head.scale();
     let y: Vec<f64> = match head {
         Head::Linear => return Some(e.clone()),
@@ -158,21 +213,20 @@ fn snap_to_label(head: Head, probs: &[f64], e: &DVector<f64>) -> Option<DVector<
     let off = y.iter().zip(&label).map(|(v, l)| (v - l).abs()).fold(0.0, f64::max);
     let hot = label.iter().filter(|&&l| l == 1.0).count();
     let valid = label.iter().all(|&l| l == 0.0 || l == 1.0) && (head == Head::Sigmoid || hot == 1);
-    (valid && off <= OFF_LABEL).then(|| match head {
+    (valid && off <= tolerance.min(OFF_LABEL)).then(|| match head {
         Head::Sigmoid => DVector::from_element(1, s * (probs[1] - label[0])),
         _ => DVector::from_iterator(probs.len(), (0..probs.len()).map(|c| s * (probs[c] - label[c]))),
     })
 }
 
-/// B·G₂ ([h₁, h₂]) of an update of `b` rows and its left singular vectors, where the span of the
-/// batch's activations, read as the second layer's certificate reads it, has dimension `rank`.
-fn second_layer_span(params: &Params, update: &Update, b: usize, rank: usize) -> Option<(DMatrix<f64>, DMatrix<f64>)> {
+/// B·G₂ ([h₁, h₂]) of an update of `b` rows and its spectrum, read as the second layer's
+/// certificate reads it (`Spectrum`, the update's own precision).
+fn second_layer_spectrum(params: &Params, update: &Update, b: usize) -> (DMatrix<f64>, Spectrum) {
     let (h1, h2) = (params.sizes[1], params.sizes[2]);
     let g2 = DMatrix::from_fn(h1, h2, |i, j| b as f64 * update.weight(1)[i * h2 + j] as f64);
-    let (values, u) = left_singular(&g2);
-    let largest = values.first().copied().filter(|v| *v > 0.0)?;
-    let relative: Vec<f64> = values.iter().map(|v| v / largest).collect();
-    (activation_span::span_rank(&relative) == Some(rank)).then_some((g2, u))
+    let precision = Precision::of(update.weight(1).iter().copied());
+    let spectrum = Spectrum::of(g2.clone(), precision, b, false);
+    (g2, spectrum)
 }
 
 /// Why the proved rows do not peel.
@@ -189,43 +243,71 @@ pub enum Refused {
     Unlabelled(usize),
 }
 
-/// What peeling leaves: the update of the rows left (their mean gradient), and the proved rows
-/// as the first layer reads them exactly (encoded, [d] each; `read_rows`).
+/// What peeling leaves: the update of the rows left (their mean gradient), the proved rows as
+/// the first layer reads them exactly (encoded, [d] each; `read_rows`), and how many of the rows
+/// left the first layer's part of it holds clear of the update's rounding (a row whose residual
+/// training made too small to read leaves nothing there).
 pub struct Peeled {
     pub update: Update,
     pub rows: Vec<Vec<f64>>,
+    pub visible: usize,
 }
 
 /// An update of `b` rows ready to peel: its second layer's gradient B·G₂ and the span of the
 /// batch's activations, read once for every peeling of it (`peeled_update` peels again as the
-/// proved rows are read more exactly).
+/// proved rows are read more exactly). The span is G₂'s determined directions (`Spectrum`),
+/// `rank` of them: the batch's B where G₂ has its rank, fewer where rows' δ's are (nearly)
+/// dependent; there the proved rows' labels are still read (`labelled`), and nothing is peeled.
 pub struct Peeler<'a> {
     params: &'a Params,
     model: Model,
     update: &'a Update,
     b: usize,
     g2: DMatrix<f64>,
-    /// An orthonormal basis of the activations' span, [h₁, b].
+    spectrum: Spectrum,
+    /// An orthonormal basis of the activations' span, [h₁, rank].
     span: DMatrix<f64>,
+    rank: usize,
+}
+
+/// The proved rows' label residuals as the second layer's gradient gives them.
+struct Read {
+    rows: Vec<RowPass>,
+    /// Per proved row, its label's residual eᵢ where the update gives one.
+    labels: Vec<Option<DVector<f64>>>,
+    /// Whether the rows, each with its label, explain B·G₂ projected off the rows left's δ's.
+    explained: bool,
 }
 
 impl<'a> Peeler<'a> {
-    /// None where the network has fewer than two hidden layers or the second layer's gradient
-    /// is not of rank `b` below its width.
+    /// None where the network has fewer than two hidden layers, the second layer's gradient has
+    /// no determined direction, or its span fills the first layer.
     pub fn new(params: &'a Params, model: Model, update: &'a Update, b: usize) -> Option<Peeler<'a>> {
-        if params.layers() < 3 || b >= params.sizes[1] {
+        if params.layers() < 3 || b == 0 {
             return None;
         }
-        let (g2, u) = second_layer_span(params, update, b, b)?;
-        let span = u.columns(0, b).into_owned();
+        let (g2, spectrum) = second_layer_spectrum(params, update, b);
+        let rank = spectrum.determined().min(b);
+        if rank == 0 || rank >= params.sizes[1] || spectrum.noisy() {
+            return None;
+        }
+        let span = spectrum.basis(rank);
         Some(Peeler {
             params,
             model,
             update,
             b,
             g2,
+            spectrum,
             span,
+            rank,
         })
+    }
+
+    /// Whether the span is every row's activation (G₂ of the batch's rank, every direction
+    /// determined): only then are rows peeled.
+    pub fn full(&self) -> bool {
+        self.rank == self.b && self.spectrum.above_noise() == self.b
     }
 
     /// The FedSGD update of the `b − proved.len()` rows left once the `proved` rows (encoded,
@@ -236,75 +318,157 @@ impl<'a> Peeler<'a> {
         self.try_peel(proved).unwrap_or(Err(Refused::Unexplained))
     }
 
-    /// Where every row of the batch is proved (`rows`, encoded, b of them): those whose label
-    /// residual the second layer's gradient does not give. G₂ = A Vᵀ with A the rows'
-    /// activations, of full rank b, so each row's δ and its label residual are read directly; a
-    /// point between two rows that share their first-layer pattern (`Refused::Unlabelled`) has
-    /// none that is a label's. None where the rows do not lie in the span.
-    pub fn unlabelled(&self, rows: &[Vec<f64>]) -> Option<Vec<usize>> {
-        if rows.len() != self.b {
-            return None;
+    /// The label certificate: of the `proved` rows (encoded), those whose label residual the
+    /// second layer's gradient does not give. Projected off the rows left's δ's (the span's part
+    /// orthogonal to the proved rows' activations gives them), G₂ is the proved rows' alone, each
+    /// row's δ and its label's residual read from it; a point between two rows that share their
+    /// first-layer pattern reads as their summed residual, which is no label's. An unlabelled
+    /// row joins the rows left and the rest are read again, until each reads a label and
+    /// together they explain their share. None where they never do (no row is labelled).
+    pub fn unlabelled(&self, proved: &[Vec<f64>]) -> Option<Vec<usize>> {
+        let mut keep: Vec<usize> = (0..proved.len()).collect();
+        let mut dropped = Vec::new();
+        while !keep.is_empty() {
+            let rows: Vec<Vec<f64>> = keep.iter().map(|&i| proved[i].clone()).collect();
+            let read = self.read(&rows, Reading::Strict)?;
+            match read.labels.iter().position(Option::is_none) {
+                Some(k) => dropped.push(keep.remove(k)),
+                None if read.explained => return Some(dropped),
+                None => return None,
+            }
         }
-        let (passes, a) = self.in_span(rows)?;
-        let v = a.svd(true, true).solve(&self.g2, 1e-12).ok()?;
-        let read = |i: usize, row: &RowPass| {
-            let solved = output_gradient(&row.j2, &v.row(i).transpose())?;
-            snap_to_label(self.model.head, &row.probs, &solved)
-        };
-        Some((0..rows.len()).filter(|&i| read(i, &passes[i]).is_none()).collect())
+        None
     }
 
-    /// The rows' forward passes and their activations ([h₁, n]), where these lie in the span.
-    fn in_span(&self, rows: &[Vec<f64>]) -> Option<(Vec<RowPass>, DMatrix<f64>)> {
+    /// The rows' forward passes and their activations ([h₁, n]), where every one lies within
+    /// how far a row of the batch can from the span (`Spectrum::drift`, and the rounding of its
+    /// activation).
+    fn in_span(&self, rows: &[Vec<f64>], reading: Reading) -> Option<(Vec<RowPass>, DMatrix<f64>)> {
         let (passes, a) = passes(self.params, self.model, rows);
-        let k = self.span.transpose() * &a;
-        ((&self.span * &k - &a).norm() <= RESIDUAL * a.norm()).then_some((passes, a))
+        let inside = passes.iter().all(|row| {
+            let off = (&row.a1 - &self.span * self.span.tr_mul(&row.a1)).norm();
+            let strict = 4.0 * (self.spectrum.drift(self.rank, &row.a1) + row.forward_error(self.params));
+            let allowed = match reading {
+                Reading::Strict => strict,
+                Reading::Loose => strict.max(LOOSE),
+            };
+            off <= allowed * row.a1.norm()
+        });
+        inside.then_some((passes, a))
+    }
+
+    /// The proved rows' label residuals, read off B·G₂ projected off the rows left's δ's.
+    fn read(&self, proved: &[Vec<f64>], reading: Reading) -> Option<Read> {
+        let (g2, span, r) = (&self.g2, &self.span, self.rank);
+        let p = proved.len();
+        if p == 0 || p > r {
+            return None;
+        }
+        let h2 = self.params.sizes[2];
+        let (rows, a) = self.in_span(proved, reading)?;
+        let k = span.transpose() * &a;
+        // The span's part orthogonal to the proved rows: the rows left's alone (r − p dimensions).
+        let within = leading_basis(&k, p)?;
+        let off_t = match r - p {
+            0 => DMatrix::<f64>::identity(h2, h2),
+            rest => {
+                let complement = leading_basis(&(DMatrix::<f64>::identity(r, r) - &within * within.transpose()), rest)?;
+                // The rows left's δ's span T; projected off it, G₂ is the proved rows' alone.
+                let t = leading_basis(&(g2.transpose() * (span * complement)), rest)?;
+                DMatrix::<f64>::identity(h2, h2) - &t * t.transpose()
+            }
+        };
+        let m = g2 * &off_t;
+        // M = A Vᵀ with V's row i = (I − TTᵀ) Jᵢ eᵢ: V from A's pseudo-inverse, then each eᵢ.
+        let svd = a.clone().svd(true, true);
+        let smallest = svd.singular_values.min();
+        if !(smallest > 0.0) {
+            return None;
+        }
+        let v = svd.solve(&m, 1e-12).ok()?;
+        // How far v can be off: the update's noise on G₂ and the client's rounding of the
+        // activations, through A's pseudo-inverse.
+        let forward = rows
+            .iter()
+            .map(|row| row.forward_error(self.params))
+            .fold(0.0, f64::max);
+        let v_error = (self.spectrum.noise + forward * m.norm()) / smallest;
+        let mut explained = DMatrix::zeros(g2.nrows(), h2);
+        let mut labels = Vec::with_capacity(p);
+        for (i, row) in rows.iter().enumerate() {
+            let j = &off_t * &row.j2;
+            let solved = output_gradient(&j, &v.row(i).transpose())?;
+            let pinv = j.clone().pseudo_inverse(1e-12).ok()?;
+            let tolerance = match reading {
+                Reading::Strict => {
+                    LABEL_MARGIN * (pinv.norm() * v_error / self.model.head.scale() + row.probability_error())
+                }
+                Reading::Loose => OFF_LABEL,
+            };
+            let label = snap_to_label(self.model.head, &row.probs, &solved, tolerance);
+            if let Some(e) = &label {
+                explained += &row.a1 * (&j * e).transpose();
+            }
+            labels.push(label);
+        }
+        let strict = EXPLAINED * (self.spectrum.noise * (h2 as f64).sqrt() + forward * m.norm());
+        let allowed = match reading {
+            Reading::Strict => strict,
+            Reading::Loose => strict.max(LOOSE * m.norm()),
+        };
+        let fits = (&explained - &m).norm() <= allowed;
+        Some(Read {
+            rows,
+            labels,
+            explained: fits,
+        })
     }
 
     /// `peel`, None for `Refused::Unexplained`.
     fn try_peel(&self, proved: &[Vec<f64>]) -> Option<Result<Peeled, Refused>> {
         let (params, model, update, b) = (self.params, self.model, self.update, self.b);
-        let (g2, span) = (&self.g2, &self.span);
         let p = proved.len();
         if p == 0 || p >= b {
             return None;
         }
-        let (h1, h2) = (params.sizes[1], params.sizes[2]);
-        // The proved rows' activations must lie in the span.
-        let (rows, a) = self.in_span(proved)?;
-        let k = span.transpose() * &a;
-        // The span's part orthogonal to them: the rows left's alone (b − p dimensions).
-        let within = leading_basis(&k, p)?;
-        let complement = leading_basis(&(DMatrix::<f64>::identity(b, b) - &within * within.transpose()), b - p)?;
-        let q = span * complement;
-        // The rows left's δ's span T; projected off it, G₂ is the proved rows' alone.
-        let t = leading_basis(&(g2.transpose() * &q), b - p)?;
-        let off_t = DMatrix::<f64>::identity(h2, h2) - &t * t.transpose();
-        let m = g2 * &off_t;
-        // M = A Vᵀ with V's row i = (I − TTᵀ) Jᵢ eᵢ: V from A's pseudo-inverse, then each eᵢ.
-        let v = a.svd(true, true).solve(&m, 1e-12).ok()?;
-        let mut explained = DMatrix::zeros(h1, h2);
+        let h1 = params.sizes[1];
+        let read = self.read(proved, Reading::Loose)?;
+        if let Some(i) = read.labels.iter().position(Option::is_none) {
+            return Some(Err(Refused::Unlabelled(i)));
+        }
+        if !read.explained {
+            return None;
+        }
         let mut peeled: Vec<f64> = update.values().map(|g| b as f64 * g as f64).collect();
         // Each proved row's δ at the first layer, [h₁, p].
         let mut delta1 = DMatrix::zeros(h1, p);
-        for (i, row) in rows.iter().enumerate() {
-            let j = &off_t * &row.j2;
-            let solved = output_gradient(&j, &v.row(i).transpose())?;
-            let Some(e) = snap_to_label(model.head, &row.probs, &solved) else {
-                return Some(Err(Refused::Unlabelled(i)));
-            };
-            explained += &row.a1 * (&j * &e).transpose();
+        for (i, (row, e)) in read.rows.iter().zip(&read.labels).enumerate() {
+            let e = e.as_ref().expect("every row labelled");
             let d1 = row.subtract_gradient(params, model, e.as_slice(), 1.0, &mut peeled);
             delta1.set_column(i, &DVector::from_vec(d1));
         }
-        if (&explained - &m).norm() > RESIDUAL * m.norm().max(f64::MIN_POSITIVE) {
-            return None;
-        }
-        let rows = read_rows(update, &peeled, &delta1, (params.sizes[0], h1, b))?;
-        let left = (b - p) as f64;
+        let d = params.sizes[0];
+        let rows = read_rows(update, &peeled, &delta1, (d, h1, b))?;
+        // The rows left the first layer still holds: directions of what is left clear of the
+        // update's own rounding of that layer (B·G₁'s, the same units).
+        let first = DMatrix::from_fn(d, h1, |i, j| b as f64 * update.weight(0)[i * h1 + j] as f64);
+        let noise = Spectrum::of(first, Precision::of(update.weight(0).iter().copied()), b, false).noise;
+        let left = DMatrix::from_row_slice(d, h1, &peeled[..d * h1]);
+        let visible = left
+            .singular_values()
+            .iter()
+            .filter(|&&v| v >= SEPARATION * noise)
+            .count()
+            .min(b - p);
         let mut out = update.clone();
-        out.values_mut().zip(peeled).for_each(|(v, g)| *v = (g / left) as f32);
-        Some(Ok(Peeled { update: out, rows }))
+        out.values_mut()
+            .zip(peeled)
+            .for_each(|(v, g)| *v = (g / (b - p) as f64) as f32);
+        Some(Ok(Peeled {
+            update: out,
+            rows,
+            visible,
+        }))
     }
 }
 
@@ -326,7 +490,10 @@ pub fn copies(
     if params.layers() < 3 || r == 0 || r >= b || model.head == Head::Linear {
         return None;
     }
-    let (g2, _) = second_layer_span(params, update, b, r)?;
+    let (g2, spectrum) = second_layer_spectrum(params, update, b);
+    if spectrum.determined() != r || spectrum.above_noise() != r {
+        return None;
+    }
     let (rows, a) = passes(params, model, distinct);
     let v = a.svd(true, true).solve(&g2, 1e-12).ok()?;
     let s = model.head.scale();

@@ -1,0 +1,245 @@
+//! The first layer's span, enumerated (`attack::priors::enumerate`), as the attack uses it.
+//!
+//! The first layer's weight update is Σᵢ xᵢ vᵢᵀ, FedSGD's (vᵢ = δᵢ/B) and FedAvg's under SGD
+//! alike (each row's δ at every local step, momentum or not, weighted), so its column space lies
+//! in the span of the batch's rows, and is all of it where it has the batch's rank B. The rows the
+//! table's encoding can hold in that span are then found exactly, whatever the ensemble found:
+//!
+//! - **A proof.** Where the span's rank is certain and B (`spectrum::Rank::Certain`), every row of
+//!   the batch is in it, the search is complete and the span fixes the continuous values: the
+//!   batch is among the rows found, so where exactly B are found, they are the batch. Every one
+//!   is proved (`Provenance::Proved`), on FedAvg too.
+//! - **Rows that fit.** Below rank B (rows whose δ's are dependent, a row whose residual is too
+//!   small to read, a first layer narrower than the batch), the span still holds every row not in
+//!   a dependency, and a combination of those that are. Each member's row is snapped to the row
+//!   of the span nearest it where one is near, so the ensemble pools onto them; such a pooled row
+//!   is consistent with the first layer (`Unproved::SpanHoldsMore`), and a candidate for the
+//!   second layer's certificate.
+use crate::attack::inversion::setup::Setup;
+use crate::attack::priors::activation_span::{Unproved, present_categories};
+use crate::attack::priors::activity;
+use crate::attack::priors::enumerate::{self, Enumerated};
+use crate::attack::priors::spectrum::{Rank, SEPARATION};
+use crate::table::{Value, encode_rows};
+
+/// A candidate row is kept where it lies within this many times the distance a row of the batch
+/// can lie from the span (its drift, `Spectrum::drift`) and float32's rounding of an encoded row.
+const ACCEPT: f64 = 2.0;
+/// Float32's rounding of a row the client encoded: this many unit roundoffs.
+const ENCODED: f64 = 8.0;
+/// Rows of the span per row of the batch beyond which it is not searched further (it holds
+/// combinations of the rows of every kind, and snapping to them would mislead).
+const MOST_PER_ROW: usize = 8;
+/// A proof reads continuous values to half the scoring tolerance (in std, as the encoding's
+/// units are), as the second layer's certificate claims them.
+const PRECISE: f64 = 0.5 * crate::table::dataset::TOLERANCE_FACTOR;
+
+/// The first layer's span enumerated for this attack's batch.
+pub struct SpanRows {
+    /// The rows found, decoded, and as the client's encoding holds them. Where the span leaves
+    /// continuous values free (`free`), a row's are one point of a line or plane of them.
+    pub rows: Vec<Vec<Value>>,
+    pub encoded: Vec<Vec<f64>>,
+    /// The continuous directions the span leaves free ([continuous columns, f], encoded units).
+    pub free: nalgebra::DMatrix<f64>,
+    /// Whether they are the batch (the module's proof).
+    pub proof: bool,
+    /// The span's rank (its determined directions) and the batch's rows.
+    pub rank: usize,
+    pub batch: usize,
+}
+
+impl Setup<'_> {
+    /// The rows of the first layer's span (`SpanRows`), where the attack composes the span and the
+    /// update shows no noise of its own; None elsewhere, or where the search was refused (more
+    /// combinations of the categories the batch holds than `enumerate::HALF_LIMIT` a half).
+    pub fn enumerate_span(&self) -> Option<SpanRows> {
+        let span = self.subspace.as_ref()?;
+        if !(self.config.priors().span && self.inverts.relaxed && span.exact) || span.rank() == 0 {
+            return None;
+        }
+        let b = self.config.rows();
+        let rank = span.rank();
+        let basis = nalgebra::DMatrix::from_column_slice(span.d, rank, &span.basis);
+        let spectrum = &span.spectrum;
+        let floor = ENCODED * spectrum.unit;
+        let accept = |row: &[f64], distance: f64| {
+            let x = nalgebra::DVector::from_column_slice(row);
+            distance <= ACCEPT * (spectrum.drift(rank, &x) + floor)
+        };
+        // Matching is on absolute sums: the loosest any row can need, at the largest row's norm.
+        let tolerance = ACCEPT * (spectrum.angle(rank) + floor) * self.largest_encoded_norm();
+        let steps = activity::precision_steps(self.dataset);
+        // More rows than this in the span tell the batch from nothing: the search stops there.
+        let most = MOST_PER_ROW * b;
+        let search = |allowed: &[Vec<bool>]| {
+            enumerate::rows_in_span(&basis, &self.layout, allowed, &steps, tolerance, &accept, most)
+        };
+        // Every category first, where the search stays within its limits: only then is nothing
+        // ruled out by a reading of the update, and the rows found may be a proof. Else the
+        // categories the first layer shows the batch holds.
+        let (exhaustive, enumerated) = match search(&[]) {
+            e if e.complete => (true, e),
+            _ => {
+                let observed = &self.scenario.observed;
+                let present = present_categories(self.dataset, observed.weight(0), observed.bias(0));
+                let allowed: Vec<Vec<bool>> = present.into_iter().filter(|p| !p.is_empty()).collect();
+                (false, search(&allowed))
+            }
+        };
+        let Enumerated {
+            rows: found,
+            complete,
+            free,
+        } = enumerated;
+        if !complete {
+            return None;
+        }
+        // Each row's continuous values are read to the claim's precision where the span fixes
+        // them well enough: its tolerance over how far the span lets them slide.
+        let fixed_to = enumerate::continuous_precision(&basis, &self.layout);
+        let precise = found.iter().all(|f| {
+            let x = nalgebra::DVector::from_column_slice(&f.row);
+            ACCEPT * (spectrum.drift(rank, &x) + floor) * x.norm() <= PRECISE * fixed_to
+        });
+        let encoded: Vec<Vec<f64>> = found.into_iter().map(|f| f.row).collect();
+        let rows: Vec<Vec<Value>> = encoded
+            .iter()
+            .map(|x| self.dataset.decode(&x.iter().map(|&v| v as f32).collect::<Vec<_>>()))
+            .collect();
+        let distinct = {
+            let key = |v: &Value| match *v {
+                Value::Cat(c) => c as u64,
+                Value::Num(x) => (x + 0.0).to_bits(),
+            };
+            let mut keys: Vec<Vec<u64>> = rows.iter().map(|r| r.iter().map(key).collect()).collect();
+            keys.sort();
+            keys.dedup();
+            keys.len() == rows.len()
+        };
+        let proof = exhaustive
+            && free.ncols() == 0
+            && precise
+            && distinct
+            && rows.len() == b
+            && spectrum.rank() == Rank::Certain(b)
+            && spectrum
+                .values
+                .get(b - 1)
+                .is_some_and(|&v| v >= SEPARATION * spectrum.noise);
+        Some(SpanRows {
+            rows,
+            encoded,
+            free,
+            proof,
+            rank,
+            batch: b,
+        })
+    }
+
+    /// The largest norm an encoded row can have: every column at its farthest value.
+    fn largest_encoded_norm(&self) -> f64 {
+        let l = &self.layout;
+        l.blocks
+            .iter()
+            .flat_map(|&(o, w, categorical)| {
+                (o..o + w).map(move |j| match categorical {
+                    true => ((1.0 - l.mean[j]) / l.std[j]).abs().max((l.mean[j] / l.std[j]).abs()),
+                    false => l.lo[j].abs().max(l.hi[j].abs()),
+                })
+            })
+            .map(|v| v * v)
+            .sum::<f64>()
+            .sqrt()
+    }
+
+    /// Each member's row ([N, n, d] in `x` and `probs`) snapped to the row of the span nearest
+    /// it where it differs in at most half the features: its categories, and its continuous
+    /// values where the span fixes them (where it leaves some free, the member's along those,
+    /// on their grids). `in_span` marks the rows snapped.
+    pub(crate) fn snap_to_span(&self, span: &SpanRows, x: &mut [f32], probs: &mut [f32], in_span: &mut [bool]) {
+        let (d, features) = (self.dataset.d(), self.dataset.features.len());
+        if span.rows.is_empty() {
+            return;
+        }
+        for (k, (row, p)) in x.chunks_exact_mut(d).zip(probs.chunks_exact_mut(d)).enumerate() {
+            let decoded = self.dataset.decode(row);
+            let Some((best, off)) = span
+                .rows
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (i, span.differing(self.dataset, r, &decoded)))
+                .min_by_key(|&(_, off)| off)
+            else {
+                continue;
+            };
+            if 2 * off > features {
+                continue;
+            }
+            let snapped = span.point_near(self, best, row);
+            let encoded = encode_rows(self.dataset, std::slice::from_ref(&snapped));
+            row.copy_from_slice(&encoded);
+            for &(o, w, categorical) in &self.layout.blocks {
+                if categorical {
+                    for c in o..o + w {
+                        p[c] = (encoded[c] as f64 * self.layout.std[c] + self.layout.mean[c]).round() as f32;
+                    }
+                }
+            }
+            in_span[k] = true;
+        }
+    }
+}
+
+impl SpanRows {
+    /// Cells in which `row` differs from the span's row `of`: its categories, and its continuous
+    /// values where the span fixes them (beyond a tolerance).
+    fn differing(&self, dataset: &crate::table::Dataset, of: &[Value], row: &[Value]) -> usize {
+        let fixed = self.free.ncols() == 0;
+        dataset
+            .features
+            .iter()
+            .zip(of.iter().zip(row))
+            .filter(|(f, (a, b))| match (a, b) {
+                (Value::Num(a), Value::Num(b)) => fixed && (a - b).abs() > f.tolerance(),
+                _ => a != b,
+            })
+            .count()
+    }
+
+    /// Whether `row` is one of the span's rows (as `differing` counts).
+    pub fn holds(&self, dataset: &crate::table::Dataset, row: &[Value]) -> bool {
+        self.rows.iter().any(|r| self.differing(dataset, r, row) == 0)
+    }
+
+    /// The span's row `best` as a row, with the continuous values of the member row `near`
+    /// (encoded) along the directions the span leaves free, on their grids and in range.
+    fn point_near(&self, setup: &Setup<'_>, best: usize, near: &[f32]) -> Vec<Value> {
+        if self.free.ncols() == 0 {
+            return self.rows[best].clone();
+        }
+        let layout = &setup.layout;
+        let continuous: Vec<usize> = layout.blocks.iter().filter(|b| !b.2).map(|b| b.0).collect();
+        let at = |row: &dyn Fn(usize) -> f64| {
+            nalgebra::DVector::from_iterator(continuous.len(), continuous.iter().map(|&j| row(j)))
+        };
+        let found = at(&|j| self.encoded[best][j]);
+        let member = at(&|j| near[j] as f64);
+        let t = &found + &self.free * self.free.tr_mul(&(member - &found));
+        let mut x: Vec<f32> = self.encoded[best].iter().map(|&v| v as f32).collect();
+        for (k, &j) in continuous.iter().enumerate() {
+            x[j] = t[k].clamp(layout.lo[j], layout.hi[j]) as f32;
+        }
+        // Decoding puts each value on its column's grid.
+        setup.dataset.decode(&x)
+    }
+
+    /// Why a pooled row that is one of these is not proved.
+    pub fn unproved(&self) -> Unproved {
+        Unproved::SpanHoldsMore {
+            found: self.rows.len(),
+            rank: self.rank,
+            rows: self.batch,
+        }
+    }
+}

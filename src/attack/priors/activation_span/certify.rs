@@ -1,0 +1,147 @@
+//! The batch's rows certified one slot at a time: each pooled row refined towards the span and
+//! judged (`ActivationSpan::verdict`), then the members' rows searched for the slots left.
+use super::{ActivationSpan, Regime, Unproved, row_key};
+use crate::parallel::Next;
+use crate::table::Value;
+
+/// Refinements tried per row of the batch still missing, over the members' rows.
+const TRIES_PER_ROW: usize = 200;
+/// ...stopping after this many failures in a row: a search that finds nothing for so long will
+/// not (an ensemble stopped after 3 steps on B = 128 would otherwise refine 25,000 rows).
+const STALE_TRIES: usize = 400;
+
+/// What the certificate made of one slot of the batch.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Certified {
+    /// Not adopted: the slot keeps the ensemble's row.
+    No,
+    /// Adopted and proved a row of the batch (`ActivationSpan::proof`); on FedAvg adopted for
+    /// lying near the update's span, which proves nothing (`ActivationSpan::proves`).
+    Yes,
+    /// Adopted, the theorem's conditions hold in a span of rank below the batch's
+    /// (`Regime::Labelled`): proved only where the update also gives the row a label's residual
+    /// (`assess::peeled`), else consistent for the reason given.
+    IfLabelled(Unproved),
+    /// Adopted, its activation in the span, and not proved: why.
+    Fits(Unproved),
+}
+
+impl Certified {
+    /// Adopted into its slot, proved or not.
+    pub fn adopted(&self) -> bool {
+        *self != Certified::No
+    }
+}
+
+impl ActivationSpan<'_> {
+    /// A refined row's verdict: in the span (to its threshold) and not one of `found`, then
+    /// proved, proved once labelled, or only fitting the update. FedAvg's adoption proves
+    /// nothing and is not checked.
+    pub fn verdict(&self, row: &[Value], distance: f64, found: &[Vec<Value>]) -> Certified {
+        if !(distance < self.threshold(row)) || self.among(row, found) {
+            return Certified::No;
+        }
+        match self.regime {
+            Regime::Adoption => Certified::Yes,
+            Regime::Full => self
+                .proof(row, distance)
+                .map_or_else(Certified::Fits, |()| Certified::Yes),
+            Regime::Labelled { rank, uncertain, rows } => {
+                let below = Unproved::RankBelowBatch { rank, uncertain, rows };
+                match self.proof(row, distance) {
+                    Err(why) => Certified::Fits(why),
+                    // A table without continuous values has no point between two rows, only copies.
+                    Ok(()) if self.continuous.is_empty() => Certified::Yes,
+                    // A smooth activation's rank falls short where it is nearly affine at these
+                    // weights, not where rows share a pattern: mixtures of rows fit, and no
+                    // label tells them apart.
+                    Ok(()) if !self.activation.is_piecewise_linear() => Certified::Fits(below),
+                    Ok(()) => Certified::IfLabelled(below),
+                }
+            }
+        }
+    }
+}
+
+/// The batch's rows certified: `pooled` (the ensemble's reconstruction) refined and adopted where
+/// the certificate holds; a slot whose row refines to one already found (two pooled rows near the
+/// same batch row) takes the next proved row refined from `candidates` (the members' rows),
+/// nearest the span first. A pooled row that refines into the span without a proof keeps its slot
+/// as fitting the update (`Certified::Fits`); a candidate must be proved to take a slot (or fit a
+/// span of rank below the batch's, whose unproved points are isolated), so the points of one
+/// unprovable line do not crowd out rows. `proved`: per slot, whether its row is
+/// proved already (by the first layer): it is kept as it is and not refined again (refining is
+/// most of a proved attack's time). Returns, per slot, what this made of its row.
+pub fn certify_batch(
+    span: &ActivationSpan,
+    pooled: &mut [Vec<Value>],
+    candidates: Vec<Vec<Value>>,
+    proved: &[bool],
+) -> Vec<Certified> {
+    let mut found: Vec<Vec<Value>> = pooled
+        .iter()
+        .zip(proved)
+        .filter(|(_, p)| **p)
+        .map(|(row, _)| row.clone())
+        .collect();
+    let mut certified = vec![Certified::No; pooled.len()];
+    let known = |slot: usize| proved.get(slot).copied().unwrap_or(false);
+    // Each pooled row refines on its own (nothing to avoid): all at once, adopted in order.
+    let slots: Vec<usize> = (0..pooled.len()).filter(|&s| !known(s)).collect();
+    let refined = crate::parallel::map(&slots, |&slot| span.refine(&pooled[slot], &[]));
+    for (slot, (refined, distance)) in slots.into_iter().zip(refined) {
+        certified[slot] = span.verdict(&refined, distance, &found);
+        if certified[slot].adopted() {
+            found.push(refined.clone());
+            pooled[slot] = refined;
+        }
+    }
+    let open: Vec<usize> = (0..pooled.len())
+        .filter(|&s| certified[s] == Certified::No && !known(s))
+        .collect();
+    let missing = open.len();
+    // Nothing of the ensemble's passes: it has not found the batch, and neither will its members.
+    if missing == 0 || found.is_empty() {
+        return certified;
+    }
+    let mut distinct = rustc_hash::FxHashSet::default();
+    let rows: Vec<Vec<Value>> = candidates
+        .into_iter()
+        .filter(|row| !span.among(row, &found) && distinct.insert(row_key(row)))
+        .collect();
+    let distances = crate::parallel::map(&rows, |row| span.distance(row));
+    let mut ranked: Vec<(f64, Vec<Value>)> = distances.into_iter().zip(rows).collect();
+    ranked.sort_by(|a, b| a.0.total_cmp(&b.0));
+    ranked.truncate(missing * TRIES_PER_ROW);
+    let ranked: Vec<Vec<Value>> = ranked.into_iter().map(|(_, row)| row).collect();
+    let mut open = open.into_iter();
+    let mut slot = open.next();
+    let mut stale = 0;
+    // Each candidate refined against the rows found before it, as a loop over them would; the
+    // refinements run ahead on every core (`parallel::walk_ahead`).
+    crate::parallel::walk_ahead(
+        &ranked,
+        &mut found,
+        |row, found| span.refine(row, found),
+        |(refined, distance), found| {
+            let Some(s) = slot else { return Next::Stop };
+            if stale == STALE_TRIES {
+                return Next::Stop;
+            }
+            stale += 1;
+            let verdict = span.verdict(&refined, distance, found);
+            // A rank below the batch's leaves isolated points, not lines: they may take a slot,
+            // and a label then decides.
+            if !matches!(verdict, Certified::Yes | Certified::IfLabelled(_)) {
+                return Next::Same;
+            }
+            stale = 0;
+            found.push(refined.clone());
+            pooled[s] = refined;
+            certified[s] = verdict;
+            slot = open.next();
+            Next::Changed
+        },
+    );
+    certified
+}
