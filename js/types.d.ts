@@ -596,7 +596,17 @@ prior_rows: number,
  * On a simulated client, the share of right cells among those from the ensemble and among
  * those from the marginal guess (null where there were none or no truth).
  */
-ensemble_cell_accuracy: number | null, prior_cell_accuracy: number | null, };
+ensemble_cell_accuracy: number | null, prior_cell_accuracy: number | null, 
+/**
+ * How far the update is from explained (1 − cos between the update the rows would send and
+ * the one received) by the reconstruction, and by the marginal guess's rows.
+ */
+update_fit: number | null, prior_fit: number | null, 
+/**
+ * The reconstruction explains the update no better than the marginal guess does: the
+ * attack ran out of strength, and every cell not proved fell back.
+ */
+exhausted: boolean, };
 
 /**
  * How a reconstructed row was obtained.

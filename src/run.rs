@@ -66,7 +66,13 @@ async fn assess(
             let proved = recon.provenance.iter().all(|p| *p == crate::report::Provenance::Proved);
             let calibration = match proved {
                 true => None,
-                false => setup.calibrate_fallback(progress).await?,
+                false => match setup.calibrate_fallback(progress).await? {
+                    Some(c) => Some(crate::assess::fallback::Calibration {
+                        fits: Some(setup.fits(&recon).await?),
+                        ..c
+                    }),
+                    None => None,
+                },
             };
             setup.report_rows(recon, calibration, seconds)
         }

@@ -65,7 +65,7 @@ impl Setup<'_> {
         let random_guess = self.random_guess();
         let mask = match (calibration, &recon.entropy) {
             (Some(c), Some(entropy)) => {
-                let mut mask = c.thresholds.mask(&self.rules, entropy);
+                let mut mask = c.applied().mask(&self.rules, entropy);
                 // A proved row is the client's: nothing of it falls back.
                 for (m, p) in mask.iter_mut().zip(&recon.provenance) {
                     if *p == Provenance::Proved {
@@ -94,6 +94,9 @@ impl Setup<'_> {
             prior_rows: mask.iter().filter(|row| row.iter().all(|&m| m)).count(),
             ensemble_cell_accuracy: accuracy_of(&scored.correct, &scored.assignment, &mask, false),
             prior_cell_accuracy: accuracy_of(&scored.correct, &scored.assignment, &mask, true),
+            update_fit: c.fits.map(|f| f[0]),
+            prior_fit: c.fits.map(|f| f[1]),
+            exhausted: c.exhausted(),
         });
         let random = score(&self.rules, &truth.rows, &random_guess);
         let mut report = build_report(
@@ -151,6 +154,16 @@ impl Setup<'_> {
         });
         report.member_steps = recon.steps;
         Ok(report)
+    }
+
+    /// How far the update is from explained, 1 − cos: by `recon`'s rows (with the labels used)
+    /// and by the marginal guess's rows (the random baseline's own draw).
+    pub async fn fits(&self, recon: &Reconstruction) -> Result<[f64; 2]> {
+        let guess = random_rows(self.dataset, self.config.rows(), seed_for(self.config.seed, 5));
+        let encode = |rows: &[Vec<Value>]| encode_rows(self.dataset, rows);
+        let recon_fit = self.update_fit(recon).await?.distance;
+        let prior_fit = self.projected_losses(encode(&guess), 1).await?[0] as f64;
+        Ok([recon_fit, prior_fit.max(0.0)])
     }
 
     /// A received update's reconstruction, without truth to score against.

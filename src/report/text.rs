@@ -147,6 +147,42 @@ fn labels(r: &Report, s: &mut String) {
     }
 }
 
+/// What fell back to the table's marginals, and why: the shadow client's choice, and where the
+/// reconstruction explains the update no better than the marginals, that the attack ran out of
+/// strength.
+fn fallback_lines(f: &crate::assess::fallback::FallbackSummary, s: &mut String) {
+    let _ = writeln!(
+        s,
+        "fell back to the table's marginals: {} of {} cells ({} whole rows), as a shadow client the server \
+         simulated chose (there the ensemble alone scored {}, the marginals {}, the mix {}); here the \
+         ensemble's cells are {} right, the fallen-back ones {}",
+        f.prior_cells,
+        f.cells,
+        f.prior_rows,
+        pct(Some(f.shadow_ensemble)),
+        pct(Some(f.shadow_prior)),
+        pct(Some(f.shadow_chosen)),
+        pct(f.ensemble_cell_accuracy),
+        pct(f.prior_cell_accuracy)
+    );
+    if let (Some(recon), Some(prior)) = (f.update_fit, f.prior_fit) {
+        let _ = match f.exhausted {
+            true => writeln!(
+                s,
+                "the attack ran out of strength, not necessarily the client's rows their exposure: its \
+                 reconstruction explains the update no better than rows drawn from the table's marginals \
+                 (1 − cos {recon:.3} against {prior:.3}), so every cell it did not prove is the marginals' guess"
+            ),
+            false if f.prior_cells > 0 => writeln!(
+                s,
+                "where cells fell back, the attack, not necessarily the client, ran out of strength; the \
+                 reconstruction explains the update to 1 − cos {recon:.3} (rows drawn from the marginals: {prior:.3})"
+            ),
+            false => Ok(()),
+        };
+    }
+}
+
 /// How well: the accuracy against the random baseline, per feature, and per entropy band.
 fn accuracy(r: &Report, s: &mut String) {
     let a = &r.accuracy;
@@ -201,20 +237,7 @@ fn accuracy(r: &Report, s: &mut String) {
         }
     }
     if let Some(f) = r.row_details().and_then(|d| d.fallback.as_ref()) {
-        let _ = writeln!(
-            s,
-            "fell back to the table's marginals: {} of {} cells ({} whole rows), as a shadow client the server \
-             simulated chose (there the ensemble alone scored {}, the marginals {}, the mix {}); here the \
-             ensemble's cells are {} right, the fallen-back ones {}",
-            f.prior_cells,
-            f.cells,
-            f.prior_rows,
-            pct(Some(f.shadow_ensemble)),
-            pct(Some(f.shadow_prior)),
-            pct(Some(f.shadow_chosen)),
-            pct(f.ensemble_cell_accuracy),
-            pct(f.prior_cell_accuracy)
-        );
+        fallback_lines(f, s);
     }
     let _ = writeln!(s, "\nper feature:");
     for (f, acc) in r.features.iter().zip(&a.per_feature) {
