@@ -44,8 +44,9 @@ pub struct SpanRows {
     pub free: nalgebra::DMatrix<f64>,
     /// Whether they are the batch (the module's proof).
     pub proof: bool,
-    /// The span's rank (its determined directions) and the batch's rows.
+    /// The span's rank (its determined directions), whether it is certain, and the batch's rows.
     pub rank: usize,
+    pub certain: bool,
     pub batch: usize,
 }
 
@@ -133,6 +134,7 @@ impl Setup<'_> {
             free,
             proof,
             rank,
+            certain: spectrum.rank() == Rank::Certain(rank),
             batch: b,
         })
     }
@@ -159,7 +161,7 @@ impl Setup<'_> {
     /// on their grids). `in_span` marks the rows snapped.
     pub(crate) fn snap_to_span(&self, span: &SpanRows, x: &mut [f32], probs: &mut [f32], in_span: &mut [bool]) {
         let (d, features) = (self.dataset.d(), self.dataset.features.len());
-        if span.rows.is_empty() {
+        if !span.telling() {
             return;
         }
         for (k, (row, p)) in x.chunks_exact_mut(d).zip(probs.chunks_exact_mut(d)).enumerate() {
@@ -192,6 +194,16 @@ impl Setup<'_> {
 }
 
 impl SpanRows {
+    /// Whether the rows found are the batch's categories: the span holds every row of the batch
+    /// (its rank is the batch's) and exactly as many rows as the batch has. Where its rank falls
+    /// short, rows in a dependency are not in it; where it holds more, most are combinations of
+    /// the batch's rows (rows sharing most categories mix into others, common in tables like
+    /// Adult): snapping to them misled (German Credit on [32, 32]: 66 % where the ensemble alone
+    /// got 85 %).
+    pub fn telling(&self) -> bool {
+        self.rank == self.batch && self.certain && self.rows.len() == self.batch
+    }
+
     /// Cells in which `row` differs from the span's row `of`: its categories, and its continuous
     /// values where the span fixes them (beyond a tolerance).
     fn differing(&self, dataset: &crate::table::Dataset, of: &[Value], row: &[Value]) -> usize {

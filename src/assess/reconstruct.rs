@@ -251,7 +251,7 @@ impl Setup<'_> {
                 entropy::uncertain_continuous(dataset, &mut entropy[i]);
             }
         }
-        let in_first_span = |row: &Vec<Value>| span_rows.is_some_and(|s| s.holds(dataset, row));
+        let in_first_span = |row: &Vec<Value>| span_rows.is_some_and(|s| s.telling() && s.holds(dataset, row));
         let (provenance, unproved): (Vec<Provenance>, Vec<Option<Unproved>>) = certified
             .iter()
             .zip(first_layer.iter().zip(first_checked))

@@ -130,9 +130,15 @@ pub fn certify_batch(
             }
             stale += 1;
             let verdict = span.verdict(&refined, distance, found);
-            // A rank below the batch's leaves isolated points, not lines: they may take a slot,
-            // and a label then decides.
-            if !matches!(verdict, Certified::Yes | Certified::IfLabelled(_)) {
+            // A rank below the batch's leaves isolated points, not lines: they may take a slot
+            // (consistent, or proved once a label decides).
+            let below = matches!(span.regime, Regime::Labelled { .. });
+            let takes = match verdict {
+                Certified::Yes | Certified::IfLabelled(_) => true,
+                Certified::Fits(_) => below,
+                Certified::No => false,
+            };
+            if !takes {
                 return Next::Same;
             }
             stale = 0;
