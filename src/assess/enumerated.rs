@@ -246,6 +246,35 @@ impl SpanRows {
         setup.dataset.decode(&x)
     }
 
+    /// Why the span proves no row, for the report's "not applied" (None where it proves).
+    pub fn why_not(&self) -> Option<crate::attack::registry::NotApplied> {
+        let (found, rank, batch) = (self.rows.len(), self.rank, self.batch);
+        let why = if self.proof {
+            return None;
+        } else if rank < batch || !self.certain {
+            format!(
+                "the first layer's update has {rank} directions clear of its rounding for {batch} rows (rows whose δ's \
+                 are dependent, rows whose residuals are too small to read, or a first layer no wider than the batch): \
+                 its span holds only the rows outside a dependency, so it proves none"
+            )
+        } else if found > batch {
+            format!(
+                "the first layer's span holds {found} rows the table can hold for {batch} rows (rows that share most \
+                 categories combine into others), so it cannot tell which are the batch's"
+            )
+        } else if self.free.ncols() > 0 {
+            "continuous values lie partly inside the first layer's span (two rows with the same categories put \
+             their difference there), so it fixes the rows' categories and not all their values"
+                .into()
+        } else {
+            format!("the first layer's span holds {found} rows for {batch}, or reads their values too loosely")
+        };
+        Some(crate::attack::registry::NotApplied {
+            part: "the first layer's span as a proof".into(),
+            why,
+        })
+    }
+
     /// Why a pooled row that is one of these is not proved.
     pub fn unproved(&self) -> Unproved {
         Unproved::SpanHoldsMore {

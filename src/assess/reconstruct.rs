@@ -234,7 +234,7 @@ impl Setup<'_> {
         let members_x = &x[k * ensemble * b * dataset.d()..(k + 1) * ensemble * b * dataset.d()];
         let first_layer: Vec<bool> = rows.iter().map(|row| proved_rows.contains(row)).collect();
         let second = self.certify_by_second_layer(&mut rows, &mut entropy, members_x, &first_layer, span_rows);
-        let (second_layer, certified, not_applied) = match second {
+        let (second_layer, certified, mut not_applied) = match second {
             Ok((summary, certified)) => (Some(summary), certified, Vec::new()),
             Err(why) => (None, vec![Certified::No; rows.len()], why.into_iter().collect()),
         };
@@ -267,6 +267,10 @@ impl Setup<'_> {
                 (Certified::No, false, _) => (Provenance::Ensemble, None),
             })
             .unzip();
+        // Why the first layer's span proved nothing, where rows are left that no proof reached.
+        if provenance.iter().any(|p| *p != Provenance::Proved) {
+            not_applied.extend(span_rows.and_then(SpanRows::why_not));
+        }
         let pending_labels: Vec<usize> = (0..rows.len())
             .filter(|&i| matches!(certified[i], Certified::IfLabelled(_)) && !first_layer[i])
             .collect();
