@@ -450,7 +450,6 @@ fn check_fedavg_update_gradient(rt: &Runtime) {
 fn subspace_prior_gradient() {
     use leakscope::attack::accel::cpu::{HostProblem, loss_and_grad as kernel_loss_and_grad};
     use leakscope::attack::inversion::subspace_prior;
-    use leakscope::attack::priors::subspace::Subspace;
     let rt = Runtime::cpu();
     let (n, b, d) = (2, 3, 5);
     // A projector on a 2-dimensional span of R^5 (orthonormal u1, u2) and rows around it.
@@ -503,25 +502,22 @@ fn subspace_prior_gradient() {
     let f = fixture("relaxed_ensemble_grad.json");
     let layout = fixture_layout(&f);
     let observed = host_target(&f["g_true"]);
-    let span = Subspace::from_first_layer(
-        observed.weight(0),
-        observed.bias(0),
-        p.sizes[0],
-        p.sizes[1],
-        Some(&layout),
-        flat(&f["y"]).len(),
-        weight,
-    );
-    // The fixture's update is not a clean one of its layout (its noise floor would turn the prior
-    // off in an attack), but its span is a projector that leaves directions out: what is tested.
+    // The projector on the batch's own rows (what the first layer's span is on a clean update;
+    // the fixture's update is not one of its layout, and its measured noise hides the span): a
+    // projector that leaves directions out, which is what is tested.
+    let rows = f["x_true_standardised"].as_array().unwrap();
+    let d = rows[0].as_array().unwrap().len();
+    let xs = nalgebra::DMatrix::from_row_slice(rows.len(), d, &rows.iter().flat_map(flat).collect::<Vec<_>>());
+    let gram_inv = (&xs * xs.transpose()).try_inverse().unwrap();
+    let projector = xs.transpose() * gram_inv * &xs;
+    let projector: Vec<f32> = projector.transpose().iter().map(|&v| v as f32).collect();
     assert!(
-        span.rank() > 0 && span.rank() < span.summary.feasible,
-        "{:?}",
-        span.summary
+        projector.iter().step_by(d + 1).map(|&v| v as f64).sum::<f64>() < d as f64 - 1.0,
+        "the projector leaves directions out"
     );
     // The kernel and the definition built from one description of the problem.
     let spec = ProblemSpec::new(&p, &observed, onehot(&f["y"], 2), Some(&layout), Objective::Cosine)
-        .with_subspace(span.projector.clone(), weight);
+        .with_subspace(projector, weight);
     let host = HostProblem::new(spec.clone());
     let (k_losses, k_grad) = kernel_loss_and_grad(&host, &f32s(&f["z"]));
     let on = spec.on_device(&rt.device);

@@ -162,7 +162,13 @@ impl Setup<'_> {
         let guess = random_rows(self.dataset, self.config.rows(), seed_for(self.config.seed, 5));
         let encode = |rows: &[Vec<Value>]| encode_rows(self.dataset, rows);
         let recon_fit = self.update_fit(recon).await?.distance;
-        let prior_fit = self.projected_losses(encode(&guess), 1).await?[0] as f64;
+        // A regression's guessed rows carry the label's likeliest value, its mean (standardised 0).
+        let targets = match &self.dataset.target {
+            Some(_) => vec![0.0; guess.len()],
+            None => Vec::new(),
+        };
+        let guessed = super::reconstruct::with_targets(encode(&guess), &targets);
+        let prior_fit = self.projected_losses(guessed, 1).await?[0] as f64;
         Ok([recon_fit, prior_fit.max(0.0)])
     }
 
