@@ -9,6 +9,9 @@
 //!   the batch is in it, the search is complete and the span fixes the continuous values: the
 //!   batch is among the rows found, so where exactly B are found, they are the batch. Every one
 //!   is proved (`Provenance::Proved`), on FedAvg too.
+//! - **A fit.** Where it holds more rows than the batch and every row of the batch is among them,
+//!   a FedSGD update is a sum of their gradients with whole counts; where those are independent
+//!   the least-squares fit is the batch (`assess::span_fit`), proved with its labels.
 //! - **Rows that fit.** Below rank B (rows whose δ's are dependent, a row whose residual is too
 //!   small to read, a first layer narrower than the batch), the span still holds every row not in
 //!   a dependency, and a combination of those that are. Each member's row is snapped to the row
@@ -27,9 +30,9 @@ use crate::table::{Value, encode_rows};
 const ACCEPT: f64 = 2.0;
 /// Float32's rounding of a row the client encoded: this many unit roundoffs.
 const ENCODED: f64 = 8.0;
-/// Rows of the span per row of the batch beyond which it is not searched further (it holds
-/// combinations of the rows of every kind, and snapping to them would mislead).
-const MOST_PER_ROW: usize = 8;
+/// Rows of the span per row of the batch beyond which it is not searched further: the update's
+/// fit (`assess::span_fit`) takes that many at most.
+const MOST_PER_ROW: usize = 16;
 /// A proof reads continuous values to half the scoring tolerance (in std, as the encoding's
 /// units are), as the second layer's certificate claims them.
 const PRECISE: f64 = 0.5 * crate::table::dataset::TOLERANCE_FACTOR;
@@ -99,10 +102,13 @@ impl Setup<'_> {
         // Each row's continuous values are read to the claim's precision where the span fixes
         // them well enough: its tolerance over how far the span lets them slide.
         let fixed_to = enumerate::continuous_precision(&basis, &self.layout);
-        let precise = found.iter().all(|f| {
-            let x = nalgebra::DVector::from_column_slice(&f.row);
-            ACCEPT * (spectrum.drift(rank, &x) + floor) * x.norm() <= PRECISE * fixed_to
-        });
+        let precise: Vec<bool> = found
+            .iter()
+            .map(|f| {
+                let x = nalgebra::DVector::from_column_slice(&f.row);
+                ACCEPT * (spectrum.drift(rank, &x) + floor) * x.norm() <= PRECISE * fixed_to
+            })
+            .collect();
         let encoded: Vec<Vec<f64>> = found.into_iter().map(|f| f.row).collect();
         let rows: Vec<Vec<Value>> = encoded
             .iter()
@@ -118,16 +124,28 @@ impl Setup<'_> {
             keys.dedup();
             keys.len() == rows.len()
         };
-        let proof = exhaustive
+        // Every row of the batch is among those found, each to the claim's precision.
+        let holds_batch = exhaustive
             && free.ncols() == 0
-            && precise
             && distinct
-            && rows.len() == b
             && spectrum.rank() == Rank::Certain(b)
             && spectrum
                 .values
                 .get(b - 1)
                 .is_some_and(|&v| v >= SEPARATION * spectrum.noise);
+        let mut proof = holds_batch && rows.len() == b && precise.iter().all(|&p| p);
+        // More rows than the batch: the update fitted by them says which (`assess::span_fit`).
+        let (mut rows, mut encoded) = (rows, encoded);
+        if holds_batch && rows.len() > b {
+            if let Some(batch) = self
+                .fit_span_rows(&encoded)
+                .filter(|b| b.iter().all(|&(i, _)| precise[i]))
+            {
+                rows = batch.iter().map(|&(i, _)| rows[i].clone()).collect();
+                encoded = batch.iter().map(|&(i, _)| encoded[i].clone()).collect();
+                proof = true;
+            }
+        }
         Some(SpanRows {
             rows,
             encoded,

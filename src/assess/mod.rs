@@ -9,4 +9,5 @@ pub mod pooling;
 pub mod reconstruct;
 pub mod rows;
 pub mod scoring;
+mod span_fit;
 pub mod stopping;
