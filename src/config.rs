@@ -162,6 +162,27 @@ impl AttackConfig {
         self.batch_size.saturating_mul(self.clients.max(1))
     }
 
+    /// Why the server cannot replay this client's update from its `rows` rows, where it cannot: a
+    /// client that reshuffles its local batches in an order the server is not told, or a defence
+    /// that adds randomness. Only a replayable update's fit says how far an attack got.
+    pub fn unreplayable(&self, rows: usize) -> Option<&'static str> {
+        if let Protocol::Fedavg(t) = &self.protocol
+            && t.order == crate::client::fedavg::LocalOrder::Shuffled
+            && t.local_batch < rows
+        {
+            return Some(
+                "the client reshuffles its rows every epoch in an order leakscope is not told, so its update \
+                 cannot be replayed",
+            );
+        }
+        match &self.defence {
+            Some(d) if d.noise > 0.0 || d.fake_gradients.is_some() => {
+                Some("the client's defence adds randomness (noise or fake gradients) that cannot be replayed")
+            }
+            _ => None,
+        }
+    }
+
     /// How the client made its first layer's update, for the rounding it carries
     /// (`spectrum::Source`): a gradient, or local training from `params`' weights.
     pub fn update_source(&self, params: &crate::client::network::Params) -> crate::attack::priors::spectrum::Source {

@@ -64,7 +64,7 @@ impl Setup<'_> {
         }
         let b = self.config.rows();
         let rank = span.rank();
-        let basis = nalgebra::DMatrix::from_column_slice(span.d, rank, &span.basis);
+        let basis = span.determined_basis();
         let spectrum = &span.spectrum;
         let floor = ENCODED * spectrum.unit;
         let accept = |row: &[f64], distance: f64| {

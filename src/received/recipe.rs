@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use super::ReceivedUpdate;
-use crate::client::fedavg::LocalOrder;
 use crate::client::simulate::{Round, simulate_round};
 use crate::config::{AttackConfig, Protocol};
 use crate::error::Result;
@@ -59,29 +58,19 @@ pub async fn check_recipe(config: &AttackConfig, received: &ReceivedUpdate, trut
         Protocol::Fedsgd => "FedSGD: one gradient on all the rows".to_string(),
         Protocol::Fedavg(t) => t.describe(),
     };
-    if let Protocol::Fedavg(t) = &config.protocol
-        && t.order == LocalOrder::Shuffled
-        && t.local_batch < truth.n()
-    {
+    if let Some(why) = config.unreplayable(truth.n()) {
+        let checked = match config
+            .defence
+            .is_some_and(|d| d.noise > 0.0 || d.fake_gradients.is_some())
+        {
+            true => "the recipe stated was not checked",
+            false => "the optimiser and the settings stated were not checked",
+        };
         return Ok(RecipeCheck {
             matches: None,
             relative_gap: None,
             tolerance: RECIPE_TOLERANCE,
-            reason: "the client reshuffles its rows every epoch in an order leakscope is not told, so its update \
-                     cannot be replayed; the optimiser and the settings stated were not checked"
-                .into(),
-        });
-    }
-    if let Some(d) = &config.defence
-        && (d.noise > 0.0 || d.fake_gradients.is_some())
-    {
-        return Ok(RecipeCheck {
-            matches: None,
-            relative_gap: None,
-            tolerance: RECIPE_TOLERANCE,
-            reason: "the client's defence adds randomness (noise or fake gradients) that cannot be replayed; the \
-                     recipe stated was not checked"
-                .into(),
+            reason: format!("{why}; {checked}"),
         });
     }
     let head = config.model().head;
