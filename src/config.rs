@@ -126,6 +126,29 @@ impl Default for AttackConfig {
     }
 }
 
+/// Why a client's update cannot be replayed (`AttackConfig::unreplayable`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unreplayable {
+    /// Its local batches are reshuffled in an order the server is not told.
+    Reshuffled,
+    /// Its defence adds noise or fake gradients.
+    Randomised,
+}
+
+impl Unreplayable {
+    pub fn why(self) -> &'static str {
+        match self {
+            Unreplayable::Reshuffled => {
+                "the client reshuffles its rows every epoch in an order leakscope is not told, so its update \
+                 cannot be replayed"
+            }
+            Unreplayable::Randomised => {
+                "the client's defence adds randomness (noise or fake gradients) that cannot be replayed"
+            }
+        }
+    }
+}
+
 impl AttackConfig {
     /// The model's task is the label's: a linear head under the squared error for a regression's
     /// numbers, a classifier's head for classes. A regression's label is unknown to the server,
@@ -165,20 +188,15 @@ impl AttackConfig {
     /// Why the server cannot replay this client's update from its `rows` rows, where it cannot: a
     /// client that reshuffles its local batches in an order the server is not told, or a defence
     /// that adds randomness. Only a replayable update's fit says how far an attack got.
-    pub fn unreplayable(&self, rows: usize) -> Option<&'static str> {
+    pub fn unreplayable(&self, rows: usize) -> Option<Unreplayable> {
         if let Protocol::Fedavg(t) = &self.protocol
             && t.order == crate::client::fedavg::LocalOrder::Shuffled
             && t.local_batch < rows
         {
-            return Some(
-                "the client reshuffles its rows every epoch in an order leakscope is not told, so its update \
-                 cannot be replayed",
-            );
+            return Some(Unreplayable::Reshuffled);
         }
         match &self.defence {
-            Some(d) if d.noise > 0.0 || d.fake_gradients.is_some() => {
-                Some("the client's defence adds randomness (noise or fake gradients) that cannot be replayed")
-            }
+            Some(d) if d.noise > 0.0 || d.fake_gradients.is_some() => Some(Unreplayable::Randomised),
             _ => None,
         }
     }

@@ -8,7 +8,7 @@ use ts_rs::TS;
 
 use super::ReceivedUpdate;
 use crate::client::simulate::{Round, simulate_round};
-use crate::config::{AttackConfig, Protocol};
+use crate::config::{AttackConfig, Protocol, Unreplayable};
 use crate::error::Result;
 use crate::table::Dataset;
 use crate::table::batch::encode_rows;
@@ -59,18 +59,15 @@ pub async fn check_recipe(config: &AttackConfig, received: &ReceivedUpdate, trut
         Protocol::Fedavg(t) => t.describe(),
     };
     if let Some(why) = config.unreplayable(truth.n()) {
-        let checked = match config
-            .defence
-            .is_some_and(|d| d.noise > 0.0 || d.fake_gradients.is_some())
-        {
-            true => "the recipe stated was not checked",
-            false => "the optimiser and the settings stated were not checked",
+        let checked = match why {
+            Unreplayable::Reshuffled => "the optimiser and the settings stated were not checked",
+            Unreplayable::Randomised => "the recipe stated was not checked",
         };
         return Ok(RecipeCheck {
             matches: None,
             relative_gap: None,
             tolerance: RECIPE_TOLERANCE,
-            reason: format!("{why}; {checked}"),
+            reason: format!("{}; {checked}", why.why()),
         });
     }
     let head = config.model().head;
