@@ -15,10 +15,6 @@ use leakscope::table::{Dataset, FeatureKind, Value};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
 #[derive(Default)]
 struct Tally {
     batches: usize,
@@ -29,8 +25,8 @@ struct Tally {
 
 #[test]
 fn no_batch_built_to_break_the_certificate_gets_a_false_proof() {
-    let n = env("LEAKSCOPE_ADVERSARIAL_BATCHES", 40) as usize;
-    let first = env("LEAKSCOPE_ADVERSARIAL_SEED", 0);
+    let n = common::env_u64("LEAKSCOPE_ADVERSARIAL_BATCHES", 40) as usize;
+    let first = common::env_u64("LEAKSCOPE_ADVERSARIAL_SEED", 0);
     let tables: [Dataset; 2] = [common::adult(), common::dataset("german-credit.csv", "credit_risk")];
     // Long runs train to 20 epochs too; CI keeps to what trains in seconds.
     let epochs: &[usize] = if n > 200 { &[0, 0, 1, 5, 20] } else { &[0, 0, 1] };

@@ -16,10 +16,6 @@ use leakscope::table::{Dataset, Encoding};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
 /// Bands of G₂'s smallest singular value against its largest.
 const BANDS: [(f64, &str); 6] = [
     (1e-8, "below 1e-8"),
@@ -39,8 +35,8 @@ struct Tally {
 
 #[test]
 fn no_near_dependent_pair_gets_a_false_proof() {
-    let n = env("LEAKSCOPE_NEAR_DEPENDENT_BATCHES", 24) as usize;
-    let first = env("LEAKSCOPE_NEAR_DEPENDENT_SEED", 0);
+    let n = common::env_u64("LEAKSCOPE_NEAR_DEPENDENT_BATCHES", 24) as usize;
+    let first = common::env_u64("LEAKSCOPE_NEAR_DEPENDENT_SEED", 0);
     let tables: [Dataset; 2] = [common::adult(), common::dataset("german-credit.csv", "credit_risk")];
     let encodings: Vec<Dataset> = tables.iter().map(|d| Encoding::of(d).into_dataset().unwrap()).collect();
     let mut nets: HashMap<String, Params> = HashMap::new();

@@ -75,6 +75,10 @@ impl Setup<'_> {
         let mut a = DMatrix::<f64>::zeros(target.len(), encoded.len() * free);
         for (i, row) in encoded.iter().enumerate() {
             let p = &probs[i * classes..(i + 1) * classes];
+            let head_p: Vec<f64> = match model.head {
+                Head::Sigmoid => vec![p[1]],
+                _ => p.to_vec(),
+            };
             for k in 0..free {
                 // Targets that leave the output gradient (1/s)·(e_k − e_last), or e_k alone.
                 let mut e = vec![0.0; outputs];
@@ -82,10 +86,6 @@ impl Setup<'_> {
                 if model.head == Head::Softmax {
                     e[outputs - 1] = -1.0;
                 }
-                let head_p: Vec<f64> = match model.head {
-                    Head::Sigmoid => vec![p[1]],
-                    _ => p.to_vec(),
-                };
                 let y: Vec<f64> = head_p.iter().zip(&e).map(|(p, e)| p - e / s).collect();
                 let g = fedsgd_exact(params, model, row, &y, 1);
                 a.set_column(i * free + k, &DVector::from_vec(flat(&g.weights, &g.biases)));

@@ -40,24 +40,30 @@ pub fn fedsgd_exact(params: &Params, model: Model, x: &[f64], targets: &[f64], r
             Head::Linear => vec![scale * (logits[0] - y[0])],
         };
         for l in (0..layers).rev() {
-            let (fan_in, fan_out) = (params.sizes[l], params.sizes[l + 1]);
+            let fan_out = params.sizes[l + 1];
             for (i, &h) in inputs[l].iter().enumerate() {
                 let w = &mut weights[l][i * fan_out..(i + 1) * fan_out];
                 w.iter_mut().zip(&delta).for_each(|(g, d)| *g += h * d);
             }
             biases[l].iter_mut().zip(&delta).for_each(|(g, d)| *g += d);
             if l > 0 {
-                delta = (0..fan_in)
-                    .map(|i| {
-                        let w = &params.weights[l][i * fan_out..(i + 1) * fan_out];
-                        let back: f64 = w.iter().zip(&delta).map(|(&w, d)| w as f64 * d).sum();
-                        back * model.activation.host_slope(pre[l - 1][i])
-                    })
-                    .collect();
+                delta = back(params, model, &pre[l - 1], l, &delta);
             }
         }
     }
     ExactGradient { weights, biases }
+}
+
+/// δ at layer `l − 1`'s pre-activations `pre` from δ at layer `l`'s, in float64.
+pub fn back(params: &Params, model: Model, pre: &[f64], l: usize, delta: &[f64]) -> Vec<f64> {
+    let (fan_in, fan_out) = (params.sizes[l], params.sizes[l + 1]);
+    (0..fan_in)
+        .map(|i| {
+            let w = &params.weights[l][i * fan_out..(i + 1) * fan_out];
+            let back: f64 = w.iter().zip(delta).map(|(&w, d)| w as f64 * d).sum();
+            back * model.activation.host_slope(pre[i])
+        })
+        .collect()
 }
 
 #[cfg(test)]

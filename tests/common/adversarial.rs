@@ -16,6 +16,10 @@ use leakscope::table::{Dataset, FeatureKind, Value};
 use rand::Rng;
 use rand::rngs::StdRng;
 
+#[path = "perturb.rs"]
+mod perturb;
+use perturb::{between, continuous, moved};
+
 /// How a batch is built to break the certificate.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Kind {
@@ -64,27 +68,6 @@ pub struct Outcome {
     pub twice: usize,
     /// The certificate refused the whole batch (no span, or no room).
     pub no_span: bool,
-}
-
-/// A continuous value moved by `by` of its std, at its column's precision and in its range.
-fn moved(f: &FeatureKind, v: f64, by: f64) -> f64 {
-    let FeatureKind::Continuous {
-        min,
-        max,
-        decimals,
-        std,
-    } = *f
-    else {
-        return v;
-    };
-    let scale = 10f64.powi(decimals as i32);
-    (((v + by * std) * scale).round() / scale).clamp(min, max)
-}
-
-fn continuous(d: &Dataset) -> Vec<usize> {
-    (0..d.features.len())
-        .filter(|&f| !d.features[f].is_categorical())
-        .collect()
 }
 
 fn categorical(d: &Dataset) -> Vec<usize> {
@@ -210,16 +193,6 @@ pub fn batch(d: &Dataset, kind: Kind, b: usize, rng: &mut StdRng) -> (Vec<Vec<Va
         points.push(near(d, row, rng, 0.02));
     }
     (rows, labels, points)
-}
-
-/// The point a share `lambda` of the way from `a` to `b` (categories of `a`).
-fn between(d: &Dataset, a: &[Value], b: &[Value], lambda: f64) -> Vec<Value> {
-    let mut out = a.to_vec();
-    for f in continuous(d) {
-        let v = a[f].num() + lambda * (b[f].num() - a[f].num());
-        out[f] = Value::Num(moved(&d.features[f].kind, v, 0.0));
-    }
-    out
 }
 
 /// The client's network: initialised from `seed`, trained `net.epochs` on the whole table, then

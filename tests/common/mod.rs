@@ -46,3 +46,9 @@ pub fn attribute(column: &str, ensemble: usize) -> leakscope::config::AttributeS
         ..leakscope::config::AttributeSettings::on(column)
     }
 }
+
+/// A long run's setting from the environment (a count or a first seed), else `default`.
+#[allow(dead_code)] // the generators' tests read it
+pub fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}

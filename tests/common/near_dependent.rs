@@ -23,6 +23,10 @@ use leakscope::table::{Dataset, FeatureKind, Value, encode_rows};
 use rand::Rng;
 use rand::rngs::StdRng;
 
+#[path = "perturb.rs"]
+mod perturb;
+use perturb::{between, continuous, moved};
+
 /// How the server scaled the weights it sent.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Scale {
@@ -100,37 +104,6 @@ fn std_of(feature: &leakscope::table::Feature) -> f64 {
         FeatureKind::Continuous { std, .. } => std,
         FeatureKind::Categorical { .. } => 0.0,
     }
-}
-
-fn continuous(d: &Dataset) -> Vec<usize> {
-    (0..d.features.len())
-        .filter(|&f| !d.features[f].is_categorical())
-        .collect()
-}
-
-/// `v` moved by `by` std, at its column's precision and within its range.
-fn moved(f: &FeatureKind, v: f64, by: f64) -> f64 {
-    let FeatureKind::Continuous {
-        min,
-        max,
-        decimals,
-        std,
-    } = *f
-    else {
-        return v;
-    };
-    let scale = 10f64.powi(decimals as i32);
-    (((v + by * std) * scale).round() / scale).clamp(min, max)
-}
-
-/// The point `lambda` of the way from `a` to `b` (categories of `a`).
-fn between(d: &Dataset, a: &[Value], b: &[Value], lambda: f64) -> Vec<Value> {
-    let mut out = a.to_vec();
-    for f in continuous(d) {
-        let v = a[f].num() + lambda * (b[f].num() - a[f].num());
-        out[f] = Value::Num(moved(&d.features[f].kind, v, 0.0));
-    }
-    out
 }
 
 /// `row` with every continuous value moved by up to `spread` std.

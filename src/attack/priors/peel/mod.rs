@@ -17,6 +17,7 @@ use nalgebra::{DMatrix, DVector};
 
 use crate::attack::inversion::relax::Layout;
 use crate::attack::priors::spectrum::{Precision, SEPARATION, Spectrum};
+use crate::client::exact::back;
 use crate::client::head::{Head, Model};
 use crate::client::network::Params;
 use crate::client::update::Update;
@@ -73,18 +74,6 @@ fn passes(params: &Params, model: Model, rows: &[Vec<f64>]) -> (Vec<RowPass>, DM
 /// The output gradient e whose δ at the second layer, `j`·e, is nearest `delta` (least squares).
 fn output_gradient(j: &DMatrix<f64>, delta: &DVector<f64>) -> Option<DVector<f64>> {
     j.clone().svd(true, true).solve(delta, 1e-12).ok()
-}
-
-/// δ at layer `l − 1`'s pre-activations from δ at layer `l`'s.
-fn back(params: &Params, model: Model, pre: &[f64], l: usize, delta: &[f64]) -> Vec<f64> {
-    let (fan_in, fan_out) = (params.sizes[l], params.sizes[l + 1]);
-    (0..fan_in)
-        .map(|i| {
-            let w = &params.weights[l][i * fan_out..(i + 1) * fan_out];
-            let back: f64 = w.iter().zip(delta).map(|(&w, d)| w as f64 * d).sum();
-            back * model.activation.host_slope(pre[i])
-        })
-        .collect()
 }
 
 /// The client's float32 rounding of a row's activation, against ours in float64: about
