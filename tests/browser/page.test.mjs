@@ -105,8 +105,10 @@ test('CPU fallback: upload, switch a kind, seeded attack, results coloured by co
     assert.match(await page.textContent('#results-info'), /on cpu /);
     // The first layer's span prior and the members' steps come with the report (B = 8 < 100).
     assert.match(await page.textContent('#results-info'), /span prior: rows kept in a span of 8 of \d+ directions/);
-    assert.match(await page.textContent('#results-info'), /\d+ of the batch's rows proved exactly from the first layer's ReLU pattern/);
-    assert.match(await page.textContent('#results-info'), /8 of the batch's rows proved from the second layer \(its gradient spans the rows' activations: rank 8 of 100\)/);
+    // The first layer's span holds exactly 8 rows of the table's layout: the batch, proved whole
+    // there (issue 43), so the second layer's certificate has nothing left to prove.
+    assert.match(await page.textContent('#results-info'), /8 of the batch's rows proved exactly from the first layer's ReLU pattern/);
+    assert.doesNotMatch(await page.textContent('#results-info'), /proved from the second layer/);
     assert.match(await page.textContent('#results-info'), /rows 8 proved \(100\.0 % right\)/);
     assert.match(await page.textContent('#results-info'), /members stopped after \d+–\d+ steps/);
     assert.equal(await page.locator('#cells tr.truth').count(), 8);
@@ -718,15 +720,13 @@ test('a client\'s update from files: numpy arrays by position with the rows give
     assert.equal(await page.locator('#received-cells tbody tr').count(), 8);
     // Every row proved, so each row's label is read off the update: a column of its own.
     assert.equal(await page.locator('#received-cells thead th').count(), 17, '#, the provenance, the label, then the 14 features');
-    // Each row says how it was obtained: on this [32, 32] network 7 rows are proved and one fits
-    // the update with too few live checks to be proved (issue 30), and the page says why.
-    assert.equal(await page.locator('#received-cells tbody th.prov-proved').count(), 7);
-    assert.equal(await page.locator('#received-cells tbody th.prov-consistent').count(), 1);
-    assert.match(
-      await page.locator('#received-info').textContent(),
-      /7 rows proved\. 1 row consistent with the update, not proved \(1: its live first-layer units give \d+ independent checks where a proof needs 14\)/,
-    );
-    assert.match(await page.locator('#received-cells tbody th.prov-consistent').getAttribute('title'), /^consistent with the update, not proved: /);
+    // Each row says how it was obtained: on this [32, 32] network the first layer's span holds
+    // exactly the 8 rows, so all are proved there (issue 43), the row whose live units leave the
+    // second layer too few checks (issue 30) included.
+    assert.equal(await page.locator('#received-cells tbody th.prov-proved').count(), 8);
+    assert.equal(await page.locator('#received-cells tbody th.prov-consistent').count(), 0);
+    assert.match(await page.locator('#received-info').textContent(), /8 rows proved\./);
+    assert.match(await page.locator('#received-cells tbody th.prov-proved').first().getAttribute('title'), /^proved/);
     assert.equal(await page.locator('#received-cells td.label').count(), 8);
     const info = await page.locator('#received-info').textContent();
     assert.match(info, /8 rows reconstructed from the update \(no ground truth, so no accuracy\); labels restored from the update/);
@@ -736,7 +736,7 @@ test('a client\'s update from files: numpy arrays by position with the rows give
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('#received-download')]);
     const report = JSON.parse(readFileSync(await download.path(), 'utf8'));
     assert.equal(report.format, 'leakscope-reconstruction/4');
-    assert.deepEqual(report.provenance.map((g) => [g.provenance, g.rows]), [['proved', 7], ['consistent', 1]]);
+    assert.deepEqual(report.provenance.map((g) => [g.provenance, g.rows]), [['proved', 8]]);
     assert.equal(report.rows.length, 8);
     assert.equal(report.update_fit.fits, true);
     // A leakscope-update/1 JSON carries the weights and the labels: the weights input is cleared.
