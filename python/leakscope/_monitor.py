@@ -3,7 +3,7 @@ audit runs in a process of its own, beside the training, which writes the record
 
 A round's audit is queued as a file in a spool folder beside the records (`<records>.pending/`),
 written whole before it is named a job, and a monitor process is started for it (`python -m
-leakscope._monitor SPOOL RECORDS`, in a session of its own and at a lower priority, so that the
+leakscope._monitor_main SPOOL RECORDS`, in a session of its own and at a lower priority, so that the
 client's training comes first). The monitor that holds the spool's lock audits every job there in
 order, appends its record and only then removes the job; one started while another holds the lock
 leaves its job to that one and ends. A job whose monitor was killed (a simulation's actors are,
@@ -58,7 +58,7 @@ def _start(spool: Path, records: Path) -> None:
     with open(spool / "monitor.log", "ab") as log:
         _started.append(
             subprocess.Popen(
-                [sys.executable, "-m", "leakscope._monitor", str(spool), str(records)],
+                [sys.executable, "-m", "leakscope._monitor_main", str(spool), str(records)],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
@@ -137,10 +137,3 @@ def _audit_all(spool: Path, records: Path, audit: Callable[[Dict[str, Any]], Dic
                     f.write(json.dumps(record) + "\n")
             path.unlink()
             done.append(path.stem)
-
-
-if __name__ == "__main__":
-    os.nice(10)
-    from leakscope.flower import audit_job
-
-    drain(Path(sys.argv[2]), audit_job, wait=False)

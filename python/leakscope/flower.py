@@ -52,8 +52,8 @@ a server assuming the stated recipe reconstructs, not what this update gives awa
 
 Two modes. A gate (`mode="gate"`, the default) audits before the reply leaves and can block it; it
 adds the audit's time to every round. A monitor (`mode="monitor"`) lets the reply leave at once
-and audits it in a process of its own beside the training (`leakscope._monitor`), writing the
-record when it is done; it cannot block.
+and audits it in a process of its own beside the training (`leakscope._monitor`, started as
+`leakscope._monitor_main`), writing the record when it is done; it cannot block.
 
 `budget_gflop` bounds a round's audit in work, not seconds: the engine counts what the attack's
 optimisation costs from the problem's sizes (`work_gflop` in every record), so whether a round is

@@ -566,3 +566,27 @@ def test_the_engine_checks_the_stated_recipe_against_the_real_update(trains, shu
             assert check["relative_gap"] <= check["tolerance"]
         else:
             assert check["reason"] and record["local_order"] == "shuffled"
+
+
+def test_the_flower_modules_import_in_one_direction():
+    """flower imports the monitor's queue; the queue imports nothing of flower's (the monitor
+    process's entry point, _monitor_main, joins the two)."""
+    import ast
+    from pathlib import Path
+
+    package = Path(leakscope.__file__).parent
+
+    def imported(name):
+        """The modules a module of the package imports, as written (relative ones with their dots)."""
+        found = set()
+        for node in ast.walk(ast.parse((package / f"{name}.py").read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = "." * node.level + (node.module or "")
+                found |= {base} if node.module else {base + a.name for a in node.names}
+            elif isinstance(node, ast.Import):
+                found |= {a.name for a in node.names}
+        return found
+
+    assert "._monitor" in imported("flower"), imported("flower")
+    assert not any(n.endswith("flower") for n in imported("_monitor")), imported("_monitor")
+    assert {"leakscope._monitor", "leakscope.flower"} <= imported("_monitor_main"), imported("_monitor_main")
