@@ -10,7 +10,7 @@ import type {
   EngineInfo,
   Limits,
   MeasuredRate,
-  OverRounds,
+  PrivacyAnswer,
   PrivacyQuery,
   Progress,
   ReconstructionReport,
@@ -56,7 +56,7 @@ export declare class Leakscope {
   /** The audit's default grid (after `create`); `quick`: the smaller one the page runs. */
   static auditDefaults(quick?: boolean): AuditOptions;
   /** ε over rounds with client sampling (RDP, as Opacus), per round and against the server (after `create`). */
-  static privacy(query: PrivacyQuery): OverRounds;
+  static privacy(query: PrivacyQuery): PrivacyAnswer;
   readonly backend: EngineInfo;
   readonly limits: Limits;
   /** The attacks this engine offers, with their own settings, defaults and limits. */

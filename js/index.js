@@ -76,8 +76,10 @@ export class Leakscope {
   /**
    * ε over `rounds` rounds of updates clipped and noised with multiplier `noiseMultiplier`, each
    * client sampled at `sampleRate` (RDP accounting, as Opacus), with ε per round and against the
-   * server, which knows whom it sampled (`OverRounds` in types.d.ts). After `create`; throws on a
-   * bad setting.
+   * server, which knows whom it sampled (`PrivacyAnswer` in types.d.ts); with `canaries`
+   * ({inserted, dimension, heldOut?, seed?}) also the ε that many random canaries measure on the
+   * Gaussian mechanism (synchronous: their work is bounded by the engine's limit). After `create`;
+   * throws on a bad setting.
    */
   static privacy(query) {
     return privacy(query);

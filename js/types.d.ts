@@ -978,7 +978,111 @@ sampleRate?: number, rounds: number,
 /**
  * Default `privacy::DEFAULT_DELTA`.
  */
-delta?: number, };
+delta?: number, 
+/**
+ * Canaries to run through the same mechanism, for an ε measured beside the accountant's
+ * (`audit::canary`; null: none).
+ */
+canaries?: CanaryQuery, };
+
+/**
+ * The canaries to insert and hold out.
+ */
+export type CanaryQuery = { 
+/**
+ * Canaries inserted into the aggregation (k).
+ */
+inserted: number, 
+/**
+ * Canaries drawn alike and never inserted (k'; default k).
+ */
+heldOut?: number, 
+/**
+ * The model's number of parameters d. The canaries also perturb each other (k/d of the noise's
+ * variance σ²): d should be well above k/σ².
+ */
+dimension: number, seed?: number, };
+
+/**
+ * What `privacy` answers: the accountant's figures and, where canaries were asked for, the ε
+ * they measure on the Gaussian mechanism alone.
+ */
+export type PrivacyAnswer = { canaries: CanaryAudit | null, noise_multiplier: number, sample_rate: number, rounds: number, delta: number, 
+/**
+ * ε after every round, by RDP accounting with amplification by sampling (what Opacus and
+ * TensorFlow Privacy report).
+ */
+epsilon: number, 
+/**
+ * The RDP order that gives it.
+ */
+order: number, 
+/**
+ * ε of one round by the same accountant.
+ */
+per_round: number, 
+/**
+ * ε of one release alone, exactly (the analytic Gaussian mechanism, no sampling).
+ */
+per_release: number, 
+/**
+ * The rounds the server expects to see the client in (⌈q·T⌉).
+ */
+releases_seen: number, 
+/**
+ * ε against the server, which knows whom it sampled: the releases it sees, composed by
+ * RDP without amplification.
+ */
+epsilon_against_server: number, };
+
+/**
+ * Both threat models' estimates, and what they were measured on.
+ */
+export type CanaryAudit = { canaries: number, held_out: number, dimension: number, rounds: number, every_round: CanaryEstimate, final_model: CanaryEstimate, 
+/**
+ * What the canaries ran in: "the Gaussian mechanism alone" or a training run's name.
+ */
+mechanism: string, };
+
+/**
+ * The ε one threat model's canaries give.
+ */
+export type CanaryEstimate = { threat: Threat, 
+/**
+ * The separation μ of inserted from held-out canaries, in held-out standard deviations.
+ */
+mu: number, 
+/**
+ * ε(δ) of the Gaussian mechanism with that separation.
+ */
+epsilon: number, 
+/**
+ * Its 95 % interval; the upper end is null where the canaries separate completely.
+ */
+interval: [number | null, number | null], delta: number, 
+/**
+ * Every inserted canary above every held-out one: ε is beyond what these canaries measure,
+ * and `epsilon` is a floor.
+ */
+beyond_range: boolean, 
+/**
+ * Standard deviation of the inserted canaries' statistic (1 for the Gaussian mechanism; far
+ * from 1, the fit to a Gaussian mechanism is rough).
+ */
+spread: number, 
+/**
+ * The held-out canaries' mean and standard deviation, which the null says are 0 and 1...
+ */
+held_out_mean: number, held_out_std: number, 
+/**
+ * ...and whether they are, within 4 standard errors.
+ */
+null_holds: boolean, };
+
+/**
+ * What the server is taken to see.
+ */
+export type Threat = "every_round" | "final_model";
 
 export type AttackConfig = { 
 /**

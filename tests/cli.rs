@@ -834,6 +834,65 @@ fn privacy_accounts_epsilon_over_rounds() {
     }
 }
 
+/// `leakscope privacy --canaries`: the ε the canaries measure on the Gaussian mechanism, beside the
+/// accountant's, in words and as JSON; without noise they separate completely and say so.
+#[test]
+fn privacy_measures_epsilon_with_canaries_beside_the_accountant() {
+    let run = |sigma: &str, extra: &[&str]| {
+        bin()
+            .args([
+                "privacy",
+                "--noise-multiplier",
+                sigma,
+                "--rounds",
+                "1",
+                "--canaries",
+                "300",
+            ])
+            .args(["--dimension", "30000"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = run("1", &["--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let analytic = json["per_release"].as_f64().unwrap();
+    let canaries = &json["canaries"];
+    assert_eq!(canaries["held_out"], 300);
+    // σ = 1: the canaries stand μ = 1/√(σ² + k/d) ≈ 0.995 apart, read to within 4 standard errors
+    // (1/√k each), whatever the seed; their ε is near the analytic one.
+    for threat in ["every_round", "final_model"] {
+        let c = &canaries[threat];
+        let mu = c["mu"].as_f64().unwrap();
+        assert!((mu - 0.995).abs() <= 4.0 / 300f64.sqrt(), "{threat}: {c}");
+        let (lo, hi) = (c["interval"][0].as_f64().unwrap(), c["interval"][1].as_f64().unwrap());
+        assert!(
+            lo < c["epsilon"].as_f64().unwrap() && hi > c["epsilon"].as_f64().unwrap() && hi - lo < analytic,
+            "{c}"
+        );
+        assert_eq!(c["null_holds"], true, "{c}");
+    }
+    let text = String::from_utf8_lossy(&run("0", &[]).stdout).to_string();
+    assert!(
+        text.contains("canary estimate on the Gaussian mechanism alone: 300 inserted and 300 held-out")
+            && text.contains("canaries, the final model only: ε ≥ ")
+            && text.contains("to beyond the canaries' range"),
+        "{text}"
+    );
+    let out = bin()
+        .args(["privacy", "--noise-multiplier", "1", "--rounds", "1", "--held-out", "5"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("--canaries"));
+    let out = run("1", &["--held-out", "1"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("at least 2 inserted and 2 held-out canaries, not 300 and 1"),
+        "{stderr}"
+    );
+}
+
 /// A reader that stops early (`leakscope inspect ... | head -1`) ends the CLI as it ends any Unix
 /// tool, by SIGPIPE, without a panic on its standard error.
 #[cfg(unix)]

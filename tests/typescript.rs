@@ -11,7 +11,8 @@ use leakscope::audit::{
     Audit, AuditOptions, AuditPlan, AuditProgress, AuditReport, CellResult, NamedSvg, PlannedCell, Point, RunningCell,
     Study, TableInfo,
 };
-use leakscope::client::accountant::{OverRounds, PrivacyQuery};
+use leakscope::client::accountant::{OverRounds, PrivacyAnswer, PrivacyQuery};
+use leakscope::client::canary::{CanaryAudit, CanaryEstimate, CanaryQuery, Threat};
 use leakscope::client::defence::Defence;
 use leakscope::client::fedavg::{LocalOrder, LocalTraining};
 use leakscope::client::optimizer::{ClientOptimizer, OptimizerKind};
@@ -95,6 +96,11 @@ fn generated() -> String {
         declaration::<leakscope::report::RegressionLabels>(),
         declaration::<leakscope::attack::registry::NotApplied>(),
         declaration::<PrivacyQuery>(),
+        declaration::<CanaryQuery>(),
+        declaration::<PrivacyAnswer>(),
+        declaration::<CanaryAudit>(),
+        declaration::<CanaryEstimate>(),
+        declaration::<Threat>(),
         declaration::<AttackConfig>(),
         declaration::<Protocol>(),
         declaration::<LocalTraining>(),

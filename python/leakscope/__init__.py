@@ -105,11 +105,19 @@ def audit(
 
 
 def privacy(
-    noise_multiplier: float, rounds: int, sample_rate: Optional[float] = None, delta: Optional[float] = None
+    noise_multiplier: float,
+    rounds: int,
+    sample_rate: Optional[float] = None,
+    delta: Optional[float] = None,
+    canaries: Optional[Dict[str, Any]] = None,
 ) -> Dict[str, Any]:
     """ε over rounds of clipped, noised updates with client sampling (RDP, as Opacus), per round
-    and against the server that knows whom it sampled."""
-    query = {"noise_multiplier": noise_multiplier, "rounds": rounds, "sample_rate": sample_rate, "delta": delta}
+    and against the server that knows whom it sampled. `canaries` ({"inserted", "dimension",
+    optionally "held_out" and "seed"}) also runs that many random canaries through the Gaussian
+    mechanism for an ε measured beside the accountant's (under "canaries" in the answer)."""
+    query: Dict[str, Any] = {"noise_multiplier": noise_multiplier, "rounds": rounds, "sample_rate": sample_rate, "delta": delta}
+    if canaries is not None:
+        query["canaries"] = json.loads(options_json(canaries))
     return call(_native.privacy, options_json(query))  # type: ignore[no-any-return]
 
 

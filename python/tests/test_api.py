@@ -69,6 +69,23 @@ def test_privacy_is_the_cli_accounting(cli):
     ours = leakscope.privacy(1.1, 50, sample_rate=0.02)
     theirs = json.loads(cli("privacy", "--noise-multiplier", "1.1", "--rounds", "50", "--sample-rate", "0.02", "--json"))
     assert ours == theirs
+    assert ours["canaries"] is None
+
+
+def test_privacy_measures_epsilon_with_canaries_as_the_cli_does(cli):
+    canaries = dict(inserted=200, held_out=300, dimension=20_000, seed=4)
+    ours = leakscope.privacy(2.0, 1, canaries=canaries)
+    theirs = json.loads(cli("privacy", "--noise-multiplier", "2", "--rounds", "1", "--canaries", "200",
+                            "--held-out", "300", "--dimension", "20000", "--canary-seed", "4", "--json"))
+    assert ours == theirs
+    c = ours["canaries"]
+    assert (c["canaries"], c["held_out"], c["dimension"]) == (200, 300, 20_000)
+    # σ = 2: the canaries stand μ = 1/√(σ² + k/d) ≈ 0.499 apart, read to within 4 standard errors.
+    assert abs(c["final_model"]["mu"] - 0.499) <= 4 / 200 ** 0.5, c["final_model"]
+    lo, hi = c["final_model"]["interval"]
+    assert lo < c["final_model"]["epsilon"] < hi
+    with pytest.raises(leakscope.LeakscopeError, match="at least 2 inserted"):
+        leakscope.privacy(2.0, 1, canaries=dict(inserted=1, dimension=100))
 
 
 def test_audit_runs_a_small_grid():

@@ -11,6 +11,7 @@
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
+use super::canary::{self, CanaryAudit, CanaryQuery};
 use super::privacy::{gaussian_epsilon, log_ndtr};
 use crate::error::{Error, Result};
 
@@ -175,6 +176,29 @@ pub struct PrivacyQuery {
     #[serde(default)]
     #[ts(optional)]
     pub delta: Option<f64>,
+    /// Canaries to run through the same mechanism, for an ε measured beside the accountant's
+    /// (`audit::canary`; null: none).
+    #[serde(default)]
+    #[ts(optional)]
+    pub canaries: Option<CanaryQuery>,
+}
+
+/// What `privacy` answers: the accountant's figures and, where canaries were asked for, the ε
+/// they measure on the Gaussian mechanism alone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct PrivacyAnswer {
+    #[serde(flatten)]
+    pub accounted: OverRounds,
+    pub canaries: Option<CanaryAudit>,
+}
+
+impl PrivacyAnswer {
+    /// The figures in words, a line each.
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines = self.accounted.lines();
+        lines.extend(self.canaries.iter().flat_map(CanaryAudit::lines));
+        lines
+    }
 }
 
 fn every_round() -> Option<f64> {
@@ -182,13 +206,23 @@ fn every_round() -> Option<f64> {
 }
 
 impl PrivacyQuery {
-    pub fn account(&self) -> Result<OverRounds> {
-        OverRounds::of(
-            self.noise_multiplier,
+    pub fn account(&self) -> Result<PrivacyAnswer> {
+        let (sample_rate, delta) = (
             self.sample_rate.unwrap_or(1.0),
-            self.rounds,
             self.delta.unwrap_or(super::privacy::DEFAULT_DELTA),
-        )
+        );
+        let accounted = OverRounds::of(self.noise_multiplier, sample_rate, self.rounds, delta)?;
+        let canaries = match &self.canaries {
+            Some(q) => Some(canary::gaussian_mechanism(
+                q,
+                self.noise_multiplier,
+                sample_rate,
+                self.rounds,
+                delta,
+            )?),
+            None => None,
+        };
+        Ok(PrivacyAnswer { accounted, canaries })
     }
 }
 

@@ -1,6 +1,7 @@
 //! Client: the network, its explicit gradient and the federated protocols that send it.
 pub mod accountant;
 pub mod activation;
+pub mod canary;
 pub mod defence;
 pub mod exact;
 pub mod fedavg;

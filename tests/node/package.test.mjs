@@ -180,11 +180,12 @@ test('the installed package accounts ε over rounds as Opacus does, and refuses 
     const cases = ${JSON.stringify(cases)};
     const got = cases.map((c) => Leakscope.privacy({ noiseMultiplier: c.noise_multiplier, sampleRate: c.sample_rate, rounds: c.rounds }));
     const everyRound = Leakscope.privacy({ noiseMultiplier: 1, rounds: 10, delta: 1e-6 });
+    const canaries = Leakscope.privacy({ noiseMultiplier: 2, rounds: 1, canaries: { inserted: 200, heldOut: 300, dimension: 20000, seed: 4 } });
     const refused = [];
     for (const query of [{ noiseMultiplier: 1, sampleRate: 0, rounds: 10 }, { noiseMultiplier: 1, rounds: 0 }, { noiseMultiplier: 1, rounds: 10, epochs: 3 }]) {
       try { Leakscope.privacy(query); refused.push(null); } catch (e) { refused.push(e.message); }
     }
-    console.log(JSON.stringify({ early, got, everyRound, refused }));
+    console.log(JSON.stringify({ early, got, everyRound, canaries, refused }));
     `,
   );
   assert.equal(out.early, 'leakscope: await Leakscope.create() before calling Leakscope.privacy');
@@ -197,6 +198,14 @@ test('the installed package accounts ε over rounds as Opacus does, and refuses 
   assert.equal(out.everyRound.sample_rate, 1);
   assert.equal(out.everyRound.delta, 1e-6);
   assert.equal(out.everyRound.releases_seen, 10);
+  assert.equal(out.everyRound.canaries, null);
+  // 200 canaries through the Gaussian mechanism at σ = 2 stand μ = 1/√(σ² + k/d) ≈ 0.499 apart,
+  // read to within 4 standard errors.
+  const c = out.canaries.canaries;
+  assert.deepEqual([c.canaries, c.held_out, c.dimension], [200, 300, 20000]);
+  assert.ok(Math.abs(c.final_model.mu - 0.499) <= 4 / Math.sqrt(200), JSON.stringify(c.final_model));
+  assert.ok(c.final_model.interval[0] < c.final_model.epsilon && c.final_model.epsilon < c.final_model.interval[1]);
+  assert.ok(c.final_model.null_holds);
   assert.match(out.refused[0], /sampling rate must be in \(0, 1\], not 0/);
   assert.match(out.refused[1], /rounds must be between 1 and/);
   assert.match(out.refused[2], /unknown field `epochs`/);

@@ -90,6 +90,20 @@ struct PrivacyArgs {
     rounds: u64,
     #[arg(long, default_value_t = leakscope::client::privacy::DEFAULT_DELTA)]
     delta: f64,
+    /// Run this many canaries through the same mechanism for an ε measured beside the
+    /// accountant's (Andrew et al., ICLR 2024; on the Gaussian mechanism alone).
+    #[arg(long)]
+    canaries: Option<usize>,
+    /// Canaries drawn alike and never inserted, which check the estimate's null [default: as many
+    /// as --canaries].
+    #[arg(long, requires = "canaries")]
+    held_out: Option<usize>,
+    /// The model's number of parameters, the canaries' dimension: well above the canaries over σ²,
+    /// or they perturb each other.
+    #[arg(long, requires = "canaries", default_value_t = 100_000)]
+    dimension: usize,
+    #[arg(long, requires = "canaries", default_value_t = 0)]
+    canary_seed: u64,
     /// Print the figures as JSON (`epsilon`, `per_round`, …) instead of words.
     #[arg(long)]
     json: bool,
@@ -190,17 +204,23 @@ fn run(cli: Cli) -> CliResult<()> {
         Command::AttackUpdate(args) => received::attack_update(*args)?,
         Command::Bench(args) => bench::bench(args)?,
         Command::Privacy(args) => {
-            let over = leakscope::client::accountant::OverRounds::of(
-                args.noise_multiplier,
-                args.sample_rate,
-                args.rounds,
-                args.delta,
-            )
-            .map_err(|e| e.to_string())?;
+            let query = leakscope::client::accountant::PrivacyQuery {
+                noise_multiplier: args.noise_multiplier,
+                sample_rate: Some(args.sample_rate),
+                rounds: args.rounds,
+                delta: Some(args.delta),
+                canaries: args.canaries.map(|inserted| leakscope::client::canary::CanaryQuery {
+                    inserted,
+                    held_out: args.held_out,
+                    dimension: args.dimension,
+                    seed: Some(args.canary_seed),
+                }),
+            };
+            let answer = query.account().map_err(|e| e.to_string())?;
             if args.json {
-                println!("{}", serde_json::to_string_pretty(&over).map_err(|e| e.to_string())?);
+                println!("{}", serde_json::to_string_pretty(&answer).map_err(|e| e.to_string())?);
             } else {
-                for line in over.lines() {
+                for line in answer.lines() {
                     println!("{line}");
                 }
             }
