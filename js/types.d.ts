@@ -981,7 +981,7 @@ sampleRate?: number, rounds: number,
 delta?: number, 
 /**
  * Canaries to run through the same mechanism, for an ε measured beside the accountant's
- * (`audit::canary`; null: none).
+ * (`client::canary`; null: none).
  */
 canaries?: CanaryQuery, };
 

@@ -177,7 +177,7 @@ pub struct PrivacyQuery {
     #[ts(optional)]
     pub delta: Option<f64>,
     /// Canaries to run through the same mechanism, for an ε measured beside the accountant's
-    /// (`audit::canary`; null: none).
+    /// (`client::canary`; null: none).
     #[serde(default)]
     #[ts(optional)]
     pub canaries: Option<CanaryQuery>,
