@@ -93,7 +93,8 @@ pub fn audit_defaults(quick: bool) -> Result<JsValue, JsError> {
 }
 
 /// ε over rounds of clipped, noised updates with client sampling (`client::accountant`), from
-/// {noiseMultiplier, sampleRate, rounds, delta}.
+/// {noiseMultiplier, sampleRate, rounds, delta}, and with {canaries} the ε canaries measure
+/// (`client::canary`).
 #[wasm_bindgen]
 pub fn privacy(query: JsValue) -> Result<JsValue, JsError> {
     let query: crate::client::accountant::PrivacyQuery = options_from_js(query)?;
