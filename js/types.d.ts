@@ -1049,7 +1049,8 @@ mechanism: string, };
  */
 export type CanaryEstimate = { threat: Threat, 
 /**
- * The separation μ of inserted from held-out canaries, in held-out standard deviations.
+ * The inserted canaries' mean statistic μ: their separation from the null (mean 0), in the
+ * null's standard deviations (1 exactly).
  */
 mu: number, 
 /**

@@ -107,7 +107,8 @@ pub enum Threat {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, TS)]
 pub struct CanaryEstimate {
     pub threat: Threat,
-    /// The separation μ of inserted from held-out canaries, in held-out standard deviations.
+    /// The inserted canaries' mean statistic μ: their separation from the null (mean 0), in the
+    /// null's standard deviations (1 exactly).
     pub mu: f64,
     /// ε(δ) of the Gaussian mechanism with that separation.
     pub epsilon: f64,
