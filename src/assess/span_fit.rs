@@ -45,21 +45,11 @@ impl Setup<'_> {
             weights.iter().chain(biases).flat_map(|v| v.iter().copied()).collect()
         };
         let layers = params.layers();
+        // B·G in the order `flat` lays out a gradient: every layer's weights, then the biases.
         let target: Vec<f64> = (0..layers)
-            .flat_map(|l| {
-                observed
-                    .weight(l)
-                    .iter()
-                    .map(|&v| b as f64 * v as f64)
-                    .collect::<Vec<_>>()
-            })
-            .chain((0..layers).flat_map(|l| {
-                observed
-                    .bias(l)
-                    .iter()
-                    .map(|&v| b as f64 * v as f64)
-                    .collect::<Vec<_>>()
-            }))
+            .flat_map(|l| observed.weight(l))
+            .chain((0..layers).flat_map(|l| observed.bias(l)))
+            .map(|&v| b as f64 * v as f64)
             .collect();
         // Each row's gradient is linear in its output residual e = s·(p − y): Jₕ e. Its columns
         // along the residuals a label can leave (softmax: e sums to zero, so the first C − 1

@@ -263,10 +263,15 @@ impl CanaryAudit {
     }
 }
 
+/// ‖v‖, kept off zero (a statistic divides by it).
+fn norm(v: &[f64]) -> f64 {
+    v.iter().map(|x| x * x).sum::<f64>().sqrt().max(f64::MIN_POSITIVE)
+}
+
 /// The canaries run through the Gaussian mechanism of DP-FedAvg alone: each round, every inserted
 /// canary sampled at `sample_rate` adds its direction at the clipping norm (1) to the sum, which
 /// gets noise of standard deviation `noise_multiplier` per coordinate. The real clients' updates
-/// are left out: they enlarge the aggregate's norm, which the held-out canaries' spread absorbs.
+/// are left out: they enlarge the aggregate's norm, which the statistic divides out.
 pub fn gaussian_mechanism(
     query: &CanaryQuery,
     noise_multiplier: f64,
@@ -278,7 +283,10 @@ pub fn gaussian_mechanism(
     let (k, k2, d) = (query.inserted, query.held_out(), query.dimension);
     let seed = query.seed.unwrap_or(0);
     let mut rng = StdRng::seed_from_u64(seed_for(seed, 0xCA4A));
+    let root_d = (d as f64).sqrt();
+    // Per canary: Σ_t √d·cos(Δ_t, u), and Σ_t ⟨Δ_t, u⟩ = ⟨θ_T − θ_0, u⟩ for the final model.
     let mut every = vec![0.0; k + k2];
+    let mut dots = vec![0.0; k + k2];
     let mut total = vec![0.0; d];
     let mut aggregate = vec![0.0; d];
     for _ in 0..rounds {
@@ -290,23 +298,18 @@ pub fn gaussian_mechanism(
                 Canary::new(seed, c, d).add_to(&mut aggregate, 1.0);
             }
         }
-        let norm = aggregate
-            .iter()
-            .map(|x| x * x)
-            .sum::<f64>()
-            .sqrt()
-            .max(f64::MIN_POSITIVE);
-        for (c, z) in every.iter_mut().enumerate() {
-            *z += (d as f64).sqrt() * Canary::new(seed, c, d).dot(&aggregate) / norm;
+        let norm = norm(&aggregate);
+        for (c, (z, sum)) in every.iter_mut().zip(&mut dots).enumerate() {
+            let dot = Canary::new(seed, c, d).dot(&aggregate);
+            *z += root_d * dot / norm;
+            *sum += dot;
         }
         total.iter_mut().zip(&aggregate).for_each(|(t, a)| *t += a);
     }
     let root_t = (rounds as f64).sqrt();
     every.iter_mut().for_each(|z| *z /= root_t);
-    let norm = total.iter().map(|x| x * x).sum::<f64>().sqrt().max(f64::MIN_POSITIVE);
-    let last: Vec<f64> = (0..k + k2)
-        .map(|c| (d as f64).sqrt() * Canary::new(seed, c, d).dot(&total) / norm)
-        .collect();
+    let norm = norm(&total);
+    let last: Vec<f64> = dots.iter().map(|dot| root_d * dot / norm).collect();
     Ok(CanaryAudit {
         canaries: k,
         held_out: k2,
