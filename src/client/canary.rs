@@ -22,6 +22,10 @@
 //! - ε(δ) is the analytic Gaussian mechanism's at noise multiplier 1/μ
 //!   (`client::privacy::gaussian_epsilon`); the 95 % interval maps μ ± 1.96 standard errors through
 //!   the same function.
+//! - Each canary is read against the aggregate less every inserted canary, plus its own part
+//!   (`CanaryRun::observe`): the auditor drew them all, and DP's adversary knows every
+//!   contribution but one. The paper reads the whole aggregate, where the other canaries count as
+//!   noise (k/d of its variance) and the estimate reads low unless d ≫ k/σ².
 //! - Where every inserted canary's statistic lies above every held-out one's, the canaries cannot
 //!   tell how much further apart the two are: the estimate is flagged beyond their range and its
 //!   interval is open above.
@@ -51,8 +55,8 @@ pub struct CanaryQuery {
     #[serde(default)]
     #[ts(optional)]
     pub held_out: Option<usize>,
-    /// The model's number of parameters d. The canaries also perturb each other (k/d of the noise's
-    /// variance σ²): d should be well above k/σ².
+    /// The model's number of parameters d. The estimate reads each canary with the others taken
+    /// out, but the model they train carries them all: d should be well above k·T/σ².
     pub dimension: usize,
     #[serde(default)]
     #[ts(type = "number", optional)]
@@ -126,6 +130,23 @@ pub struct CanaryEstimate {
     pub held_out_std: f64,
     /// ...and whether they are, within 4 standard errors.
     pub null_holds: bool,
+    /// The aggregate held nothing but the canaries (no noise, no client): each is seen exactly,
+    /// ε is unbounded, and `epsilon` is only a large floor.
+    pub unbounded: bool,
+}
+
+impl CanaryEstimate {
+    /// "≈ ε (low–high)", or "≥ ε" beyond the canaries' range: a table's cell.
+    pub fn brief(&self) -> String {
+        let e = crate::report::fmt_epsilon;
+        if self.unbounded {
+            return "∞ (no noise)".into();
+        }
+        match self.interval {
+            [Some(lo), Some(hi)] if !self.beyond_range => format!("≈ {} ({}–{})", e(self.epsilon), e(lo), e(hi)),
+            _ => format!("≥ {}", e(self.epsilon)),
+        }
+    }
 }
 
 fn mean_std(x: &[f64]) -> (f64, f64) {
@@ -155,6 +176,8 @@ pub fn estimate(threat: Threat, inserted: &[f64], held_out: &[f64], delta: f64) 
     let beyond_range = lowest_inserted > highest_held_out;
     let se = spread / k.sqrt();
     let null_holds = m_out.abs() <= 4.0 / k2.sqrt() && (s_out - 1.0).abs() <= 4.0 / (2.0 * k2).sqrt();
+    // Held-out canaries read exactly zero only against an aggregate of nothing but canaries.
+    let unbounded = held_out.iter().all(|&z| z == 0.0) && beyond_range;
     CanaryEstimate {
         threat,
         mu: mu.max(0.0),
@@ -168,7 +191,8 @@ pub fn estimate(threat: Threat, inserted: &[f64], held_out: &[f64], delta: f64) 
         spread,
         held_out_mean: m_out,
         held_out_std: s_out,
-        null_holds,
+        null_holds: null_holds || unbounded,
+        unbounded,
     }
 }
 
@@ -226,6 +250,12 @@ impl CanaryAudit {
     pub fn lines(&self) -> Vec<String> {
         let e = crate::report::fmt_epsilon;
         let line = |what: &str, c: &CanaryEstimate| {
+            if c.unbounded {
+                return format!(
+                    "canaries, {what}: ε unbounded: the aggregate held nothing but the canaries (no noise), so each \
+                     is seen exactly"
+                );
+            }
             let upper = match c.interval[1] {
                 Some(hi) => e(hi),
                 None => "beyond the canaries' range".into(),
@@ -268,10 +298,162 @@ fn norm(v: &[f64]) -> f64 {
     v.iter().map(|x| x * x).sum::<f64>().sqrt().max(f64::MIN_POSITIVE)
 }
 
+/// Canaries inserted into a training run's aggregates one round at a time, and the statistics the
+/// server's view gives them: the same estimate wherever the aggregation runs (the Gaussian
+/// mechanism alone here, a Flower server's rounds through the Python package).
+pub struct CanaryRun {
+    query: CanaryQuery,
+    sample_rate: f64,
+    sampling: StdRng,
+    /// This round's inserted canaries, summed at their scale, and which joined: the auditor
+    /// drew them, so `observe` takes them out of what it reads (see `observe`).
+    inserted: Vec<f64>,
+    joined: Vec<bool>,
+    scale: f64,
+    /// Per canary: Σ_t √d·⟨R_t, u⟩/‖R_t‖, and Σ_t ⟨R_t, u⟩ = ⟨Σ_t R_t, u⟩ for the final model,
+    /// where R_t is the round's aggregate less the canaries and each canary's own part is added
+    /// back to its own statistic.
+    every: Vec<f64>,
+    dots: Vec<f64>,
+    total: Vec<f64>,
+    /// Rounds each canary joined (its own part of the final model, at `scale` each).
+    own: Vec<f64>,
+    rounds: u64,
+}
+
+impl CanaryRun {
+    /// `sample_rate`: the chance that an inserted canary joins a round, as a client's.
+    pub fn new(query: &CanaryQuery, sample_rate: f64) -> Result<CanaryRun> {
+        query.validate(1)?;
+        if !(sample_rate > 0.0 && sample_rate <= 1.0) {
+            return Err(Error::Config(format!(
+                "the canaries' sampling rate must be in (0, 1], not {sample_rate}"
+            )));
+        }
+        let k = query.inserted + query.held_out();
+        Ok(CanaryRun {
+            query: *query,
+            sample_rate,
+            sampling: StdRng::seed_from_u64(seed_for(query.seed.unwrap_or(0), 0xCA4B)),
+            inserted: vec![0.0; query.dimension],
+            joined: vec![false; k],
+            scale: 0.0,
+            every: vec![0.0; k],
+            dots: vec![0.0; k],
+            total: vec![0.0; query.dimension],
+            own: vec![0.0; k],
+            rounds: 0,
+        })
+    }
+
+    fn seed(&self) -> u64 {
+        self.query.seed.unwrap_or(0)
+    }
+
+    fn check(&self, aggregate: &[f64]) -> Result<()> {
+        if aggregate.len() != self.query.dimension {
+            return Err(Error::Config(format!(
+                "the aggregate has {} parameters; the canaries were drawn for {}",
+                aggregate.len(),
+                self.query.dimension
+            )));
+        }
+        match aggregate.iter().all(|x| x.is_finite()) {
+            true => Ok(()),
+            false => Err(Error::Config("the aggregate holds a value that is not finite".into())),
+        }
+    }
+
+    /// Adds this round's inserted canaries (each sampled at the run's rate) to `aggregate`, each
+    /// at `scale` (a client's clipping norm over the clients the aggregate averages); returns how
+    /// many joined. The next `observe` reads the round they joined.
+    pub fn insert(&mut self, aggregate: &mut [f64], scale: f64) -> Result<usize> {
+        self.check(aggregate)?;
+        if !(scale > 0.0 && scale.is_finite()) {
+            return Err(Error::Config(format!(
+                "the canaries' scale must be a positive number, not {scale}"
+            )));
+        }
+        self.inserted.iter_mut().for_each(|x| *x = 0.0);
+        self.joined.iter_mut().for_each(|j| *j = false);
+        self.scale = scale;
+        for c in 0..self.query.inserted {
+            if self.sample_rate >= 1.0 || self.sampling.random::<f64>() < self.sample_rate {
+                Canary::new(self.seed(), c, aggregate.len()).add_to(&mut self.inserted, scale);
+                self.joined[c] = true;
+            }
+        }
+        aggregate.iter_mut().zip(&self.inserted).for_each(|(a, c)| *a += c);
+        Ok(self.joined.iter().filter(|&&j| j).count())
+    }
+
+    /// Reads one round's aggregate as the server sees it (noise and canaries in). The auditor drew
+    /// the canaries, so it reads each one against the aggregate less all of them, R, plus that
+    /// canary's own part: ⟨R, u⟩ + scale where it joined. This is the adversary of DP's definition,
+    /// who knows every contribution but the one in question; the canaries then do not count as
+    /// each other's noise (read against the whole aggregate, k canaries in dimension d would add
+    /// k/d to the noise's variance and the estimate would read low). A held-out canary's
+    /// statistic keeps its exact null: R holds no canary.
+    pub fn observe(&mut self, aggregate: &[f64]) -> Result<()> {
+        self.check(aggregate)?;
+        let rest: Vec<f64> = aggregate.iter().zip(&self.inserted).map(|(a, c)| a - c).collect();
+        let root_d = (aggregate.len() as f64).sqrt();
+        let (seed, scale) = (self.seed(), self.scale);
+        // Nothing but canaries (no noise, no client): the statistic is unbounded; kept finite, far
+        // past any held-out canary.
+        let norm = norm(&rest).max(scale * 1e-9);
+        for (c, (z, sum)) in self.every.iter_mut().zip(&mut self.dots).enumerate() {
+            let own = if self.joined.get(c) == Some(&true) { scale } else { 0.0 };
+            let dot = Canary::new(seed, c, aggregate.len()).dot(&rest);
+            *z += root_d * (dot + own) / norm;
+            *sum += dot;
+            self.own[c] += own;
+        }
+        self.total.iter_mut().zip(&rest).for_each(|(t, a)| *t += a);
+        // A round observed without an insert of its own had no canaries.
+        self.inserted.iter_mut().for_each(|x| *x = 0.0);
+        self.joined.iter_mut().for_each(|j| *j = false);
+        self.rounds += 1;
+        Ok(())
+    }
+
+    pub fn rounds(&self) -> u64 {
+        self.rounds
+    }
+
+    /// Both threat models' estimates over the rounds observed so far.
+    pub fn estimate(&self, delta: f64, mechanism: &str) -> Result<CanaryAudit> {
+        if self.rounds == 0 {
+            return Err(Error::Config("the canaries have seen no round yet".into()));
+        }
+        let k = self.query.inserted;
+        let root_t = (self.rounds as f64).sqrt();
+        let every: Vec<f64> = self.every.iter().map(|z| z / root_t).collect();
+        let root_d = (self.query.dimension as f64).sqrt();
+        let norm = norm(&self.total).max(self.own.iter().fold(0.0, |a: f64, b| a.max(*b)) * 1e-9);
+        let last: Vec<f64> = self
+            .dots
+            .iter()
+            .zip(&self.own)
+            .map(|(dot, own)| root_d * (dot + own) / norm)
+            .collect();
+        Ok(CanaryAudit {
+            canaries: k,
+            held_out: self.query.held_out(),
+            dimension: self.query.dimension,
+            rounds: self.rounds,
+            every_round: estimate(Threat::EveryRound, &every[..k], &every[k..], delta),
+            final_model: estimate(Threat::FinalModel, &last[..k], &last[k..], delta),
+            mechanism: mechanism.into(),
+        })
+    }
+}
+
 /// The canaries run through the Gaussian mechanism of DP-FedAvg alone: each round, every inserted
 /// canary sampled at `sample_rate` adds its direction at the clipping norm (1) to the sum, which
 /// gets noise of standard deviation `noise_multiplier` per coordinate. The real clients' updates
-/// are left out: they enlarge the aggregate's norm, which the statistic divides out.
+/// are left out: they enlarge the aggregate's norm, which the statistic divides out (so leaving
+/// them out gives the larger estimate).
 pub fn gaussian_mechanism(
     query: &CanaryQuery,
     noise_multiplier: f64,
@@ -280,45 +462,17 @@ pub fn gaussian_mechanism(
     delta: f64,
 ) -> Result<CanaryAudit> {
     query.validate(rounds)?;
-    let (k, k2, d) = (query.inserted, query.held_out(), query.dimension);
-    let seed = query.seed.unwrap_or(0);
-    let mut rng = StdRng::seed_from_u64(seed_for(seed, 0xCA4A));
-    let root_d = (d as f64).sqrt();
-    // Per canary: Σ_t √d·cos(Δ_t, u), and Σ_t ⟨Δ_t, u⟩ = ⟨θ_T − θ_0, u⟩ for the final model.
-    let mut every = vec![0.0; k + k2];
-    let mut dots = vec![0.0; k + k2];
-    let mut total = vec![0.0; d];
-    let mut aggregate = vec![0.0; d];
+    let mut run = CanaryRun::new(query, sample_rate)?;
+    let mut rng = StdRng::seed_from_u64(seed_for(query.seed.unwrap_or(0), 0xCA4A));
+    let mut aggregate = vec![0.0; query.dimension];
     for _ in 0..rounds {
         aggregate
             .iter_mut()
             .for_each(|x| *x = noise_multiplier * normal(&mut rng));
-        for c in 0..k {
-            if sample_rate >= 1.0 || rng.random::<f64>() < sample_rate {
-                Canary::new(seed, c, d).add_to(&mut aggregate, 1.0);
-            }
-        }
-        let norm = norm(&aggregate);
-        for (c, (z, sum)) in every.iter_mut().zip(&mut dots).enumerate() {
-            let dot = Canary::new(seed, c, d).dot(&aggregate);
-            *z += root_d * dot / norm;
-            *sum += dot;
-        }
-        total.iter_mut().zip(&aggregate).for_each(|(t, a)| *t += a);
+        run.insert(&mut aggregate, 1.0)?;
+        run.observe(&aggregate)?;
     }
-    let root_t = (rounds as f64).sqrt();
-    every.iter_mut().for_each(|z| *z /= root_t);
-    let norm = norm(&total);
-    let last: Vec<f64> = dots.iter().map(|dot| root_d * dot / norm).collect();
-    Ok(CanaryAudit {
-        canaries: k,
-        held_out: k2,
-        dimension: d,
-        rounds,
-        every_round: estimate(Threat::EveryRound, &every[..k], &every[k..], delta),
-        final_model: estimate(Threat::FinalModel, &last[..k], &last[k..], delta),
-        mechanism: "the Gaussian mechanism alone".into(),
-    })
+    run.estimate(delta, "the Gaussian mechanism alone")
 }
 
 #[cfg(test)]
@@ -392,11 +546,31 @@ mod tests {
         let none = gaussian_mechanism(&query(200, 20_000, 1), 0.0, 1.0, 1, 1e-5).unwrap();
         for c in [none.every_round, none.final_model] {
             assert!(c.beyond_range && c.interval[1].is_none() && c.epsilon > 50.0, "{c:?}");
+            // Unbounded, said so, yet a number in the JSON (an infinity would be written as null).
+            assert!(c.unbounded && c.brief() == "∞ (no noise)", "{c:?}");
+            assert!(c.epsilon.is_finite() && c.spread.is_finite(), "{c:?}");
         }
         let heavy = gaussian_mechanism(&query(1000, 20_000, 2), 1000.0, 1.0, 1, 1e-5).unwrap();
         for c in [heavy.every_round, heavy.final_model] {
-            assert!(!c.beyond_range && c.null_holds && c.epsilon < 0.5, "{c:?}");
+            assert!(
+                !c.beyond_range && c.null_holds && !c.unbounded && c.epsilon < 0.5,
+                "{c:?}"
+            );
             assert_eq!(c.interval[0], Some(0.0), "{c:?}");
+        }
+    }
+
+    /// As many canaries as half the model's parameters: read against the whole aggregate they
+    /// would add k/d = 0.5 to the noise's variance (ε 4.38 read as 3.47); read with the others
+    /// taken out, the estimate is the mechanism's.
+    #[test]
+    fn canaries_do_not_count_as_each_others_noise() {
+        let (sigma, delta) = (1.0, 1e-5);
+        let audit = gaussian_mechanism(&query(1000, 4000, 6), sigma, 1.0, 1, delta).unwrap();
+        let want = gaussian_epsilon(sigma, delta);
+        for c in [audit.every_round, audit.final_model] {
+            assert!((c.epsilon - want).abs() <= 0.15 * want, "want {want}: {c:?}");
+            assert!(c.null_holds, "{c:?}");
         }
     }
 
@@ -411,6 +585,42 @@ mod tests {
         assert!(bad(query(60_000, 100, 0), 1).contains("at most 100000 canaries"));
         assert!(bad(query(10, 1, 0), 1).contains("dimension must be at least 2"));
         assert!(bad(query(10_000, 1_000_000, 0), 10).contains("more than the"));
+    }
+
+    /// A run fed round by round, as a server's strategy feeds it: canaries at a client's scale s
+    /// = C/n under noise σ·s separate as the mechanism's at σ, and an aggregate of another size or
+    /// with a NaN is refused before it is read.
+    #[test]
+    fn a_run_fed_round_by_round_measures_the_scaled_mechanism_and_refuses_a_wrong_aggregate() {
+        let (d, sigma, scale, delta) = (20_000, 1.5, 0.05, 1e-5);
+        let mut run = CanaryRun::new(&query(500, d, 4), 1.0).unwrap();
+        let mut rng = StdRng::seed_from_u64(9);
+        for _ in 0..4 {
+            let mut aggregate: Vec<f64> = (0..d).map(|_| sigma * scale * normal(&mut rng)).collect();
+            assert_eq!(run.insert(&mut aggregate, scale).unwrap(), 500);
+            run.observe(&aggregate).unwrap();
+        }
+        let want = gaussian_epsilon(sigma / 2.0, delta);
+        let c = run.estimate(delta, "a test").unwrap().every_round;
+        assert!((c.epsilon - want).abs() <= 0.2 * want, "want {want}: {c:?}");
+        assert!(
+            c.interval[0].unwrap() <= want && c.interval[1].unwrap() >= want,
+            "{c:?}"
+        );
+        let short = run.observe(&vec![0.0; d - 1]).unwrap_err().to_string();
+        assert!(short.contains("19999 parameters") && short.contains("20000"), "{short}");
+        let mut nan = vec![0.0; d];
+        nan[7] = f64::NAN;
+        assert!(
+            run.insert(&mut nan, 1.0)
+                .unwrap_err()
+                .to_string()
+                .contains("not finite")
+        );
+        assert_eq!(run.rounds(), 4);
+        let fresh = CanaryRun::new(&query(10, 100, 0), 1.0).unwrap();
+        assert!(fresh.estimate(delta, "x").is_err());
+        assert!(CanaryRun::new(&query(10, 100, 0), 0.0).is_err());
     }
 
     #[test]
