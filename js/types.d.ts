@@ -998,8 +998,8 @@ inserted: number,
  */
 heldOut?: number, 
 /**
- * The model's number of parameters d. The canaries also perturb each other (k/d of the noise's
- * variance σ²): d should be well above k/σ².
+ * The model's number of parameters d. The estimate reads each canary with the others taken
+ * out, but the model they train carries them all: d should be well above k·T/σ².
  */
 dimension: number, seed?: number, };
 
@@ -1078,7 +1078,12 @@ held_out_mean: number, held_out_std: number,
 /**
  * ...and whether they are, within 4 standard errors.
  */
-null_holds: boolean, };
+null_holds: boolean, 
+/**
+ * The aggregate held nothing but the canaries (no noise, no client): each is seen exactly,
+ * ε is unbounded, and `epsilon` is only a large floor.
+ */
+unbounded: boolean, };
 
 /**
  * What the server is taken to see.
@@ -1400,7 +1405,12 @@ rounds: number,
 /**
  * The chance that a client takes part in a round, for that account.
  */
-sampleRate: number, };
+sampleRate: number, 
+/**
+ * Canaries run through each noise setting's DP-FedAvg over those rounds, as many more held
+ * out (`client::canary`): an ε measured beside the accountant's. 0 runs none.
+ */
+canaries?: number, };
 
 /**
  * How an audit runs over `workers` workers: its cells, dearest first (so the last cell to finish
@@ -1493,7 +1503,12 @@ seconds: number, };
 /**
  * The table an audit ran on, as far as merging shards needs to know it is the same.
  */
-export type TableInfo = { rows: number, label: string, encodedWidth: number, features: Array<FeatureHeader>, };
+export type TableInfo = { rows: number, label: string, encodedWidth: number, features: Array<FeatureHeader>, 
+/**
+ * The network's parameters on this table (the canaries' dimension); 0 in shares written
+ * before canaries.
+ */
+parameters: number, };
 
 /**
  * One setting of one study.
@@ -1521,6 +1536,10 @@ epsilon: number | null,
  * Noise: ε over the audit's rounds and sampling rate (RDP), and against the server.
  */
 overRounds: OverRounds | null, 
+/**
+ * Noise, where the audit ran canaries: the ε they measure over the same rounds.
+ */
+canaries: CanaryAudit | null, 
 /**
  * Training: the network's accuracy on the table.
  */

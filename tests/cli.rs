@@ -561,6 +561,8 @@ fn audit_args(out: &std::path::Path) -> Vec<String> {
         "8",
         "--noise-scales",
         "0,0.1",
+        "--canaries",
+        "50",
         "--clients",
         "1,2",
         "--local-epochs",
@@ -639,6 +641,23 @@ fn an_audit_in_shares_merges_into_the_same_report_as_one_run() {
         .find(|r| r["point"]["study"] == "noise" && r["point"]["sigma"] == 0.1)
         .unwrap();
     assert_eq!(noisy["overRounds"]["rounds"], 100);
+    // Beside it, the ε 50 canaries measure through the same DP-FedAvg: at σ = 0.1 over 100 rounds
+    // the canaries separate from the held-out ones entirely, a floor past the accountant's bound
+    // is not claimed, only "≥".
+    let canaries = &noisy["canaries"];
+    assert_eq!(canaries["canaries"], 50, "{canaries}");
+    assert_eq!(canaries["rounds"], 100);
+    assert_eq!(canaries["every_round"]["beyond_range"], true, "{canaries}");
+    assert!(stdout.contains("ε canaries measure (50 inserted"), "{stdout}");
+    // Without noise nothing hides a canary: unbounded, and said so.
+    let bare = audit["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["point"]["study"] == "noise" && r["point"]["sigma"] == 0.0)
+        .unwrap();
+    assert_eq!(bare["canaries"]["every_round"]["unbounded"], true, "{bare}");
+    assert!(stdout.contains("| ∞ (no noise) |"), "{stdout}");
     assert_eq!(
         noisy["overRounds"]["epsilon"],
         noisy["overRounds"]["epsilon_against_server"]
@@ -696,6 +715,7 @@ fn bad_audit_settings_are_refused_before_anything_runs() {
             "the sampling rate must be in (0, 1], not 1.5",
         ),
         (vec!["--training-rounds", "0"], "the rounds must be between 1"),
+        (vec!["--canaries", "1"], "at least 2 inserted and 2 held-out canaries"),
     ] {
         let out = bin().args(audit_args(&dir)).args(&args).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -36,7 +36,7 @@ fn table() -> &'static TableInfo {
             },
         )
         .unwrap();
-        TableInfo::of(&d)
+        TableInfo::of(&d, &Default::default())
     })
 }
 

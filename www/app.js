@@ -455,6 +455,7 @@ const AUDIT_LISTS = ['batchSizes', 'noiseScales', 'clients', 'localEpochs', 'loc
 function writeAuditSettings(o) {
   const f = ui.auditSettings.elements;
   for (const name of ['batches', 'referenceBatch', 'clip', 'rounds', 'sampleRate', 'clientBatch']) f[name].value = String(o[name]);
+  f.canaries.value = String(o.canaries ?? 0);
   for (const name of AUDIT_LISTS) f[name].value = o[name].join(', ');
 }
 
@@ -465,6 +466,13 @@ function readAudit(settings) {
     const raw = String(f.get(name)).trim();
     const value = Number(raw);
     if (raw === '' || !Number.isFinite(value) || value <= 0) throw new Error(`${label(ui.auditSettings, name)} must be a positive number, not “${raw}”`);
+    return value;
+  };
+  // A whole number, 0 allowed (the engine says what else it refuses).
+  const count = (name) => {
+    const raw = String(f.get(name)).trim();
+    const value = raw === '' ? 0 : Number(raw);
+    if (!Number.isInteger(value) || value < 0) throw new Error(`${label(ui.auditSettings, name)} must be a whole number, not “${raw}”`);
     return value;
   };
   const list = (name) =>
@@ -494,6 +502,7 @@ function readAudit(settings) {
     rounds: number('rounds'),
     sampleRate: number('sampleRate'),
     clientBatch: number('clientBatch'),
+    canaries: count('canaries'),
     ...lists,
   };
 }

@@ -27,6 +27,15 @@ function epsilon(e) {
   return e >= 1000 ? e.toExponential(2) : e.toPrecision(3);
 }
 
+// A canary estimate (the engine's CanaryEstimate): "≈ ε (low–high)", or "≥ ε" where the canaries
+// separate completely and ε is a floor.
+function measured(c) {
+  if (!c) return '—';
+  if (c.unbounded) return '∞ (no noise)';
+  const [lo, hi] = c.interval;
+  return c.beyond_range || hi === null ? `≥ ${epsilon(c.epsilon)}` : `≈ ${epsilon(c.epsilon)} (${epsilon(lo)}–${epsilon(hi)})`;
+}
+
 /** `attacks`: the engine's description of its attacks by name (for their labels). */
 export function renderAudit(report, targets, attacks) {
   const { audit, svgs } = report;
@@ -61,6 +70,7 @@ export function renderAudit(report, targets, attacks) {
       'ε (one release)',
       `ε over ${audit.options.rounds} rounds, q = ${audit.options.sampleRate}`,
       'ε against the server',
+      audit.options.canaries ? `ε ${audit.options.canaries} canaries measure (95 %)` : 'ε canaries measure (none run)',
       'model accuracy',
     ),
     el(
@@ -79,6 +89,7 @@ export function renderAudit(report, targets, attacks) {
           el('td', { class: 'num', text: epsilon(r.epsilon) }),
           el('td', { class: 'num', 'data-epsilon': 'rounds', text: epsilon(r.overRounds?.epsilon) }),
           el('td', { class: 'num', 'data-epsilon': 'server', text: epsilon(r.overRounds?.epsilon_against_server) }),
+          el('td', { class: 'num', 'data-epsilon': 'canaries', text: measured(r.canaries?.every_round) }),
           el('td', { class: 'num', text: pct(r.modelAccuracy) }),
         ),
       ),

@@ -3,6 +3,7 @@
 //! refused by the engine), reports as the CLI's --json writes them. The Python package
 //! (python/leakscope) turns tables, arrays and keyword arguments into these and back. Long calls
 //! release the GIL and report progress to a callback that may cancel them (`progress`).
+mod canary;
 mod progress;
 mod update;
 
@@ -155,7 +156,7 @@ fn audit(py: Python<'_>, csv: &[u8], options: &str, progress: Option<PyObject>) 
                 &runtime, &dataset, cell, &mut on,
             ))?);
         }
-        engine_audit::summarise(&o, engine_audit::TableInfo::of(&dataset), &cells, results)
+        engine_audit::summarise(&o, engine_audit::TableInfo::of(&dataset, &o.run), &cells, results)
     });
     Ok(to_json(&AuditReport::of(reporter.finish(result)?)))
 }
@@ -175,6 +176,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(attack, m)?)?;
     m.add_function(wrap_pyfunction!(audit, m)?)?;
     m.add_function(wrap_pyfunction!(update::attack_update, m)?)?;
+    m.add_class::<canary::CanaryRun>()?;
     m.add_function(wrap_pyfunction!(update::audit_round, m)?)?;
     Ok(())
 }

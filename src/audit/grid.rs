@@ -58,6 +58,11 @@ pub struct AuditOptions {
     pub rounds: u64,
     /// The chance that a client takes part in a round, for that account.
     pub sample_rate: f64,
+    /// Canaries run through each noise setting's DP-FedAvg over those rounds, as many more held
+    /// out (`client::canary`): an ε measured beside the accountant's. 0 runs none.
+    #[serde(default)]
+    #[ts(as = "Option<usize>", optional)]
+    pub canaries: usize,
 }
 
 impl Default for AuditOptions {
@@ -81,6 +86,7 @@ impl Default for AuditOptions {
             client_batch: 32,
             rounds: DEFAULT_ROUNDS,
             sample_rate: 1.0,
+            canaries: 0,
         }
     }
 }
@@ -103,6 +109,14 @@ impl AuditOptions {
             ..AuditOptions::default()
         }
     }
+}
+
+/// The parameters of the network `run` states on `dataset`'s encoding: the canaries' dimension.
+pub fn model_parameters(run: &RunOptions, dataset: &Dataset) -> usize {
+    let mut sizes = vec![dataset.d()];
+    sizes.extend(&run.hidden);
+    sizes.push(run.head.outputs(dataset.classes.len()));
+    sizes.windows(2).map(|w| w[0] * w[1] + w[1]).sum()
 }
 
 /// One setting of one study.
@@ -340,12 +354,33 @@ impl AuditOptions {
         if !self.noise_scales.is_empty() && !clip_ok {
             return fail(format!("the clipping norm {} must be a positive number", self.clip));
         }
+        if self.canaries > 0 {
+            self.canary_query(2)?.validate(1)?;
+        }
         Ok(())
+    }
+
+    /// The canaries each noise setting runs, for a network of `parameters` parameters.
+    pub fn canary_query(&self, parameters: usize) -> Result<crate::client::canary::CanaryQuery> {
+        let query = crate::client::canary::CanaryQuery {
+            inserted: self.canaries,
+            held_out: None,
+            dimension: parameters,
+            seed: Some(self.run.seed),
+        };
+        query.validate(1).map_err(|e| Error::Config(format!("audit: {e}")))?;
+        Ok(query)
     }
 
     /// Every cell of the grid, each setting checked against the table before anything runs.
     pub fn cells(&self, dataset: &Dataset) -> Result<Vec<Cell>> {
         let cells = self.grid()?;
+        if self.canaries > 0 && !self.noise_scales.is_empty() {
+            let parameters = model_parameters(&self.run, dataset);
+            self.canary_query(parameters)?
+                .validate(self.rounds)
+                .map_err(|e| Error::Config(format!("audit: {e}")))?;
+        }
         for cell in &cells {
             cell.config
                 .validate(dataset)

@@ -122,7 +122,7 @@ pub async fn run_shard(
     Ok(ShardResults {
         leakscope: env!("CARGO_PKG_VERSION").into(),
         options: options.clone(),
-        table: TableInfo::of(dataset),
+        table: TableInfo::of(dataset, &options.run),
         shard,
         cells: cells.len(),
         results,
@@ -178,14 +178,19 @@ pub fn render_table(audit: &Audit) -> String {
     let pm = |m: &summary::MeanStd| format!("{:.1} ± {:.1}", 100.0 * m.mean, 100.0 * m.std);
     let _ = writeln!(
         s,
-        "| setting | attack | batches | accuracy % | categorical % | continuous % | random % | ε | ε over {} rounds, q = {} (against the server) | model % |",
-        audit.options.rounds, audit.options.sample_rate
+        "| setting | attack | batches | accuracy % | categorical % | continuous % | random % | ε | ε over {} rounds, q = {} (against the server) | ε canaries measure{} | model % |",
+        audit.options.rounds,
+        audit.options.sample_rate,
+        match audit.options.canaries {
+            0 => " (none run)".to_string(),
+            k => format!(" ({k} inserted, every round seen; 95 % interval)"),
+        }
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|");
     for r in &audit.rows {
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {:.1} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {:.1} | {} | {} | {} | {} |",
             r.point.label(),
             r.attack,
             r.batches,
@@ -199,6 +204,7 @@ pub fn render_table(audit: &Audit) -> String {
                 crate::report::fmt_epsilon(o.epsilon),
                 crate::report::fmt_epsilon(o.epsilon_against_server)
             )),
+            r.canaries.as_ref().map_or("—".into(), |c| c.every_round.brief()),
             r.model_accuracy.map_or("—".into(), |m| format!("{:.1}", 100.0 * m)),
         );
     }

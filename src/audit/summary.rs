@@ -6,6 +6,7 @@ use ts_rs::TS;
 
 use super::grid::{AuditOptions, Cell, Point, STUDIES, Study};
 use crate::client::accountant::OverRounds;
+use crate::client::canary::{CanaryAudit, gaussian_mechanism};
 use crate::client::privacy::DEFAULT_DELTA;
 use crate::config::AttackKind;
 use crate::error::{Error, Result};
@@ -63,15 +64,20 @@ pub struct TableInfo {
     pub label: String,
     pub encoded_width: usize,
     pub features: Vec<FeatureHeader>,
+    /// The network's parameters on this table (the canaries' dimension); 0 in shares written
+    /// before canaries.
+    #[serde(default)]
+    pub parameters: usize,
 }
 
 impl TableInfo {
-    pub fn of(dataset: &Dataset) -> TableInfo {
+    pub fn of(dataset: &Dataset, run: &crate::options::RunOptions) -> TableInfo {
         TableInfo {
             rows: dataset.n(),
             label: dataset.label.clone(),
             encoded_width: dataset.d(),
             features: FeatureHeader::of(dataset),
+            parameters: super::grid::model_parameters(run, dataset),
         }
     }
 }
@@ -115,6 +121,8 @@ pub struct SummaryRow {
     pub epsilon: Option<f64>,
     /// Noise: ε over the audit's rounds and sampling rate (RDP), and against the server.
     pub over_rounds: Option<OverRounds>,
+    /// Noise, where the audit ran canaries: the ε they measure over the same rounds.
+    pub canaries: Option<CanaryAudit>,
     /// Training: the network's accuracy on the table.
     pub model_accuracy: Option<f64>,
 }
@@ -224,6 +232,7 @@ pub fn summarise(
     results.sort_by_key(|r| r.index);
     let mut rows = Vec::new();
     for point in options.points() {
+        let canaries = canary_audit(options, &table, point)?;
         for &attack in &options.attacks {
             let of: Vec<&CellResult> = cells
                 .iter()
@@ -242,6 +251,7 @@ pub fn summarise(
                 epsilon: of.first().and_then(|r| r.epsilon),
                 // Where one release has a guarantee (an unclipped update has none).
                 over_rounds: of.first().and_then(|r| r.epsilon).and(over_rounds(options, point)),
+                canaries: canaries.clone(),
                 model_accuracy: MeanStd::of(&values(&|r| r.model_accuracy)).map(|m| m.mean),
             });
         }
@@ -268,6 +278,32 @@ fn over_rounds(options: &AuditOptions, point: Point) -> Option<OverRounds> {
     };
     let delta = options.run.delta.unwrap_or(DEFAULT_DELTA);
     OverRounds::of(sigma, options.sample_rate, options.rounds, delta).ok()
+}
+
+/// A noise point's canaries: run through the audit's DP-FedAvg (clipping, σ, sampling rate and
+/// rounds) at the network's dimension. The client's own clipped update is left out: it only adds
+/// to the aggregate's norm, which shrinks the statistic, so leaving it out gives the larger ε.
+fn canary_audit(options: &AuditOptions, table: &TableInfo, point: Point) -> Result<Option<CanaryAudit>> {
+    let Point::Noise { sigma } = point else {
+        return Ok(None);
+    };
+    if options.canaries == 0 {
+        return Ok(None);
+    }
+    if table.parameters == 0 {
+        return Err(Error::Config(
+            "these shares were written before the audit ran canaries: they do not say the network's size".into(),
+        ));
+    }
+    let query = options.canary_query(table.parameters)?;
+    let delta = options.run.delta.unwrap_or(DEFAULT_DELTA);
+    let mut audit = gaussian_mechanism(&query, sigma, options.sample_rate, options.rounds, delta)?;
+    audit.mechanism = format!(
+        "the audit's DP-FedAvg at σ = {sigma} (updates clipped to C = {}, {} rounds, sampling rate {}; the \
+         client's own update left out)",
+        options.clip, options.rounds, options.sample_rate
+    );
+    Ok(Some(audit))
 }
 
 /// The judged attack at the reference batch, per column, against guessing.
@@ -554,6 +590,14 @@ fn threshold_sentence(
             o.releases_seen
         )
     });
+    let over = match &at.canaries {
+        Some(c) => format!(
+            "{over}; {} canaries run through the same rounds measure ε {}",
+            c.canaries,
+            c.every_round.brief()
+        ),
+        None => over,
+    };
     // Safe at the study's first setting, where that has no defence: the defence is not what makes
     // it so (a grid whose first noise scale is σ > 0 is safe by that noise).
     let undefended = match first.point {

@@ -119,15 +119,21 @@ pub fn study_svg(audit: &Audit, study: Study) -> Option<String> {
             TOP + ph + 18.0,
             esc(&tick(*p))
         );
+        let row = rows.iter().find(|r| r.point == *p);
         if study == Study::Noise
-            && let Some(e) = rows.iter().find(|r| r.point == *p).and_then(|r| r.epsilon)
+            && let Some(e) = row.and_then(|r| r.epsilon)
         {
+            // The accountant's ε, and beside it the canaries' where the audit ran them.
+            let measured = row
+                .and_then(|r| r.canaries.as_ref())
+                .map_or(String::new(), |c| format!(" · measured {}", c.every_round.brief()));
             let _ = write!(
                 s,
-                r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="#666" font-size="10">ε {}</text>"##,
+                r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="#666" font-size="10">ε {}{}</text>"##,
                 x(i),
                 TOP + ph + 32.0,
-                esc(&fmt_epsilon(e))
+                esc(&fmt_epsilon(e)),
+                esc(&measured)
             );
         }
     }

@@ -367,7 +367,8 @@ impl Engine {
         let (dataset, options) = self.prepare_audit(table, options)?;
         let results: Vec<CellResult> = serde_wasm_bindgen::from_value(results).map_err(js_error)?;
         let cells = options.cells(&dataset).map_err(js_error)?;
-        let summary = audit::summarise(&options, audit::TableInfo::of(&dataset), &cells, results).map_err(js_error)?;
+        let summary = audit::summarise(&options, audit::TableInfo::of(&dataset, &options.run), &cells, results)
+            .map_err(js_error)?;
         to_js(&AuditReport::of(summary))
     }
 }

@@ -519,7 +519,7 @@ test('FedAvg and defences from the form; an audit runs its cells across the work
     // The audit grid starts from the engine's quick grid; a smaller one here.
     await page.click('#audit-grid summary');
     assert.equal(await page.inputValue('#audit-settings [name=batchSizes]'), '8, 32, 128');
-    const grid = { batches: 2, referenceBatch: 8, batchSizes: '4, 8', noiseScales: '0.1', clip: 1, clients: '', localEpochs: '1', localBatches: '4', trainingEpochs: '', clientRows: '', clientEpochs: '', rounds: 200, sampleRate: 0.05 };
+    const grid = { batches: 2, referenceBatch: 8, batchSizes: '4, 8', noiseScales: '0.1', clip: 1, clients: '', localEpochs: '1', localBatches: '4', trainingEpochs: '', clientRows: '', clientEpochs: '', rounds: 200, sampleRate: 0.05, canaries: 50 };
     for (const [name, value] of Object.entries(grid)) await page.fill(`#audit-settings [name=${name}]`, String(value));
     // Every progress text seen: with more than one worker, cells run side by side.
     const seen = [];
@@ -551,6 +551,12 @@ test('FedAvg and defences from the form; an audit runs its cells across the work
     const overRounds = await page.locator('#audit-table tr.judged td[data-epsilon]').evaluateAll((tds) => tds.map((t) => t.textContent));
     assert.equal(overRounds.filter((t) => /^[0-9.e+]+$/.test(t)).length, 2, overRounds.join(' '));
     assert.match(await page.textContent('#verdict'), /over 200 rounds with each client sampled at rate 0\.05, ε = /);
+    // Beside the accountant's, the ε 50 canaries measure through the same rounds (σ = 0.1: far
+    // apart, so a floor or an estimate, never a blank).
+    assert.match(await page.textContent('#audit-table thead'), /ε 50 canaries measure/);
+    const measured = await page.locator('#audit-table tr.judged td[data-epsilon=canaries]').evaluateAll((tds) => tds.map((t) => t.textContent));
+    assert.deepEqual(measured.map((t) => /^(≥|≈) [0-9]/.test(t)), [false, false, true, false], measured.join(' | '));
+    assert.match(await page.textContent('#verdict'), /50 canaries run through the same rounds measure ε (≥|≈) /);
     assert.equal(await page.locator('#audit-features tbody tr').count(), 20);
     await page.screenshot({ path: join(shots, 'audit.png'), fullPage: true });
     const [file] = await Promise.all([page.waitForEvent('download'), page.click('#download-audit')]);
@@ -558,6 +564,7 @@ test('FedAvg and defences from the form; an audit runs its cells across the work
     const row = (study, attack) => audit.rows.find((r) => r.point.study === study && r.attack === attack && (study !== 'batchSize' || r.point.batch === 4));
     const tableak = row('batchSize', 'tableak');
     assert.deepEqual([row('noise', 'tableak').overRounds.rounds, row('noise', 'tableak').overRounds.releases_seen], [200, 10]);
+    assert.deepEqual([row('noise', 'tableak').canaries.canaries, row('noise', 'tableak').canaries.rounds], [50, 200]);
     assert.equal(tableak.batches, 2);
     assert.ok(tableak.accuracy.mean >= tableak.random.mean + 0.15, `TabLeak ${tableak.accuracy.mean} vs random ${tableak.random.mean}`);
     assert.ok(row('batchSize', 'tableak').accuracy.mean >= row('batchSize', 'cosine').accuracy.mean - 0.05);

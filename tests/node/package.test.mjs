@@ -133,8 +133,8 @@ test('the installed package audits a table over a small grid: FedAvg, noise with
     const table = await engine.loadTable(csv);
     const options = {
       run: { label: 'credit_risk', ensemble: 4, iterations: 200, seed: 1 },
-      attacks: ['tableak', 'random'], batches: 2, referenceBatch: 8, batchSizes: [8], noiseScales: [0.1], clip: 1,
-      clients: [], localEpochs: [1], localBatches: [4], trainingEpochs: [],
+      attacks: ['tableak', 'random'], batches: 2, referenceBatch: 8, batchSizes: [8], noiseScales: [4], clip: 1,
+      clients: [], localEpochs: [1], localBatches: [4], trainingEpochs: [], rounds: 16, canaries: 300,
     };
     const plan = await table.auditPlan(options, 3);
     const fractions = [];
@@ -160,6 +160,13 @@ test('the installed package audits a table over a small grid: FedAvg, noise with
   }
   assert.ok(row('noise', 'tableak').accuracy.mean < row('batchSize', 'tableak').accuracy.mean, 'noise costs the attacker');
   assert.ok(row('noise', 'tableak').epsilon > 0 && row('batchSize', 'tableak').epsilon === null);
+  // 300 canaries through 16 rounds at σ = 4: one release at σ = 1 (analytic ε 4.38), which their
+  // 95 % interval covers; the accountant's RDP bound sits above.
+  const canaries = row('noise', 'tableak').canaries;
+  const [lo, hi] = canaries.every_round.interval;
+  assert.ok(lo <= 4.38 && 4.38 <= hi && canaries.every_round.null_holds, JSON.stringify(canaries));
+  assert.ok(row('noise', 'tableak').overRounds.epsilon > lo, 'the bound is not below what the canaries measure');
+  assert.equal(row('batchSize', 'tableak').canaries, null);
   assert.deepEqual(svgs.map((s) => s.name), ['batch-size', 'noise', 'fedavg', 'features']);
   assert.ok(svgs.every((s) => s.svg.startsWith('<svg')));
   assert.match(markdown, /^\| setting \| attack \|/);

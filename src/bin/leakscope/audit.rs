@@ -61,6 +61,10 @@ pub struct AuditArgs {
     /// The chance a client takes part in a round, for that account (default 1).
     #[arg(long)]
     pub sample_rate: Option<f64>,
+    /// Run this many canaries (and as many held out) through each noise scale's DP-FedAvg over
+    /// those rounds: an ε measured beside the accountant's (default 0: none).
+    #[arg(long)]
+    pub canaries: Option<usize>,
     /// Clients averaged (default 1,2,4,8).
     #[arg(long, value_delimiter = ',')]
     pub clients: Option<Vec<usize>>,
@@ -125,6 +129,9 @@ impl AuditArgs {
         }
         if let Some(v) = self.sample_rate {
             o.sample_rate = v;
+        }
+        if let Some(v) = self.canaries {
+            o.canaries = v;
         }
         if let Some(v) = &self.clients {
             o.clients = v.clone();
