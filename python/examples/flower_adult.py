@@ -15,6 +15,13 @@ quiet and on a busy machine.
     pip install ./python "flwr[simulation]" torch matplotlib pandas scikit-learn
     python python/examples/flower_adult.py                  # from the repository's root: a gate
     python python/examples/flower_adult.py --mode monitor   # the replies leave at once
+    python python/examples/flower_adult.py --dp-noise 1.0   # DP-FedAvg, with 1,000 canaries
+
+With `--dp-noise σ` the server clips each update to `--clip` and noises the average (Flower's
+DifferentialPrivacyServerSideFixedClipping), and leakscope's CanaryStrategy inserts `--canaries`
+random canaries into each released round: every round's record of kind "privacy" puts the ε the
+canaries measure beside the accountant's and the Mod's recovery (the update the server saw before
+its noise), and the model's accuracy on the table is printed per round.
 
 Writes leakscope-records.jsonl, leakscope-records.png and leakscope-client-seconds.jsonl (each
 round's time in the client: its training and the Mod) in the working directory."""
@@ -26,6 +33,7 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Optional
 
 import pandas as pd
 import torch
@@ -35,10 +43,11 @@ from torch.utils.data import DataLoader, TensorDataset
 from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
-from flwr.serverapp.strategy import FedAvg
+from flwr.serverapp.strategy import DifferentialPrivacyServerSideFixedClipping, FedAvg
 from flwr.simulation import run_simulation
 
 from leakscope.flower import drain_monitor, leakage_mod, plot_records, read_records
+from leakscope.flower_canaries import CanaryStrategy
 
 ADULT = Path(__file__).resolve().parents[2] / "data" / "adult-sample.csv"
 ROWS, EPOCHS, BATCH, LR, ROUNDS, BLOCK_ABOVE = 32, 1, 8, 0.05, 3, 0.82
@@ -129,20 +138,42 @@ def client_app(mode: str, budget_gflop: float) -> ClientApp:
     return app
 
 
-server_app = ServerApp()
+def model_accuracy(server_round: int, arrays: ArrayRecord) -> MetricRecord:
+    """The global model's accuracy on the federation's table, after each round."""
+    model = mlp()
+    model.load_state_dict(arrays.to_torch_state_dict())
+    x = torch.tensor(PREPROCESS.transform(FEDERATION.drop(columns="salary")), dtype=torch.float32)
+    y = torch.tensor([CLASSES.index(v) for v in FEDERATION["salary"]])
+    with torch.no_grad():
+        accuracy = float((model(x).argmax(1) == y).float().mean())
+    print(f"round {server_round}: the model's accuracy on the table {100 * accuracy:.1f} %")
+    return MetricRecord({"accuracy": accuracy})
 
 
-@server_app.main()
-def main(grid: Grid, context: Context) -> None:
-    strategy = FedAvg(fraction_evaluate=0.0, min_train_nodes=2, min_available_nodes=2)
-    strategy.start(grid=grid, initial_arrays=ArrayRecord(mlp().state_dict()), num_rounds=ROUNDS,
-                   train_config=ConfigRecord({"lr": LR}))
+def server_app(dp_noise: Optional[float], clip: float, canaries: int) -> ServerApp:
+    app = ServerApp()
+
+    @app.main()
+    def main(grid: Grid, context: Context) -> None:
+        strategy = FedAvg(fraction_evaluate=0.0, min_train_nodes=2, min_available_nodes=2)
+        if dp_noise is not None:  # the server clips each update and noises their average
+            strategy = DifferentialPrivacyServerSideFixedClipping(strategy, noise_multiplier=dp_noise,
+                                                                  clipping_norm=clip, num_sampled_clients=2)
+            if canaries > 0:  # canaries in each released round: an ε measured beside the accountant's
+                strategy = CanaryStrategy(strategy, canaries=canaries, records=RECORDS)
+        strategy.start(grid=grid, initial_arrays=ArrayRecord(mlp().state_dict()), num_rounds=ROUNDS,
+                       train_config=ConfigRecord({"lr": LR}), evaluate_fn=model_accuracy)
+
+    return app
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="The leakscope Mod in Flower's simulation engine.")
     parser.add_argument("--mode", choices=("gate", "monitor"), default="gate")
     parser.add_argument("--budget-gflop", type=float, default=BUDGET_GFLOP)
+    parser.add_argument("--dp-noise", type=float, help="DP-FedAvg's noise multiplier σ (default: no DP)")
+    parser.add_argument("--clip", type=float, default=1.0, help="DP-FedAvg's clipping norm C")
+    parser.add_argument("--canaries", type=int, default=1000, help="canaries inserted under DP (0: none)")
     args = parser.parse_args()
     # A fresh run: the records, the client's times, and a monitor's queue (`<records>.pending`).
     for path in (RECORDS, CLIENT_SECONDS):
@@ -152,15 +183,21 @@ if __name__ == "__main__":
     # busy machine they would get almost no CPU, which a real client, a process of its own, does.
     os.environ.setdefault("RAY_worker_niceness", "0")
     start = time.perf_counter()
-    run_simulation(server_app, client_app(args.mode, args.budget_gflop), num_supernodes=2,
+    run_simulation(server_app(args.dp_noise, args.clip, args.canaries), client_app(args.mode, args.budget_gflop), num_supernodes=2,
                    backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0}})
     trained = time.perf_counter() - start
     if args.mode == "monitor":
         drain_monitor(RECORDS)  # the audits still running, or left queued when the simulation's actors stopped
     print(f"{args.mode}: training took {trained:.1f} s; with every audit written, {time.perf_counter() - start:.1f} s")
     table = read_records(RECORDS)
+    if "kind" in table:  # the canary strategy's rounds: ε measured, ε accounted, the attack, one record each
+        private = table[table.kind == "privacy"]
+        table = table[table.kind != "privacy"]
+        print(private[["round", "epsilon_accountant", "epsilon_measured", "epsilon_measured_interval",
+                       "epsilon_measured_final_model", "attack_accuracy", "attack_random_baseline",
+                       "attack_rows_proved", "canary_seconds"]].to_string())
     print(table[["round", "client", "attacked", "accuracy", "random_baseline", "rows_proved", "work_gflop", "seconds"]].to_string())
     print(table[["round", "client", "optimizer", "momentum", "local_order", "recipe_mismatch"]].to_string())
     print(table[table.blocked.notna()][["round", "client", "blocked"]].to_string())
     print(read_records(CLIENT_SECONDS).to_string())  # the client's time per round, training and Mod
-    plot_records(table, RECORDS.with_suffix(".png"))
+    plot_records(read_records(RECORDS), RECORDS.with_suffix(".png"))

@@ -735,6 +735,29 @@ def read_records(*paths: Union[str, "os.PathLike[str]"]) -> Any:
     return pd.DataFrame(rows)
 
 
+def _plot_privacy(ax: Any, private: List[Dict[str, Any]]) -> None:
+    """ε by round: the accountant's bound and what the canaries measure (95 % interval; a
+    triangle where the canaries separate completely and the figure is a floor)."""
+    rounds = [r["round"] for r in private]
+    measured = [float(r["epsilon_measured"]) for r in private]
+    low = [m - float((r["epsilon_measured_interval"] or [m])[0] or 0.0) for m, r in zip(measured, private)]
+    high = [float(r["epsilon_measured_interval"][1]) - m if r["epsilon_measured_interval"][1] is not None else 0.0
+            for m, r in zip(measured, private)]
+    ax.errorbar(rounds, measured, yerr=[low, high], fmt="o-", capsize=3, label="ε the canaries measure")
+    floors = [r for r in private if r.get("epsilon_measured_beyond_range") is True]
+    ax.plot([r["round"] for r in floors], [r["epsilon_measured"] for r in floors], "^", ms=10, label="a floor")
+    accountant = [r for r in private if r.get("epsilon_accountant") is not None]
+    ax.plot([r["round"] for r in accountant], [r["epsilon_accountant"] for r in accountant], "s--", label="ε accounted (RDP)")
+    for r in private:
+        if r.get("attack_accuracy") is not None:
+            ax.annotate(f"attack {100 * r['attack_accuracy']:.0f} %", (r["round"], float(r["epsilon_measured"])),
+                        textcoords="offset points", xytext=(4, 6), fontsize="x-small")
+    ax.set_title(f"ε at δ = {private[0].get('delta')}, {private[0].get('canaries')} canaries")
+    ax.set_ylabel("ε")
+    ax.set_xticks(rounds)
+    ax.legend(loc="upper left", fontsize="small")
+
+
 def plot_records(records: Any, path: Optional[Union[str, "os.PathLike[str]"]] = None) -> Any:
     """One panel per client: the attack's accuracy and the random guess over rounds, blocked
     rounds marked, rounds not attacked (past the budget) marked on the axis, and where their first
@@ -748,8 +771,12 @@ def plot_records(records: Any, path: Optional[Union[str, "os.PathLike[str]"]] = 
 
     rows = records.to_dict("records") if hasattr(records, "to_dict") else list(records)
     rows = [r for r in rows if isinstance(r.get("round"), (int, float)) and r["round"] == r["round"]]  # NaN: none
+    # A canary strategy's records (`leakscope.flower_canaries`): a panel of their own, last.
+    private = sorted((r for r in rows if r.get("kind") == "privacy"), key=lambda r: r["round"])
+    rows = [r for r in rows if r.get("kind") != "privacy"]
     clients = sorted({str(r["client"]) for r in rows})
-    fig, axes = plt.subplots(len(clients), 1, figsize=(6, 2.4 * len(clients)), squeeze=False, sharex=True)
+    panels = len(clients) + (1 if private else 0)
+    fig, axes = plt.subplots(panels, 1, figsize=(6, 2.4 * panels), squeeze=False, sharex=True)
 
     def figure(value: Any) -> float:
         return float("nan") if value is None else float(value)
@@ -774,6 +801,8 @@ def plot_records(records: Any, path: Optional[Union[str, "os.PathLike[str]"]] = 
         ax.set_xticks(rounds)
         ax.set_title(f"client {client}")
         ax.set_ylabel("cells right")
+    if private:
+        _plot_privacy(axes[-1, 0], private)
     axes[-1, 0].set_xlabel("round")
     axes[0, 0].legend(loc="lower right", fontsize="small")
     fig.tight_layout()

@@ -324,6 +324,38 @@ def test_flowers_simulation_engine_runs_the_example_as_a_gate_and_as_a_monitor(t
         assert same(runs["monitor"][0]) == same(rows)
 
 
+def test_the_example_under_dp_records_the_canaries_epsilon_beside_the_accountants_and_the_attack(tmp_path):
+    """The example with DP-FedAvg (σ = 1, C = 1, Flower's server-side clipping) and 400 canaries:
+    a record per round puts the ε the canaries measure beside leakscope's accountant and the
+    Mod's recovery that round. Flower's noise is not seeded, so the estimate is held to 30 % of
+    the Gaussian mechanism's ε over the rounds so far (about five of its standard errors)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("ray")
+    example = Path(__file__).resolve().parents[1] / "examples" / "flower_adult.py"
+    done = subprocess.run([sys.executable, str(example), "--dp-noise", "1.0", "--canaries", "400"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    records = [json.loads(line) for line in (tmp_path / "leakscope-records.jsonl").read_text().splitlines()]
+    private = [r for r in records if r.get("kind") == "privacy"]
+    attacked = [r for r in records if r.get("kind") != "privacy"]
+    assert [r["round"] for r in private] == [1, 2, 3] and len(attacked) == 6
+    for r in private:
+        t = r["round"]
+        assert r["epsilon_accountant"] == pytest.approx(leakscope.privacy(1.0, t, sample_rate=1.0)["epsilon"])
+        mechanism = leakscope.privacy(1.0 / np.sqrt(t), 1, sample_rate=1.0)["per_release"]
+        assert abs(r["epsilon_measured"] - mechanism) <= 0.3 * mechanism, (t, mechanism, r)
+        assert r["null_holds"] and not r["epsilon_measured_beyond_range"], r
+        assert r["epsilon_measured"] <= r["epsilon_accountant"] * 1.3, r
+        mine = [a for a in attacked if a["round"] == t]
+        assert r["attack_accuracy"] == max(a["accuracy"] for a in mine), (r, mine)
+        assert r["canaries"] == 400 and r["dimension"] > 4000
+    assert "epsilon_measured" in done.stdout and "the model's accuracy on the table" in done.stdout
+    assert (tmp_path / "leakscope-records.png").stat().st_size > 0
+
+
 # The client's optimiser and row order.
 
 def params():
@@ -570,7 +602,8 @@ def test_the_engine_checks_the_stated_recipe_against_the_real_update(trains, shu
 
 def test_the_flower_modules_import_in_one_direction():
     """flower imports the monitor's queue; the queue imports nothing of flower's (the monitor
-    process's entry point, _monitor_main, joins the two)."""
+    process's entry point, _monitor_main, joins the two); the server's canary strategy imports
+    neither, and the canaries themselves not Flower."""
     import ast
     from pathlib import Path
 
@@ -590,3 +623,7 @@ def test_the_flower_modules_import_in_one_direction():
     assert "._monitor" in imported("flower"), imported("flower")
     assert not any(n.endswith("flower") for n in imported("_monitor")), imported("_monitor")
     assert {"leakscope._monitor", "leakscope.flower"} <= imported("_monitor_main"), imported("_monitor_main")
+    # The server's canary strategy and the client's Mod share nothing but the records' format.
+    assert not any("canar" in n for n in imported("flower") | imported("_monitor")), imported("flower")
+    assert not any(n.endswith("flower") or "monitor" in n for n in imported("flower_canaries")), imported("flower_canaries")
+    assert not any("flwr" in n or "flower" in n for n in imported("canaries")), imported("canaries")
