@@ -12,7 +12,7 @@ use leakscope::client::simulate::{Round, simulate_round};
 use leakscope::config::Protocol;
 use leakscope::options::ProtocolKind;
 use leakscope::received::ReceivedUpdate;
-use leakscope::received::round::{FIRST_BATCH_BOUNDS, RoundAudit, RoundBudget, audit_round};
+use leakscope::received::round::{FIRST_BATCH_BOUNDS, RoundAudit, RoundBudget, audit_round, audited_work};
 use leakscope::table::{Dataset, Encoding, StatedModel};
 use leakscope::{AttackConfig, LabelMode, RunOptions, Runtime};
 use serde_json::Value;
@@ -116,9 +116,13 @@ fn untimed(audit: &RoundAudit) -> Value {
     v
 }
 
+/// The round's counted work: TabLeak's optimisation, twice over for the shadow client of its
+/// fallback to the marginals.
 fn round_gflop() -> f64 {
     let (encoding, _, _, config) = client();
-    config.work(&encoding).gflop()
+    let work = audited_work(&config, &encoding).gflop;
+    assert_eq!(work, 2.0 * config.work(&encoding).gflop());
+    work
 }
 
 #[test]
@@ -181,4 +185,70 @@ fn the_first_local_batch_is_attacked_apart_and_says_what_it_bounds() {
     let first = audit.first_batch.unwrap();
     assert_eq!(reports, 0);
     assert!(first.scored.is_none() && first.skipped.unwrap().contains("first local batch"));
+}
+
+/// Where the round's attack leaves rows unproved, the server falls back to the marginals as a
+/// simulated attack does: a shadow client drawn from the rows' marginals says which cells a guess
+/// beats, the report says how many fell back, every cell that did is the random baseline's own
+/// draw, and a row all of whose cells fell back is the prior's. Asked not to fall back, the
+/// attack reports the ensemble alone.
+#[test]
+fn an_unproved_round_falls_back_to_the_marginals_where_a_shadow_client_says_guessing_wins() {
+    use leakscope::config::AttackSpec;
+    use leakscope::received::truth::attack_received_against;
+    use leakscope::report::Provenance;
+    let (encoding, received, truth, config) = client();
+    let rt = Runtime::cpu();
+    let run = |config: &AttackConfig| {
+        pollster::block_on(attack_received_against(
+            &rt,
+            &encoding,
+            config,
+            &received,
+            &truth,
+            &mut |_| true,
+        ))
+        .unwrap()
+    };
+    let scored = run(&config);
+    assert!(
+        scored.rows_proved < ROWS,
+        "the shadow runs where rows are left unproved"
+    );
+    let fallback = scored
+        .reconstruction
+        .details
+        .fallback
+        .clone()
+        .expect("the fallback ran");
+    assert_eq!(fallback.cells, ROWS * truth.features.len());
+    assert!(
+        fallback.shadow_chosen >= fallback.shadow_ensemble.max(fallback.shadow_prior) - 1e-12,
+        "{fallback:?}"
+    );
+    let prior_rows = scored
+        .reconstruction
+        .provenance
+        .iter()
+        .find(|p| p.provenance == Provenance::Prior);
+    assert_eq!(
+        prior_rows.map_or(0, |p| p.rows),
+        fallback.prior_rows,
+        "{:?}",
+        scored.reconstruction.provenance
+    );
+    // Whatever the ensemble gave, the figure stays within reach of guessing.
+    assert!(
+        scored.accuracy.total >= scored.random_baseline - 0.05,
+        "{} against guessing {}",
+        scored.accuracy.total,
+        scored.random_baseline
+    );
+    let mut alone = config.clone();
+    if let AttackSpec::Tableak(s) = &mut alone.attack {
+        s.prior_fallback = false;
+    }
+    let ensemble = run(&alone);
+    assert!(ensemble.reconstruction.details.fallback.is_none());
+    assert_eq!(ensemble.random_baseline, scored.random_baseline);
 }

@@ -356,6 +356,8 @@ def _scored(scored: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     """A scored attack's figures as a record holds them (None where nothing was attacked)."""
     scored = scored or {}
     acc = scored.get("accuracy") or {}
+    # The cells the server took from the marginals where a shadow client said guessing wins.
+    fallback = ((scored.get("reconstruction") or {}).get("details") or {}).get("fallback") or {}
     return {
         "accuracy": acc.get("total"),
         "categorical": acc.get("categorical"),
@@ -364,6 +366,7 @@ def _scored(scored: Optional[Dict[str, Any]]) -> Dict[str, Any]:
         "gain_over_random": scored.get("gain_over_random"),
         "rows_proved": scored.get("rows_proved"),
         "rows_consistent": scored.get("rows_consistent"),
+        "prior_cells": fallback.get("prior_cells", 0 if scored else None),
     }
 
 
@@ -745,14 +748,15 @@ def _plot_privacy(ax: Any, private: List[Dict[str, Any]]) -> None:
             for m, r in zip(measured, private)]
     ax.errorbar(rounds, measured, yerr=[low, high], fmt="o-", capsize=3, label="ε the canaries measure")
     floors = [r for r in private if r.get("epsilon_measured_beyond_range") is True]
-    ax.plot([r["round"] for r in floors], [r["epsilon_measured"] for r in floors], "^", ms=10, label="a floor")
+    if floors:
+        ax.plot([r["round"] for r in floors], [r["epsilon_measured"] for r in floors], "^", ms=10, label="a floor")
     accountant = [r for r in private if r.get("epsilon_accountant") is not None]
     ax.plot([r["round"] for r in accountant], [r["epsilon_accountant"] for r in accountant], "s--", label="ε accounted (RDP)")
     for r in private:
         if r.get("attack_accuracy") is not None:
             ax.annotate(f"attack {100 * r['attack_accuracy']:.0f} %", (r["round"], float(r["epsilon_measured"])),
                         textcoords="offset points", xytext=(4, 6), fontsize="x-small")
-    ax.set_title(f"ε at δ = {private[0].get('delta')}, {private[0].get('canaries')} canaries")
+    ax.set_title(f"ε at δ = {private[0].get('delta')}, {int(private[0].get('canaries') or 0)} canaries")
     ax.set_ylabel("ε")
     ax.set_xticks(rounds)
     ax.legend(loc="upper left", fontsize="small")

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use super::matching::Rule;
+use super::scoring::Scored;
 use super::scoring::score;
 use crate::attack::baselines::{likeliest_value, random_rows};
 use crate::attack::inversion::driver::Progress;
@@ -19,7 +20,7 @@ use crate::attack::inversion::setup::Setup;
 use crate::config::MemberRange;
 use crate::error::Result;
 use crate::seed::seed_for;
-use crate::table::Value;
+use crate::table::{Dataset, Value};
 
 /// Quantiles of the shadow batch's entropies tried as thresholds, besides "every cell" and "none".
 const QUANTILES: usize = 10;
@@ -223,6 +224,12 @@ impl Setup<'_> {
             && self.scenario.truth.is_some()
     }
 
+    /// Whether a received update's attack falls back where it is scored against the client's
+    /// rows (`received::truth`): as `wants_fallback`, the marginals coming from those rows.
+    pub fn falls_back_received(&self) -> bool {
+        self.config.priors().fallback && self.inverts.relaxed && self.members > 0
+    }
+
     /// Whether the client's defence perturbs the update (noise, fake gradients): there no proof
     /// holds and the ensemble may say less than the marginals. Logistic regression's update (no
     /// hidden layer: (d + 1)·C numbers of rank at most C) says as little beyond one row, so it
@@ -240,7 +247,17 @@ impl Setup<'_> {
         if !self.wants_fallback() {
             return Ok(None);
         }
-        let (dataset, config) = (self.dataset, self.config);
+        self.calibrate_fallback_on(self.dataset, progress).await
+    }
+
+    /// The same, the shadow client's rows and the marginal guess drawn from `marginals` (a table
+    /// of this attack's encoding): a received update's attack has no table of its own.
+    pub async fn calibrate_fallback_on(
+        &self,
+        marginals: &Dataset,
+        progress: &mut dyn FnMut(&Progress) -> bool,
+    ) -> Result<Option<Calibration>> {
+        let (dataset, config) = (marginals, self.config);
         let rows = random_rows(dataset, config.rows(), seed_for(config.seed, 14));
         let shadow = Setup::new(
             self.runtime,
@@ -290,6 +307,28 @@ impl Setup<'_> {
             labels,
             fits: None,
         }))
+    }
+}
+
+impl FallbackSummary {
+    /// What `fall_back` did with `c`; `scored`: the mixed rows scored against the truth, where a
+    /// simulated or audited client has it.
+    pub fn of(c: &Calibration, mask: &[Vec<bool>], scored: Option<&Scored>) -> FallbackSummary {
+        FallbackSummary {
+            shadow_ensemble: c.shadow[0],
+            shadow_prior: c.shadow[1],
+            shadow_chosen: c.shadow[2],
+            categorical_above: c.thresholds.categorical,
+            continuous_above: c.thresholds.continuous,
+            prior_cells: mask.iter().flatten().filter(|&&m| m).count(),
+            cells: mask.iter().map(Vec::len).sum(),
+            prior_rows: mask.iter().filter(|row| row.iter().all(|&m| m)).count(),
+            ensemble_cell_accuracy: scored.and_then(|s| accuracy_of(&s.correct, &s.assignment, mask, false)),
+            prior_cell_accuracy: scored.and_then(|s| accuracy_of(&s.correct, &s.assignment, mask, true)),
+            update_fit: c.fits.map(|f| f[0]),
+            prior_fit: c.fits.map(|f| f[1]),
+            exhausted: c.exhausted(),
+        }
     }
 }
 

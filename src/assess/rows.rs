@@ -1,7 +1,8 @@
 //! The assessment of an attack on a table's rows (TabLeak, the baselines): its reconstruction
 //! matched to the true rows and scored, beside the random guess on the same batch; and, for a
 //! received update, the reconstruction with its confidence alone.
-use crate::assess::fallback::{Calibration, FallbackSummary, accuracy_of, mix};
+use crate::assess::fallback::{Calibration, FallbackSummary, mix};
+use crate::assess::matching::Rule;
 use crate::assess::reconstruct::{Reconstruction, why_not_proved};
 use crate::assess::scoring::score;
 use crate::attack::baselines::{random_rows, random_values};
@@ -63,41 +64,9 @@ impl Setup<'_> {
             return Err(Error::Config("a received update has no truth to score against".into()));
         };
         let random_guess = self.random_guess();
-        let mask = match (calibration, &recon.entropy) {
-            (Some(c), Some(entropy)) => {
-                let mut mask = c.applied().mask(&self.rules, entropy);
-                // A proved row is the client's: nothing of it falls back.
-                for (m, p) in mask.iter_mut().zip(&recon.provenance) {
-                    if *p == Provenance::Proved {
-                        m.fill(false);
-                    }
-                }
-                recon.rows = mix(&recon.rows, &random_guess, &mask);
-                for (p, m) in recon.provenance.iter_mut().zip(&mask) {
-                    if m.iter().all(|&m| m) {
-                        *p = Provenance::Prior;
-                    }
-                }
-                Some((c, mask))
-            }
-            _ => None,
-        };
+        let mask = calibration.and_then(|c| fall_back(&mut recon, &c, &self.rules, &random_guess).map(|m| (c, m)));
         let scored = score(&self.rules, &truth.rows, &recon.rows);
-        let fallback = mask.map(|(c, mask)| FallbackSummary {
-            shadow_ensemble: c.shadow[0],
-            shadow_prior: c.shadow[1],
-            shadow_chosen: c.shadow[2],
-            categorical_above: c.thresholds.categorical,
-            continuous_above: c.thresholds.continuous,
-            prior_cells: mask.iter().flatten().filter(|&&m| m).count(),
-            cells: mask.iter().map(Vec::len).sum(),
-            prior_rows: mask.iter().filter(|row| row.iter().all(|&m| m)).count(),
-            ensemble_cell_accuracy: accuracy_of(&scored.correct, &scored.assignment, &mask, false),
-            prior_cell_accuracy: accuracy_of(&scored.correct, &scored.assignment, &mask, true),
-            update_fit: c.fits.map(|f| f[0]),
-            prior_fit: c.fits.map(|f| f[1]),
-            exhausted: c.exhausted(),
-        });
+        let fallback = mask.map(|(c, mask)| FallbackSummary::of(&c, &mask, Some(&scored)));
         let random = score(&self.rules, &truth.rows, &random_guess);
         let mut report = build_report(
             dataset,
@@ -176,7 +145,7 @@ impl Setup<'_> {
     pub async fn assess_received(&self, inverted: Members, seconds: f64) -> Result<ReconstructionReport> {
         let recon = self.reconstruct(inverted).await?;
         let fit = self.update_fit(&recon).await?;
-        Ok(self.received_report(recon, fit, seconds))
+        Ok(self.received_report(recon, fit, None, seconds))
     }
 
     /// How well the reconstruction's rows, with the labels used (a regression's reconstructed
@@ -198,7 +167,13 @@ impl Setup<'_> {
     }
 
     /// The report of a received update's reconstruction (`assess_received`).
-    pub fn received_report(&self, recon: Reconstruction, fit: UpdateFit, seconds: f64) -> ReconstructionReport {
+    pub fn received_report(
+        &self,
+        recon: Reconstruction,
+        fit: UpdateFit,
+        fallback: Option<FallbackSummary>,
+        seconds: f64,
+    ) -> ReconstructionReport {
         let mut report = ReconstructionReport::build(
             self.dataset,
             self.config,
@@ -212,7 +187,7 @@ impl Setup<'_> {
                 epoch_prior_fits: recon.epoch_prior_fits,
                 subspace: self.summary(recon.decoded, recon.proved),
                 second_layer: recon.second_layer,
-                fallback: None,
+                fallback,
                 answered_after: None,
                 ensemble: self.rounds.clone(),
             },
@@ -252,4 +227,28 @@ fn paired_with_labels(rows: &[Vec<Value>], read: &[usize], labels: &[usize]) -> 
         }
     }
     out
+}
+
+/// The cells of `recon` that fall back by `c`, taken from `guess` (the random baseline's own
+/// draw): never a proved row's. Rows whose every cell fell back are the prior's. The mask.
+pub fn fall_back(
+    recon: &mut Reconstruction,
+    c: &Calibration,
+    rules: &[Rule],
+    guess: &[Vec<Value>],
+) -> Option<Vec<Vec<bool>>> {
+    let entropy = recon.entropy.as_ref()?;
+    let mut mask = c.applied().mask(rules, entropy);
+    for (m, p) in mask.iter_mut().zip(&recon.provenance) {
+        if *p == Provenance::Proved {
+            m.fill(false);
+        }
+    }
+    recon.rows = mix(&recon.rows, guess, &mask);
+    for (p, m) in recon.provenance.iter_mut().zip(&mask) {
+        if m.iter().all(|&m| m) {
+            *p = Provenance::Prior;
+        }
+    }
+    Some(mask)
 }

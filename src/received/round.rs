@@ -71,6 +71,17 @@ fn over(work: &WorkEstimate, budget: Option<f64>, what: &str) -> Option<String> 
     })
 }
 
+/// The work the engine counts for an audited attack: its optimisation, and as much again where
+/// the attack falls back to the marginals, for the shadow client it then attacks too
+/// (`received::truth`; counted whether or not every row is proved and the shadow is spared).
+pub fn audited_work(config: &AttackConfig, dataset: &Dataset) -> WorkEstimate {
+    let mut work = config.work(dataset).estimate();
+    if config.priors().fallback && config.attacker().inversion().is_some_and(|i| i.relaxed) {
+        work.gflop *= 2.0;
+    }
+    work
+}
+
 /// Audit a client's round: `config` is the attack's on the round (`ReceivedUpdate::attack_options`),
 /// `truth` the rows the update was computed on, in order.
 pub async fn audit_round(
@@ -82,7 +93,7 @@ pub async fn audit_round(
     budget: RoundBudget,
     progress: &mut dyn FnMut(&Progress) -> bool,
 ) -> Result<RoundAudit> {
-    let work = config.work(dataset).estimate();
+    let work = audited_work(config, dataset);
     let Some(skipped) = over(&work, budget.gflop, "the round's attack") else {
         let scored = attack_received_against(runtime, dataset, config, received, truth, progress).await?;
         return Ok(RoundAudit {
@@ -130,7 +141,7 @@ async fn first_batch(
         clients: 1,
         ..config.clone()
     };
-    let work = one.work(dataset).estimate();
+    let work = audited_work(&one, dataset);
     let apart = |scored, skipped| FirstBatch {
         rows: b,
         work,

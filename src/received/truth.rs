@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use super::ReceivedUpdate;
 use super::recipe::{RecipeCheck, check_recipe};
+use crate::assess::fallback::FallbackSummary;
 use crate::assess::matching::Rule;
+use crate::assess::rows::fall_back;
 use crate::assess::scoring::{Accuracy, score};
 use crate::attack::baselines::random_rows;
 use crate::attack::inversion::driver::Progress;
@@ -142,16 +144,38 @@ pub async fn attack_received_against(
     let recipe_check = check_recipe(config, &in_terms, truth).await?;
     let (setup, inverted) = invert_in_dataset_terms(runtime, dataset, config, &in_terms, progress).await?;
     // The report's rows are formatted text: score the pooled rows themselves, reconstructed once.
-    let recon = setup.reconstruct(inverted).await?;
+    let mut recon = setup.reconstruct(inverted).await?;
     let fit = setup.update_fit(&recon).await?;
     let rules = Rule::of(&dataset.features);
-    let accuracy = score(&rules, &truth.rows, &recon.rows).accuracy;
     let guess = random_rows(truth, truth.n(), seed_for(config.seed, 5));
+    // Where rows are left unproved, the server falls back to the marginals cell by cell as a
+    // simulated attack does (`assess::fallback`): a shadow client of rows drawn from the same
+    // marginals the random baseline draws from, trained by the stated recipe on the network the
+    // server sent, says which of the ensemble's cells a guess beats. The figure is then never
+    // far below guessing because the attack ran out of strength (issue 43).
+    let fallback = match recon.provenance.iter().all(|p| *p == Provenance::Proved) || !setup.falls_back_received() {
+        true => None,
+        false => {
+            let mut relabel = |p: &Progress| {
+                progress(&Progress {
+                    phase: "shadow".into(),
+                    ..p.clone()
+                })
+            };
+            match setup.calibrate_fallback_on(truth, &mut relabel).await? {
+                Some(c) => fall_back(&mut recon, &c, &rules, &guess).map(|mask| (c, mask)),
+                None => None,
+            }
+        }
+    };
+    let scored = score(&rules, &truth.rows, &recon.rows);
+    let fallback = fallback.map(|(c, mask)| FallbackSummary::of(&c, &mask, Some(&scored)));
+    let accuracy = scored.accuracy;
     let random_baseline = score(&rules, &truth.rows, &guess).accuracy.total;
     let count = |p: Provenance| recon.provenance.iter().filter(|&&q| q == p).count();
     let (rows_proved, rows_consistent) = (count(Provenance::Proved), count(Provenance::Consistent));
     Ok(ScoredUpdate {
-        reconstruction: setup.received_report(recon, fit, start.elapsed().as_secs_f64()),
+        reconstruction: setup.received_report(recon, fit, fallback, start.elapsed().as_secs_f64()),
         gain_over_random: accuracy.total - random_baseline,
         accuracy,
         random_baseline,
