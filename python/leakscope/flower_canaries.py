@@ -59,7 +59,7 @@ def _setting(strategy: Strategy, given: Optional[float], name: str) -> float:
     )
 
 
-class CanaryStrategy(Strategy):  # type: ignore[misc]
+class CanaryStrategy(Strategy):
     """Wraps `strategy` (see the module's docstring). `canaries`: inserted canaries (as many more
     held out unless `held_out`); `delta`: the δ of every ε; `seed`: the canaries' draw."""
 
