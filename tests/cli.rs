@@ -897,7 +897,8 @@ fn privacy_measures_epsilon_with_canaries_beside_the_accountant() {
     let text = String::from_utf8_lossy(&run("0", &[]).stdout).to_string();
     assert!(
         text.contains("canary estimate on the Gaussian mechanism alone: 300 inserted and 300 held-out")
-            && text.contains("canaries, the final model only: ε unbounded: the aggregate held nothing but the canaries"),
+            && text
+                .contains("canaries, the final model only: ε unbounded: the aggregate held nothing but the canaries"),
         "{text}"
     );
     let out = bin()

@@ -222,6 +222,12 @@ fn an_unproved_round_falls_back_to_the_marginals_where_a_shadow_client_says_gues
         .clone()
         .expect("the fallback ran");
     assert_eq!(fallback.cells, ROWS * truth.features.len());
+    // The rows come in the given order: the server replays the update, and says how far the
+    // ensemble and the guess are from explaining it (where the guess does as well, all falls back).
+    let (Some(ensemble_fit), Some(prior_fit)) = (fallback.update_fit, fallback.prior_fit) else {
+        panic!("a replayable update's fits: {fallback:?}")
+    };
+    assert_eq!(fallback.exhausted, !(ensemble_fit < prior_fit));
     assert!(
         fallback.shadow_chosen >= fallback.shadow_ensemble.max(fallback.shadow_prior) - 1e-12,
         "{fallback:?}"

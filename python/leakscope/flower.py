@@ -367,6 +367,9 @@ def _scored(scored: Optional[Dict[str, Any]]) -> Dict[str, Any]:
         "rows_proved": scored.get("rows_proved"),
         "rows_consistent": scored.get("rows_consistent"),
         "prior_cells": fallback.get("prior_cells", 0 if scored else None),
+        # The guess explains the update as well as the attack's rows (where the server can replay
+        # it): the attack, not necessarily the client, ran out of strength.
+        "exhausted": fallback.get("exhausted", False if scored else None),
     }
 
 

@@ -128,7 +128,12 @@ impl Setup<'_> {
     /// How far the update is from explained, 1 − cos: by `recon`'s rows (with the labels used)
     /// and by the marginal guess's rows (the random baseline's own draw).
     pub async fn fits(&self, recon: &Reconstruction) -> Result<[f64; 2]> {
-        let guess = random_rows(self.dataset, self.config.rows(), seed_for(self.config.seed, 5));
+        self.fits_with(recon, &self.random_guess()).await
+    }
+
+    /// The same with the marginal guess's rows given (a received update's attack draws them
+    /// from the client's rows: `received::truth`).
+    pub async fn fits_with(&self, recon: &Reconstruction, guess: &[Vec<Value>]) -> Result<[f64; 2]> {
         let encode = |rows: &[Vec<Value>]| encode_rows(self.dataset, rows);
         let recon_fit = self.update_fit(recon).await?.distance;
         // A regression's guessed rows carry the label's likeliest value, its mean (standardised 0).
@@ -136,7 +141,7 @@ impl Setup<'_> {
             Some(_) => vec![0.0; guess.len()],
             None => Vec::new(),
         };
-        let guessed = super::reconstruct::with_targets(encode(&guess), &targets);
+        let guessed = super::reconstruct::with_targets(encode(guess), &targets);
         let prior_fit = self.projected_losses(guessed, 1).await?[0] as f64;
         Ok([recon_fit, prior_fit.max(0.0)])
     }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ReceivedUpdate;
 use super::recipe::{RecipeCheck, check_recipe};
-use crate::assess::fallback::FallbackSummary;
+use crate::assess::fallback::{Calibration, FallbackSummary};
 use crate::assess::matching::Rule;
 use crate::assess::rows::fall_back;
 use crate::assess::scoring::{Accuracy, score};
@@ -162,8 +162,19 @@ pub async fn attack_received_against(
                     ..p.clone()
                 })
             };
+            // How far the update is from explained, by the ensemble and by the guess, where the
+            // server can replay the update (as a simulated attack reads it): where the guess
+            // explains it as well, the attack ran out of strength and every unproved cell falls
+            // back (`Calibration::exhausted`).
+            let fits = match config.unreplayable(config.rows()) {
+                None => Some(setup.fits_with(&recon, &guess).await?),
+                Some(_) => None,
+            };
             match setup.calibrate_fallback_on(truth, &mut relabel).await? {
-                Some(c) => fall_back(&mut recon, &c, &rules, &guess).map(|mask| (c, mask)),
+                Some(c) => {
+                    let c = Calibration { fits, ..c };
+                    fall_back(&mut recon, &c, &rules, &guess).map(|mask| (c, mask))
+                }
                 None => None,
             }
         }
