@@ -634,28 +634,25 @@ fn an_audit_in_shares_merges_into_the_same_report_as_one_run() {
     assert!(stdout.contains("ε over 100 rounds, q = 1"), "{stdout}");
     let audit: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(whole.join("audit.json")).unwrap()).unwrap();
-    let noisy = audit["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["point"]["study"] == "noise" && r["point"]["sigma"] == 0.1)
-        .unwrap();
+    let noise_row = |sigma: f64| {
+        audit["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["point"]["study"] == "noise" && r["point"]["sigma"] == sigma)
+            .unwrap()
+    };
+    let noisy = noise_row(0.1);
     assert_eq!(noisy["overRounds"]["rounds"], 100);
     // Beside it, the ε 50 canaries measure through the same DP-FedAvg: at σ = 0.1 over 100 rounds
-    // the canaries separate from the held-out ones entirely, a floor past the accountant's bound
-    // is not claimed, only "≥".
+    // they separate from the held-out ones entirely, so their ε is a floor ("≥").
     let canaries = &noisy["canaries"];
     assert_eq!(canaries["canaries"], 50, "{canaries}");
     assert_eq!(canaries["rounds"], 100);
     assert_eq!(canaries["every_round"]["beyond_range"], true, "{canaries}");
     assert!(stdout.contains("ε canaries measure (50 inserted"), "{stdout}");
     // Without noise nothing hides a canary: unbounded, and said so.
-    let bare = audit["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["point"]["study"] == "noise" && r["point"]["sigma"] == 0.0)
-        .unwrap();
+    let bare = noise_row(0.0);
     assert_eq!(bare["canaries"]["every_round"]["unbounded"], true, "{bare}");
     assert!(stdout.contains("| ∞ (no noise) |"), "{stdout}");
     assert_eq!(
