@@ -393,7 +393,9 @@ impl CanaryRun {
     /// who knows every contribution but the one in question; the canaries then do not count as
     /// each other's noise (read against the whole aggregate, k canaries in dimension d would add
     /// k/d to the noise's variance and the estimate would read low). A held-out canary's
-    /// statistic keeps its exact null: R holds no canary.
+    /// statistic keeps its exact null: R holds no canary. The aggregate must hold the canaries as
+    /// `insert` added them: noise or clients may join after, but nothing may scale or clip it
+    /// (insert after the last such step, as `leakscope.flower_canaries` does).
     pub fn observe(&mut self, aggregate: &[f64]) -> Result<()> {
         self.check(aggregate)?;
         let rest: Vec<f64> = aggregate.iter().zip(&self.inserted).map(|(a, c)| a - c).collect();
