@@ -9,7 +9,10 @@ The wrapped strategy clips and noises the aggregate (Flower's server- or client-
 clipping wrappers: `noise_multiplier`, `clipping_norm` and `num_sampled_clients` are read from it,
 or given here). After it aggregates, every inserted canary (a random sign direction at the
 clipping norm, as a client's clipped update) is added to the round's change at C/n, as a client in
-an average of n; the estimate reads each released change (`leakscope.canaries`).
+an average of n; the estimate reads each released change (`leakscope.canaries`). Flower's DP
+wrappers add their noise (σC/n) to the model the inner strategy returns, so C/n is a canary's
+scale against that noise whatever the inner strategy does first; a wrapper that scaled or
+clipped the aggregate after its noise would need the canaries inserted before that step.
 
 Each round's record (kind "privacy", one JSON line in `records`) holds `epsilon_measured` (every
 round's aggregate seen) with its 95 % interval, `epsilon_measured_final_model`, the accountant's
