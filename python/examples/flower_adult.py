@@ -51,8 +51,8 @@ from leakscope.flower_canaries import CanaryStrategy
 
 ADULT = Path(__file__).resolve().parents[2] / "data" / "adult-sample.csv"
 ROWS, EPOCHS, BATCH, LR, ROUNDS, BLOCK_ABOVE = 32, 1, 8, 0.05, 3, 0.82
-# A round here counts 263.2 GFLOP (the records' work_gflop: the attack and its shadow client); this machine's pace is in each
-# record's seconds.
+# A round here counts 263.2 GFLOP (the records' work_gflop: the attack and its shadow client);
+# this machine's pace is in each record's seconds.
 BUDGET_GFLOP = 500.0
 RECORDS = Path("leakscope-records.jsonl").resolve()
 CLIENT_SECONDS = Path("leakscope-client-seconds.jsonl").resolve()
