@@ -61,25 +61,7 @@ async fn assess(
     match flow(setup.config) {
         Flow::Rows => {
             let recon = setup.reconstruction(inverted).await?;
-            // Proved rows never fall back: where every row is, the shadow client has nothing to
-            // decide (an activation other than ReLU asks for it, and doubled the attack's time).
-            let proved = recon.provenance.iter().all(|p| *p == crate::report::Provenance::Proved);
-            let calibration = match proved {
-                true => None,
-                false => match setup.calibrate_fallback(progress).await? {
-                    // The fit to the update says how far the attack got only where the server
-                    // replays the client's update (a FedAvg client's unknown order fitted our
-                    // rows and the marginals' alike badly, and threw away 93 %-right rows).
-                    Some(c) => Some(crate::assess::fallback::Calibration {
-                        fits: match setup.config.unreplayable(setup.config.rows()) {
-                            None => Some(setup.fits(&recon).await?),
-                            Some(_) => None,
-                        },
-                        ..c
-                    }),
-                    None => None,
-                },
-            };
+            let calibration = setup.fallback(&recon, progress).await?;
             setup.report_rows(recon, calibration, seconds)
         }
         Flow::Attribute(a) => {

@@ -70,9 +70,9 @@ class Canaries:
             if np.shape(p) != np.shape(a):
                 raise ValueError(f"array {k} changed shape from {np.shape(p)} to {np.shape(a)}")
         floats = [k for k, a in enumerate(aggregated) if _floating(np.asarray(a))]
+        base = [np.asarray(previous[k], np.float64).ravel() for k in floats]
         change = np.concatenate(
-            [(np.asarray(aggregated[k], np.float64) - np.asarray(previous[k], np.float64)).ravel() for k in floats]
-            or [np.zeros(0)]
+            [np.asarray(aggregated[k], np.float64).ravel() - b for k, b in zip(floats, base)] or [np.zeros(0)]
         )
         run = self._start(change.size)
         moved, joined = run.insert(change.astype("<f8").tobytes(), self.scale)
@@ -81,11 +81,9 @@ class Canaries:
         seen = np.frombuffer(moved, dtype="<f8")
         out = [np.array(a, copy=True) for a in aggregated]
         at = 0
-        for k in floats:
-            size = out[k].size
-            base = np.asarray(previous[k], np.float64).ravel()
-            out[k] = (base + seen[at : at + size]).reshape(out[k].shape).astype(out[k].dtype)
-            at += size
+        for k, b in zip(floats, base):
+            out[k] = (b + seen[at : at + b.size]).reshape(out[k].shape).astype(out[k].dtype)
+            at += b.size
         return out
 
     @property

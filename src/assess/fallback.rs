@@ -212,22 +212,18 @@ impl LabelCalibration {
 impl Setup<'_> {
     /// Whether the attack falls back to the marginals here: it asks for it, it pools cells with an
     /// entropy, and the table's marginals are known (a simulated client). It does so wherever
-    /// rows are left unproved (`run::assess`), whatever the model: on a network trained for
+    /// rows are left unproved (`Setup::fallback`), whatever the model: on a network trained for
     /// rounds, a narrow one, a defence's noise or Adam's steps, the ensemble alone can score
     /// below the marginals (issue 43: 49.5 % against 61.8 % on the Flower example's network
     /// after three epochs). Proved rows never fall back.
     pub fn wants_fallback(&self) -> bool {
-        self.config.priors().fallback
-            && self.inverts.relaxed
-            && self.members > 0
-            && self.dataset.n() > 0
-            && self.scenario.truth.is_some()
+        self.falls_back_on(self.dataset) && self.scenario.truth.is_some()
     }
 
-    /// Whether a received update's attack falls back where it is scored against the client's
-    /// rows (`received::truth`): as `wants_fallback`, the marginals coming from those rows.
-    pub fn falls_back_received(&self) -> bool {
-        self.config.priors().fallback && self.inverts.relaxed && self.members > 0
+    /// Whether the attack falls back to the marginals of `marginals` (the table, or for a
+    /// received update scored against the client's rows, those rows: `received::truth`).
+    pub fn falls_back_on(&self, marginals: &Dataset) -> bool {
+        self.config.priors().fallback && self.inverts.relaxed && self.members > 0 && marginals.n() > 0
     }
 
     /// Whether the client's defence perturbs the update (noise, fake gradients): there no proof
@@ -240,18 +236,10 @@ impl Setup<'_> {
             .is_some_and(|d| d.noise > 0.0 || d.fake_gradients.is_some())
     }
 
-    /// The same attack on a shadow client (rows drawn from the marginals), scored by the server
-    /// against the rows it drew: the thresholds that serve it best. None where the attack does not
-    /// fall back. Its steps are reported as phase "shadow".
-    pub async fn calibrate_fallback(&self, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<Option<Calibration>> {
-        if !self.wants_fallback() {
-            return Ok(None);
-        }
-        self.calibrate_fallback_on(self.dataset, progress).await
-    }
-
-    /// The same, the shadow client's rows and the marginal guess drawn from `marginals` (a table
-    /// of this attack's encoding): a received update's attack has no table of its own.
+    /// The same attack on a shadow client, its rows drawn from `marginals` (a table of this
+    /// attack's encoding), scored by the server against the rows it drew: the thresholds that
+    /// serve it best, with the marginal guess drawn from the same table. Its steps are reported
+    /// as phase "shadow".
     pub async fn calibrate_fallback_on(
         &self,
         marginals: &Dataset,

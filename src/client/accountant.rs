@@ -212,16 +212,10 @@ impl PrivacyQuery {
             self.delta.unwrap_or(super::privacy::DEFAULT_DELTA),
         );
         let accounted = OverRounds::of(self.noise_multiplier, sample_rate, self.rounds, delta)?;
-        let canaries = match &self.canaries {
-            Some(q) => Some(canary::gaussian_mechanism(
-                q,
-                self.noise_multiplier,
-                sample_rate,
-                self.rounds,
-                delta,
-            )?),
-            None => None,
-        };
+        let canaries = self
+            .canaries
+            .map(|q| canary::gaussian_mechanism(&q, self.noise_multiplier, sample_rate, self.rounds, delta))
+            .transpose()?;
         Ok(PrivacyAnswer { accounted, canaries })
     }
 }

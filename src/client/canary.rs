@@ -415,7 +415,7 @@ impl CanaryRun {
         let canaries: Vec<usize> = (0..self.every.len()).collect();
         let dots = crate::parallel::map(&canaries, |&c| Canary::new(seed, c, rest.len()).dot(&rest));
         for (c, ((z, sum), dot)) in self.every.iter_mut().zip(&mut self.dots).zip(dots).enumerate() {
-            let own = if self.joined.get(c) == Some(&true) { scale } else { 0.0 };
+            let own = if self.joined[c] { scale } else { 0.0 };
             *z += root_d * (dot + own) / norm;
             *sum += dot;
             self.own[c] += own;

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ReceivedUpdate;
 use super::recipe::{RecipeCheck, check_recipe};
-use crate::assess::fallback::{Calibration, FallbackSummary};
+use crate::assess::fallback::FallbackSummary;
 use crate::assess::matching::Rule;
 use crate::assess::rows::fall_back;
 use crate::assess::scoring::{Accuracy, score};
@@ -153,31 +153,9 @@ pub async fn attack_received_against(
     // marginals the random baseline draws from, trained by the stated recipe on the network the
     // server sent, says which of the ensemble's cells a guess beats. The figure is then never
     // far below guessing because the attack ran out of strength (issue 43).
-    let fallback = match recon.provenance.iter().all(|p| *p == Provenance::Proved) || !setup.falls_back_received() {
-        true => None,
-        false => {
-            let mut relabel = |p: &Progress| {
-                progress(&Progress {
-                    phase: "shadow".into(),
-                    ..p.clone()
-                })
-            };
-            // How far the update is from explained, by the ensemble and by the guess, where the
-            // server can replay the update (as a simulated attack reads it): where the guess
-            // explains it as well, the attack ran out of strength and every unproved cell falls
-            // back (`Calibration::exhausted`).
-            let fits = match config.unreplayable(config.rows()) {
-                None => Some(setup.fits_with(&recon, &guess).await?),
-                Some(_) => None,
-            };
-            match setup.calibrate_fallback_on(truth, &mut relabel).await? {
-                Some(c) => {
-                    let c = Calibration { fits, ..c };
-                    fall_back(&mut recon, &c, &rules, &guess).map(|mask| (c, mask))
-                }
-                None => None,
-            }
-        }
+    let fallback = match setup.fallback_on(&recon, truth, &guess, progress).await? {
+        Some(c) => fall_back(&mut recon, &c, &rules, &guess).map(|mask| (c, mask)),
+        None => None,
     };
     let scored = score(&rules, &truth.rows, &recon.rows);
     let fallback = fallback.map(|(c, mask)| FallbackSummary::of(&c, &mask, Some(&scored)));

@@ -98,8 +98,8 @@ struct PrivacyArgs {
     /// as --canaries].
     #[arg(long, requires = "canaries")]
     held_out: Option<usize>,
-    /// The model's number of parameters, the canaries' dimension: well above the canaries over σ²,
-    /// or they perturb each other.
+    /// The model's number of parameters, the canaries' dimension: well above the canaries × rounds
+    /// over σ², or the model they train carries them beside its noise.
     #[arg(long, requires = "canaries", default_value_t = 100_000)]
     dimension: usize,
     #[arg(long, requires = "canaries", default_value_t = 0)]
