@@ -215,20 +215,9 @@ pub fn rows_in_span(
         return refused(free);
     }
     let line = line / norm;
-    let sizes: Vec<usize> = columns.iter().map(Vec::len).collect();
-    let (a, b) = split(&sizes);
-    let product = |blocks: &[usize]| blocks.iter().map(|&k| sizes[k] as f64).product::<f64>();
-    if product(&a) > HALF_LIMIT as f64 || product(&b) > HALF_LIMIT as f64 {
+    let Some((first, second)) = halves(&columns, &vectors, &line, base.dot(&line), tolerance) else {
         return refused(free);
-    }
-    let first = half(a, &columns, &vectors, &line, base.dot(&line));
-    let second = half(b, &columns, &vectors, &line, 0.0);
-    // Past the checks' limit the search is refused whatever it finds: counted first, a search
-    // that would be refused costs no full check (at B = 32 on Adult's [32, 32] network a
-    // refused search checked 2 million matches, 0.5-1.1 s, for nothing).
-    if matches(&first, &second, tolerance) > CHECK_LIMIT {
-        return refused(free);
-    }
+    };
     let sum_of = |cols: &[usize]| -> DVector<f64> {
         let mut s = DVector::zeros(d);
         for &c in cols {
@@ -279,6 +268,28 @@ pub fn rows_in_span(
         complete: true,
         free,
     }
+}
+
+/// The two halves' sums (the first from `start`), or None past the limits: `HALF_LIMIT` sums a
+/// half, or more than `CHECK_LIMIT` matches. Past the checks' limit the search is refused whatever
+/// it finds, so the matches are counted before any is checked (at B = 32 on Adult's [32, 32]
+/// network a refused search had checked 2 million matches, 0.5-1.1 s, for nothing).
+fn halves(
+    columns: &[Vec<usize>],
+    vectors: &DMatrix<f64>,
+    line: &DVector<f64>,
+    start: f64,
+    tolerance: f64,
+) -> Option<(Half, Half)> {
+    let sizes: Vec<usize> = columns.iter().map(Vec::len).collect();
+    let (a, b) = split(&sizes);
+    let product = |blocks: &[usize]| blocks.iter().map(|&k| sizes[k] as f64).product::<f64>();
+    if product(&a) > HALF_LIMIT as f64 || product(&b) > HALF_LIMIT as f64 {
+        return None;
+    }
+    let first = half(a, columns, vectors, line, start);
+    let second = half(b, columns, vectors, line, 0.0);
+    (matches(&first, &second, tolerance) <= CHECK_LIMIT).then_some((first, second))
 }
 
 /// Pairs of the two halves whose keys sum to within `tolerance` of zero: the matches the search
