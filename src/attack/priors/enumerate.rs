@@ -225,7 +225,7 @@ pub fn rows_in_span(
         }
         s
     };
-    let (mut rows, mut checks) = (Vec::new(), 0usize);
+    let mut rows = Vec::new();
     // The continuous values nearest the span: t = −(Q C)⁺ Q x_cat.
     let solve = match continuous.is_empty() {
         true => DMatrix::zeros(0, d),
@@ -240,10 +240,6 @@ pub fn rows_in_span(
         for &(kb, ib) in &second.keys[from..] {
             if kb > -key + tolerance {
                 break;
-            }
-            checks += 1;
-            if checks > CHECK_LIMIT {
-                return refused(free);
             }
             let (ca, cb) = (decode(ia, &first, &columns), decode(ib, &second, &columns));
             let total = &base + sum_of(&ca) + sum_of(&cb);
