@@ -235,12 +235,7 @@ pub fn rows_in_span(
         },
     };
     for &(key, ia) in &first.keys {
-        // Matches: key + key_b within the tolerance, the second half sorted by key_b.
-        let from = second.keys.partition_point(|&(k, _)| k < -key - tolerance);
-        for &(kb, ib) in &second.keys[from..] {
-            if kb > -key + tolerance {
-                break;
-            }
+        for &(_, ib) in &second.keys[match_range(&second, key, tolerance)] {
             let (ca, cb) = (decode(ia, &first, &columns), decode(ib, &second, &columns));
             let total = &base + sum_of(&ca) + sum_of(&cb);
             if total.norm() > tolerance {
@@ -294,12 +289,15 @@ fn matches(first: &Half, second: &Half, tolerance: f64) -> usize {
     first
         .keys
         .iter()
-        .map(|&(key, _)| {
-            let from = second.keys.partition_point(|&(k, _)| k < -key - tolerance);
-            let to = second.keys.partition_point(|&(k, _)| k <= -key + tolerance);
-            to.saturating_sub(from)
-        })
+        .map(|&(key, _)| match_range(second, key, tolerance).len())
         .sum()
+}
+
+/// The second half's sums (sorted) that `key` matches: key + key_b within the tolerance.
+fn match_range(second: &Half, key: f64, tolerance: f64) -> std::ops::Range<usize> {
+    let from = second.keys.partition_point(|&(k, _)| k < -key - tolerance);
+    let to = second.keys.partition_point(|&(k, _)| k <= -key + tolerance);
+    from..to.max(from)
 }
 
 /// The row of the categories `a` and `b` (both halves' columns) with the continuous values that
