@@ -24,13 +24,19 @@
 //! its null space, and every point on their line lies in S. Such a row fits the update and is not
 //! proved (`Unproved::NotUnique`).
 //!
+//! Such a line also reaches past its cell's edge: the next cell's piece leaves S only as far as a
+//! point is past the edge, so a point just beyond a twin pair, in a cell no batch row shares, lies
+//! near Ŝ and passes the test above. So the point of the row's own piece that Ŝ holds is placed,
+//! and every cell whose edge lies within the update's precision of it is held to the theorem too
+//! (`Unproved::AtCellEdge` otherwise).
+//!
 //! The checks are counted on the units the row activates: a unit the row leaves off checks
 //! nothing, and a unit dead on every row of the batch puts no direction in S, so a first layer
 //! whose live units the batch fills gives S every activation and no check (`Unproved::FewChecks`).
 //! Beyond the continuous values a refinement fits, `SPARE_CHECKS` more are asked for: the
 //! certificate then rests on an overdetermined system, which a point in a cell no row of the batch
 //! occupies satisfies only by coincidence (the condition the theorem cannot check; see the docs).
-use nalgebra::DMatrix;
+use nalgebra::{DMatrix, DVector};
 
 use super::{ActivationSpan, SPARE_CHECKS, Unproved};
 use crate::table::Value;
@@ -48,6 +54,9 @@ const ANGLE_MARGIN: f64 = 2.0;
 /// values' own precision: the drift the bound allows for is rarely reached.)
 const CLAIM: f64 = TOLERANCE_FACTOR;
 const SAFETY: f64 = 2.0;
+/// The most unit edges within reach of a row's point that the cells beyond are checked for
+/// (2^k − 1 cells); a row with more is not proved.
+const MOST_EDGES: usize = 6;
 
 impl ActivationSpan<'_> {
     /// Whether `row`, whose activation lies `distance` (relative) from the span, is a row of the
@@ -81,21 +90,101 @@ impl ActivationSpan<'_> {
         if self.continuous.is_empty() {
             return Ok(());
         }
-        // M₀ T: how the activation moves as each value moves by a claim's precision.
+        let (drift, forward) = self.slack(row);
+        let slack = (distance + drift + forward) * a.norm();
+        let own = self.uniqueness(&slope, angle + forward);
+        if own.smallest < SAFETY * slack + own.noise {
+            return Err(Unproved::NotUnique {
+                margin: own.smallest / (SAFETY * slack + own.noise),
+            });
+        }
+        match self.activation.is_piecewise_linear() {
+            true => self.edge_cells(
+                &z,
+                &a,
+                &own,
+                (SAFETY * (drift + forward) * a.norm(), slack, angle + forward),
+            ),
+            false => Ok(()),
+        }
+    }
+
+    /// The theorem's uniqueness in the cell of ReLU pattern `slope`: M₀ T (how the activation
+    /// moves as each value moves by a claim's precision), its part off the span, that part's
+    /// smallest singular value, and what Ŝ's distance from S (`off`, relative) can hide of it.
+    fn uniqueness(&self, slope: &DVector<f64>, off: f64) -> Uniqueness {
         let w = &self.continuous_w;
         let moves = DMatrix::from_fn(w.nrows(), w.ncols(), |j, k| {
             w[(j, k)] * slope[j] * CLAIM * self.continuous[k].std
         });
-        let largest = moves.singular_values().max();
         let out = &moves - &self.basis * (&self.basis_t * &moves);
         let smallest = out.singular_values().min();
-        let (drift, forward) = self.slack(row);
-        let needs = SAFETY * (distance + drift + forward) * a.norm() + (angle + forward) * largest;
-        match smallest >= needs {
-            true => Ok(()),
-            false => Err(Unproved::NotUnique {
-                margin: smallest / needs,
-            }),
+        Uniqueness {
+            noise: off * moves.singular_values().max(),
+            out,
+            smallest,
         }
     }
+
+    /// The theorem for the cells next to the row's. It speaks of batch rows in the row's own
+    /// cell; a point whose cell holds none still lies near the span where it sits just past the
+    /// edge of a cell whose piece S cuts: two rows of the batch that share categories and cell put
+    /// their whole line in S, and the next cell's piece leaves S only as far as the point is past
+    /// the edge (a near-dependent pair's point beyond both was proved so). So the point of the
+    /// row's own piece that S holds is placed (to `reach`, in claims, from the update's precision),
+    /// and every cell whose edge lies within that reach of it must pass the theorem too, the row's
+    /// activation read on that cell's piece (off it by the flipped units' values).
+    fn edge_cells(
+        &self,
+        z: &DVector<f64>,
+        a: &DVector<f64>,
+        own: &Uniqueness,
+        (spread, slack, off): (f64, f64, f64),
+    ) -> Result<(), Unproved> {
+        let reach = spread / (own.smallest - own.noise);
+        let residual = a - &self.basis * (&self.basis_t * a);
+        let Ok(step) = own.out.clone().svd(true, true).solve(&residual, 0.0) else {
+            return Err(Unproved::AtCellEdge);
+        };
+        let w = &self.continuous_w;
+        let per_claim = DMatrix::from_fn(w.nrows(), w.ncols(), |j, k| w[(j, k)] * CLAIM * self.continuous[k].std);
+        let at = z - &per_claim * &step;
+        let near: Vec<usize> = (0..z.len())
+            .filter(|&j| (at[j] > 0.0) != (z[j] > 0.0) || at[j].abs() <= reach * per_claim.row(j).norm())
+            .collect();
+        if near.len() > MOST_EDGES {
+            return Err(Unproved::AtCellEdge);
+        }
+        for flips in 1..1usize << near.len() {
+            let mut slope = z.map(|v| self.activation.host_slope(v));
+            // The row's activation read on the next cell's piece moves by the flipped units'
+            // values; a batch row in that cell lies at least past each flipped edge.
+            let mut moved = DVector::zeros(z.len());
+            let mut past: f64 = 0.0;
+            for (bit, &j) in near.iter().enumerate() {
+                if flips >> bit & 1 == 1 {
+                    let other = self.activation.host_slope(-z[j]);
+                    moved[j] = (slope[j] - other) * z[j];
+                    slope[j] = other;
+                    past = past.max(z[j].abs() / per_claim.row(j).norm().max(f64::MIN_POSITIVE));
+                }
+            }
+            let moved = (&moved - &self.basis * (&self.basis_t * &moved)).norm() + off * moved.norm();
+            let next = self.uniqueness(&slope, off);
+            // How far a batch row of that cell can be (in claims): within the claim, or nearer
+            // than its edge (no such row).
+            let bound = (slack + moved) / (next.smallest - next.noise).max(0.0);
+            if !(bound <= 1.0 / SAFETY || bound < past) {
+                return Err(Unproved::AtCellEdge);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The theorem's uniqueness in one cell (`ActivationSpan::uniqueness`).
+struct Uniqueness {
+    out: DMatrix<f64>,
+    smallest: f64,
+    noise: f64,
 }

@@ -8,6 +8,10 @@ pub enum Unproved {
     /// Other points with the row's categories and ReLU cell, a tolerance or more away, fit the
     /// update as well (`margin`: M's smallest singular value over what uniqueness needs, below 1).
     NotUnique { margin: f64 },
+    /// The point of the row's ReLU cell that fits the update lies on the cell's edge (within what
+    /// the update's precision can place): the next cell may hold a line of fitting points (rows
+    /// of the batch that share their categories and cell), and this row sit just past its end.
+    AtCellEdge,
     /// The second layer's gradient gives the row no label's residual (`attack::priors::peel`).
     Unlabelled,
     /// G₂ has `rank` determined directions for `rows` rows (and `uncertain` more too near its
@@ -33,6 +37,11 @@ impl Unproved {
             Unproved::NotUnique { .. } => {
                 "other points with its categories and ReLU pattern fit the update too (rows of \
                                            the batch that share them, such as near-twins, make a line of such points)"
+                    .into()
+            }
+            Unproved::AtCellEdge => {
+                "the point of its ReLU cell that fits the update lies on the cell's edge, where the next cell's \
+                 points (a line of them where rows of the batch share categories and cell) fit the update too"
                     .into()
             }
             Unproved::RankBelowBatch { rank, uncertain, rows } => {
