@@ -56,7 +56,7 @@ const CLAIM: f64 = TOLERANCE_FACTOR;
 const SAFETY: f64 = 2.0;
 /// The most unit edges within reach of a row's point that the cells beyond are checked for
 /// (2^k − 1 cells); a row with more is not proved.
-const MOST_EDGES: usize = 6;
+const MOST_EDGES: usize = 12;
 
 impl ActivationSpan<'_> {
     /// Whether `row`, whose activation lies `distance` (relative) from the span, is a row of the
@@ -171,10 +171,13 @@ impl ActivationSpan<'_> {
             }
             let moved = (&moved - &self.basis * (&self.basis_t * &moved)).norm() + off * moved.norm();
             let next = self.uniqueness(&slope, off);
-            // How far a batch row of that cell can be (in claims): within the claim, or nearer
-            // than its edge (no such row).
+            // The cell's piece meets S in one point at most (no line of fitting points: its
+            // part off Ŝ is injective beyond what Ŝ's distance from S can hide, with the
+            // theorem's margin), or a batch row there is within the claim, or nearer than the
+            // cell's edge (no such row).
             let bound = (slack + moved) / (next.smallest - next.noise).max(0.0);
-            if !(bound <= 1.0 / SAFETY || bound < past) {
+            let isolated = next.smallest >= SAFETY * next.noise && next.smallest > 0.0;
+            if !(isolated || bound <= 1.0 / SAFETY || bound < past) {
                 return Err(Unproved::AtCellEdge);
             }
         }
