@@ -27,8 +27,9 @@
 //! Such a line also reaches past its cell's edge: the next cell's piece leaves S only as far as a
 //! point is past the edge, so a point just beyond a twin pair, in a cell no batch row shares, lies
 //! near Ŝ and passes the test above. So the point of the row's own piece that Ŝ holds is placed,
-//! and every cell whose edge lies within the update's precision of it is held to the theorem too
-//! (`Unproved::AtCellEdge` otherwise).
+//! and every cell whose edge lies within the update's precision of it must hold no such line: its
+//! piece meets S in one point at most, or the theorem bounds a batch row there within the claim
+//! or nearer than the edge (`Unproved::AtCellEdge` otherwise).
 //!
 //! The checks are counted on the units the row activates: a unit the row leaves off checks
 //! nothing, and a unit dead on every row of the batch puts no direction in S, so a first layer
@@ -132,8 +133,9 @@ impl ActivationSpan<'_> {
     /// their whole line in S, and the next cell's piece leaves S only as far as the point is past
     /// the edge (a near-dependent pair's point beyond both was proved so). So the point of the
     /// row's own piece that S holds is placed (to `reach`, in claims, from the update's precision),
-    /// and every cell whose edge lies within that reach of it must pass the theorem too, the row's
-    /// activation read on that cell's piece (off it by the flipped units' values).
+    /// and every cell whose edge lies within that reach of it must hold no line of fitting points,
+    /// or pass the theorem with the row's activation read on that cell's piece (off it by the
+    /// flipped units' values).
     fn edge_cells(
         &self,
         z: &DVector<f64>,
