@@ -93,7 +93,8 @@ impl ActivationSpan<'_> {
         }
         let (drift, forward) = self.slack(row);
         let slack = (distance + drift + forward) * a.norm();
-        let own = self.uniqueness(&slope, angle + forward);
+        let per_claim = self.per_claim();
+        let own = self.uniqueness(&per_claim, &slope, angle + forward);
         if own.smallest < SAFETY * slack + own.noise {
             return Err(Unproved::NotUnique {
                 margin: own.smallest / (SAFETY * slack + own.noise),
@@ -101,8 +102,8 @@ impl ActivationSpan<'_> {
         }
         match self.activation.is_piecewise_linear() {
             true => self.edge_cells(
-                &z,
-                &a,
+                (&z, &slope, &a),
+                &per_claim,
                 &own,
                 (SAFETY * (drift + forward) * a.norm(), slack, angle + forward),
             ),
@@ -110,13 +111,19 @@ impl ActivationSpan<'_> {
         }
     }
 
-    /// The theorem's uniqueness in the cell of ReLU pattern `slope`: M₀ T (how the activation
-    /// moves as each value moves by a claim's precision), its part off the span, that part's
-    /// smallest singular value, and what Ŝ's distance from S (`off`, relative) can hide of it.
-    fn uniqueness(&self, slope: &DVector<f64>, off: f64) -> Uniqueness {
+    /// How each unit's pre-activation moves as each continuous value moves by a claim's precision.
+    fn per_claim(&self) -> DMatrix<f64> {
         let w = &self.continuous_w;
-        let moves = DMatrix::from_fn(w.nrows(), w.ncols(), |j, k| {
-            w[(j, k)] * slope[j] * CLAIM * self.continuous[k].std
+        DMatrix::from_fn(w.nrows(), w.ncols(), |j, k| w[(j, k)] * CLAIM * self.continuous[k].std)
+    }
+
+    /// The theorem's uniqueness in the cell of ReLU pattern `slope`: M₀ T (how the activation
+    /// moves as each value moves by a claim's precision, from `per_claim`), its part off the span,
+    /// that part's smallest singular value, and what Ŝ's distance from S (`off`, relative) can
+    /// hide of it.
+    fn uniqueness(&self, per_claim: &DMatrix<f64>, slope: &DVector<f64>, off: f64) -> Uniqueness {
+        let moves = DMatrix::from_fn(per_claim.nrows(), per_claim.ncols(), |j, k| {
+            per_claim[(j, k)] * slope[j]
         });
         let out = &moves - &self.basis * (&self.basis_t * &moves);
         let smallest = out.singular_values().min();
@@ -138,19 +145,16 @@ impl ActivationSpan<'_> {
     /// flipped units' values).
     fn edge_cells(
         &self,
-        z: &DVector<f64>,
-        a: &DVector<f64>,
+        (z, slope, a): (&DVector<f64>, &DVector<f64>, &DVector<f64>),
+        per_claim: &DMatrix<f64>,
         own: &Uniqueness,
         (spread, slack, off): (f64, f64, f64),
     ) -> Result<(), Unproved> {
         let reach = spread / (own.smallest - own.noise);
-        let residual = a - &self.basis * (&self.basis_t * a);
-        let Ok(step) = own.out.clone().svd(true, true).solve(&residual, 0.0) else {
+        let Ok(step) = own.out.clone().svd(true, true).solve(&self.residual(a), 0.0) else {
             return Err(Unproved::AtCellEdge);
         };
-        let w = &self.continuous_w;
-        let per_claim = DMatrix::from_fn(w.nrows(), w.ncols(), |j, k| w[(j, k)] * CLAIM * self.continuous[k].std);
-        let at = z - &per_claim * &step;
+        let at = z - per_claim * &step;
         let near: Vec<usize> = (0..z.len())
             .filter(|&j| (at[j] > 0.0) != (z[j] > 0.0) || at[j].abs() <= reach * per_claim.row(j).norm())
             .collect();
@@ -158,7 +162,7 @@ impl ActivationSpan<'_> {
             return Err(Unproved::AtCellEdge);
         }
         for flips in 1..1usize << near.len() {
-            let mut slope = z.map(|v| self.activation.host_slope(v));
+            let mut slope = slope.clone();
             // The row's activation read on the next cell's piece moves by the flipped units'
             // values; a batch row in that cell lies at least past each flipped edge.
             let mut moved = DVector::zeros(z.len());
@@ -171,8 +175,8 @@ impl ActivationSpan<'_> {
                     past = past.max(z[j].abs() / per_claim.row(j).norm().max(f64::MIN_POSITIVE));
                 }
             }
-            let moved = (&moved - &self.basis * (&self.basis_t * &moved)).norm() + off * moved.norm();
-            let next = self.uniqueness(&slope, off);
+            let moved = self.residual(&moved).norm() + off * moved.norm();
+            let next = self.uniqueness(per_claim, &slope, off);
             // The cell's piece meets S in one point at most (no line of fitting points: its
             // part off Ŝ is injective beyond what Ŝ's distance from S can hide, with the
             // theorem's margin), or a batch row there is within the claim, or nearer than the
