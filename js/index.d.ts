@@ -58,6 +58,8 @@ export declare class Leakscope {
   /** ε over rounds with client sampling (RDP, as Opacus), per round and against the server (after `create`). */
   static privacy(query: PrivacyQuery): PrivacyAnswer;
   readonly backend: EngineInfo;
+  /** Resolves once the GPU's kernels are compiled (started by `create`; a GPU run waits for it): the seconds it took, or null without a GPU. */
+  warmUp(): Promise<number | null>;
   readonly limits: Limits;
   /** The attacks this engine offers, with their own settings, defaults and limits. */
   readonly attacks: AttackInfo[];

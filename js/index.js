@@ -52,6 +52,14 @@ export class Leakscope {
     return this.#engine.backend;
   }
 
+  /**
+   * Resolves once the GPU's kernels are compiled: `create` starts compiling them in the background,
+   * and a run on the GPU waits for it. Resolves to the seconds it took, or null without a GPU.
+   */
+  warmUp() {
+    return guarded(() => this.#engine.warmUp());
+  }
+
   /** The engine's limits (`Limits` in types.d.ts): {maxCsvBytes, maxWorkers, maxLabelClasses}. */
   get limits() {
     return limits();

@@ -22,6 +22,8 @@ export declare class LeakscopeWorker {
   }): Promise<LeakscopeWorker>;
   /** What the engine runs on; after a run, `report.backend` says what really ran and why. */
   readonly backend: EngineInfo;
+  /** Resolves once the GPU's kernels are compiled in the engine's worker (a GPU run waits for it): the seconds it took, or null without a GPU. */
+  warmUp(): Promise<number | null>;
   readonly limits: Limits;
   /** The options a run gets for every one it leaves out. */
   readonly defaults: Leakscope['defaults'];

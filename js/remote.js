@@ -147,6 +147,14 @@ export class LeakscopeWorker {
     return this.#main.info.backend;
   }
 
+  /**
+   * Resolves once the GPU's kernels are compiled in the engine's worker (`create` starts it; a GPU
+   * run waits for it): the seconds it took, or null without a GPU.
+   */
+  warmUp() {
+    return this.#main.request('warmUp');
+  }
+
   /** The engine's limits (`Limits` in types.d.ts): {maxCsvBytes, maxWorkers, maxLabelClasses}. */
   get limits() {
     return this.#main.info.limits;

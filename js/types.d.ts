@@ -252,6 +252,39 @@ export type Progress = { phase: string, step: number, of: number,
  */
 loss: number | null, elapsed: number, };
 
+/**
+ * Where a run's inversions spent their time on the host, summed over every inversion the run
+ * started (an early answer's stages, an ensemble's rounds): what the browser bench and the
+ * report's `timing` show. On a GPU, issuing a step only records its kernels; the device runs them
+ * meanwhile, and the host waits for it at a readback. On the CPU, issuing is computing.
+ */
+export type StepTiming = { 
+/**
+ * Inversions run (each builds its engine's state: buffers, uploads).
+ */
+inversions: number, 
+/**
+ * Steps issued, each a step of every member still running.
+ */
+steps: number, 
+/**
+ * Seconds spent issuing steps.
+ */
+issue_seconds: number, 
+/**
+ * Readbacks awaited (losses, stopped members, the final rows)...
+ */
+readbacks: number, 
+/**
+ * ...and the seconds spent waiting for them.
+ */
+wait_seconds: number, 
+/**
+ * Seconds from the run's start until the first losses were read (after the first step: on a
+ * GPU it holds the kernels' compilation where they were not compiled before).
+ */
+first_loss_seconds: number | null, };
+
 export type Report = { 
 /**
  * `REPORT_FORMAT`.
@@ -301,6 +334,11 @@ model_accuracy: number | null, loss_curve: Array<[number, number]>, table_rows: 
  * Steps each member of the ensemble took before it stopped improving (empty where none ran).
  */
 member_steps: Array<number>, 
+/**
+ * Where the inversions' time went on the host (null where the run was split over workers,
+ * or ran no inversion in this process).
+ */
+timing: StepTiming | null, 
 /**
  * What this attack alone reports.
  */

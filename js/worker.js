@@ -125,6 +125,7 @@ serve(self, {
   create,
   load,
   drop,
+  warmUp: async () => (await started()).warmUp(),
   inspect: async ({ table }) => (await started(), tableOf(table).table.inspect()),
   plan: async ({ table, options, workers }) => (await started()).plan(tableOf(table).table, options, workers),
   auditPlan: async ({ table, options, workers }) => (await started()).auditPlan(tableOf(table).table, options, workers),

@@ -5,7 +5,7 @@
 use crate::assess::stopping;
 use crate::attack::attribute::{self, settings::AttributeSettings};
 use crate::attack::cafe;
-use crate::attack::inversion::driver::{Cadence, Progress};
+use crate::attack::inversion::driver::{Cadence, Progress, timing};
 use crate::attack::inversion::ensemble::{self, Members};
 use crate::attack::inversion::setup::Setup;
 use crate::config::{AttackConfig, AttackSpec, MemberRange};
@@ -74,6 +74,18 @@ async fn assess(
 
 /// Run one attack on one batch. `progress` is called now and then; returning false cancels.
 pub async fn run_attack(
+    runtime: &Runtime,
+    dataset: &Dataset,
+    config: &AttackConfig,
+    progress: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<Report> {
+    timing::start();
+    let report = run_timed(runtime, dataset, config, progress).await;
+    let timing = timing::take();
+    report.map(|r| Report { timing, ..r })
+}
+
+async fn run_timed(
     runtime: &Runtime,
     dataset: &Dataset,
     config: &AttackConfig,
@@ -458,6 +470,32 @@ pub async fn assess_members(
     })
 }
 
+/// A table of 12 rows with a categorical and two continuous columns: what `warm_up` attacks.
+const WARM_UP_CSV: &str = "age,job,hours,label\n\
+25,a,40,x\n31,b,35,y\n47,c,50,x\n52,a,45,y\n38,b,20,x\n29,c,60,y\n\
+61,a,30,x\n44,b,40,y\n33,c,38,x\n58,a,42,y\n27,b,55,x\n36,c,48,y\n";
+
+/// Run two steps of the default attack on a small built-in table, so that a GPU compiles the
+/// kernels (and burn's, for the client's update) before a real run needs them: an engine calls it
+/// as it starts, while its page loads a table, and the first run then starts at once. Returns the
+/// seconds it took.
+pub async fn warm_up(runtime: &Runtime) -> Result<f64> {
+    let start = web_time::Instant::now();
+    let raw = crate::table::parse_csv(WARM_UP_CSV.as_bytes(), WARM_UP_CSV.len())?;
+    let options = crate::options::RunOptions {
+        label: "label".into(),
+        batch_size: 4,
+        ensemble: Some(1),
+        iterations: 2,
+        ..Default::default()
+    };
+    let dataset = Dataset::from_raw(&raw, &options.dataset_options())?;
+    let config = options.attack_config()?;
+    let range = MemberRange { first: 0, count: 1 };
+    time_steps(runtime, &dataset, &config, range, 1, 2, &mut |_| true).await?;
+    Ok(start.elapsed().as_secs_f64())
+}
+
 /// Time `warmup + steps` steps of members `range` of this attack on `runtime`: the rate of the
 /// timed steps (the warm-up pays compilation and allocation), for `plan::decide`. A backend whose
 /// first two timed steps show the rest would take more than `plan::PROBE_SECONDS` is cut short
@@ -516,4 +554,17 @@ pub async fn time_steps(
         workers: 1,
         error: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_warm_up_runs_the_default_attack_on_its_table() {
+        let seconds = pollster::block_on(warm_up(&Runtime::cpu())).unwrap();
+        assert!(seconds > 0.0);
+        // Outside a run nothing is timed, and nothing is left behind for the next run.
+        assert_eq!(timing::take(), None);
+    }
 }

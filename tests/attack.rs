@@ -51,6 +51,25 @@ fn tableak_on_adult_batches_of_8() {
         "TabLeak gives every cell an entropy"
     );
     assert!(r.loss_curve.last().unwrap().1 < r.loss_curve[0].1, "the loss goes down");
+    // Where the time went: every inversion's steps and readbacks counted, within the run's time.
+    for r in &reports {
+        let t = r.timing.as_ref().expect("a run in one process reports its timing");
+        let longest = *r.member_steps.iter().max().unwrap();
+        assert!(
+            t.inversions >= 1 && t.steps >= longest,
+            "{t:?} for members of up to {longest} steps"
+        );
+        assert!(
+            t.readbacks >= t.inversions,
+            "each inversion reads its rows at least: {t:?}"
+        );
+        assert!(
+            t.issue_seconds + t.wait_seconds <= r.seconds,
+            "{t:?} in {} s",
+            r.seconds
+        );
+        assert!(t.first_loss_seconds.is_some_and(|s| s <= r.seconds), "{t:?}");
+    }
 }
 
 /// Full TabLeak settings on two Adult batches of 32 (seeds 0-1), the second layer's certificate

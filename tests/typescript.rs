@@ -5,7 +5,7 @@
 use ts_rs::TS;
 
 use leakscope::assess::scoring::Accuracy;
-use leakscope::attack::Progress;
+use leakscope::attack::{Progress, StepTiming};
 use leakscope::audit::summary::{FeatureLeak, MeanStd, SummaryRow, Threshold, Verdict};
 use leakscope::audit::{
     Audit, AuditOptions, AuditPlan, AuditProgress, AuditReport, CellResult, NamedSvg, PlannedCell, Point, RunningCell,
@@ -53,6 +53,7 @@ fn generated() -> String {
         declaration::<Dialect>(),
         declaration::<TextEncoding>(),
         declaration::<Progress>(),
+        declaration::<StepTiming>(),
         declaration::<Report>(),
         declaration::<leakscope::report::AttackDetails>(),
         declaration::<leakscope::report::RowDetails>(),

@@ -18,6 +18,6 @@ pub mod registry;
 pub mod spec;
 pub mod tableak;
 
-pub use inversion::driver::Progress;
+pub use inversion::driver::{Progress, StepTiming};
 pub use inversion::objective::Objective;
 pub use registry::{Attack, attack_of, describe_attacks};

@@ -8,6 +8,7 @@ use crate::attack::cafe::CafeReport;
 
 use crate::assess::fallback::FallbackSummary;
 use crate::assess::scoring::{Accuracy, Scored};
+use crate::attack::inversion::driver::StepTiming;
 use crate::client::privacy::Privacy;
 use crate::config::{AttackConfig, AttackKind, LabelMode};
 use crate::runtime::BackendInfo;
@@ -261,6 +262,10 @@ pub struct Report {
     pub warnings: Vec<String>,
     /// Steps each member of the ensemble took before it stopped improving (empty where none ran).
     pub member_steps: Vec<usize>,
+    /// Where the inversions' time went on the host (null where the run was split over workers,
+    /// or ran no inversion in this process).
+    #[serde(default)]
+    pub timing: Option<StepTiming>,
     /// What this attack alone reports.
     pub details: AttackDetails,
 }
@@ -389,6 +394,7 @@ pub fn build_report(
         dropped_rows: dataset.dropped,
         warnings: dataset.warnings.clone(),
         member_steps: Vec::new(),
+        timing: None,
         details: AttackDetails::Rows(RowDetails::default()),
     }
 }

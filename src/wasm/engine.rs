@@ -1,5 +1,6 @@
 //! The engine object: one per worker, holding its backends and the decisions `auto` measured.
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
 
@@ -31,6 +32,27 @@ pub struct Engine {
     /// Why `auto` has no GPU candidate.
     no_gpu: Option<String>,
     decisions: RefCell<Decisions>,
+    /// The GPU's kernels compiling since `create` (`run::warm_up`): closed once they are.
+    warm: Option<async_channel::Receiver<()>>,
+    /// The warm-up's seconds, once it succeeded.
+    warm_seconds: Rc<Cell<Option<f64>>>,
+}
+
+/// Start compiling the GPU's kernels in the background (`run::warm_up`), while the page loads a
+/// table: a run on the GPU waits for it instead of compiling them itself.
+fn start_warm_up(gpu: Option<&Runtime>) -> (Option<async_channel::Receiver<()>>, Rc<Cell<Option<f64>>>) {
+    let seconds = Rc::new(Cell::new(None));
+    let Some(gpu) = gpu.cloned() else {
+        return (None, seconds);
+    };
+    let (done, warm) = async_channel::bounded::<()>(1);
+    let record = seconds.clone();
+    wasm_bindgen_futures::spawn_local(async move {
+        // A failure here is the GPU's and shows again, with its reason, in the run that uses it.
+        record.set(crate::run::warm_up(&gpu).await.ok());
+        drop(done);
+    });
+    (Some(warm), seconds)
 }
 
 #[wasm_bindgen]
@@ -59,13 +81,24 @@ impl Engine {
                 },
             },
         };
+        let (warm, warm_seconds) = start_warm_up(gpu.as_ref());
         Ok(Engine {
             cpu: Runtime::cpu(),
             gpu,
             choice,
             no_gpu,
             decisions: RefCell::new(Decisions::default()),
+            warm,
+            warm_seconds,
         })
+    }
+
+    /// Resolves once the GPU's kernels are compiled (at once without a GPU), to the seconds that
+    /// took, or null where there is no GPU or it failed.
+    #[wasm_bindgen(js_name = warmUp)]
+    pub async fn warm_up(&self) -> Option<f64> {
+        self.warmed().await;
+        self.warm_seconds.get()
     }
 
     /// What this engine runs on ({choice, candidates, fallback_reason, label}).
@@ -103,6 +136,9 @@ impl Engine {
                 .as_ref()
                 .ok_or_else(|| JsError::new("this engine has no WebGPU backend to time"))?,
         };
+        if runtime.kind() != BackendKind::Cpu {
+            self.warmed().await;
+        }
         let mut progress = reporter(on_progress, signal);
         let timed = time_steps(
             runtime,
@@ -159,6 +195,9 @@ impl Engine {
     ) -> Result<JsValue, JsError> {
         let (dataset, config) = self.prepare(table, options)?;
         let runtime = self.runtime_for(&dataset, &config, workers)?;
+        if runtime.kind() != BackendKind::Cpu {
+            self.warmed().await;
+        }
         let mut progress = reporter(on_progress, signal);
         let report = run_attack(&runtime, &dataset, &config, &mut progress)
             .await
@@ -215,6 +254,9 @@ impl Engine {
             _ => self.cpu.clone(),
         };
         let runtime = self.annotated(runtime, &dataset, &config, 1);
+        if runtime.kind() != BackendKind::Cpu {
+            self.warmed().await;
+        }
         let mut progress = reporter(on_progress, signal);
         let report = crate::attack_received(&runtime, &dataset, &config, &received, &mut progress)
             .await
@@ -354,6 +396,9 @@ impl Engine {
             (Choice::WebGpu, Some(gpu)) => gpu,
             _ => &self.cpu,
         };
+        if runtime.kind() != BackendKind::Cpu {
+            self.warmed().await;
+        }
         let mut progress = reporter(on_progress, signal);
         let result: CellResult = audit::run_cell(runtime, &dataset, cell, &mut progress)
             .await
@@ -374,6 +419,14 @@ impl Engine {
 }
 
 impl Engine {
+    /// Wait for the warm-up `create` started, where it still runs.
+    async fn warmed(&self) {
+        if let Some(warm) = &self.warm {
+            // Closed, and so an error, once the warm-up is over.
+            let _ = warm.recv().await;
+        }
+    }
+
     fn info(&self) -> EngineInfo {
         let mut candidates: Vec<BackendInfo> = self.gpu.iter().map(|g| g.info.clone()).collect();
         if self.choice != Choice::WebGpu {

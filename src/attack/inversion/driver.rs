@@ -68,6 +68,63 @@ pub struct Progress {
     pub elapsed: f64,
 }
 
+/// Where a run's inversions spent their time on the host, summed over every inversion the run
+/// started (an early answer's stages, an ensemble's rounds): what the browser bench and the
+/// report's `timing` show. On a GPU, issuing a step only records its kernels; the device runs them
+/// meanwhile, and the host waits for it at a readback. On the CPU, issuing is computing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+pub struct StepTiming {
+    /// Inversions run (each builds its engine's state: buffers, uploads).
+    pub inversions: usize,
+    /// Steps issued, each a step of every member still running.
+    pub steps: usize,
+    /// Seconds spent issuing steps.
+    pub issue_seconds: f64,
+    /// Readbacks awaited (losses, stopped members, the final rows)...
+    pub readbacks: usize,
+    /// ...and the seconds spent waiting for them.
+    pub wait_seconds: f64,
+    /// Seconds from the run's start until the first losses were read (after the first step: on a
+    /// GPU it holds the kernels' compilation where they were not compiled before).
+    pub first_loss_seconds: Option<f64>,
+}
+
+thread_local! {
+    /// The run being timed on this thread (`timing::start` .. `timing::take`).
+    static TIMING: std::cell::RefCell<Option<(web_time::Instant, StepTiming)>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Step timing of the run on this thread: `start` at its beginning, `take` at its end. Inversions
+/// outside a started run are not timed. One run per thread at a time (a worker, a CLI thread).
+pub mod timing {
+    use super::{StepTiming, TIMING};
+
+    pub fn start() {
+        TIMING.with(|t| *t.borrow_mut() = Some((web_time::Instant::now(), StepTiming::default())));
+    }
+
+    pub fn take() -> Option<StepTiming> {
+        TIMING.with(|t| t.borrow_mut().take()).map(|(_, timing)| timing)
+    }
+
+    pub(super) fn note(f: impl FnOnce(&mut StepTiming, f64)) {
+        TIMING.with(|t| {
+            if let Some((start, timing)) = t.borrow_mut().as_mut() {
+                f(timing, start.elapsed().as_secs_f64());
+            }
+        });
+    }
+
+    /// Run `work`, adding its seconds to the field `add` picks.
+    pub(super) async fn timed<T>(work: impl std::future::Future<Output = T>, add: fn(&mut StepTiming, f64)) -> T {
+        let t = web_time::Instant::now();
+        let out = work.await;
+        let secs = t.elapsed().as_secs_f64();
+        note(|timing, _| add(timing, secs));
+        out
+    }
+}
+
 /// Result: the members' final relaxed rows (and block probabilities), [N, B, d] row-major.
 pub struct Inversion {
     pub x: Vec<f32>,
@@ -270,6 +327,7 @@ pub async fn drive<S: Stepper>(
     progress: &mut dyn FnMut(&Progress) -> bool,
 ) -> Result<Inversion> {
     let start = web_time::Instant::now();
+    timing::note(|t, _| t.inversions += 1);
     let mut schedule = Schedule::new(cadence);
     let mut loss_curve = Vec::new();
     let mut members = Members::new(config.members);
@@ -286,7 +344,13 @@ pub async fn drive<S: Stepper>(
         });
         step = schedule.next_due(from, config.iterations).min(check_at);
         let adams: Vec<AdamStep> = (from..=step).map(|s| AdamStep::at(&config.optimiser, s)).collect();
+        let issuing = web_time::Instant::now();
         stepper.steps(&adams)?;
+        let issued = issuing.elapsed().as_secs_f64();
+        timing::note(|t, _| {
+            t.steps += adams.len();
+            t.issue_seconds += issued;
+        });
         let check = config
             .early_stop
             .filter(|rule| step % rule.every.max(1) == 0 && step < config.iterations);
@@ -304,11 +368,13 @@ pub async fn drive<S: Stepper>(
                 in_flight
             };
             while pending > keep {
-                let (s, losses) = stepper
-                    .take_losses()
+                let (s, losses) = timing::timed(stepper.take_losses(), read)
                     .await?
                     .ok_or_else(|| Error::Device("a requested loss readback went missing".into()))?;
                 pending -= 1;
+                timing::note(|t, now| {
+                    t.first_loss_seconds.get_or_insert(now);
+                });
                 let all = members.record(&losses)?;
                 record_step(s, config.iterations, &all, start, &mut loss_curve, progress)?;
                 schedule.reported(s, start.elapsed().as_secs_f64());
@@ -316,7 +382,7 @@ pub async fn drive<S: Stepper>(
             if let Some(rule) = check {
                 let keep = members.check(&rule);
                 if keep.iter().any(|&k| !k) {
-                    let (x, probs) = stepper.retire(&keep).await?;
+                    let (x, probs) = timing::timed(stepper.retire(&keep), read).await?;
                     let (running, stopped) = split_members(&members.running, 1, &keep);
                     // A regression's rows carry their label besides the probabilities' blocks.
                     let (len, plen) = (x.len() / stopped.len(), probs.len() / stopped.len());
@@ -337,7 +403,7 @@ pub async fn drive<S: Stepper>(
     let (x_run, probs_run) = if members.running.is_empty() {
         (Vec::new(), Vec::new())
     } else {
-        stepper.finish().await?
+        timing::timed(stepper.finish(), read).await?
     };
     let len = config.batch * config.d;
     let plen = probs_run.len() / members.running.len().max(1);
@@ -361,6 +427,12 @@ pub async fn drive<S: Stepper>(
         loss_curve,
         steps: members.steps,
     })
+}
+
+/// A readback awaited for `secs` (`timing::timed`).
+fn read(t: &mut StepTiming, secs: f64) {
+    t.readbacks += 1;
+    t.wait_seconds += secs;
 }
 
 /// Uniform U(−1, 1) start, seeded.

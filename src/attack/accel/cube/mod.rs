@@ -25,6 +25,11 @@ use crate::error::{Error, Result};
 use crate::runtime::Runtime;
 use kernels as k;
 
+/// Loss buffers a stepper cycles through. The driver keeps at most one read in flight while it
+/// steps on, and a read is enqueued before the next step is (natively at once; in a browser its
+/// task runs at the report's yield to the event loop), so two would do; four leave room.
+const LOSS_SLOTS: usize = 4;
+
 /// Units per cube of the element-wise kernels and of `param_grad`'s reduction.
 const BLOCK: usize = 256;
 
@@ -163,6 +168,9 @@ struct CubeStepper<'a> {
     /// dL/da of hidden layers (masked), then dL/dx.
     back: Vec<Handle>,
     losses: Handle,
+    /// Buffers the steps write their losses to in turn (`LOSS_SLOTS`), made once.
+    loss_slots: Vec<Handle>,
+    steps_taken: usize,
     /// The subspace prior: its projector [d, d] and weight, and the rows projected, [rows, d].
     subspace: Option<(Handle, f32, Handle)>,
     requested: VecDeque<(usize, LossRead)>,
@@ -233,6 +241,8 @@ impl<'a> CubeStepper<'a> {
             bars: per_layer(&|l| rows * (sizes[l] + sizes[l + 1])),
             back: per_layer(&|l| rows * sizes[l]),
             losses: zeros(&client, n),
+            loss_slots: (0..LOSS_SLOTS).map(|_| zeros(&client, n)).collect(),
+            steps_taken: 0,
             subspace: p
                 .subspace()
                 .map(|(projector, weight)| (upload(&client, projector), weight, zeros(&client, rows * d))),
@@ -287,9 +297,10 @@ impl<'a> CubeStepper<'a> {
 
 impl Stepper for CubeStepper<'_> {
     fn step(&mut self, adam: &AdamStep) -> Result<()> {
-        // Each step writes its losses to a buffer of its own, so a read requested for one step is
-        // not overwritten by the next (the pool hands back the same few buffers).
-        self.losses = self.client.empty(4 * self.dims.members);
+        // The steps write their losses to the slots in turn, so a read requested for one step is
+        // not overwritten by the next few (see `LOSS_SLOTS`).
+        self.losses = self.loss_slots[self.steps_taken % LOSS_SLOTS].clone();
+        self.steps_taken += 1;
         // SAFETY: the buffers are this stepper's own, sized in `new` for these kernels.
         unsafe { self.step_kernels(adam) };
         Ok(())
