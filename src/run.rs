@@ -470,10 +470,12 @@ pub async fn assess_members(
     })
 }
 
-/// A table of 12 rows with a categorical and two continuous columns: what `warm_up` attacks.
-const WARM_UP_CSV: &str = "age,job,hours,label\n\
-25,a,40,x\n31,b,35,y\n47,c,50,x\n52,a,45,y\n38,b,20,x\n29,c,60,y\n\
-61,a,30,x\n44,b,40,y\n33,c,38,x\n58,a,42,y\n27,b,55,x\n36,c,48,y\n";
+/// A table of 12 rows with three categorical and two continuous columns (13 encoded, so that the
+/// span of a batch of 4 is a prior that says something and its kernels run too): what `warm_up`
+/// attacks.
+const WARM_UP_CSV: &str = "age,job,edu,hours,city,label\n\
+25,a,e,40,x,p\n31,b,f,35,y,q\n47,c,g,50,z,p\n52,d,h,45,x,q\n38,a,f,20,y,p\n29,b,g,60,z,q\n\
+61,c,h,30,x,p\n44,d,e,40,y,q\n33,a,g,38,z,p\n58,b,h,42,x,q\n27,c,e,55,y,p\n36,d,f,48,z,q\n";
 
 /// Run two steps of the default attack on a small built-in table, so that a GPU compiles the
 /// kernels (and burn's, for the client's update) before a real run needs them: an engine calls it
