@@ -116,8 +116,9 @@ export async function attackUpdate(engine, { encoding, update, weights } = {}, o
 /**
  * One attack as the engine plans it: time the candidates if `auto` has not yet measured this problem,
  * then run on the chosen backend, the ensemble split over `runShare` (one call per share, with its
- * index within its stage, which names its worker, and the options of the stage it runs) when the plan
- * splits it. `engine` and `table` are the wasm objects.
+ * index within its stage, which names its worker, the options of the stage it runs and the request:
+ * 'invert', or 'invertShadow' for the shadow client's members) when the plan splits it. `engine` and
+ * `table` are the wasm objects.
  */
 export async function runPlanned(engine, table, options, { onProgress, signal, workers = 1, runShare = null } = {}) {
   const progress = onProgress ?? undefined;
@@ -140,7 +141,7 @@ export async function runPlanned(engine, table, options, { onProgress, signal, w
   // engine says whether they proved every row. Progress counts the steps of both stages.
   const early = await cancellable(signal, () => engine.earlyAnswer(table, options, plan.shares.length));
   // `ranges` run on the workers, each share's progress mapped by `place` into the whole run's.
-  const shares = (ranges, stageOptions, place) => {
+  const shares = (ranges, stageOptions, place, request = 'invert') => {
     const latest = ranges.map(() => null);
     return Promise.all(
       ranges.map((range, i) =>
@@ -148,7 +149,7 @@ export async function runPlanned(engine, table, options, { onProgress, signal, w
           latest[i] = p;
           const joined = combineProgress(latest, ranges);
           if (joined) onProgress?.(place(joined));
-        }, stageOptions, i),
+        }, stageOptions, i, request),
       ),
     );
   };
@@ -167,6 +168,18 @@ export async function runPlanned(engine, table, options, { onProgress, signal, w
       if (answer) return answer;
     }
   }
+  // Where the attack will calibrate its fallback on a shadow client (no proof can reach every row),
+  // the shadow's members run first, split over the workers too; progress counts both halves.
+  const shadowRanges = await cancellable(signal, () => engine.shadowShares(table, options, plan.shares.length));
+  let shadow = null;
+  let before = 0;
+  if (shadowRanges) {
+    shadow = await shares(shadowRanges, options, (p) => {
+      before = p.of;
+      return { ...p, phase: 'shadow', of: 2 * p.of };
+    }, 'invertShadow');
+  }
+  const report = (place) => (shadow ? (p) => place({ ...p, step: before + p.step, of: before + p.of }) : place);
   // Where the ensemble runs by its stopping rule, its rounds run one after another, each split
   // over the workers, until the engine says the ensemble has settled.
   const rounds = await cancellable(signal, () => engine.ensembleRounds(table, options, plan.shares.length));
@@ -177,14 +190,14 @@ export async function runPlanned(engine, table, options, { onProgress, signal, w
       const first = round[0].first;
       const count = round.reduce((n, r) => n + r.count, 0);
       const place = (p) => ({ ...p, step: Math.floor((first * p.of + p.step * count) / most) });
-      parts.push(...(await shares(round, options, place)));
-      const answer = await cancellable(signal, () => engine.assessRound(table, options, parts, elapsed(), plan.shares.length));
+      parts.push(...(await shares(round, options, report(place))));
+      const answer = await cancellable(signal, () => engine.assessRound(table, options, parts, elapsed(), plan.shares.length, shadow));
       if (answer) return answer;
     }
     throw new Error('the ensemble ran every round without a report');
   }
-  const parts = await shares(plan.shares, options, after(early ? early.steps : 0));
-  return guarded(() => engine.assess(table, options, parts, elapsed(), plan.shares.length));
+  const parts = await shares(plan.shares, options, report(after(early ? early.steps : 0)));
+  return guarded(() => engine.assess(table, options, parts, elapsed(), plan.shares.length, shadow));
 }
 
 /**
@@ -242,9 +255,17 @@ export function invertMembers(engine, table, options, { first, count }, { onProg
   return cancellable(signal, () => engine.invertMembers(table, options, first, count, onProgress ?? undefined, signal ?? undefined));
 }
 
-/** The report of an ensemble inverted in shares over `workers` workers; `seconds`: wall time measured. */
-export function assess(engine, table, options, parts, seconds, workers = parts.length) {
-  return guarded(() => engine.assess(table, options, parts, seconds, workers));
+/** Invert members `range` of the shadow client's ensemble (the engine's `shadowShares`): one worker's share. */
+export function invertShadow(engine, table, options, { first, count }, { onProgress, signal } = {}) {
+  return cancellable(signal, () => engine.invertShadow(table, options, first, count, onProgress ?? undefined, signal ?? undefined));
+}
+
+/**
+ * The report of an ensemble inverted in shares over `workers` workers; `seconds`: wall time measured;
+ * `shadow`: the shadow client's shares, where the engine's `shadowShares` asked for them.
+ */
+export function assess(engine, table, options, parts, seconds, workers = parts.length, shadow = null) {
+  return guarded(() => engine.assess(table, options, parts, seconds, workers, shadow));
 }
 
 /** Run cell `index` of an audit (as a worker of a split audit does); resolves to its CellResult. */

@@ -10,7 +10,7 @@
 //                  · inspect/plan/run/auditPlan/audit {table: handle, options, workers} · drop {table}
 //                  · attackUpdate {files: {encoding, update, weights?}, options}
 //                  · helper {index, port} (a helper's port, transferred) · connect {port} (to a helper)
-// On a helper's port: load {handle, csv} · invert {table, options, range} · auditCell {table, options, index}
+// On a helper's port: load {handle, csv} · invert / invertShadow {table, options, range} · auditCell {table, options, index}
 import {
   attackUpdate,
   attacks,
@@ -18,6 +18,7 @@ import {
   createEngine,
   defaults,
   invertMembers,
+  invertShadow,
   limits,
   loadTable,
   runAudit,
@@ -98,10 +99,10 @@ async function run({ table: handle, options, workers }, { signal, progress }) {
     onProgress: progress,
     // One share failing stops the others; a stage's share `index` goes to helper `index`, so every
     // stage and round of the run reuses the same helpers.
-    runShare: async (range, onProgress, shareOptions = options, index = 0) => {
+    runShare: async (range, onProgress, shareOptions = options, index = 0, request = 'invert') => {
       try {
         const helper = await helperWith(index, handle);
-        return await helper.request('invert', { table: handle, options: shareOptions, range }, { onProgress, signal: stop.signal });
+        return await helper.request(request, { table: handle, options: shareOptions, range }, { onProgress, signal: stop.signal });
       } catch (error) {
         stop.abort(error);
         throw error;
@@ -146,11 +147,13 @@ serve(self, {
         load,
         invert: async ({ table, options, range }, control) =>
           invertMembers(await started(), tableOf(table).table, options, range, { signal: control.signal, onProgress: control.progress }),
+        invertShadow: async ({ table, options, range }, control) =>
+          invertShadow(await started(), tableOf(table).table, options, range, { signal: control.signal, onProgress: control.progress }),
         auditCell: async ({ table, options, index }, control) =>
           runAuditCell(await started(), tableOf(table).table, options, index, { signal: control.signal, onProgress: control.progress }),
       },
       // The members' rows move to the coordinator instead of being copied.
-      { transfer: (type, value) => (type === 'invert' ? [value.x.buffer, value.probs.buffer] : []) },
+      { transfer: (type, value) => (type === 'invert' || type === 'invertShadow' ? [value.x.buffer, value.probs.buffer] : []) },
     );
     return null;
   },

@@ -301,17 +301,20 @@ pub async fn ensemble_rounds(
 
 /// The report of the rounds a split run inverted so far (`ensemble_rounds`; `parts`: every
 /// share of them), where the stopping rule stops there or every member has run; None where the
-/// next round is due. `seconds` as `assess_members` takes it; `workers`: the workers that ran them.
+/// next round is due. `shadow` and `seconds` as `assess_members` takes them; `workers`: the
+/// workers that ran them.
 pub async fn assess_round(
     runtime: &Runtime,
     dataset: &Dataset,
     config: &AttackConfig,
     parts: Vec<Members>,
+    shadow: Option<Vec<Members>>,
     seconds: f64,
     workers: usize,
 ) -> Result<Option<Report>> {
     let start = web_time::Instant::now();
     let mut setup = prepare(runtime, dataset, config).await?;
+    setup.shadow_parts = shadow;
     let Some((joined, rounds)) = setup.settled(parts).await? else {
         return Ok(None);
     };
@@ -448,19 +451,56 @@ pub async fn invert_members(
     setup.invert(range, progress).await
 }
 
+/// Where a split run inverts the shadow client's members in shares too, before the batch's own
+/// (`Setup::shadow_in_shares`): the shares for up to `shares` workers; None where the run
+/// calibrates on the worker that joins, if at all.
+pub async fn shadow_shares(
+    runtime: &Runtime,
+    dataset: &Dataset,
+    config: &AttackConfig,
+    shares: usize,
+) -> Result<Option<Vec<MemberRange>>> {
+    if !matches!(flow(config), Flow::Rows) {
+        return Ok(None);
+    }
+    let setup = prepare(runtime, dataset, config).await?;
+    let all = MemberRange {
+        first: 0,
+        count: config.members(),
+    };
+    Ok(setup.shadow_in_shares().then(|| crate::plan::split(all, shares)))
+}
+
+/// Members `range` of the shadow client's ensemble (`shadow_shares`): one worker's share.
+pub async fn invert_shadow(
+    runtime: &Runtime,
+    dataset: &Dataset,
+    config: &AttackConfig,
+    range: MemberRange,
+    progress: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<Members> {
+    let setup = prepare(runtime, dataset, config).await?;
+    let shadow = setup.shadow_setup(dataset).await?;
+    shadow.check_range(range)?;
+    shadow.invert_as_shadow(range, progress).await
+}
+
 /// The report of an ensemble inverted in shares: the same as `run_attack` on one worker would give.
 /// `seconds` is the wall time the caller measured across its workers; the time this takes (the
 /// proofs, pooling, the shadow client) is added to it.
+/// `shadow`: the shadow client's members where the workers inverted them (`shadow_shares`).
 pub async fn assess_members(
     runtime: &Runtime,
     dataset: &Dataset,
     config: &AttackConfig,
     parts: Vec<Members>,
+    shadow: Option<Vec<Members>>,
     seconds: f64,
 ) -> Result<Report> {
     let start = web_time::Instant::now();
     let mut setup = prepare(runtime, dataset, config).await?;
     setup.backend = setup.backend.clone().with_workers(parts.len());
+    setup.shadow_parts = shadow;
     let joined = ensemble::join(setup.shape(), parts)?;
     // A split run's shadow client runs here, on the worker that joins the shares.
     let report = assess(&setup, Some(joined), seconds, &mut |_| true).await?;

@@ -198,6 +198,74 @@ fn the_second_layer_certifies_rows_of_an_adult_batch_of_64() {
     assert!(r.accuracy.total >= 0.9, "accuracy {}", r.accuracy.total);
 }
 
+/// Where no proof can reach every row and the attack falls back, a split run inverts the shadow
+/// client's members in shares too (`shadow_shares`, `invert_shadow`), and the report is the one
+/// worker's, calibration included.
+#[test]
+fn a_shadow_client_inverted_in_shares_gives_the_one_worker_report() {
+    let data = dataset("adult-sample.csv", "salary");
+    let config = AttackConfig {
+        batch_size: 16,
+        attack: AttackSpec::Tableak(leakscope::config::TableakSettings {
+            ensemble: 4,
+            stop_members: false,
+            subspace: false,
+            second_layer: false,
+            ..Default::default()
+        }),
+        iterations: 60,
+        seed: 3,
+        ..Default::default()
+    };
+    let whole = attack(&data, config.clone());
+    assert!(whole.row_details().unwrap().fallback.is_some(), "the attack falls back");
+    let rt = Runtime::cpu();
+    let ranges = pollster::block_on(leakscope::shadow_shares(&rt, &data, &config, 2))
+        .unwrap()
+        .expect("no proof reaches every row: the shadow runs in shares");
+    assert_eq!(
+        ranges,
+        vec![MemberRange { first: 0, count: 2 }, MemberRange { first: 2, count: 2 }]
+    );
+    let run = |shadow: bool, range: MemberRange| {
+        let call = if shadow {
+            pollster::block_on(leakscope::invert_shadow(&rt, &data, &config, range, &mut |_| true))
+        } else {
+            pollster::block_on(invert_members(&rt, &data, &config, range, &mut |_| true))
+        };
+        call.unwrap()
+    };
+    let parts: Vec<Members> = ranges.iter().map(|&r| run(false, r)).collect();
+    let shadow: Vec<Members> = ranges.iter().map(|&r| run(true, r)).collect();
+    let split = pollster::block_on(assess_members(&rt, &data, &config, parts.clone(), Some(shadow), 1.0)).unwrap();
+    assert_eq!(split.rows, whole.rows);
+    assert_eq!(split.accuracy, whole.accuracy);
+    assert_eq!(
+        split.row_details().unwrap().fallback,
+        whole.row_details().unwrap().fallback
+    );
+    // Without them the joining worker inverts the shadow itself, to the same report.
+    let joined = pollster::block_on(assess_members(&rt, &data, &config, parts.clone(), None, 1.0)).unwrap();
+    assert_eq!(joined.rows, whole.rows);
+    // The shares given are the ones calibrated on: the batch's own members in their place say
+    // something else.
+    let wrong = pollster::block_on(assess_members(&rt, &data, &config, parts.clone(), Some(parts), 1.0)).unwrap();
+    assert_ne!(
+        wrong.row_details().unwrap().fallback,
+        whole.row_details().unwrap().fallback
+    );
+    // A batch a proof may reach calibrates on the joining worker, if at all.
+    let provable = AttackConfig {
+        attack: common::tableak(4),
+        batch_size: 8,
+        ..config
+    };
+    assert_eq!(
+        pollster::block_on(leakscope::shadow_shares(&rt, &data, &provable, 2)).unwrap(),
+        None
+    );
+}
+
 /// A run split over workers answers early as one worker does: the shares run the early answer's
 /// steps, `assess_early` proves the batch from them, and the report is the one-worker report.
 #[test]
@@ -831,7 +899,7 @@ fn an_ensemble_inverted_in_shares_gives_the_same_report() {
             .collect()
     };
     let parts = invert_shares(&[(4, 3), (0, 2), (2, 2)]); // out of order on purpose
-    let joined = pollster::block_on(assess_members(&rt, &data, &config, parts, 1.0)).unwrap();
+    let joined = pollster::block_on(assess_members(&rt, &data, &config, parts, None, 1.0)).unwrap();
     assert_eq!(joined.rows, whole.rows);
     assert_eq!(joined.accuracy, whole.accuracy);
     assert_eq!(joined.loss_curve.len(), whole.loss_curve.len());
@@ -846,7 +914,7 @@ fn an_ensemble_inverted_in_shares_gives_the_same_report() {
     // Shares that overlap or leave a gap are refused.
     for shares in [vec![(0, 4), (3, 4)], vec![(0, 3), (4, 3)], vec![(0, 6)]] {
         let parts = invert_shares(&shares);
-        let err = pollster::block_on(assess_members(&rt, &data, &config, parts, 1.0)).unwrap_err();
+        let err = pollster::block_on(assess_members(&rt, &data, &config, parts, None, 1.0)).unwrap_err();
         assert!(matches!(err, Error::Config(_)), "{err}");
     }
     let out_of_range = MemberRange { first: 6, count: 2 };
@@ -951,11 +1019,11 @@ fn malformed_shares_are_refused() {
     let mut short_x = whole.clone();
     short_x.x.pop();
     for parts in [vec![short_probs], vec![short_x]] {
-        let err = pollster::block_on(assess_members(&rt, &data, &config, parts, 1.0)).unwrap_err();
+        let err = pollster::block_on(assess_members(&rt, &data, &config, parts, None, 1.0)).unwrap_err();
         assert!(matches!(err, Error::Config(_)), "{err}");
         assert!(err.to_string().contains("members 0..2 hold"), "{err}");
     }
-    assert!(pollster::block_on(assess_members(&rt, &data, &config, vec![whole], 1.0)).is_ok());
+    assert!(pollster::block_on(assess_members(&rt, &data, &config, vec![whole], None, 1.0)).is_ok());
 }
 
 /// The JSON report reads back into the same report (unbounded entropy bands included).

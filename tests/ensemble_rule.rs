@@ -110,7 +110,9 @@ fn a_split_run_goes_round_by_round_to_the_one_run_report() {
         for share in round {
             parts.push(pollster::block_on(invert_members(&rt, &data, &config, share, &mut |_| true)).unwrap());
         }
-        if let Some(report) = pollster::block_on(assess_round(&rt, &data, &config, parts.clone(), 1.0, 2)).unwrap() {
+        if let Some(report) =
+            pollster::block_on(assess_round(&rt, &data, &config, parts.clone(), None, 1.0, 2)).unwrap()
+        {
             split = Some(report);
             break;
         }

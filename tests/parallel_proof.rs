@@ -23,6 +23,7 @@ fn assessed(
                 data,
                 config,
                 vec![members.clone()],
+                None,
                 0.0,
             ))
         })

@@ -236,6 +236,38 @@ impl Setup<'_> {
             .is_some_and(|d| d.noise > 0.0 || d.fake_gradients.is_some())
     }
 
+    /// The shadow client of `calibrate_fallback_on`: this attack on rows drawn from `marginals`.
+    pub async fn shadow_setup<'s>(&'s self, marginals: &'s Dataset) -> Result<Setup<'s>> {
+        let config = self.config;
+        let rows = random_rows(marginals, config.rows(), seed_for(config.seed, 14));
+        let scenario = self.scenario.shadow(marginals, config, rows).await?;
+        Ok(Setup::new(self.runtime, marginals, config, scenario))
+    }
+
+    /// Members `range` of this setup, a shadow client's (`shadow_setup`), their steps reported as
+    /// phase "shadow".
+    pub async fn invert_as_shadow(
+        &self,
+        range: MemberRange,
+        progress: &mut dyn FnMut(&Progress) -> bool,
+    ) -> Result<crate::attack::inversion::ensemble::Members> {
+        let mut relabel = |p: &Progress| {
+            progress(&Progress {
+                phase: "shadow".into(),
+                ..p.clone()
+            })
+        };
+        self.invert(range, &mut relabel).await
+    }
+
+    /// Whether a run split over workers inverts the shadow client's members in shares before the
+    /// batch's own (`run::shadow_shares`): where the attack falls back and no proof can reach every
+    /// row, the calibration is certain to run (at B = 128 on the default network it is half the
+    /// attack, and on one worker it left 7 of 8 idle).
+    pub fn shadow_in_shares(&self) -> bool {
+        self.wants_fallback() && !self.may_prove_batch()
+    }
+
     /// The same attack on a shadow client, its rows drawn from `marginals` (a table of this
     /// attack's encoding), scored by the server against the rows it drew: the thresholds that
     /// serve it best, with the marginal guess drawn from the same table. Its steps are reported
@@ -246,24 +278,17 @@ impl Setup<'_> {
         progress: &mut dyn FnMut(&Progress) -> bool,
     ) -> Result<Option<Calibration>> {
         let (dataset, config) = (marginals, self.config);
-        let rows = random_rows(dataset, config.rows(), seed_for(config.seed, 14));
-        let shadow = Setup::new(
-            self.runtime,
-            dataset,
-            config,
-            self.scenario.shadow(dataset, config, rows).await?,
-        );
-        let mut relabel = |p: &Progress| {
-            progress(&Progress {
-                phase: "shadow".into(),
-                ..p.clone()
-            })
+        let shadow = self.shadow_setup(marginals).await?;
+        let inverted = match &self.shadow_parts {
+            Some(parts) => crate::attack::inversion::ensemble::join(shadow.shape(), parts.clone())?,
+            None => {
+                let all = MemberRange {
+                    first: 0,
+                    count: shadow.members,
+                };
+                shadow.invert_as_shadow(all, progress).await?
+            }
         };
-        let all = MemberRange {
-            first: 0,
-            count: shadow.members,
-        };
-        let inverted = shadow.invert(all, &mut relabel).await?;
         let recon = shadow.reconstruct(inverted).await?;
         let (Some(truth), Some(entropy)) = (&shadow.scenario.truth, &recon.entropy) else {
             return Ok(None);

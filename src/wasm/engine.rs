@@ -38,6 +38,18 @@ pub struct Engine {
     warm_seconds: Rc<Cell<Option<f64>>>,
 }
 
+/// The shadow client's shares from JS: null or undefined where there are none.
+fn shadow_from_js(shadow: &JsValue) -> Result<Option<Vec<crate::attack::inversion::ensemble::Members>>, JsError> {
+    if shadow.is_null() || shadow.is_undefined() {
+        return Ok(None);
+    }
+    js_sys::Array::from(shadow)
+        .iter()
+        .map(|p| members_from_js(&p))
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
 /// Start compiling the GPU's kernels in the background (`run::warm_up`), while the page loads a
 /// table: a run on the GPU waits for it instead of compiling them itself.
 fn start_warm_up(gpu: Option<&Runtime>) -> (Option<async_channel::Receiver<()>>, Rc<Cell<Option<f64>>>) {
@@ -285,6 +297,39 @@ impl Engine {
         members_to_js(&members)
     }
 
+    /// Where a split run inverts the shadow client's members in shares, before the batch's own:
+    /// a list of {first, count} shares for up to `workers` workers, or null (the worker that
+    /// joins calibrates, if the attack does).
+    #[wasm_bindgen(js_name = shadowShares)]
+    pub async fn shadow_shares(&self, table: &Table, options: JsValue, workers: usize) -> Result<JsValue, JsError> {
+        let (dataset, config) = self.prepare(table, options)?;
+        let shares = crate::shadow_shares(&self.cpu, &dataset, &config, workers)
+            .await
+            .map_err(js_error)?;
+        to_js(&shares)
+    }
+
+    /// Invert members `first .. first + count` of the shadow client's ensemble on the CPU: one
+    /// worker's share (`shadowShares`). Resolves as `invertMembers` does.
+    #[wasm_bindgen(js_name = invertShadow)]
+    pub async fn invert_shadow(
+        &self,
+        table: &Table,
+        options: JsValue,
+        first: usize,
+        count: usize,
+        on_progress: Option<js_sys::Function>,
+        signal: Option<web_sys::AbortSignal>,
+    ) -> Result<JsValue, JsError> {
+        let (dataset, config) = self.prepare(table, options)?;
+        let mut progress = reporter(on_progress, signal);
+        let range = MemberRange { first, count };
+        let members = crate::invert_shadow(&self.cpu, &dataset, &config, range, &mut progress)
+            .await
+            .map_err(js_error)?;
+        members_to_js(&members)
+    }
+
     /// Where a split run may answer early: {steps, planned, stages} (its shares first run `steps`
     /// steps, stage after stage, each a list of {first, count} shares for up to `workers` workers;
     /// `planned` counts the steps of both stages for progress), or null.
@@ -328,7 +373,8 @@ impl Engine {
     }
 
     /// The report of the rounds inverted so far (every share of them, `invertMembers`) where the
-    /// stopping rule stops there; null where the next round is due.
+    /// stopping rule stops there; null where the next round is due. `shadow`: the shadow
+    /// client's shares (`invertShadow`) where `shadowShares` asked for them, else null.
     #[wasm_bindgen(js_name = assessRound)]
     pub async fn assess_round(
         &self,
@@ -337,16 +383,18 @@ impl Engine {
         parts: JsValue,
         seconds: f64,
         workers: usize,
+        shadow: JsValue,
     ) -> Result<JsValue, JsError> {
         let (dataset, config, parts, runtime) = self.joining(table, options, parts, workers)?;
-        let report = assess_round(&runtime, &dataset, &config, parts, seconds, workers)
+        let shadow = shadow_from_js(&shadow)?;
+        let report = assess_round(&runtime, &dataset, &config, parts, shadow, seconds, workers)
             .await
             .map_err(js_error)?;
         to_js(&report)
     }
 
     /// The report of an ensemble inverted in shares (`invertMembers`) over `workers` workers,
-    /// given the wall time measured.
+    /// given the wall time measured; `shadow` as `assessRound` takes it.
     pub async fn assess(
         &self,
         table: &Table,
@@ -354,9 +402,11 @@ impl Engine {
         parts: JsValue,
         seconds: f64,
         workers: usize,
+        shadow: JsValue,
     ) -> Result<JsValue, JsError> {
         let (dataset, config, parts, runtime) = self.joining(table, options, parts, workers)?;
-        let report = assess_members(&runtime, &dataset, &config, parts, seconds)
+        let shadow = shadow_from_js(&shadow)?;
+        let report = assess_members(&runtime, &dataset, &config, parts, shadow, seconds)
             .await
             .map_err(js_error)?;
         to_js(&report)

@@ -37,6 +37,9 @@ pub struct Setup<'a> {
     /// Where the ensemble ran by its stopping rule, what it did (`members` is then the members
     /// it pooled).
     pub rounds: Option<EnsembleRounds>,
+    /// The shadow client's members, inverted in shares on a page's workers
+    /// (`run::invert_shadow`): the fallback's calibration joins them instead of inverting.
+    pub shadow_parts: Option<Vec<crate::attack::inversion::ensemble::Members>>,
 }
 
 impl<'a> Setup<'a> {
@@ -77,6 +80,7 @@ impl<'a> Setup<'a> {
             inverts,
             subspace,
             rounds: None,
+            shadow_parts: None,
         };
         // The report names what really computes the steps.
         setup.backend = setup.backend.clone().with_engine(setup.engine());
