@@ -179,7 +179,11 @@ export async function runPlanned(engine, table, options, { onProgress, signal, w
       return { ...p, phase: 'shadow', of: 2 * p.of };
     }, 'invertShadow');
   }
-  const report = (place) => (shadow ? (p) => place({ ...p, step: before + p.step, of: before + p.of }) : place);
+  // The batch's own steps come after the shadow's: each stage's mapping, then the shadow's half.
+  const report = (place) => (shadow ? (p) => {
+    const q = place(p);
+    return { ...q, step: before + q.step, of: before + q.of };
+  } : place);
   // Where the ensemble runs by its stopping rule, its rounds run one after another, each split
   // over the workers, until the engine says the ensemble has settled.
   const rounds = await cancellable(signal, () => engine.ensembleRounds(table, options, plan.shares.length));

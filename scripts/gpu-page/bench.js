@@ -15,7 +15,7 @@
 //   fullBudget=90      s: the full WebGPU run (iterations steps) runs if its extrapolated time is under this
 //   cpuWorkers=1,max   worker counts of the CPU engine (max = min(cores, 8), as the bench)
 //   shortCpu=128:300   batch:steps — the CPU engine at that batch runs that many steps with every worker count
-//                      (their ratio), and the full run only with the most workers
+//                      (their ratio), and the full run only with the most workers (fullCpu=0: not even then)
 //   runTimeout=120     s: one run is aborted after this
 //   deadline=210       s after start: no run starts after this, a running one is aborted 15 s later (run.sh
 //                      passes BENCH_TIMEOUT - 30 and ends the browser at BENCH_TIMEOUT)
@@ -42,6 +42,7 @@ const cfg = {
   fullBudget: num('fullBudget', 90),
   cpuWorkers: [...new Set(list('cpuWorkers', '1,max').map((w) => (w === 'max' ? Math.min(cores, 8) : Number(w))))],
   shortCpu: Object.fromEntries(list('shortCpu', '').map((p) => p.split(':').map(Number))),
+  fullCpu: q.get('fullCpu') !== '0',
   runTimeout: num('runTimeout', 120),
   deadline: num('deadline', 210),
 };
@@ -304,7 +305,7 @@ async function benchEngine(backend, workers) {
     const short = backend === 'cpu' ? cfg.shortCpu[batch] : undefined;
     if (short) {
       await runOne(made, { batch, iterations: short, tag: `${made.key} B=${batch} ${short} steps` });
-      if (workers < Math.max(...cfg.cpuWorkers)) continue;
+      if (workers < Math.max(...cfg.cpuWorkers) || !cfg.fullCpu) continue;
     }
     await runOne(made, { batch, iterations: cfg.iterations, tag: `${made.key} B=${batch} ${cfg.iterations} steps` });
   }
