@@ -319,6 +319,12 @@ export function renderSummary(box, info, report, attack) {
     const mean = ms.reduce((a, b) => a + b, 0) / ms.length;
     setting.push(`members stopped after ${Math.min(...ms)}–${Math.max(...ms)} steps (mean ${Math.round(mean)} of ${c.iterations})`);
   }
+  // Where the inversions' time went (a run in one worker reports it): on a GPU the thread only
+  // issues the steps and waits for the device at a readback; on the CPU it computes them.
+  const t = report.timing;
+  const timing = t?.steps
+    ? ` Its ${t.steps} steps: ${t.issue_seconds.toFixed(2)} s issuing them on the engine's thread, ${t.wait_seconds.toFixed(2)} s waiting for ${t.readbacks} readbacks.`
+    : '';
   info.textContent =
     (setting.length ? `${setting.join('; ')}. ` : '') +
     (cf
@@ -326,5 +332,6 @@ export function renderSummary(box, info, report, attack) {
       : `${attack?.label ?? report.attack} on a batch of ${c.batch_size} rows (${c.attack.ensemble ? `ensemble ${c.attack.ensemble}` : 'one run'}${steps}, seed ${c.seed}) `) +
     `drawn from ${report.table_rows} rows${report.dropped_rows ? ` (${report.dropped_rows} with missing values dropped)` : ''}; ` +
     `${report.seconds.toFixed(1)} s on ${report.backend.label}.` +
+    timing +
     (report.warnings.length ? ` Warnings: ${report.warnings.join('; ')}` : '');
 }

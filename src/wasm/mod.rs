@@ -31,7 +31,8 @@ unsafe extern "C" {
 /// never names `__wasm_call_ctors` is taken by wasm-ld for a "command", and each of its exports
 /// runs every constructor again first, wasm-bindgen's `__externref_table_alloc` too, which runs for
 /// every JavaScript value that enters the module. Measured in the page (V8's profiler,
-/// SwiftShader): three quarters of a WebGPU step's host time went there, 74 ms a step at B = 2.
+/// SwiftShader, B = 2): issuing a WebGPU step took 74 ms, most of it there, and 1.9 ms after
+/// (docs/results/webgpu.md).
 ///
 /// Rust panics reach JavaScript as a `RuntimeError: unreachable`: record the message where the
 /// package's JS finds it (`globalThis.__leakscopePanic`) and on the console, so the error a caller

@@ -805,6 +805,10 @@ test('WebGPU on SwiftShader: auto times both backends and takes the CPU, a force
     const report = await downloadReport(page);
     assert.equal(report.backend.kind, 'wgpu');
     assert.equal(report.backend.software, true);
+    // Where the time went: the steps that ran, the host's time issuing them and the device's.
+    const t = report.timing;
+    assert.ok(t.inversions >= 1 && t.steps >= 20 && t.readbacks >= 1 && t.issue_seconds + t.wait_seconds <= report.seconds, JSON.stringify(t));
+    assert.match(await page.textContent('#results-info'), new RegExp(`Its ${t.steps} steps: [\\d.]+ s issuing them on the engine's thread, [\\d.]+ s waiting for ${t.readbacks} readbacks`));
     await page.screenshot({ path: join(shots, 'webgpu-results.png'), fullPage: true });
     assert.deepEqual(problems, []);
   } finally {
