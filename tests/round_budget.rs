@@ -105,6 +105,7 @@ fn untimed(audit: &RoundAudit) -> Value {
         match v {
             Value::Object(m) => {
                 m.remove("seconds");
+                m.remove("timing");
                 m.values_mut().for_each(strip);
             }
             Value::Array(a) => a.iter_mut().for_each(strip),
