@@ -27,7 +27,7 @@ export declare function runPlanned(
   engine: WasmEngine,
   table: WasmTable,
   options: RunOptions,
-  control?: RunControl & { workers?: number; runShare?: ((range: MemberRange, onProgress: (p: Progress) => void, options?: RunOptions, index?: number) => Promise<Members>) | null },
+  control?: RunControl & { workers?: number; runShare?: ((range: MemberRange, onProgress: (p: Progress) => void, options?: RunOptions, index?: number, request?: 'invert' | 'invertShadow') => Promise<Members>) | null },
 ): Promise<Report>;
 export declare function runAudit(
   engine: WasmEngine,
@@ -40,8 +40,13 @@ export declare function runAudit(
 ): Promise<AuditReport>;
 /** Invert members first .. first + count of the ensemble only (one share of a split ensemble). */
 export declare function invertMembers(engine: WasmEngine, table: WasmTable, options: RunOptions, range: MemberRange, control?: RunControl): Promise<Members>;
-/** Join shares covering the ensemble once into the report one run would give; `seconds`: wall time measured. */
-export declare function assess(engine: WasmEngine, table: WasmTable, options: RunOptions, parts: Members[], seconds: number, workers?: number): Promise<Report>;
+/** Invert members first .. first + count of the shadow client's ensemble (one share, where the engine's `shadowShares` asks for them). */
+export declare function invertShadow(engine: WasmEngine, table: WasmTable, options: RunOptions, range: MemberRange, control?: RunControl): Promise<Members>;
+/**
+ * Join shares covering the ensemble once into the report one run would give; `seconds`: wall time
+ * measured; `shadow`: the shadow client's shares, where the engine's `shadowShares` asked for them.
+ */
+export declare function assess(engine: WasmEngine, table: WasmTable, options: RunOptions, parts: Members[], seconds: number, workers?: number, shadow?: Members[] | null): Promise<Report>;
 /** Run cell `index` of an audit (one worker's part of a split audit). */
 export declare function runAuditCell(engine: WasmEngine, table: WasmTable, options: AuditInput, index: number, control?: RunControl): Promise<CellResult>;
 /** The joined progress of a split run from each share's latest report (null until all reported). */
