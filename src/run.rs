@@ -502,7 +502,8 @@ pub async fn assess_members(
     setup.backend = setup.backend.clone().with_workers(parts.len());
     setup.shadow_parts = shadow;
     let joined = ensemble::join(setup.shape(), parts)?;
-    // A split run's shadow client runs here, on the worker that joins the shares.
+    // A split run's shadow client runs here, on the worker that joins the shares, unless the
+    // workers inverted it (`shadow`).
     let report = assess(&setup, Some(joined), seconds, &mut |_| true).await?;
     Ok(Report {
         seconds: seconds + start.elapsed().as_secs_f64(),
@@ -523,6 +524,14 @@ const WARM_UP_CSV: &str = "age,job,edu,hours,city,label\n\
 /// seconds it took.
 pub async fn warm_up(runtime: &Runtime) -> Result<f64> {
     let start = web_time::Instant::now();
+    let (dataset, config) = warm_up_problem()?;
+    let range = MemberRange { first: 0, count: 1 };
+    time_steps(runtime, &dataset, &config, range, 1, 2, &mut |_| true).await?;
+    Ok(start.elapsed().as_secs_f64())
+}
+
+/// `warm_up`'s table and attack: the default attack, one member, a batch of 4.
+fn warm_up_problem() -> Result<(Dataset, AttackConfig)> {
     let raw = crate::table::parse_csv(WARM_UP_CSV.as_bytes(), WARM_UP_CSV.len())?;
     let options = crate::options::RunOptions {
         label: "label".into(),
@@ -532,10 +541,7 @@ pub async fn warm_up(runtime: &Runtime) -> Result<f64> {
         ..Default::default()
     };
     let dataset = Dataset::from_raw(&raw, &options.dataset_options())?;
-    let config = options.attack_config()?;
-    let range = MemberRange { first: 0, count: 1 };
-    time_steps(runtime, &dataset, &config, range, 1, 2, &mut |_| true).await?;
-    Ok(start.elapsed().as_secs_f64())
+    Ok((dataset, options.attack_config()?))
 }
 
 /// Time `warmup + steps` steps of members `range` of this attack on `runtime`: the rate of the
@@ -608,5 +614,12 @@ mod tests {
         assert!(seconds > 0.0);
         // Outside a run nothing is timed, and nothing is left behind for the next run.
         assert_eq!(timing::take(), None);
+        // Its batch leaves the span prior on, so that prior's kernels are compiled too (a run
+        // after the warm-up created no pipeline in the page: docs/results/webgpu.md).
+        let rt = Runtime::cpu();
+        let (dataset, config) = warm_up_problem().unwrap();
+        let setup = pollster::block_on(prepare(&rt, &dataset, &config)).unwrap();
+        assert!(setup.active_subspace().is_some(), "the warm-up's span prior is off");
+        assert!(setup.inverts.relaxed, "the warm-up runs the relaxation's kernels");
     }
 }
