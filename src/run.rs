@@ -481,7 +481,6 @@ pub async fn invert_shadow(
 ) -> Result<Members> {
     let setup = prepare(runtime, dataset, config).await?;
     let shadow = setup.shadow_setup(dataset).await?;
-    shadow.check_range(range)?;
     shadow.invert_as_shadow(range, progress).await
 }
 

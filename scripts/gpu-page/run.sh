@@ -332,14 +332,9 @@ stage2() {
     launch "base-$CHOSEN" "$CHOSEN" "deadline=$((BASE_TIMEOUT - 30))${BASE_QUERY:+&$BASE_QUERY}" "$BASE_TIMEOUT" base/bench.html
   fi
   collect
+  local f table
   for f in bench base; do
-    "$PY" - "$OUT/result.json" "$f" >"$OUT/summary-$f.json" <<'EOF2'
-import json, sys
-r = (json.load(open(sys.argv[1])).get(sys.argv[2]) or {}).get('result') or {}
-json.dump(r, sys.stdout)
-EOF2
-    [ -s "$OUT/summary-$f.json" ] && [ "$(cat "$OUT/summary-$f.json")" != "{}" ] && { echo "== $f"; "$PY" "$HERE/summary.py" "$OUT/summary-$f.json"; } | tee -a "$OUT/summary.md"
-    rm -f "$OUT/summary-$f.json"
+    table=$("$PY" "$HERE/summary.py" "$OUT/result.json" "$f") && printf '== %s\n%s\n' "$f" "$table" | tee -a "$OUT/summary.md"
   done
 }
 

@@ -4,20 +4,25 @@ time, accuracy and backend, then where the engine's time went (the report's `tim
 calls it made (gpu-trace.js), per step.
 
   python3 scripts/gpu-page/summary.py out/bench-page/result.json
+  python3 scripts/gpu-page/summary.py out/result.json base     run.sh's file: the earlier build's bench
+
+Exits 1 where the file holds no such bench.
 """
 import json
 import sys
 
 
-def load(path):
+def load(path, which='bench'):
     r = json.load(open(path))
-    if 'bench' in r:  # run.sh's merged file
-        r = (r.get('bench') or {}).get('result') or {}
+    if 'bench' in r:  # run.sh's merged file: its 'bench' or 'base'
+        r = (r.get(which) or {}).get('result') or {}
     return r
 
 
-def main(path):
-    r = load(path)
+def main(path, which='bench'):
+    r = load(path, which)
+    if not r:
+        sys.exit(1)
     a = r.get('adapter') or {}
     info = a.get('info') or {}
     print(f"adapter: {json.dumps(info)}{' (software)' if a.get('software') else ''}; "
@@ -65,4 +70,4 @@ def main(path):
 
 
 if __name__ == '__main__':
-    main(sys.argv[1] if len(sys.argv) > 1 else 'result.json')
+    main(*(sys.argv[1:3] or ['result.json']))

@@ -4,7 +4,7 @@ use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
 
-use super::members::{members_from_js, members_to_js, reporter};
+use super::members::{members_list_from_js, members_to_js, reporter};
 use super::table::Table;
 use super::value::{js_error, options_from_js, to_js};
 use crate::audit::{self, AuditOptions, AuditReport, CellResult};
@@ -43,11 +43,7 @@ fn shadow_from_js(shadow: &JsValue) -> Result<Option<Vec<crate::attack::inversio
     if shadow.is_null() || shadow.is_undefined() {
         return Ok(None);
     }
-    js_sys::Array::from(shadow)
-        .iter()
-        .map(|p| members_from_js(&p))
-        .collect::<Result<Vec<_>, _>>()
-        .map(Some)
+    members_list_from_js(shadow).map(Some)
 }
 
 /// Start compiling the GPU's kernels in the background (`run::warm_up`), while the page loads a
@@ -148,9 +144,7 @@ impl Engine {
                 .as_ref()
                 .ok_or_else(|| JsError::new("this engine has no WebGPU backend to time"))?,
         };
-        if runtime.kind() != BackendKind::Cpu {
-            self.warmed().await;
-        }
+        self.warmed_for(runtime).await;
         let mut progress = reporter(on_progress, signal);
         let timed = time_steps(
             runtime,
@@ -207,9 +201,7 @@ impl Engine {
     ) -> Result<JsValue, JsError> {
         let (dataset, config) = self.prepare(table, options)?;
         let runtime = self.runtime_for(&dataset, &config, workers)?;
-        if runtime.kind() != BackendKind::Cpu {
-            self.warmed().await;
-        }
+        self.warmed_for(&runtime).await;
         let mut progress = reporter(on_progress, signal);
         let report = run_attack(&runtime, &dataset, &config, &mut progress)
             .await
@@ -266,9 +258,7 @@ impl Engine {
             _ => self.cpu.clone(),
         };
         let runtime = self.annotated(runtime, &dataset, &config, 1);
-        if runtime.kind() != BackendKind::Cpu {
-            self.warmed().await;
-        }
+        self.warmed_for(&runtime).await;
         let mut progress = reporter(on_progress, signal);
         let report = crate::attack_received(&runtime, &dataset, &config, &received, &mut progress)
             .await
@@ -446,9 +436,7 @@ impl Engine {
             (Choice::WebGpu, Some(gpu)) => gpu,
             _ => &self.cpu,
         };
-        if runtime.kind() != BackendKind::Cpu {
-            self.warmed().await;
-        }
+        self.warmed_for(runtime).await;
         let mut progress = reporter(on_progress, signal);
         let result: CellResult = audit::run_cell(runtime, &dataset, cell, &mut progress)
             .await
@@ -474,6 +462,13 @@ impl Engine {
         if let Some(warm) = &self.warm {
             // Closed, and so an error, once the warm-up is over.
             let _ = warm.recv().await;
+        }
+    }
+
+    /// Wait for the warm-up where `runtime` is the GPU it compiles for (a CPU run starts at once).
+    async fn warmed_for(&self, runtime: &Runtime) {
+        if runtime.kind() != BackendKind::Cpu {
+            self.warmed().await;
         }
     }
 
@@ -614,10 +609,7 @@ impl Engine {
         JsError,
     > {
         let (dataset, config) = self.prepare(table, options)?;
-        let parts = js_sys::Array::from(&parts)
-            .iter()
-            .map(|p| members_from_js(&p))
-            .collect::<Result<Vec<_>, _>>()?;
+        let parts = members_list_from_js(&parts)?;
         let runtime = self.annotated(self.cpu.clone(), &dataset, &config, workers);
         Ok((dataset, config, parts, runtime))
     }

@@ -37,6 +37,11 @@ pub(super) fn members_from_js(value: &JsValue) -> Result<Members, JsError> {
     })
 }
 
+/// A list of shares from JS (`members_from_js` each).
+pub(super) fn members_list_from_js(list: &JsValue) -> Result<Vec<Members>, JsError> {
+    js_sys::Array::from(list).iter().map(|p| members_from_js(&p)).collect()
+}
+
 /// Progress to a JS callback; false (cancel) once the signal is aborted.
 pub(super) fn reporter(
     on_progress: Option<js_sys::Function>,
