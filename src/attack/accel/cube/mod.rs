@@ -167,6 +167,7 @@ struct CubeStepper<'a> {
     bars: Vec<Handle>,
     /// dL/da of hidden layers (masked), then dL/dx.
     back: Vec<Handle>,
+    /// The loss slot the current step writes.
     losses: Handle,
     /// Buffers the steps write their losses to in turn (`LOSS_SLOTS`), made once.
     loss_slots: Vec<Handle>,
@@ -220,6 +221,7 @@ impl<'a> CubeStepper<'a> {
         let z = upload(&client, z);
         let moments = moments.map_or_else(|| zeros(&client, 2 * rows * d), |m| upload(&client, m));
         let per_layer = |f: &dyn Fn(usize) -> usize| (0..layers).map(|l| zeros(&client, f(l))).collect::<Vec<_>>();
+        let loss_slots: Vec<Handle> = (0..LOSS_SLOTS).map(|_| zeros(&client, n)).collect();
         CubeStepper {
             p,
             relaxed: p.relax_constants().is_some(),
@@ -240,8 +242,8 @@ impl<'a> CubeStepper<'a> {
             g: zeros(&client, n * dims.params),
             bars: per_layer(&|l| rows * (sizes[l] + sizes[l + 1])),
             back: per_layer(&|l| rows * sizes[l]),
-            losses: zeros(&client, n),
-            loss_slots: (0..LOSS_SLOTS).map(|_| zeros(&client, n)).collect(),
+            losses: loss_slots[0].clone(),
+            loss_slots,
             steps_taken: 0,
             subspace: p
                 .subspace()
