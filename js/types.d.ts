@@ -120,6 +120,11 @@ secondLayer?: boolean,
  */
 priorFallback?: boolean, 
 /**
+ * TabLeak on FedAvg in a known order: let the client's simulated update choose among the
+ * members' rows and cells (default on; see `TableakSettings::update_choice`).
+ */
+updateChoice?: boolean, 
+/**
  * Stop members whose loss has stopped improving (default on).
  */
 earlyStop?: boolean, 
@@ -387,7 +392,12 @@ answered_after: number | null,
  * Where the ensemble ran by its stopping rule: the members pooled, of the most, and what
  * each round changed (null: the ensemble ran whole, as configured).
  */
-ensemble: EnsembleRounds | null, };
+ensemble: EnsembleRounds | null, 
+/**
+ * FedAvg in a known order: the rows the client's simulated update chose among the members'
+ * and the span's (`assess::update_choice`; null where it did not run).
+ */
+chosen: UpdateChoice | null, };
 
 export type ReconstructionReport = { 
 /**
@@ -647,6 +657,27 @@ update_fit: number | null, prior_fit: number | null,
 exhausted: boolean, };
 
 /**
+ * What the search did, as the report states it (`RowDetails::chosen`).
+ */
+export type UpdateChoice = { 
+/**
+ * Rows of the first layer's span it could choose from (0: none).
+ */
+span_rows: number, 
+/**
+ * Rows of the batch it changed.
+ */
+changed_rows: number, 
+/**
+ * 1 − cos of the pooled rows' simulated update against the observed one, before and after.
+ */
+fit_before: number, fit_after: number, 
+/**
+ * Client updates it simulated.
+ */
+simulations: number, };
+
+/**
  * How a reconstructed row was obtained.
  */
 export type Provenance = "proved" | "consistent" | "ensemble" | "prior";
@@ -800,6 +831,12 @@ second_layer: boolean,
  * score below them (`assess::fallback`).
  */
 prior_fallback: boolean, 
+/**
+ * On FedAvg in a known order, change pooled rows to their members' rows, their members'
+ * cells or the first layer's span's rows where the client's simulated update fits the
+ * observed one better (`assess::update_choice`).
+ */
+update_choice: boolean, 
 /**
  * Run the ensemble by the stopping rule where no proof can reach the batch
  * (`assess::stopping`): up to `ensemble` members, stopping once a round leaves the cells it

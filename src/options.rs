@@ -134,6 +134,10 @@ pub struct RunOptions {
     /// `TableakSettings::prior_fallback`).
     #[ts(as = "Option<_>", optional)]
     pub prior_fallback: bool,
+    /// TabLeak on FedAvg in a known order: let the client's simulated update choose among the
+    /// members' rows and cells (default on; see `TableakSettings::update_choice`).
+    #[ts(as = "Option<_>", optional)]
+    pub update_choice: bool,
     /// Stop members whose loss has stopped improving (default on).
     #[ts(as = "Option<_>", optional)]
     pub early_stop: bool,
@@ -199,6 +203,7 @@ impl Default for RunOptions {
             subspace: t.subspace,
             second_layer: t.second_layer,
             prior_fallback: t.prior_fallback,
+            update_choice: t.update_choice,
             early_stop: c.early_stop,
             sensitive: None,
             l2: false,
@@ -330,6 +335,7 @@ impl RunOptions {
                 subspace: self.subspace,
                 second_layer: self.second_layer,
                 prior_fallback: self.prior_fallback,
+                update_choice: self.update_choice,
                 sensitive: self.sensitive.clone(),
                 l2: self.l2,
                 membership: self.membership,

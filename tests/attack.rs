@@ -1183,6 +1183,7 @@ fn the_attacks_description_matches_what_runs() {
                     "sensitive" => "column",
                     "secondLayer" => "second_layer",
                     "priorFallback" => "prior_fallback",
+                    "updateChoice" => "update_choice",
                     other => other,
                 };
                 let given = &spec[field];

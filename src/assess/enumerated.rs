@@ -224,7 +224,7 @@ impl SpanRows {
 
     /// Cells in which `row` differs from the span's row `of`: its categories, and its continuous
     /// values where the span fixes them (beyond a tolerance).
-    fn differing(&self, dataset: &crate::table::Dataset, of: &[Value], row: &[Value]) -> usize {
+    pub(super) fn differing(&self, dataset: &crate::table::Dataset, of: &[Value], row: &[Value]) -> usize {
         let fixed = self.free.ncols() == 0;
         dataset
             .features

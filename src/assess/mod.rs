@@ -11,3 +11,4 @@ pub mod rows;
 pub mod scoring;
 mod span_fit;
 pub mod stopping;
+pub mod update_choice;

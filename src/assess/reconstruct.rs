@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use crate::assess::enumerated::SpanRows;
 use crate::assess::epochs::average_epochs;
 use crate::assess::pooling::{lower_median, pool};
+use crate::assess::update_choice::UpdateChoice;
 use crate::assess::{entropy, matching::match_rows};
 use crate::attack::baselines::random_rows;
 use crate::attack::inversion::ensemble::Members;
@@ -97,7 +98,18 @@ pub struct Reconstruction {
     /// read off the last layer exactly (`row_labels::read_values`) rather than pooled.
     pub values: Option<(Vec<f64>, bool)>,
     pub steps: Vec<usize>,
+    /// FedAvg: the rows the client's simulated update chose (`assess::update_choice`).
+    pub chosen: Option<UpdateChoice>,
 }
+
+/// Pooled rows, their cells' entropy, a regression's pooled labels, and each row's members as
+/// matched to it.
+type Pooled = (
+    Vec<Vec<Value>>,
+    Option<Vec<Vec<Option<f64>>>>,
+    Vec<f32>,
+    Vec<Vec<Vec<Value>>>,
+);
 
 /// Why each consistent row is not proved, in words (None for the others).
 pub fn why_not_proved(unproved: &[Option<Unproved>]) -> Vec<Option<String>> {
@@ -195,8 +207,15 @@ impl Setup<'_> {
         let candidates = config.prior_candidates();
         let ensemble = self.members / candidates.len();
         let mut fits = Vec::new();
-        type Pooled = (f32, usize, Vec<Vec<Value>>, Option<Vec<Vec<Option<f64>>>>, Vec<f32>);
-        let mut best: Option<Pooled> = None;
+        type Best = (
+            f32,
+            usize,
+            Vec<Vec<Value>>,
+            Option<Vec<Vec<Option<f64>>>>,
+            Vec<f32>,
+            Vec<Vec<Vec<Value>>>,
+        );
+        let mut best: Option<Best> = None;
         for (k, _) in candidates.iter().enumerate() {
             let span = k * ensemble * b * dataset.d()..(k + 1) * ensemble * b * dataset.d();
             // The unrelaxed baselines have no probabilities.
@@ -212,7 +231,8 @@ impl Setup<'_> {
             } else {
                 &in_span[rows_span]
             };
-            let (rows, entropy, targets) = self.pool(&x[span], member_probs, certified, targets, ensemble).await?;
+            let (rows, entropy, targets, matched) =
+                self.pool(&x[span], member_probs, certified, targets, ensemble).await?;
             // Several priors: keep the one whose pooled rows fit the update best.
             let fit = if candidates.len() > 1 {
                 let fit = self
@@ -227,12 +247,15 @@ impl Setup<'_> {
                 0.0
             };
             if best.as_ref().is_none_or(|(f, ..)| fit < *f) {
-                best = Some((fit, k, rows, entropy, targets));
+                best = Some((fit, k, rows, entropy, targets, matched));
             }
         }
-        let (_, k, mut rows, mut entropy, targets) = best.expect("at least one prior candidate");
+        let (_, k, mut rows, mut entropy, targets, matched) = best.expect("at least one prior candidate");
         let members_x = &x[k * ensemble * b * dataset.d()..(k + 1) * ensemble * b * dataset.d()];
         let first_layer: Vec<bool> = rows.iter().map(|row| proved_rows.contains(row)).collect();
+        let chosen = self
+            .choose_rows(span_rows, &matched, &mut rows, entropy.as_mut(), &first_layer)
+            .await?;
         let second = self.certify_by_second_layer(&mut rows, &mut entropy, members_x, &first_layer, span_rows);
         let (second_layer, certified, mut not_applied) = match second {
             Ok((summary, certified)) => (Some(summary), certified, Vec::new()),
@@ -294,6 +317,7 @@ impl Setup<'_> {
             row_labels,
             values,
             steps: inversion.steps.clone(),
+            chosen,
         })
     }
 
@@ -593,7 +617,7 @@ impl Setup<'_> {
         certified: &[bool],
         targets: &[f32],
         members: usize,
-    ) -> Result<(Vec<Vec<Value>>, Option<Vec<Vec<Option<f64>>>>, Vec<f32>)> {
+    ) -> Result<Pooled> {
         let (dataset, b, d) = (self.dataset, self.config.rows(), self.dataset.d());
         let decoded: Vec<Vec<Vec<Value>>> = (0..members)
             .map(|m| {
@@ -603,7 +627,9 @@ impl Setup<'_> {
             })
             .collect();
         if members == 1 {
-            return Ok((decoded.into_iter().next().unwrap(), None, targets.to_vec()));
+            let rows = decoded.into_iter().next().unwrap();
+            let matched = rows.iter().map(|r| vec![r.clone()]).collect();
+            return Ok((rows, None, targets.to_vec(), matched));
         }
         let projected: Vec<f32> = decoded.iter().flat_map(|rows| encode_rows(dataset, rows)).collect();
         let projected = with_targets(projected, targets);
@@ -641,10 +667,21 @@ impl Setup<'_> {
                 })
                 .collect(),
         };
+        // Each pooled row's members, as matched to it (`assess::update_choice` tries them).
+        let matched = (0..b)
+            .map(|i| {
+                order
+                    .iter()
+                    .zip(&perm)
+                    .map(|(&m, p)| decoded[m][p[i]].clone())
+                    .collect()
+            })
+            .collect();
         Ok((
             pooled.rows.iter().map(|r| dataset.decode(r)).collect(),
             Some(pooled.entropy),
             targets,
+            matched,
         ))
     }
 }

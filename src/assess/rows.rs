@@ -36,6 +36,7 @@ impl Setup<'_> {
                 row_labels: None,
                 values: self.dataset.target.as_ref().map(|_| (self.random_values(), false)),
                 steps: Vec::new(),
+                chosen: None,
             },
             Some(inversion) => self.reconstruct(inversion).await?,
         })
@@ -121,6 +122,7 @@ impl Setup<'_> {
             fallback,
             answered_after: None,
             ensemble: self.rounds.clone(),
+            chosen: recon.chosen,
         });
         report.member_steps = recon.steps;
         Ok(report)
@@ -231,6 +233,7 @@ impl Setup<'_> {
                 fallback,
                 answered_after: None,
                 ensemble: self.rounds.clone(),
+                chosen: recon.chosen,
             },
             seconds,
         );

@@ -106,10 +106,10 @@ impl Setup<'_> {
             first => first,
         };
         let (x, probs) = (&inverted.x, &inverted.probs);
-        let (now, now_entropy, _) = self
+        let (now, now_entropy, ..) = self
             .pool(&x[..upto * b * d], &probs[..upto * b * d], &[], &[], upto)
             .await?;
-        let (was, was_entropy, _) = self
+        let (was, was_entropy, ..) = self
             .pool(&x[..before * b * d], &probs[..before * b * d], &[], &[], before)
             .await?;
         let perm = match_rows(&self.rules, &now, &was);

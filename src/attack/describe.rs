@@ -140,6 +140,15 @@ pub fn tableak() -> AttackInfo {
                         .into(),
                 input: SettingInput::Flag { default: true },
             },
+            SettingInfo {
+                option: "updateChoice".into(),
+                label: "let the update choose rows".into(),
+                hint:
+                    "on FedAvg in a known order, change a pooled row to a member's row or cell, or a row of the first \
+                       layer's span, where the client's simulated update then fits the observed one better"
+                        .into(),
+                input: SettingInput::Flag { default: true },
+            },
         ],
     }
 }

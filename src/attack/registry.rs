@@ -35,6 +35,9 @@ pub struct Priors {
     /// Cells falling back to the table's marginals where a shadow client shows the update says
     /// less than they do (`assess::fallback`).
     pub fallback: bool,
+    /// FedAvg in a known order: the rows the client's simulated update chooses among the
+    /// members' and the span's (`assess::update_choice`).
+    pub choice: bool,
 }
 
 /// A part an attack would compose that the client's model rules out, and why: what the report

@@ -120,6 +120,7 @@ pub struct FlatSettings {
     pub subspace: bool,
     pub second_layer: bool,
     pub prior_fallback: bool,
+    pub update_choice: bool,
     pub sensitive: Option<String>,
     pub l2: bool,
     pub membership: Membership,
@@ -155,6 +156,7 @@ impl AttackSpec {
                 subspace: f.subspace,
                 second_layer: f.second_layer,
                 prior_fallback: f.prior_fallback,
+                update_choice: f.update_choice,
                 stop_members: f.ensemble.is_none(),
             }),
             // The published baselines take no settings of their own (leakscope's priors included).

@@ -215,6 +215,10 @@ pub struct RowDetails {
     /// each round changed (null: the ensemble ran whole, as configured).
     #[serde(default)]
     pub ensemble: Option<crate::attack::inversion::ensemble::EnsembleRounds>,
+    /// FedAvg in a known order: the rows the client's simulated update chose among the members'
+    /// and the span's (`assess::update_choice`; null where it did not run).
+    #[serde(default)]
+    pub chosen: Option<crate::assess::update_choice::UpdateChoice>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]

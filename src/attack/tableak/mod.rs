@@ -53,6 +53,7 @@ impl Attack for TableakSettings {
             proof: self.subspace && matches!(config.protocol, Protocol::Fedsgd),
             second_layer: self.second_layer,
             fallback: self.prior_fallback,
+            choice: self.update_choice,
         }
     }
 

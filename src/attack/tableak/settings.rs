@@ -47,6 +47,10 @@ pub struct TableakSettings {
     /// the table's marginals where a shadow client the server simulates shows the ensemble's cells
     /// score below them (`assess::fallback`).
     pub prior_fallback: bool,
+    /// On FedAvg in a known order, change pooled rows to their members' rows, their members'
+    /// cells or the first layer's span's rows where the client's simulated update fits the
+    /// observed one better (`assess::update_choice`).
+    pub update_choice: bool,
     /// Run the ensemble by the stopping rule where no proof can reach the batch
     /// (`assess::stopping`): up to `ensemble` members, stopping once a round leaves the cells it
     /// is sure of as they were. False where the caller fixed the ensemble.
@@ -61,6 +65,7 @@ impl Default for TableakSettings {
             subspace: true,
             second_layer: true,
             prior_fallback: true,
+            update_choice: true,
             stop_members: true,
         }
     }

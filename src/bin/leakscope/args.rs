@@ -126,6 +126,11 @@ pub struct AttackArgs {
     /// server simulates shows the table's marginals score higher (by default such cells fall back).
     #[arg(long)]
     pub no_prior_fallback: bool,
+    /// TabLeak on FedAvg in a known order: keep the pooled rows as pooled (by default a pooled row
+    /// changes to a member's row, a member's cell or a span row where the client's simulated
+    /// update then fits the observed one better).
+    #[arg(long)]
+    pub no_update_choice: bool,
     /// Run every member for all its iterations (by default a member whose best loss has gained
     /// less than 0.5 % (or 3e-4) over 400 steps stops).
     #[arg(long)]
@@ -383,6 +388,7 @@ pub fn run_options(table: &TableArgs, attack: &AttackArgs, client: Option<&Clien
         subspace: !attack.no_subspace,
         second_layer: !attack.no_second_layer,
         prior_fallback: !attack.no_prior_fallback,
+        update_choice: !attack.no_update_choice,
         early_stop: !attack.no_early_stop,
         sensitive: attack.sensitive.clone(),
         l2: attack.l2,

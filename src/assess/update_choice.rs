@@ -1,0 +1,238 @@
+//! Which rows a FedAvg client's batch is, chosen by the update they simulate. The pooled rows are
+//! each cell's median over the members, and where the first layer's span holds more rows than the
+//! batch (rows that share most categories combine into others: `SpanRows::telling` is false) it
+//! cannot say which are the batch's. The client's update can: it is a function of the rows in
+//! their order (batches and labels by position) that the server simulates exactly, and the
+//! attack's own objective on decoded rows (1 − cos) scores it. Starting from the pooled rows, each
+//! row tries the rows its members hold (each member's row matched to it), the span's rows nearest
+//! it, and itself with one cell as a member has it; rows of different local batches trade places.
+//! A change is kept only where the simulated update of all the rows fits the observed one better.
+//! FedSGD has its own answer among the span's rows (`assess::span_fit`).
+//!
+//! A better fit is more cells right only where the pooled rows are nearly the batch: it runs where
+//! they already reproduce the update as the report counts it (`UPDATE_FIT_THRESHOLD`, 1 − cos ≤
+//! 0.05). Above it the fit misleads: on Adam clients (0.24–0.33 before) it cost 2–4.5 points and
+//! fell below guessing, on a momentum client attacked for 300 steps (0.09–0.15) the members' whole
+//! rows alone put 28 points of cells wrong; below it, on momentum clients at E = 5, it gained 1.3–6.5
+//! points (docs/results/recipes.md). This is a search, not a proof: the rows it changes stay rows of the ensemble, their changed
+//! cells without the members' confidence (a category at the entropy of a uniform vote, a
+//! continuous value with none).
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+use crate::assess::enumerated::SpanRows;
+use crate::attack::inversion::Simulation;
+use crate::attack::inversion::setup::Setup;
+use crate::client::fedavg::LocalOrder;
+use crate::error::Result;
+use crate::report::reconstruction::UPDATE_FIT_THRESHOLD;
+use crate::table::{Dataset, Value, encode_rows};
+
+/// The span's rows each row tries per sweep: those differing from it in the fewest cells.
+const NEAREST: usize = 8;
+/// Rows each row tries per sweep at most: whole rows first, then one-cell changes by their votes.
+const MOST_TRIED: usize = 32;
+/// Sweeps over the rows at most (a sweep that changes nothing ends the search); on Adult's
+/// momentum client at E = 5 (docs/results/recipes.md) 12 sweeps fitted no better than 4.
+const SWEEPS: usize = 4;
+/// Pairs of rows in different local batches tried per sweep at most (n²/2 grows fast).
+const MOST_PAIRS: usize = 2048;
+/// A change is kept where it lowers 1 − cos by more than this share: float32's rounding of the
+/// simulated update moves it by less.
+const BETTER: f32 = 1e-4;
+
+/// What the search did, as the report states it (`RowDetails::chosen`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct UpdateChoice {
+    /// Whether it searched: only where the pooled rows reproduce the update (`fit_before` at most
+    /// `UPDATE_FIT_THRESHOLD`).
+    pub searched: bool,
+    /// Rows of the first layer's span it could choose from (0: none).
+    pub span_rows: usize,
+    /// Rows of the batch it changed.
+    pub changed_rows: usize,
+    /// 1 − cos of the pooled rows' simulated update against the observed one, before and after.
+    pub fit_before: f64,
+    pub fit_after: f64,
+    /// Client updates it simulated.
+    pub simulations: usize,
+}
+
+impl Setup<'_> {
+    /// Whether the server can simulate the client's update from rows in their positions: a FedAvg
+    /// client whose order it knows (given, or one batch an epoch), classifying, with every cell
+    /// unknown and one round.
+    fn order_known(&self) -> bool {
+        let Simulation::LocalTraining { training, .. } = self.simulation() else {
+            return false;
+        };
+        let n = self.config.rows();
+        (training.order == LocalOrder::Given || training.steps_per_epoch(n) == 1)
+            && self.dataset.target.is_none()
+            && self.scenario.known.is_none()
+            && self.scenario.later_rounds.is_empty()
+    }
+
+    /// The pooled `rows` changed, as the module says, among their members' rows (`matched`: each
+    /// pooled row's members as matched to it) and the span's; `fixed` rows (proved) stay. None
+    /// where it does not apply: switched off, or not FedAvg in a known order.
+    pub(crate) async fn choose_rows(
+        &self,
+        span: Option<&SpanRows>,
+        matched: &[Vec<Vec<Value>>],
+        rows: &mut [Vec<Value>],
+        entropy: Option<&mut Vec<Vec<Option<f64>>>>,
+        fixed: &[bool],
+    ) -> Result<Option<UpdateChoice>> {
+        if !self.config.priors().choice || !self.order_known() || rows.is_empty() {
+            return Ok(None);
+        }
+        let Simulation::LocalTraining { training, .. } = self.simulation() else {
+            return Ok(None);
+        };
+        // A span that leaves continuous values free holds lines of rows, not rows.
+        let span = span.filter(|s| s.free.ncols() == 0 && !s.rows.is_empty());
+        let (dataset, n, d) = (self.dataset, rows.len(), self.dataset.d());
+        let before = rows.to_vec();
+        // Where each row came from: a swap moves a row with its members' confidence.
+        let mut origin: Vec<usize> = (0..n).collect();
+        let mut x = encode_rows(dataset, rows);
+        let mut simulations = 1;
+        let first = self.projected_losses(x.clone(), 1).await?[0];
+        let mut fit = first;
+        let searched = (first as f64) <= UPDATE_FIT_THRESHOLD;
+        let per_step = training.local_batch.max(1);
+        let pairs: Vec<(usize, usize)> = (0..n)
+            .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
+            .filter(|&(a, b)| a / per_step != b / per_step && !fixed[a] && !fixed[b])
+            .collect();
+        let pairs = if pairs.len() <= MOST_PAIRS { pairs } else { Vec::new() };
+        for _ in 0..if searched { SWEEPS } else { 0 } {
+            let mut changed = false;
+            for p in (0..n).filter(|&p| !fixed[p]) {
+                let tried = tries(dataset, span, matched.get(p).map_or(&[][..], |m| &m[..]), &rows[p]);
+                if tried.is_empty() {
+                    continue;
+                }
+                let mut members = Vec::with_capacity(tried.len() * n * d);
+                for row in &tried {
+                    let mut m = x.clone();
+                    m[p * d..(p + 1) * d].copy_from_slice(&encode_rows(dataset, std::slice::from_ref(row)));
+                    members.extend(m);
+                }
+                let losses = self.projected_losses(members, tried.len()).await?;
+                simulations += tried.len();
+                if let Some((k, &loss)) = best(&losses)
+                    && loss < fit * (1.0 - BETTER)
+                {
+                    rows[p] = tried[k].clone();
+                    x[p * d..(p + 1) * d].copy_from_slice(&encode_rows(dataset, &rows[p..p + 1]));
+                    fit = loss;
+                    changed = true;
+                }
+            }
+            if !pairs.is_empty() {
+                let mut members = Vec::with_capacity(pairs.len() * n * d);
+                for &(a, b) in &pairs {
+                    let mut m = x.clone();
+                    for k in 0..d {
+                        m.swap(a * d + k, b * d + k);
+                    }
+                    members.extend(m);
+                }
+                let losses = self.projected_losses(members, pairs.len()).await?;
+                simulations += pairs.len();
+                if let Some((k, &loss)) = best(&losses)
+                    && loss < fit * (1.0 - BETTER)
+                {
+                    let (a, b) = pairs[k];
+                    rows.swap(a, b);
+                    origin.swap(a, b);
+                    x = encode_rows(dataset, rows);
+                    fit = loss;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        let changed_rows = (0..n).filter(|&i| rows[i] != before[i]).count();
+        if let Some(entropy) = entropy {
+            let moved: Vec<Vec<Option<f64>>> = origin.iter().map(|&o| entropy[o].clone()).collect();
+            *entropy = moved;
+            for (i, cells) in entropy.iter_mut().enumerate() {
+                let was = &before[origin[i]];
+                for (f, cell) in cells.iter_mut().enumerate().filter(|(f, _)| was[*f] != rows[i][*f]) {
+                    *cell = match dataset.features[f].is_categorical() {
+                        true => Some(1.0),
+                        false => None,
+                    };
+                }
+            }
+        }
+        Ok(Some(UpdateChoice {
+            searched,
+            span_rows: span.map_or(0, |s| s.rows.len()),
+            changed_rows,
+            fit_before: first as f64,
+            fit_after: fit as f64,
+            simulations,
+        }))
+    }
+}
+
+/// What a row tries: its members' rows, the span's rows nearest it, then the row with one cell as
+/// members have it (the most voted first); none equal to it, at most `MOST_TRIED`.
+fn tries(dataset: &Dataset, span: Option<&SpanRows>, members: &[Vec<Value>], row: &[Value]) -> Vec<Vec<Value>> {
+    let mut out: Vec<Vec<Value>> = Vec::new();
+    let push = |r: Vec<Value>, out: &mut Vec<Vec<Value>>| {
+        if r != row && !out.contains(&r) && out.len() < MOST_TRIED {
+            out.push(r);
+        }
+    };
+    for m in members {
+        push(m.clone(), &mut out);
+    }
+    if let Some(span) = span {
+        let mut near: Vec<(usize, usize)> = span
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (span.differing(dataset, r, row), i))
+            .filter(|&(off, _)| off > 0)
+            .collect();
+        near.sort_unstable();
+        for &(_, i) in near.iter().take(NEAREST) {
+            push(span.rows[i].clone(), &mut out);
+        }
+    }
+    // One cell as a member has it, by how many members have it.
+    let mut cells: Vec<(usize, usize, Value)> = Vec::new();
+    for f in 0..row.len() {
+        let mut seen: Vec<(Value, usize)> = Vec::new();
+        for m in members.iter().filter(|m| m[f] != row[f]) {
+            match seen.iter_mut().find(|(v, _)| *v == m[f]) {
+                Some((_, c)) => *c += 1,
+                None => seen.push((m[f].clone(), 1)),
+            }
+        }
+        cells.extend(seen.into_iter().map(|(v, c)| (c, f, v)));
+    }
+    cells.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    for (_, f, v) in cells {
+        let mut r = row.to_vec();
+        r[f] = v;
+        push(r, &mut out);
+    }
+    out
+}
+
+/// The lowest finite loss and where it is.
+fn best(losses: &[f32]) -> Option<(usize, &f32)> {
+    losses
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.is_finite())
+        .min_by(|a, b| a.1.total_cmp(b.1))
+}
