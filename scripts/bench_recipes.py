@@ -192,6 +192,7 @@ def main():
     ap.add_argument("--iterations", type=int)
     ap.add_argument("--ensemble", type=int)
     ap.add_argument("--timeout", type=float, help="seconds before an attack is given up")
+    ap.add_argument("--told-only", action="store_true", help="skip the 'not told' attacks")
     ap.add_argument("--extra", default="", help="more attack-update arguments, e.g. '--backend cuda'")
     args = ap.parse_args()
 
@@ -255,6 +256,8 @@ def main():
                           "--protocol", "fedavg", "--local-epochs", str(e), "--local-batch", str(args.local_batch),
                           "--client-lr", str(lr), "--batch-size", str(args.rows), "--truth", truth, "--quiet"] + passthrough
                 modes = [("not told", [])] if not told_flags else [("told", told_flags), ("not told", [])]
+                if args.told_only:
+                    modes = modes[:1]
                 for mode, flags in modes:
                     name = mode.replace(" ", "-")
                     report = os.path.join(run_dir, f"{name}.json")
