@@ -58,6 +58,28 @@ pub struct UpdateChoice {
     pub simulations: usize,
 }
 
+impl UpdateChoice {
+    /// In words, for the reports' text.
+    pub fn sentence(&self) -> String {
+        match self.searched {
+            false => format!(
+                "the pooled rows fit the update at 1 − cos = {:.1e}, above {UPDATE_FIT_THRESHOLD}: the update chose no rows \
+                 (a better fit misleads there)",
+                self.fit_before
+            ),
+            true => format!(
+                "the update chose {} of the rows (members' rows or cells{}, or rows trading places): 1 − cos {:.1e} → \
+                 {:.1e}, {} client updates simulated",
+                self.changed_rows,
+                if self.span_rows > 0 { ", span rows" } else { "" },
+                self.fit_before,
+                self.fit_after,
+                self.simulations
+            ),
+        }
+    }
+}
+
 impl Setup<'_> {
     /// Whether the server can simulate the client's update from rows in their positions: a FedAvg
     /// client whose order it knows (given, or one batch an epoch), classifying, with every cell

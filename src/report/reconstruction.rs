@@ -290,6 +290,9 @@ impl ReconstructionReport {
                 .map(|g| format!("{} {}", g.rows, g.provenance.words()))
                 .collect();
             let _ = writeln!(s, "rows: {}", groups.join(", "));
+            if let Some(c) = &self.details.chosen {
+                let _ = writeln!(s, "{}", c.sentence());
+            }
             for reason in self.provenance.iter().flat_map(|g| &g.reasons) {
                 let _ = writeln!(
                     s,

@@ -235,6 +235,9 @@ fn accuracy(r: &Report, s: &mut String) {
         if let Some(e) = r.row_details().and_then(|d| d.ensemble.as_ref()) {
             let _ = writeln!(s, "{}", ensemble_line(e));
         }
+        if let Some(c) = r.row_details().and_then(|d| d.chosen.as_ref()) {
+            let _ = writeln!(s, "{}", c.sentence());
+        }
     }
     if let Some(f) = r.row_details().and_then(|d| d.fallback.as_ref()) {
         fallback_lines(f, s);
