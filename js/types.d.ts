@@ -661,6 +661,11 @@ exhausted: boolean, };
  */
 export type UpdateChoice = { 
 /**
+ * Whether it searched: only where the pooled rows reproduce the update (`fit_before` at most
+ * `UPDATE_FIT_THRESHOLD`).
+ */
+searched: boolean, 
+/**
  * Rows of the first layer's span it could choose from (0: none).
  */
 span_rows: number, 

@@ -206,51 +206,8 @@ impl Setup<'_> {
         let decoded = (in_span.iter().filter(|&&c| c).count(), in_span.len());
         let candidates = config.prior_candidates();
         let ensemble = self.members / candidates.len();
-        let mut fits = Vec::new();
-        type Best = (
-            f32,
-            usize,
-            Vec<Vec<Value>>,
-            Option<Vec<Vec<Option<f64>>>>,
-            Vec<f32>,
-            Vec<Vec<Vec<Value>>>,
-        );
-        let mut best: Option<Best> = None;
-        for (k, _) in candidates.iter().enumerate() {
-            let span = k * ensemble * b * dataset.d()..(k + 1) * ensemble * b * dataset.d();
-            // The unrelaxed baselines have no probabilities.
-            let member_probs = if probs.is_empty() {
-                &probs[..]
-            } else {
-                &probs[span.clone()]
-            };
-            let rows_span = k * ensemble * b..(k + 1) * ensemble * b;
-            let targets = member_targets.get(rows_span.clone()).unwrap_or_default();
-            let certified = if in_span.is_empty() {
-                &in_span[..]
-            } else {
-                &in_span[rows_span]
-            };
-            let (rows, entropy, targets, matched) =
-                self.pool(&x[span], member_probs, certified, targets, ensemble).await?;
-            // Several priors: keep the one whose pooled rows fit the update best.
-            let fit = if candidates.len() > 1 {
-                let fit = self
-                    .projected_losses(with_targets(encode_rows(dataset, &rows), &targets), 1)
-                    .await?[0];
-                fits.push(PriorFit {
-                    lambda: candidates[k],
-                    fit: fit as f64,
-                });
-                fit
-            } else {
-                0.0
-            };
-            if best.as_ref().is_none_or(|(f, ..)| fit < *f) {
-                best = Some((fit, k, rows, entropy, targets, matched));
-            }
-        }
-        let (_, k, mut rows, mut entropy, targets, matched) = best.expect("at least one prior candidate");
+        let (k, (mut rows, mut entropy, targets, matched), fits) =
+            self.pool_best_prior(x, probs, in_span, member_targets).await?;
         let members_x = &x[k * ensemble * b * dataset.d()..(k + 1) * ensemble * b * dataset.d()];
         let first_layer: Vec<bool> = rows.iter().map(|row| proved_rows.contains(row)).collect();
         let chosen = self
@@ -319,6 +276,59 @@ impl Setup<'_> {
             steps: inversion.steps.clone(),
             chosen,
         })
+    }
+
+    /// The members' rows pooled under each epoch-prior candidate's share of them, keeping the
+    /// candidate whose pooled rows fit the update best: its index, its pooling, and every
+    /// candidate's fit (none where there is one candidate).
+    async fn pool_best_prior(
+        &self,
+        x: &[f32],
+        probs: &[f32],
+        in_span: &[bool],
+        member_targets: &[f32],
+    ) -> Result<(usize, Pooled, Vec<PriorFit>)> {
+        let (dataset, b) = (self.dataset, self.config.rows());
+        let candidates = self.config.prior_candidates();
+        let ensemble = self.members / candidates.len();
+        let mut fits = Vec::new();
+        let mut best: Option<(f32, usize, Pooled)> = None;
+        for (k, _) in candidates.iter().enumerate() {
+            let span = k * ensemble * b * dataset.d()..(k + 1) * ensemble * b * dataset.d();
+            // The unrelaxed baselines have no probabilities.
+            let member_probs = if probs.is_empty() {
+                &probs[..]
+            } else {
+                &probs[span.clone()]
+            };
+            let rows_span = k * ensemble * b..(k + 1) * ensemble * b;
+            let targets = member_targets.get(rows_span.clone()).unwrap_or_default();
+            let certified = if in_span.is_empty() {
+                &in_span[..]
+            } else {
+                &in_span[rows_span]
+            };
+            let (rows, entropy, targets, matched) =
+                self.pool(&x[span], member_probs, certified, targets, ensemble).await?;
+            // Several priors: keep the one whose pooled rows fit the update best.
+            let fit = if candidates.len() > 1 {
+                let fit = self
+                    .projected_losses(with_targets(encode_rows(dataset, &rows), &targets), 1)
+                    .await?[0];
+                fits.push(PriorFit {
+                    lambda: candidates[k],
+                    fit: fit as f64,
+                });
+                fit
+            } else {
+                0.0
+            };
+            if best.as_ref().is_none_or(|(f, ..)| fit < *f) {
+                best = Some((fit, k, (rows, entropy, targets, matched)));
+            }
+        }
+        let (_, k, pooled) = best.expect("at least one prior candidate");
+        Ok((k, pooled, fits))
     }
 
     /// A regression's members ([N, rows, d + 1]) as rows of inputs and each row's label

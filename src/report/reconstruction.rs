@@ -49,12 +49,8 @@ pub struct ConfidenceCount {
 /// The format of a received update's report: the name and a version that changes when a field does.
 pub const RECONSTRUCTION_FORMAT: &str = "leakscope-reconstruction/4";
 
-/// The largest 1 − cos between the update the reconstruction would send and the one received
-/// that is called a fit. Measured on full Adult with the client's own encoding: 0 (float32's
-/// rounding) at B = 8, 3.4e-3 at B = 32 (two rows unproved), 1.4e-2 at B = 128 (73 % of cells);
-/// one-hot columns the encoding calls standardised but the client fed raw: 0.18 at B = 8
-/// (docs/results/pipelines.md has the rest).
-pub const UPDATE_FIT_THRESHOLD: f64 = 5e-2;
+/// What counts as reproducing the update (defined where the choice it gates is).
+pub use crate::assess::update_choice::UPDATE_FIT_THRESHOLD;
 
 /// How well the best reconstruction explains the update it came from: without the client's rows,
 /// the one check of the encoding, the model and the recipe stated that the server also has.
