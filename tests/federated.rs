@@ -2,28 +2,18 @@
 //! and each defence pulling TabLeak toward guessing by the amount it should.
 mod common;
 
-use common::adult;
+use common::{adult, run_options};
 use leakscope::options::ProtocolKind;
 use leakscope::table::Dataset;
 use leakscope::{AttackKind, Report, RunOptions, Runtime, run_attack};
-
-fn attack(data: &Dataset, options: RunOptions) -> Report {
-    pollster::block_on(run_attack(
-        &Runtime::cpu(),
-        data,
-        &options.attack_config().unwrap(),
-        &mut |_| true,
-    ))
-    .unwrap()
-}
 
 /// Mean accuracy and mean random baseline over seeds 0 and 1.
 fn over_two_batches(data: &Dataset, options: RunOptions) -> (f64, f64) {
     let reports: Vec<Report> = (0..2)
         .map(|seed| {
-            attack(
+            run_options(
                 data,
-                RunOptions {
+                &RunOptions {
                     seed,
                     ..options.clone()
                 },
@@ -134,9 +124,9 @@ fn under_heavy_noise_the_attack_falls_back_to_the_marginals() {
     let runs = |options: &RunOptions| -> Vec<Report> {
         (0..2)
             .map(|seed| {
-                attack(
+                run_options(
                     &data,
-                    RunOptions {
+                    &RunOptions {
                         seed,
                         ..options.clone()
                     },
@@ -171,9 +161,9 @@ fn under_heavy_noise_the_attack_falls_back_to_the_marginals() {
     assert!(alone < random, "the ensemble alone {alone} vs random {random}");
     assert!(acc >= random - 0.01, "with the fallback {acc} vs random {random}");
     assert!(acc >= alone + 0.1, "with the fallback {acc} vs alone {alone}");
-    let open = attack(
+    let open = run_options(
         &data,
-        RunOptions {
+        &RunOptions {
             batch_size: 8,
             ..RunOptions::default()
         },

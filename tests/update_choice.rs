@@ -5,21 +5,11 @@
 //! FedSGD, or switched off, it does not run.
 mod common;
 
-use common::adult;
+use common::{adult, run_options};
 use leakscope::client::fedavg::LocalOrder;
 use leakscope::options::ProtocolKind;
 use leakscope::table::Dataset;
-use leakscope::{Report, RunOptions, Runtime, run_attack};
-
-fn attack(data: &Dataset, options: &RunOptions) -> Report {
-    pollster::block_on(run_attack(
-        &Runtime::cpu(),
-        data,
-        &options.attack_config().unwrap(),
-        &mut |_| true,
-    ))
-    .unwrap()
-}
+use leakscope::{Report, RunOptions};
 
 /// A momentum client of `rows` rows, `epochs` epochs of batches of `local`, attacked for
 /// `iterations` steps by 6 members.
@@ -40,8 +30,8 @@ fn momentum_client(rows: usize, local: usize, epochs: usize, iterations: usize, 
 
 /// The report with the choice, and without it.
 fn with_and_without(data: &Dataset, options: &RunOptions) -> (Report, Report) {
-    let chosen = attack(data, options);
-    let pooled = attack(
+    let chosen = run_options(data, options);
+    let pooled = run_options(
         data,
         &RunOptions {
             update_choice: false,
@@ -106,7 +96,7 @@ fn the_update_chooses_nothing_where_the_order_is_unknown_or_on_fedsgd() {
         ..options
     };
     // Reshuffled rows, four batches an epoch: the order is unknown, the update cannot be replayed.
-    let shuffled = attack(
+    let shuffled = run_options(
         &data,
         &short(RunOptions {
             local_order: LocalOrder::Shuffled,
@@ -115,7 +105,7 @@ fn the_update_chooses_nothing_where_the_order_is_unknown_or_on_fedsgd() {
     );
     assert!(shuffled.row_details().unwrap().chosen.is_none());
     // Reshuffled rows in one batch an epoch: every order gives the same update.
-    let one_batch = attack(
+    let one_batch = run_options(
         &data,
         &short(RunOptions {
             local_order: LocalOrder::Shuffled,
@@ -124,7 +114,7 @@ fn the_update_chooses_nothing_where_the_order_is_unknown_or_on_fedsgd() {
         }),
     );
     assert!(one_batch.row_details().unwrap().chosen.is_some());
-    let fedsgd = attack(
+    let fedsgd = run_options(
         &data,
         &short(RunOptions {
             batch_size: 8,

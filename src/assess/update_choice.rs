@@ -24,7 +24,7 @@ use ts_rs::TS;
 use crate::assess::enumerated::SpanRows;
 use crate::attack::inversion::Simulation;
 use crate::attack::inversion::setup::Setup;
-use crate::client::fedavg::LocalOrder;
+use crate::client::fedavg::{LocalOrder, LocalTraining};
 use crate::error::Result;
 use crate::table::{Dataset, Value, encode_rows};
 
@@ -89,18 +89,19 @@ impl UpdateChoice {
 }
 
 impl Setup<'_> {
-    /// Whether the server can simulate the client's update from rows in their positions: a FedAvg
-    /// client whose order it knows (given, or one batch an epoch), classifying, with every cell
-    /// unknown and one round.
-    fn order_known(&self) -> bool {
+    /// The client's local training where the server can simulate its update from rows in their
+    /// positions: a FedAvg client whose order it knows (given, or one batch an epoch),
+    /// classifying, with every cell unknown and one round; None elsewhere.
+    fn known_order(&self) -> Option<LocalTraining> {
         let Simulation::LocalTraining { training, .. } = self.simulation() else {
-            return false;
+            return None;
         };
         let n = self.config.rows();
-        (training.order == LocalOrder::Given || training.steps_per_epoch(n) == 1)
+        ((training.order == LocalOrder::Given || training.steps_per_epoch(n) == 1)
             && self.dataset.target.is_none()
             && self.scenario.known.is_none()
-            && self.scenario.later_rounds.is_empty()
+            && self.scenario.later_rounds.is_empty())
+        .then_some(training)
     }
 
     /// The pooled `rows` changed, as the module says, among their members' rows (`matched`: each
@@ -114,30 +115,39 @@ impl Setup<'_> {
         entropy: Option<&mut Vec<Vec<Option<f64>>>>,
         fixed: &[bool],
     ) -> Result<Option<UpdateChoice>> {
-        if !self.config.priors().choice || !self.order_known() || rows.is_empty() {
-            return Ok(None);
-        }
-        let Simulation::LocalTraining { training, .. } = self.simulation() else {
+        let Some(training) = self
+            .known_order()
+            .filter(|_| self.config.priors().choice && !rows.is_empty())
+        else {
             return Ok(None);
         };
         // A span that leaves continuous values free holds lines of rows, not rows.
         let span = span.filter(|s| s.free.ncols() == 0 && !s.rows.is_empty());
         let (dataset, n, d) = (self.dataset, rows.len(), self.dataset.d());
+        let mut x = encode_rows(dataset, rows);
+        let first = self.projected_losses(x.clone(), 1).await?[0];
+        let mut choice = UpdateChoice {
+            searched: (first as f64) <= UPDATE_FIT_THRESHOLD,
+            span_rows: span.map_or(0, |s| s.rows.len()),
+            changed_rows: 0,
+            fit_before: first as f64,
+            fit_after: first as f64,
+            simulations: 1,
+        };
+        if !choice.searched {
+            return Ok(Some(choice));
+        }
         let before = rows.to_vec();
         // Where each row came from: a swap moves a row with its members' confidence.
         let mut origin: Vec<usize> = (0..n).collect();
-        let mut x = encode_rows(dataset, rows);
-        let mut simulations = 1;
-        let first = self.projected_losses(x.clone(), 1).await?[0];
         let mut fit = first;
-        let searched = (first as f64) <= UPDATE_FIT_THRESHOLD;
         let per_step = training.local_batch.max(1);
         let pairs: Vec<(usize, usize)> = (0..n)
             .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
             .filter(|&(a, b)| a / per_step != b / per_step && !fixed[a] && !fixed[b])
             .collect();
         let pairs = if pairs.len() <= MOST_PAIRS { pairs } else { Vec::new() };
-        for _ in 0..if searched { SWEEPS } else { 0 } {
+        for _ in 0..SWEEPS {
             let mut changed = false;
             for p in (0..n).filter(|&p| !fixed[p]) {
                 let tried = tries(dataset, span, matched.get(p).map_or(&[][..], |m| &m[..]), &rows[p]);
@@ -146,12 +156,12 @@ impl Setup<'_> {
                 }
                 let mut members = Vec::with_capacity(tried.len() * n * d);
                 for row in &tried {
-                    let mut m = x.clone();
-                    m[p * d..(p + 1) * d].copy_from_slice(&encode_rows(dataset, std::slice::from_ref(row)));
-                    members.extend(m);
+                    let at = members.len() + p * d;
+                    members.extend_from_slice(&x);
+                    members[at..at + d].copy_from_slice(&encode_rows(dataset, std::slice::from_ref(row)));
                 }
                 let losses = self.projected_losses(members, tried.len()).await?;
-                simulations += tried.len();
+                choice.simulations += tried.len();
                 if let Some((k, &loss)) = best(&losses)
                     && loss < fit * (1.0 - BETTER)
                 {
@@ -164,21 +174,19 @@ impl Setup<'_> {
             if !pairs.is_empty() {
                 let mut members = Vec::with_capacity(pairs.len() * n * d);
                 for &(a, b) in &pairs {
-                    let mut m = x.clone();
-                    for k in 0..d {
-                        m.swap(a * d + k, b * d + k);
-                    }
-                    members.extend(m);
+                    let at = members.len();
+                    members.extend_from_slice(&x);
+                    swap_rows(&mut members[at..], a, b, d);
                 }
                 let losses = self.projected_losses(members, pairs.len()).await?;
-                simulations += pairs.len();
+                choice.simulations += pairs.len();
                 if let Some((k, &loss)) = best(&losses)
                     && loss < fit * (1.0 - BETTER)
                 {
                     let (a, b) = pairs[k];
                     rows.swap(a, b);
                     origin.swap(a, b);
-                    x = encode_rows(dataset, rows);
+                    swap_rows(&mut x, a, b, d);
                     fit = loss;
                     changed = true;
                 }
@@ -187,7 +195,8 @@ impl Setup<'_> {
                 break;
             }
         }
-        let changed_rows = (0..n).filter(|&i| rows[i] != before[i]).count();
+        choice.changed_rows = (0..n).filter(|&i| rows[i] != before[i]).count();
+        choice.fit_after = fit as f64;
         if let Some(entropy) = entropy {
             let moved: Vec<Vec<Option<f64>>> = origin.iter().map(|&o| entropy[o].clone()).collect();
             *entropy = moved;
@@ -201,15 +210,14 @@ impl Setup<'_> {
                 }
             }
         }
-        Ok(Some(UpdateChoice {
-            searched,
-            span_rows: span.map_or(0, |s| s.rows.len()),
-            changed_rows,
-            fit_before: first as f64,
-            fit_after: fit as f64,
-            simulations,
-        }))
+        Ok(Some(choice))
     }
+}
+
+/// Rows `a` < `b` of `x` ([rows, d]) trade places.
+fn swap_rows(x: &mut [f32], a: usize, b: usize, d: usize) {
+    let (head, tail) = x.split_at_mut(b * d);
+    head[a * d..(a + 1) * d].swap_with_slice(&mut tail[..d]);
 }
 
 /// What a row tries: its members' rows, the span's rows nearest it, then the row with one cell as

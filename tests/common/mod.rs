@@ -27,6 +27,18 @@ pub fn adult() -> Dataset {
     dataset("adult-sample.csv", "salary")
 }
 
+/// The attack `options` describe, on the CPU, run to its report.
+#[allow(dead_code)]
+pub fn run_options(data: &Dataset, options: &leakscope::RunOptions) -> leakscope::Report {
+    pollster::block_on(leakscope::run_attack(
+        &leakscope::Runtime::cpu(),
+        data,
+        &options.attack_config().unwrap(),
+        &mut |_| true,
+    ))
+    .unwrap()
+}
+
 /// TabLeak with `ensemble` members, all of them (no stopping rule), and its other settings at
 /// their defaults.
 #[allow(dead_code)]
