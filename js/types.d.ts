@@ -121,7 +121,8 @@ secondLayer?: boolean,
 priorFallback?: boolean, 
 /**
  * TabLeak on FedAvg in a known order: let the client's simulated update choose among the
- * members' rows and cells (default on; see `TableakSettings::update_choice`).
+ * members' rows and cells, and run the ensemble again from the rows it chose (default on;
+ * see `TableakSettings::update_choice`).
  */
 updateChoice?: boolean, 
 /**
@@ -680,7 +681,25 @@ fit_before: number, fit_after: number,
 /**
  * Client updates it simulated.
  */
-simulations: number, };
+simulations: number, 
+/**
+ * The ensemble run again from the chosen rows (`assess::refine`; None where it did not run).
+ */
+rerun: Rerun | null, };
+
+/**
+ * The ensemble run again from the rows the update chose, pooled and chosen in turn.
+ */
+export type Rerun = { 
+/**
+ * 1 − cos of the rerun's rows (after its own choice) against the observed update; the first
+ * rows' is the choice's `fit_after`.
+ */
+fit: number, 
+/**
+ * Whether its rows are the report's: only where they fit better.
+ */
+kept: boolean, };
 
 /**
  * How a reconstructed row was obtained.
@@ -839,7 +858,8 @@ prior_fallback: boolean,
 /**
  * On FedAvg in a known order, change pooled rows to their members' rows, their members'
  * cells or the first layer's span's rows where the client's simulated update fits the
- * observed one better (`assess::update_choice`).
+ * observed one better (`assess::update_choice`), then run the ensemble again from the rows
+ * chosen and keep its rows where they fit better still (`assess::refine`).
  */
 update_choice: boolean, 
 /**

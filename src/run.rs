@@ -60,7 +60,7 @@ async fn assess(
 ) -> Result<Report> {
     match flow(setup.config) {
         Flow::Rows => {
-            let recon = setup.reconstruction(inverted).await?;
+            let recon = setup.reconstruction(inverted, progress).await?;
             let calibration = setup.fallback(&recon, progress).await?;
             setup.report_rows(recon, calibration, seconds)
         }
@@ -226,7 +226,8 @@ async fn answer_from(setup: &mut Setup<'_>, parts: Vec<Members>, seconds: f64) -
 /// B = 32 on Adult it is most of the attack).
 async fn proved_report(setup: &Setup<'_>, inverted: Members, seconds: f64) -> Result<Option<Report>> {
     let proving = web_time::Instant::now();
-    let recon = setup.reconstruct(inverted).await?;
+    // An early answer is FedSGD's: nothing after the pooling inverts (`assess::refine` is FedAvg's).
+    let recon = setup.reconstruct(inverted, &mut |_| true).await?;
     if !recon.provenance.iter().all(|p| *p == Provenance::Proved) {
         return Ok(None);
     }
@@ -339,7 +340,9 @@ pub async fn attack_received(
 ) -> Result<ReconstructionReport> {
     let start = web_time::Instant::now();
     let (setup, inverted) = invert_received(runtime, dataset, config, received, progress).await?;
-    let report = setup.assess_received(inverted, start.elapsed().as_secs_f64()).await?;
+    let report = setup
+        .assess_received(inverted, start.elapsed().as_secs_f64(), progress)
+        .await?;
     // The proofs and the pooling are part of the attack's time.
     Ok(ReconstructionReport {
         seconds: start.elapsed().as_secs_f64(),
@@ -432,7 +435,7 @@ pub async fn prove_candidates(
         loss_curve: Vec::new(),
         steps: vec![0; members.len()],
     };
-    let report = setup.assess_received(inverted, 0.0).await?;
+    let report = setup.assess_received(inverted, 0.0, &mut |_| true).await?;
     Ok(ReconstructionReport {
         seconds: start.elapsed().as_secs_f64(),
         ..report

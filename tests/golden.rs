@@ -565,6 +565,7 @@ fn early_stopping_retires_the_same_members_on_the_kernel_and_the_definition() {
             tolerance: 0.1,
             absolute: 0.0,
         }),
+        starts: None,
     };
     let host = HostProblem::new(ProblemSpec::new(
         &p,

@@ -74,6 +74,7 @@ fn generated() -> String {
         declaration::<leakscope::attack::inversion::ensemble::RoundChange>(),
         declaration::<leakscope::assess::fallback::FallbackSummary>(),
         declaration::<leakscope::assess::update_choice::UpdateChoice>(),
+        declaration::<leakscope::assess::update_choice::Rerun>(),
         declaration::<leakscope::report::Provenance>(),
         declaration::<leakscope::report::ProvenanceGroup>(),
         declaration::<leakscope::report::ReasonCount>(),

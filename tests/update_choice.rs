@@ -63,6 +63,14 @@ fn the_update_keeps_only_rows_that_fit_it_better() {
     assert!(choice.searched && choice.fit_before <= 0.05, "{choice:?}");
     assert!(choice.changed_rows > 0 && choice.simulations > 1, "{choice:?}");
     assert!(choice.fit_after < choice.fit_before * (1.0 - 1e-4), "{choice:?}");
+    // The ensemble ran again from the chosen rows (some row is unproved) and gave the rows only
+    // where they fit better still.
+    let rerun = choice
+        .rerun
+        .clone()
+        .expect("the ensemble runs again from the chosen rows");
+    assert!(rerun.fit.is_finite(), "{choice:?}");
+    assert_eq!(rerun.kept, rerun.fit < choice.fit_after, "{choice:?}");
     assert!(
         chosen.accuracy.total >= pooled.accuracy.total,
         "{} < {}",

@@ -289,7 +289,7 @@ impl Setup<'_> {
                 shadow.invert_as_shadow(all, progress).await?
             }
         };
-        let recon = shadow.reconstruct(inverted).await?;
+        let recon = shadow.reconstruct(inverted, progress).await?;
         let (Some(truth), Some(entropy)) = (&shadow.scenario.truth, &recon.entropy) else {
             return Ok(None);
         };

@@ -7,6 +7,7 @@ pub mod matching;
 mod peeled;
 pub mod pooling;
 pub mod reconstruct;
+mod refine;
 pub mod rows;
 pub mod scoring;
 mod span_fit;

@@ -118,8 +118,8 @@ pub fn why_not_proved(unproved: &[Option<Unproved>]) -> Vec<Option<String>> {
 
 impl Setup<'_> {
     /// Match and pool the ensemble into one reconstruction (choosing the epoch prior's weight
-    /// where several ran).
-    pub async fn reconstruct(&self, inversion: Members) -> Result<Reconstruction> {
+    /// where several ran); `reconstruct` runs it again from it (`assess::refine`).
+    pub(crate) async fn reconstruct_once(&self, inversion: Members) -> Result<Reconstruction> {
         let (dataset, config) = (self.dataset, self.config);
         let b = config.rows();
         // A regression's members carry each row's label after its inputs.

@@ -18,7 +18,11 @@ use crate::table::{Dataset, Value, encode_rows};
 impl Setup<'_> {
     /// Match and pool the ensemble (None: the random baseline, which inverts nothing) into one
     /// reconstruction, for `report_rows`.
-    pub async fn reconstruction(&self, inverted: Option<Members>) -> Result<Reconstruction> {
+    pub async fn reconstruction(
+        &self,
+        inverted: Option<Members>,
+        progress: &mut dyn FnMut(&Progress) -> bool,
+    ) -> Result<Reconstruction> {
         Ok(match inverted {
             None => Reconstruction {
                 rows: self.random_guess(),
@@ -38,7 +42,7 @@ impl Setup<'_> {
                 steps: Vec::new(),
                 chosen: None,
             },
-            Some(inversion) => self.reconstruct(inversion).await?,
+            Some(inversion) => self.reconstruct(inversion, progress).await?,
         })
     }
 
@@ -185,8 +189,13 @@ impl Setup<'_> {
     }
 
     /// A received update's reconstruction, without truth to score against.
-    pub async fn assess_received(&self, inverted: Members, seconds: f64) -> Result<ReconstructionReport> {
-        let recon = self.reconstruct(inverted).await?;
+    pub async fn assess_received(
+        &self,
+        inverted: Members,
+        seconds: f64,
+        progress: &mut dyn FnMut(&Progress) -> bool,
+    ) -> Result<ReconstructionReport> {
+        let recon = self.reconstruct(inverted, progress).await?;
         let fit = self.update_fit(&recon).await?;
         Ok(self.received_report(recon, fit, None, seconds))
     }

@@ -64,12 +64,35 @@ pub struct UpdateChoice {
     pub fit_after: f64,
     /// Client updates it simulated.
     pub simulations: usize,
+    /// The ensemble run again from the chosen rows (`assess::refine`; None where it did not run).
+    pub rerun: Option<Rerun>,
+}
+
+/// The ensemble run again from the rows the update chose, pooled and chosen in turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct Rerun {
+    /// 1 − cos of the rerun's rows (after its own choice) against the observed update; the first
+    /// rows' is the choice's `fit_after`.
+    pub fit: f64,
+    /// Whether its rows are the report's: only where they fit better.
+    pub kept: bool,
 }
 
 impl UpdateChoice {
     /// In words, for the reports' text.
     pub fn sentence(&self) -> String {
-        match self.searched {
+        let rerun = match &self.rerun {
+            None => String::new(),
+            Some(r) => format!(
+                "; the ensemble run again from them fitted {:.1e}{}",
+                r.fit,
+                match r.kept {
+                    true => " and gave the rows",
+                    false => ", no better: the first rows are kept",
+                }
+            ),
+        };
+        let choice = match self.searched {
             false => format!(
                 "the pooled rows fit the update at 1 − cos = {:.1e}, above {UPDATE_FIT_THRESHOLD}: the update chose no rows \
                  (a better fit misleads there)",
@@ -84,7 +107,8 @@ impl UpdateChoice {
                 self.fit_after,
                 self.simulations
             ),
-        }
+        };
+        choice + &rerun
     }
 }
 
@@ -133,6 +157,7 @@ impl Setup<'_> {
             fit_before: first as f64,
             fit_after: first as f64,
             simulations: 1,
+            rerun: None,
         };
         if !choice.searched {
             return Ok(Some(choice));

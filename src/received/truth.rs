@@ -144,7 +144,7 @@ pub async fn attack_received_against(
     let recipe_check = check_recipe(config, &in_terms, truth).await?;
     let (setup, inverted) = invert_in_dataset_terms(runtime, dataset, config, &in_terms, progress).await?;
     // The report's rows are formatted text: score the pooled rows themselves, reconstructed once.
-    let mut recon = setup.reconstruct(inverted).await?;
+    let mut recon = setup.reconstruct(inverted, progress).await?;
     let fit = setup.update_fit(&recon).await?;
     let rules = Rule::of(&dataset.features);
     let guess = random_rows(truth, truth.n(), seed_for(config.seed, 5));

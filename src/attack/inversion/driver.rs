@@ -24,6 +24,9 @@ pub struct InversionConfig {
     pub report_every: usize,
     /// When members stop before `iterations` (None: every member runs them all).
     pub early_stop: Option<EarlyStop>,
+    /// Every member's start in the relaxation's variables ([members of the ensemble, batch, d]),
+    /// where the members start from given rows (`assess::refine`); None: the seeded uniform draw.
+    pub starts: Option<std::sync::Arc<[f32]>>,
 }
 
 /// A member stops once its best loss so far, looked at every `every` steps, has improved over the
@@ -445,6 +448,9 @@ pub fn initial_rows(len: usize, seed: u64) -> Vec<f32> {
 /// The starts of the members this call inverts: a slice of the whole ensemble's one seeded draw.
 pub fn member_starts(config: &InversionConfig) -> Vec<f32> {
     let len = config.batch * config.d;
+    if let Some(starts) = &config.starts {
+        return starts[config.first_member * len..(config.first_member + config.members) * len].to_vec();
+    }
     let mut z = initial_rows((config.first_member + config.members) * len, config.seed);
     z.drain(..config.first_member * len);
     z
@@ -492,6 +498,7 @@ mod tests {
             seed: 0,
             report_every: 10,
             early_stop: None,
+            starts: None,
         }
     }
 

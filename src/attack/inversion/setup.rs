@@ -204,6 +204,19 @@ impl<'a> Setup<'a> {
         cadence: Cadence,
         progress: &mut dyn FnMut(&Progress) -> bool,
     ) -> Result<Members> {
+        self.invert_from(range, config, cadence, None, progress).await
+    }
+
+    /// `invert_with`, the members starting at `starts` (the relaxation's variables of the whole
+    /// ensemble, `InversionConfig::starts`) where given.
+    pub async fn invert_from(
+        &self,
+        range: MemberRange,
+        config: &AttackConfig,
+        cadence: Cadence,
+        starts: Option<std::sync::Arc<[f32]>>,
+        progress: &mut dyn FnMut(&Progress) -> bool,
+    ) -> Result<Members> {
         self.check_range(range)?;
         let inv_config = InversionConfig {
             members: range.count,
@@ -215,6 +228,7 @@ impl<'a> Setup<'a> {
             seed: seed_for(config.seed, 6),
             report_every: config.report_every,
             early_stop: config.early_stop.then_some(EARLY_STOP),
+            starts,
         };
         let spec = self.spec();
         let inversion = match self.engine() {

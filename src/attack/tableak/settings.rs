@@ -49,7 +49,8 @@ pub struct TableakSettings {
     pub prior_fallback: bool,
     /// On FedAvg in a known order, change pooled rows to their members' rows, their members'
     /// cells or the first layer's span's rows where the client's simulated update fits the
-    /// observed one better (`assess::update_choice`).
+    /// observed one better (`assess::update_choice`), then run the ensemble again from the rows
+    /// chosen and keep its rows where they fit better still (`assess::refine`).
     pub update_choice: bool,
     /// Run the ensemble by the stopping rule where no proof can reach the batch
     /// (`assess::stopping`): up to `ensemble` members, stopping once a round leaves the cells it
