@@ -101,9 +101,12 @@ async fn run_timed(
     // reported as one count of steps over all of them, so that progress never goes back.
     let early = may_answer_early(&setup);
     let shadow = matches!(flow(config), Flow::Rows) && setup.wants_fallback();
+    // FedAvg in a known order may run the batch's ensemble, and the shadow's, again
+    // (`assess::refine`): each such stage after the first adds its steps.
+    let again = usize::from(matches!(flow(config), Flow::Rows) && setup.may_run_again());
     let iterations = config.iterations;
     let first = if early { EARLY_ANSWER_STEPS } else { 0 };
-    let planned = first + iterations + if shadow { iterations } else { 0 };
+    let planned = first + iterations * (1 + again + if shadow { 1 + again } else { 0 });
     let at = |before: usize, p: &Progress| Progress {
         step: before + p.step,
         of: planned,
@@ -117,7 +120,17 @@ async fn run_timed(
         _ => Some(invert_ensemble(&mut setup, &mut |p| progress(&at(first, p))).await?),
     };
     let seconds = start.elapsed().as_secs_f64();
-    let report = assess(&setup, inverted, seconds, &mut |p| progress(&at(first + iterations, p))).await?;
+    // The stages after the inversion (a rerun, the shadow, its rerun) each start their steps
+    // again: each new phase counts on from where the last one planned to end.
+    let (mut stage, mut phase) = (0, None::<String>);
+    let mut staged = |p: &Progress| {
+        if phase.as_ref().is_some_and(|last| *last != p.phase) {
+            stage += 1;
+        }
+        phase = Some(p.phase.clone());
+        progress(&at(first + iterations * (1 + stage), p))
+    };
+    let report = assess(&setup, inverted, seconds, &mut staged).await?;
     // The shadow client's run is part of the attack's time.
     Ok(Report {
         seconds: start.elapsed().as_secs_f64(),

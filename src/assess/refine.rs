@@ -84,6 +84,12 @@ impl Setup<'_> {
         Ok(out)
     }
 
+    /// Whether the ensemble may run again after it is pooled (FedAvg in a known order, the choice
+    /// on): a run's progress plans its steps (`run::run_attack`).
+    pub fn may_run_again(&self) -> bool {
+        self.config.priors().choice && self.known_order().is_some()
+    }
+
     /// Whether the ensemble runs again: FedAvg in a known order with the choice on (it stated
     /// its fit), the pooled rows within `GATE` of the update, and a row left that no proof reached.
     fn refines(&self, recon: &Reconstruction) -> bool {

@@ -116,7 +116,7 @@ impl Setup<'_> {
     /// The client's local training where the server can simulate its update from rows in their
     /// positions: a FedAvg client whose order it knows (given, or one batch an epoch),
     /// classifying, with every cell unknown and one round; None elsewhere.
-    fn known_order(&self) -> Option<LocalTraining> {
+    pub(crate) fn known_order(&self) -> Option<LocalTraining> {
         let Simulation::LocalTraining { training, .. } = self.simulation() else {
             return None;
         };
