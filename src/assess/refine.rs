@@ -164,17 +164,7 @@ fn starts(dataset: &Dataset, layout: &Layout, rows: &[Vec<Value>], members: usiz
 mod tests {
     use super::*;
     use crate::attack::inversion::pointwise::{sigmoid_relax, softmax_logit};
-    use crate::table::{DatasetOptions, parse_csv};
-
-    fn adult() -> Dataset {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/data/adult-sample.csv");
-        let raw = parse_csv(&std::fs::read(path).unwrap(), usize::MAX).unwrap();
-        let options = DatasetOptions {
-            label: "salary".into(),
-            ..Default::default()
-        };
-        Dataset::from_raw(&raw, &options).unwrap()
-    }
+    use crate::table::adult_sample as adult;
 
     /// The relaxation (SPEC §4) of z, as every engine computes it, on the host in f64.
     fn relax(layout: &Layout, z: &[f32]) -> Vec<f32> {

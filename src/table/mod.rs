@@ -13,6 +13,18 @@ pub mod pipeline;
 pub mod schema;
 pub mod target;
 
+/// The bundled Adult sample, labelled by salary: the table the unit tests read.
+#[cfg(test)]
+pub(crate) fn adult_sample() -> Dataset {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/data/adult-sample.csv");
+    let raw = parse_csv(&std::fs::read(path).unwrap(), usize::MAX).unwrap();
+    let options = DatasetOptions {
+        label: "salary".into(),
+        ..Default::default()
+    };
+    Dataset::from_raw(&raw, &options).unwrap()
+}
+
 pub use batch::{draw_batch, encode_rows};
 pub use csv_input::{MAX_CSV_BYTES, RawTable, parse_csv};
 pub use dataset::{Dataset, DatasetOptions, Feature, FeatureKind, Value};

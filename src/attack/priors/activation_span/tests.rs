@@ -2,20 +2,7 @@ use super::certify::Certified;
 use super::*;
 use crate::config::AttackConfig;
 use crate::scenario::Scenario;
-use crate::table::{DatasetOptions, parse_csv};
-
-fn adult() -> Dataset {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/data/adult-sample.csv");
-    let raw = parse_csv(&std::fs::read(path).unwrap(), usize::MAX).unwrap();
-    Dataset::from_raw(
-        &raw,
-        &DatasetOptions {
-            label: "salary".into(),
-            ..Default::default()
-        },
-    )
-    .unwrap()
-}
+use crate::table::adult_sample as adult;
 
 /// Beyond the batch size the default network leaves room for, the span is refused with its
 /// rank and the largest batch it would prove.
