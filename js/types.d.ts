@@ -685,7 +685,12 @@ simulations: number,
 /**
  * The ensemble run again from the chosen rows (`assess::refine`; None where it did not run).
  */
-rerun: Rerun | null, };
+rerun: Rerun | null, 
+/**
+ * A reshuffling client: the order of each epoch the update chose (`assess::epoch_orders`;
+ * None for a client in a known order).
+ */
+orders?: EpochOrders, };
 
 /**
  * The ensemble run again from the rows the update chose, pooled and chosen in turn.
@@ -700,6 +705,24 @@ fit: number,
  * Whether its rows are the report's: only where they fit better.
  */
 kept: boolean, };
+
+/**
+ * The epochs' orders of a reshuffling client, as the update chose them.
+ */
+export type EpochOrders = { 
+/**
+ * `order[e][j]`: the reconstruction's row the client visited j-th in epoch e.
+ */
+order: Array<Array<number>>, 
+/**
+ * 1 − cos of the pooled rows in the orders the best member's epoch copies gave, and in the
+ * orders after rows traded places (the choice's `fit_before`).
+ */
+fit_proposed: number, fit: number, 
+/**
+ * Client updates simulated for them.
+ */
+simulations: number, };
 
 /**
  * How a reconstructed row was obtained.

@@ -75,6 +75,7 @@ fn generated() -> String {
         declaration::<leakscope::assess::fallback::FallbackSummary>(),
         declaration::<leakscope::assess::update_choice::UpdateChoice>(),
         declaration::<leakscope::assess::update_choice::Rerun>(),
+        declaration::<leakscope::assess::update_choice::EpochOrders>(),
         declaration::<leakscope::report::Provenance>(),
         declaration::<leakscope::report::ProvenanceGroup>(),
         declaration::<leakscope::report::ReasonCount>(),

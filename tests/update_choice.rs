@@ -1,8 +1,8 @@
 //! The categories a FedAvg client's simulated update chooses (`assess::update_choice`), on real data
 //! with fixed seeds: where the client's order is known the choice runs, keeps only changes that
 //! fit the update better, and scores more cells than the pooled rows it
-//! started from; where the order is not known (reshuffled rows, several batches an epoch), on
-//! FedSGD, or switched off, it does not run.
+//! started from; where the client reshuffles its rows the update chooses each epoch's order
+//! first (`assess::epoch_orders`); on FedSGD, or switched off, it does not run.
 mod common;
 
 use common::{adult, run_options};
@@ -104,14 +104,61 @@ fn the_update_chooses_nothing_where_the_pooled_rows_do_not_fit_it() {
     assert!(chosen.accuracy.total >= pooled.accuracy.total, "{choice:?}");
 }
 
+/// A client that reshuffles its rows (32 rows, 3 epochs of batches of 8, momentum, 1500 steps):
+/// the update chooses each epoch's order from the members' epoch copies, keeps rows trading
+/// places only where they fit better, then chooses the rows in those orders; the ensemble runs
+/// again from them, and the rows are no worse than the pooled ones.
 #[test]
-fn the_update_chooses_nothing_where_the_order_is_unknown_or_on_fedsgd() {
+fn the_update_chooses_a_reshuffling_clients_orders_then_its_rows() {
+    let data = adult();
+    let options = RunOptions {
+        local_order: LocalOrder::Shuffled,
+        ..momentum_client(32, 8, 3, 1500, 2)
+    };
+    let (chosen, pooled) = with_and_without(&data, &options);
+    let choice = chosen
+        .row_details()
+        .and_then(|d| d.chosen.clone())
+        .expect("a reshuffling client's orders are chosen");
+    eprintln!(
+        "chosen {:.3}, pooled {:.3}, random {:.3}; {choice:?}",
+        chosen.accuracy.total, pooled.accuracy.total, chosen.random_baseline
+    );
+    let orders = choice.orders.clone().expect("the epochs' orders");
+    assert_eq!(orders.order.len(), 3);
+    for order in &orders.order {
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..32).collect::<Vec<_>>(), "each epoch visits every row once");
+    }
+    assert!(
+        orders.fit <= orders.fit_proposed && orders.simulations > 6,
+        "{orders:?}"
+    );
+    assert_eq!(
+        choice.fit_before, orders.fit,
+        "the rows are chosen in the chosen orders"
+    );
+    assert!(choice.fit_after <= choice.fit_before, "{choice:?}");
+    if let Some(rerun) = &choice.rerun {
+        assert_eq!(rerun.kept, rerun.fit < choice.fit_after, "{choice:?}");
+    }
+    assert!(
+        chosen.accuracy.total >= pooled.accuracy.total,
+        "{} < {}",
+        chosen.accuracy.total,
+        pooled.accuracy.total
+    );
+}
+
+#[test]
+fn the_update_chooses_nothing_on_fedsgd_and_no_order_where_it_is_known() {
     let data = adult();
     let short = |options: RunOptions| RunOptions {
         ensemble: Some(2),
         ..options
     };
-    // Reshuffled rows, four batches an epoch: the order is unknown, the update cannot be replayed.
+    // Reshuffled rows, four batches an epoch: the orders are chosen with the rows.
     let shuffled = run_options(
         &data,
         &short(RunOptions {
@@ -119,8 +166,9 @@ fn the_update_chooses_nothing_where_the_order_is_unknown_or_on_fedsgd() {
             ..momentum_client(32, 8, 3, 20, 0)
         }),
     );
-    assert!(shuffled.row_details().unwrap().chosen.is_none());
-    // Reshuffled rows in one batch an epoch: every order gives the same update.
+    let choice = shuffled.row_details().unwrap().chosen.clone().expect("orders chosen");
+    assert_eq!(choice.orders.map(|o| o.order.len()), Some(3));
+    // Reshuffled rows in one batch an epoch: every order gives the same update, none is chosen.
     let one_batch = run_options(
         &data,
         &short(RunOptions {
@@ -129,7 +177,8 @@ fn the_update_chooses_nothing_where_the_order_is_unknown_or_on_fedsgd() {
             ..momentum_client(32, 8, 3, 20, 0)
         }),
     );
-    assert!(one_batch.row_details().unwrap().chosen.is_some());
+    let choice = one_batch.row_details().unwrap().chosen.clone().expect("a known order");
+    assert!(choice.orders.is_none());
     let fedsgd = run_options(
         &data,
         &short(RunOptions {

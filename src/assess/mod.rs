@@ -1,6 +1,7 @@
 //! Assessment: match ensemble members, pool them, measure confidence, score against the truth.
 pub mod entropy;
 mod enumerated;
+pub mod epoch_orders;
 pub mod epochs;
 pub mod fallback;
 pub mod matching;

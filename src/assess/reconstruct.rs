@@ -20,8 +20,7 @@ use crate::attack::registry::NotApplied;
 use crate::error::Result;
 use crate::report::{PriorFit, Provenance, SecondLayerSummary};
 use crate::seed::seed_for;
-use crate::table::Value;
-use crate::table::encode_rows;
+use crate::table::{Value, encode_rows};
 
 /// Encoded rows ([n, d]) with a regression's label after each row's inputs (`targets`, [n]; empty
 /// for a classifier: the rows as they are), as an inversion's dummy rows hold them.
@@ -210,9 +209,9 @@ impl Setup<'_> {
             self.pool_best_prior(x, probs, in_span, member_targets).await?;
         let members_x = &x[k * ensemble * b * dataset.d()..(k + 1) * ensemble * b * dataset.d()];
         let first_layer: Vec<bool> = rows.iter().map(|row| proved_rows.contains(row)).collect();
-        let chosen = self
-            .choose_rows(span_rows, &matched, &mut rows, entropy.as_mut(), &first_layer)
-            .await?;
+        let (fixed, entropy_of) = (&first_layer, entropy.as_mut());
+        let chosen = self.choose_rows(inversion, span_rows, &matched, &mut rows, entropy_of, fixed);
+        let chosen = chosen.await?;
         let second = self.certify_by_second_layer(&mut rows, &mut entropy, members_x, &first_layer, span_rows);
         let (second_layer, certified, mut not_applied) = match second {
             Ok((summary, certified)) => (Some(summary), certified, Vec::new()),

@@ -60,7 +60,12 @@ impl Setup<'_> {
         if !self.refines(&recon) {
             return Ok(recon);
         }
-        let again = self.invert_from_rows(&recon.rows, progress).await?;
+        // A reshuffling client's epochs each start at the rows in the order the update chose.
+        let rows: Vec<Vec<Value>> = match recon.chosen.as_ref().and_then(|c| c.orders.as_ref()) {
+            None => recon.rows.clone(),
+            Some(o) => o.order.iter().flatten().map(|&i| recon.rows[i].clone()).collect(),
+        };
+        let again = self.invert_from_rows(&rows, progress).await?;
         let refined = self.reconstruct_once(again).await?;
         let fit = |r: &Reconstruction| r.chosen.as_ref().map_or(f64::INFINITY, |c| c.fit_after);
         let rerun = Rerun {
@@ -84,17 +89,23 @@ impl Setup<'_> {
         Ok(out)
     }
 
-    /// Whether the ensemble may run again after it is pooled (FedAvg in a known order, the choice
-    /// on): a run's progress plans its steps (`run::run_attack`).
+    /// Whether the ensemble may run again after it is pooled (FedAvg in a known order or one the
+    /// update chooses, the choice on): a run's progress plans its steps (`run::run_attack`).
     pub fn may_run_again(&self) -> bool {
-        self.config.priors().choice && self.known_order().is_some()
+        self.config.priors().choice && (self.known_order().is_some() || self.reshuffled().is_some())
     }
 
-    /// Whether the ensemble runs again: FedAvg in a known order with the choice on (it stated
-    /// its fit), the pooled rows within `GATE` of the update, and a row left that no proof reached.
+    /// Whether the ensemble runs again: FedAvg in a known or chosen order with the choice on (it
+    /// stated its fit), the pooled rows within `GATE` of the update, and a row left that no proof
+    /// reached.
     fn refines(&self, recon: &Reconstruction) -> bool {
+        let copies = recon
+            .chosen
+            .as_ref()
+            .and_then(|c| c.orders.as_ref())
+            .map_or(1, |o| o.order.len());
         recon.chosen.as_ref().is_some_and(|c| c.fit_before <= GATE)
-            && recon.rows.len() == self.config.rows_per_member()
+            && recon.rows.len() * copies == self.config.rows_per_member()
             && recon.provenance.iter().any(|p| *p != Provenance::Proved)
     }
 

@@ -7,7 +7,9 @@
 //! row tries the rows its members hold (each member's row matched to it), the span's rows nearest
 //! it, and itself with one cell as a member has it; rows of different local batches trade places.
 //! A change is kept only where the simulated update of all the rows fits the observed one better.
-//! FedSGD has its own answer among the span's rows (`assess::span_fit`).
+//! A client that reshuffles its rows is replayed in orders the update chooses for them first
+//! (`assess::epoch_orders`), where rows trade places instead. FedSGD has its own answer among the
+//! span's rows (`assess::span_fit`).
 //!
 //! A better fit is more cells right only where the pooled rows are nearly the batch: it runs where
 //! they already reproduce the update as the report counts it (`UPDATE_FIT_THRESHOLD`, 1 − cos ≤
@@ -22,7 +24,9 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use crate::assess::enumerated::SpanRows;
+use crate::assess::epoch_orders::ChosenOrders;
 use crate::attack::inversion::Simulation;
+use crate::attack::inversion::ensemble::Members;
 use crate::attack::inversion::setup::Setup;
 use crate::client::fedavg::{LocalOrder, LocalTraining};
 use crate::error::Result;
@@ -66,6 +70,35 @@ pub struct UpdateChoice {
     pub simulations: usize,
     /// The ensemble run again from the chosen rows (`assess::refine`; None where it did not run).
     pub rerun: Option<Rerun>,
+    /// A reshuffling client: the order of each epoch the update chose (`assess::epoch_orders`;
+    /// None for a client in a known order).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub orders: Option<EpochOrders>,
+}
+
+impl From<ChosenOrders> for EpochOrders {
+    fn from(chosen: ChosenOrders) -> EpochOrders {
+        EpochOrders {
+            order: chosen.orders,
+            fit_proposed: chosen.fit_proposed as f64,
+            fit: chosen.fit as f64,
+            simulations: chosen.simulations,
+        }
+    }
+}
+
+/// The epochs' orders of a reshuffling client, as the update chose them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct EpochOrders {
+    /// `order[e][j]`: the reconstruction's row the client visited j-th in epoch e.
+    pub order: Vec<Vec<usize>>,
+    /// 1 − cos of the pooled rows in the orders the best member's epoch copies gave, and in the
+    /// orders after rows traded places (the choice's `fit_before`).
+    pub fit_proposed: f64,
+    pub fit: f64,
+    /// Client updates simulated for them.
+    pub simulations: usize,
 }
 
 /// The ensemble run again from the rows the update chose, pooled and chosen in turn.
@@ -92,6 +125,14 @@ impl UpdateChoice {
                 }
             ),
         };
+        let orders = match &self.orders {
+            None => String::new(),
+            Some(o) => format!(
+                "the client's order each epoch chosen by the update (the members' orders fitted {:.1e}, rows trading \
+                 places {:.1e}, {} client updates); ",
+                o.fit_proposed, o.fit, o.simulations
+            ),
+        };
         let choice = match self.searched {
             false => format!(
                 "the pooled rows fit the update at 1 − cos = {:.1e}, above {UPDATE_FIT_THRESHOLD}: the update chose no rows \
@@ -108,7 +149,7 @@ impl UpdateChoice {
                 self.simulations
             ),
         };
-        choice + &rerun
+        orders + &choice + &rerun
     }
 }
 
@@ -129,18 +170,22 @@ impl Setup<'_> {
     }
 
     /// The pooled `rows` changed, as the module says, among their members' rows (`matched`: each
-    /// pooled row's members as matched to it) and the span's; `fixed` rows (proved) stay. None
-    /// where it does not apply: switched off, or not FedAvg in a known order.
+    /// pooled row's members as matched to it) and the span's; `fixed` rows (proved) stay. A
+    /// reshuffling client's rows in the orders the update chose for them (`choose_orders`, from
+    /// the ensemble's epoch copies in `inversion`). None where it does not apply: switched off,
+    /// or not FedAvg in a known or chosen order.
     pub(crate) async fn choose_rows(
         &self,
+        inversion: &Members,
         span: Option<&SpanRows>,
         matched: &[Vec<Vec<Value>>],
         rows: &mut [Vec<Value>],
         entropy: Option<&mut Vec<Vec<Option<f64>>>>,
         fixed: &[bool],
     ) -> Result<Option<UpdateChoice>> {
-        let Some(training) = self
-            .known_order()
+        let given = self.known_order();
+        let Some(training) = given
+            .or_else(|| self.reshuffled())
             .filter(|_| self.config.priors().choice && !rows.is_empty())
         else {
             return Ok(None);
@@ -149,7 +194,18 @@ impl Setup<'_> {
         let span = span.filter(|s| s.free.ncols() == 0 && !s.rows.is_empty());
         let (dataset, n, d) = (self.dataset, rows.len(), self.dataset.d());
         let mut x = encode_rows(dataset, rows);
-        let first = self.projected_losses(x.clone(), 1).await?[0];
+        let chosen_orders = match given {
+            Some(_) => None,
+            // A reshuffling client's rows are replayed only in orders chosen for them.
+            None => match self.choose_orders(inversion, rows, &x).await? {
+                None => return Ok(None),
+                some => some,
+            },
+        };
+        let order = chosen_orders.as_ref().map(|o| o.orders.clone());
+        let fits =
+            async |members: Vec<f32>, count: usize| self.losses_in_orders(members, count, order.as_deref()).await;
+        let first = fits(x.clone(), 1).await?[0];
         let mut choice = UpdateChoice {
             searched: (first as f64) <= UPDATE_FIT_THRESHOLD,
             span_rows: span.map_or(0, |s| s.rows.len()),
@@ -158,20 +214,21 @@ impl Setup<'_> {
             fit_after: first as f64,
             simulations: 1,
             rerun: None,
+            orders: None,
         };
         if !choice.searched {
+            choice.orders = chosen_orders.map(EpochOrders::from);
             return Ok(Some(choice));
         }
         let before = rows.to_vec();
         // Where each row came from: a swap moves a row with its members' confidence.
         let mut origin: Vec<usize> = (0..n).collect();
         let mut fit = first;
-        let per_step = training.local_batch.max(1);
-        let pairs: Vec<(usize, usize)> = (0..n)
-            .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
-            .filter(|&(a, b)| a / per_step != b / per_step && !fixed[a] && !fixed[b])
-            .collect();
-        let pairs = if pairs.len() <= MOST_PAIRS { pairs } else { Vec::new() };
+        // A reshuffling client's rows have no places of their own: its orders traded them.
+        let pairs = match chosen_orders {
+            None => trading_pairs(n, training.local_batch, fixed),
+            Some(_) => Vec::new(),
+        };
         for _ in 0..SWEEPS {
             let mut changed = false;
             for p in (0..n).filter(|&p| !fixed[p]) {
@@ -185,7 +242,7 @@ impl Setup<'_> {
                     members.extend_from_slice(&x);
                     members[at..at + d].copy_from_slice(&encode_rows(dataset, std::slice::from_ref(row)));
                 }
-                let losses = self.projected_losses(members, tried.len()).await?;
+                let losses = fits(members, tried.len()).await?;
                 choice.simulations += tried.len();
                 if let Some((k, &loss)) = best(&losses)
                     && loss < fit * (1.0 - BETTER)
@@ -203,7 +260,7 @@ impl Setup<'_> {
                     members.extend_from_slice(&x);
                     swap_rows(&mut members[at..], a, b, d);
                 }
-                let losses = self.projected_losses(members, pairs.len()).await?;
+                let losses = fits(members, pairs.len()).await?;
                 choice.simulations += pairs.len();
                 if let Some((k, &loss)) = best(&losses)
                     && loss < fit * (1.0 - BETTER)
@@ -222,21 +279,46 @@ impl Setup<'_> {
         }
         choice.changed_rows = (0..n).filter(|&i| rows[i] != before[i]).count();
         choice.fit_after = fit as f64;
+        choice.orders = chosen_orders.map(EpochOrders::from);
         if let Some(entropy) = entropy {
-            let moved: Vec<Vec<Option<f64>>> = origin.iter().map(|&o| entropy[o].clone()).collect();
-            *entropy = moved;
-            for (i, cells) in entropy.iter_mut().enumerate() {
-                let was = &before[origin[i]];
-                for (f, cell) in cells.iter_mut().enumerate().filter(|(f, _)| was[*f] != rows[i][*f]) {
-                    *cell = match dataset.features[f].is_categorical() {
-                        true => Some(1.0),
-                        false => None,
-                    };
-                }
-            }
+            move_entropy(dataset, entropy, &origin, &before, rows);
         }
         Ok(Some(choice))
     }
+}
+
+/// The cells' entropy follows each row from where it came (`origin`: the row of `before` now at
+/// each place); a cell that changed has the members' confidence no more (a category at the
+/// entropy of a uniform vote, a continuous value with none).
+fn move_entropy(
+    dataset: &Dataset,
+    entropy: &mut Vec<Vec<Option<f64>>>,
+    origin: &[usize],
+    before: &[Vec<Value>],
+    rows: &[Vec<Value>],
+) {
+    let moved: Vec<Vec<Option<f64>>> = origin.iter().map(|&o| entropy[o].clone()).collect();
+    *entropy = moved;
+    for (i, cells) in entropy.iter_mut().enumerate() {
+        let was = &before[origin[i]];
+        for (f, cell) in cells.iter_mut().enumerate().filter(|(f, _)| was[*f] != rows[i][*f]) {
+            *cell = match dataset.features[f].is_categorical() {
+                true => Some(1.0),
+                false => None,
+            };
+        }
+    }
+}
+
+/// The pairs of rows in different local batches of `local_batch` that may trade places (neither
+/// `fixed`); none where there are more than `MOST_PAIRS`.
+fn trading_pairs(n: usize, local_batch: usize, fixed: &[bool]) -> Vec<(usize, usize)> {
+    let per_step = local_batch.max(1);
+    let pairs: Vec<(usize, usize)> = (0..n)
+        .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
+        .filter(|&(a, b)| a / per_step != b / per_step && !fixed[a] && !fixed[b])
+        .collect();
+    if pairs.len() <= MOST_PAIRS { pairs } else { Vec::new() }
 }
 
 /// Rows `a` < `b` of `x` ([rows, d]) trade places.

@@ -144,8 +144,15 @@ impl<'a> Setup<'a> {
     /// The projected rows' fit to the update, one client's rows per member ([N, n, d]): the same
     /// rows in every local epoch, no prior (what the anchor and the epoch prior are chosen by).
     pub async fn projected_losses(&self, projected: Vec<f32>, members: usize) -> Result<Vec<f32>> {
+        self.projected_losses_in(projected, members, 1).await
+    }
+
+    /// `projected_losses` where each member holds `copies` × the client's rows, one copy per
+    /// local epoch in the order it visits them (a reshuffling client's epochs as
+    /// `assess::epoch_orders` lays them out); `copies` 1: the same rows every epoch.
+    pub async fn projected_losses_in(&self, projected: Vec<f32>, members: usize, copies: usize) -> Result<Vec<f32>> {
         let shared_rows = match self.simulation() {
-            Simulation::LocalTraining { training, .. } => Simulation::LocalTraining { training, copies: 1 },
+            Simulation::LocalTraining { training, .. } => Simulation::LocalTraining { training, copies },
             s => s,
         };
         let mut spec = self.spec().with_simulation(shared_rows, Vec::new());

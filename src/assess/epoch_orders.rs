@@ -1,0 +1,287 @@
+//! An order of each epoch for a reshuffling FedAvg client's pooled rows, chosen by the update.
+//! TabLeak gives every epoch rows of its own (Dimitrov et al., 2022), so each member's epoch
+//! copy is its rows in that epoch's order; matched to the pooled rows, a copy says which row
+//! each position held. Every member proposes the orders its copies give; the pooled rows laid
+//! out in each proposal simulate an update, and the best fitting proposal is searched further by
+//! rows of different local batches trading places within an epoch, kept only where the simulated
+//! update fits the observed one better. With the orders the pooled rows replay the update as a
+//! client in a known order does: the update can choose among the members' rows and cells
+//! (`assess::update_choice`) and the ensemble can run again from them (`assess::refine`), each
+//! epoch's copy starting at the rows in that epoch's order.
+//!
+//! The attack simulates each position with its label (the labels in the client's order, the same
+//! every epoch), so a row only takes positions of its own label: each epoch's batches keep the
+//! given order's mix of labels, which a reshuffled batch need not have. The orders are the layout
+//! the attack's model replays best, not the client's: on Adult's momentum client at E = 5
+//! (docs/results/recipes.md, seed 1) the client's rows replayed in the orders chosen fitted its
+//! update at 1 − cos = 1.5e-3 (in its own orders, exactly), and the batches the orders chose
+//! shared no more rows with the client's than chance.
+use crate::assess::matching::{Rule, match_rows};
+use crate::attack::inversion::Simulation;
+use crate::attack::inversion::ensemble::Members;
+use crate::attack::inversion::setup::Setup;
+use crate::client::fedavg::{LocalOrder, LocalTraining};
+use crate::error::Result;
+use crate::table::Value;
+
+/// Rounds of the search at most (a round that changes nothing ends it); each tries every pair of
+/// positions in different local batches of one epoch (E·n²/2·(1 − b/n) client updates: 1,920 at
+/// E = 5, n = 32, b = 8). On Adult's momentum client at E = 5, seed 1 (docs/results/recipes.md),
+/// 8 rounds fitted 0.041, about 25 (to a round that changed nothing) 0.040, and with the rows
+/// trading places in the orders as the choice changed them, the cells scored 94.2 against 94.6 %.
+const ROUNDS: usize = 8;
+/// Candidates simulated in one call: the host's memory for them is E·n·d floats each.
+const CHUNK: usize = 256;
+/// A change is kept where it lowers 1 − cos by more than this share (as `update_choice`).
+const BETTER: f32 = 1e-4;
+
+/// Each epoch's order, as the update chose it: `orders[e][j]` is the pooled row the client
+/// visited j-th in epoch e.
+pub type Orders = Vec<Vec<usize>>;
+
+/// What the search found, with the fits it went through.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChosenOrders {
+    pub orders: Orders,
+    /// 1 − cos of the pooled rows in the best member's orders, and after the search.
+    pub fit_proposed: f32,
+    pub fit: f32,
+    /// Client updates simulated.
+    pub simulations: usize,
+}
+
+/// `x` ([n, d], one client's rows) laid out as the client visits them: epoch after epoch, rows
+/// `orders[e]` ([E·n, d]).
+pub fn in_orders(x: &[f32], orders: &[Vec<usize>], d: usize) -> Vec<f32> {
+    let mut out = Vec::with_capacity(orders.len() * x.len());
+    for order in orders {
+        for &i in order {
+            out.extend_from_slice(&x[i * d..(i + 1) * d]);
+        }
+    }
+    out
+}
+
+impl Setup<'_> {
+    /// The local training of a client that reshuffles its rows every epoch in several local
+    /// batches, where the attack gave each epoch rows of its own: classifying, with every cell
+    /// unknown and one round. None elsewhere (a known order needs no search).
+    pub(crate) fn reshuffled(&self) -> Option<LocalTraining> {
+        let Simulation::LocalTraining { training, copies } = self.simulation() else {
+            return None;
+        };
+        let n = self.config.rows();
+        (training.order == LocalOrder::Shuffled
+            && training.steps_per_epoch(n) > 1
+            && copies == training.epochs
+            && self.dataset.target.is_none()
+            && self.scenario.known.is_none()
+            && self.scenario.later_rounds.is_empty())
+        .then_some(training)
+    }
+
+    /// The orders of a reshuffling client (`reshuffled`) for the pooled `rows`, as the module
+    /// says; `encoded` are the rows encoded ([n, d]). None elsewhere.
+    pub(crate) async fn choose_orders(
+        &self,
+        inversion: &Members,
+        rows: &[Vec<Value>],
+        encoded: &[f32],
+    ) -> Result<Option<ChosenOrders>> {
+        let Some(training) = self.reshuffled() else {
+            return Ok(None);
+        };
+        let (n, d, epochs) = (rows.len(), self.dataset.d(), training.epochs);
+        let len = epochs * n * d;
+        let labels = &self.scenario.labels;
+        if inversion.x.len() != self.members * len || labels.len() != n {
+            return Ok(None);
+        }
+        // Each member's orders: its epoch copies matched to the pooled rows.
+        let proposals: Vec<Orders> = inversion
+            .x
+            .chunks_exact(len)
+            .map(|member| {
+                (0..epochs)
+                    .map(|e| {
+                        let copy: Vec<Vec<Value>> = member[e * n * d..(e + 1) * n * d]
+                            .chunks_exact(d)
+                            .map(|r| self.dataset.decode(r))
+                            .collect();
+                        matched_order(&self.rules, labels, rows, &copy)
+                    })
+                    .collect()
+            })
+            .collect();
+        let laid: Vec<f32> = proposals.iter().flat_map(|o| in_orders(encoded, o, d)).collect();
+        let fits = self.projected_losses_in(laid, proposals.len(), epochs).await?;
+        let (best, &fit_proposed) = fits
+            .iter()
+            .enumerate()
+            .min_by(|a, b| a.1.total_cmp(b.1))
+            .expect("members");
+        let mut chosen = ChosenOrders {
+            orders: proposals[best].clone(),
+            fit_proposed,
+            fit: fit_proposed,
+            simulations: proposals.len(),
+        };
+        for _ in 0..ROUNDS {
+            if !self
+                .trade_places(&mut chosen, encoded, training.local_batch, labels)
+                .await?
+            {
+                break;
+            }
+        }
+        Ok(Some(chosen))
+    }
+
+    /// `projected_losses` of `members` candidates' rows ([members, n, d]), each laid out in
+    /// `orders` where given (a reshuffling client's), the same every epoch where not.
+    pub(crate) async fn losses_in_orders(
+        &self,
+        x: Vec<f32>,
+        members: usize,
+        orders: Option<&[Vec<usize>]>,
+    ) -> Result<Vec<f32>> {
+        let Some(orders) = orders else {
+            return self.projected_losses(x, members).await;
+        };
+        let d = self.dataset.d();
+        let n = x.len() / (members * d).max(1);
+        let laid = x.chunks_exact(n * d).flat_map(|m| in_orders(m, orders, d)).collect();
+        self.projected_losses_in(laid, members, orders.len()).await
+    }
+
+    /// One round of rows trading places within an epoch, for `encoded` rows ([n, d]) in
+    /// `chosen`'s orders: every pair of positions in different local batches of an epoch tried;
+    /// the best change kept where it fits the update better, or the best changes that touch no
+    /// position in common where together they fit better still. Whether anything changed.
+    async fn trade_places(
+        &self,
+        chosen: &mut ChosenOrders,
+        encoded: &[f32],
+        local_batch: usize,
+        labels: &[usize],
+    ) -> Result<bool> {
+        let (d, epochs) = (self.dataset.d(), chosen.orders.len());
+        let n = encoded.len() / d;
+        let per_step = local_batch.max(1);
+        let swaps: Vec<(usize, usize, usize)> = (0..epochs)
+            .flat_map(|e| (0..n).flat_map(move |a| (a + 1..n).map(move |b| (e, a, b))))
+            .filter(|&(_, a, b)| a / per_step != b / per_step && labels[a] == labels[b])
+            .collect();
+        let mut losses = Vec::with_capacity(swaps.len());
+        for chunk in swaps.chunks(CHUNK) {
+            let laid: Vec<f32> = chunk
+                .iter()
+                .flat_map(|&swap| in_orders(encoded, &swapped(&chosen.orders, &[swap]), d))
+                .collect();
+            losses.extend(self.projected_losses_in(laid, chunk.len(), epochs).await?);
+        }
+        chosen.simulations += swaps.len();
+        // The improving swaps, best first; those touching no position another took are
+        // tried together, and kept where they fit better than the best alone.
+        let mut better: Vec<usize> = (0..swaps.len())
+            .filter(|&k| losses[k] < chosen.fit * (1.0 - BETTER))
+            .collect();
+        if better.is_empty() {
+            return Ok(false);
+        }
+        better.sort_by(|&a, &b| losses[a].total_cmp(&losses[b]));
+        let mut taken: Vec<(usize, usize, usize)> = Vec::new();
+        for &k in &better {
+            let (e, a, b) = swaps[k];
+            if !taken
+                .iter()
+                .any(|&(f, c, g)| f == e && (c == a || c == b || g == a || g == b))
+            {
+                taken.push(swaps[k]);
+            }
+        }
+        let (mut orders, mut fit) = (swapped(&chosen.orders, &taken[..1]), losses[better[0]]);
+        if taken.len() > 1 {
+            let together = swapped(&chosen.orders, &taken);
+            let loss = self
+                .projected_losses_in(in_orders(encoded, &together, d), 1, epochs)
+                .await?[0];
+            chosen.simulations += 1;
+            if loss < fit {
+                (orders, fit) = (together, loss);
+            }
+        }
+        chosen.orders = orders;
+        chosen.fit = fit;
+        Ok(true)
+    }
+}
+
+/// The order an epoch's `copy` gives the pooled `rows`: at each position the pooled row matched
+/// to the copy's row there, among the rows of the position's label (`labels`, by position, as the
+/// pooled rows hold them): the server simulates a position with its label.
+fn matched_order(rules: &[Rule], labels: &[usize], rows: &[Vec<Value>], copy: &[Vec<Value>]) -> Vec<usize> {
+    let mut order = vec![0; rows.len()];
+    let mut classes: Vec<usize> = labels.to_vec();
+    classes.sort_unstable();
+    classes.dedup();
+    for class in classes {
+        let at: Vec<usize> = (0..labels.len()).filter(|&j| labels[j] == class).collect();
+        let pick = |from: &[Vec<Value>]| at.iter().map(|&j| from[j].clone()).collect::<Vec<_>>();
+        // matched[k]: the copy's position (of this label) matched to pooled row at[k].
+        for (k, &m) in match_rows(rules, &pick(rows), &pick(copy)).iter().enumerate() {
+            order[at[m]] = at[k];
+        }
+    }
+    order
+}
+
+/// `orders` with positions a and b of epoch e traded, for each `(e, a, b)`.
+fn swapped(orders: &[Vec<usize>], swaps: &[(usize, usize, usize)]) -> Orders {
+    let mut out = orders.to_vec();
+    for &(e, a, b) in swaps {
+        out[e].swap(a, b);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A copy's rows are matched to the pooled rows within each position's label: a row stands
+    /// only where its label is, even where a row of the other label matches the copy better.
+    #[test]
+    fn a_copy_gives_each_position_a_row_of_its_label() {
+        let rules = [Rule {
+            categorical: true,
+            tolerance: 0.0,
+        }];
+        let row = |c: u32| vec![Value::Cat(c)];
+        let rows = [row(0), row(1), row(2), row(3)];
+        let labels = [0, 1, 0, 1];
+        // The copy holds pooled rows 2, 3, 0, 1 in its positions: each of its position's label.
+        assert_eq!(
+            matched_order(&rules, &labels, &rows, &[row(2), row(3), row(0), row(1)]),
+            vec![2, 3, 0, 1]
+        );
+        // Positions 0 and 1 hold rows of the other label: they take the rows of their own.
+        let order = matched_order(&rules, &labels, &rows, &[row(1), row(0), row(2), row(3)]);
+        assert_eq!(order, vec![0, 1, 2, 3]);
+        assert!((0..4).all(|j| labels[order[j]] == labels[j]), "{order:?}");
+    }
+
+    #[test]
+    fn rows_are_laid_out_epoch_after_epoch_in_each_order() {
+        let x = [0.0, 0.5, 1.0, 1.5, 2.0, 2.5];
+        let orders = vec![vec![0, 1, 2], vec![2, 0, 1]];
+        assert_eq!(
+            in_orders(&x, &orders, 2),
+            vec![0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 2.0, 2.5, 0.0, 0.5, 1.0, 1.5]
+        );
+        assert_eq!(
+            swapped(&orders, &[(1, 0, 2), (0, 1, 2)]),
+            vec![vec![0, 2, 1], vec![1, 0, 2]]
+        );
+    }
+}
