@@ -579,12 +579,14 @@ fn an_update_that_does_not_fit_the_encoding_or_the_settings_is_refused() {
 /// The recipe check (`received::recipe`): PyTorch clients in float32 that train with SGD(momentum=0.9)
 /// and with Adam, 2 local epochs of batches of 4 over 8 rows (scripts/export_update.py, rows.csv
 /// beside each). Told its own recipe, each replays within the tolerance; told plain SGD, or the
-/// other's, it does not; a shuffled order with several batches per epoch cannot be replayed.
+/// other's, it does not; a shuffled order with several batches per epoch cannot be replayed
+/// before the attack, and after it only in the orders the update chose: the rows' own orders
+/// confirm the recipe, a wrong order or a wrong recipe leave it unchecked, never failed.
 #[test]
 fn the_recipe_check_passes_the_clients_own_recipe_and_catches_another() {
     use leakscope::client::fedavg::LocalOrder;
     use leakscope::client::optimizer::{ClientOptimizer, OptimizerKind};
-    use leakscope::received::recipe::{RECIPE_TOLERANCE, check_recipe};
+    use leakscope::received::recipe::{RECIPE_TOLERANCE, check_recipe, check_recipe_in_orders};
     use leakscope::received::truth::truth_rows;
     let dataset = encoding();
     let momentum = ClientOptimizer {
@@ -604,20 +606,20 @@ fn the_recipe_check_passes_the_clients_own_recipe_and_catches_another() {
         let received = ReceivedUpdate::from_safetensors(&f("weights.safetensors"), &f("update.safetensors")).unwrap();
         let raw = leakscope::table::parse_csv(&f("rows.csv"), 1 << 20).unwrap();
         let truth = truth_rows(&dataset, &raw).unwrap();
+        let config = |optimizer: ClientOptimizer, lr: f64, order: LocalOrder| leakscope::AttackConfig {
+            batch_size: 8,
+            hidden: vec![32, 32],
+            protocol: Protocol::Fedavg(LocalTraining {
+                epochs: 2,
+                local_batch: 4,
+                lr,
+                optimizer,
+                order,
+            }),
+            ..Default::default()
+        };
         let check = |optimizer: ClientOptimizer, lr: f64, order: LocalOrder| {
-            let config = leakscope::AttackConfig {
-                batch_size: 8,
-                hidden: vec![32, 32],
-                protocol: Protocol::Fedavg(LocalTraining {
-                    epochs: 2,
-                    local_batch: 4,
-                    lr,
-                    optimizer,
-                    order,
-                }),
-                ..Default::default()
-            };
-            pollster::block_on(check_recipe(&config, &received, &truth)).unwrap()
+            pollster::block_on(check_recipe(&config(optimizer, lr, order), &received, &truth)).unwrap()
         };
         let told = check(own, lr, LocalOrder::Given);
         eprintln!("{dir}: told its recipe, gap {:?}", told.relative_gap);
@@ -631,5 +633,42 @@ fn the_recipe_check_passes_the_clients_own_recipe_and_catches_another() {
         }
         let shuffled = check(own, lr, LocalOrder::Shuffled);
         assert_eq!((shuffled.matches, shuffled.relative_gap), (None, None), "{shuffled:?}");
+        // Reconstructed rows in reverse: the client's order is position j ← row 7 − j each epoch.
+        let rows: Vec<_> = truth.rows.iter().rev().cloned().collect();
+        let own_orders = vec![(0..8).rev().collect::<Vec<usize>>(); 2];
+        let in_orders = |optimizer, lr, orders: &[Vec<usize>]| {
+            let config = config(optimizer, lr, LocalOrder::Shuffled);
+            pollster::block_on(check_recipe_in_orders(&config, &received, &truth, &rows, orders))
+                .unwrap()
+                .expect("a reshuffling client")
+        };
+        let confirmed = in_orders(own, lr, &own_orders);
+        assert_eq!(confirmed.matches, Some(true), "{dir}: {confirmed:?}");
+        assert!(
+            confirmed.relative_gap.unwrap() < RECIPE_TOLERANCE / 10.0,
+            "{confirmed:?}"
+        );
+        let mut wrong_order = own_orders.clone();
+        wrong_order[1].swap(0, 7);
+        let unchecked = in_orders(own, lr, &wrong_order);
+        assert_eq!(
+            (unchecked.matches, unchecked.relative_gap),
+            (None, None),
+            "{unchecked:?}"
+        );
+        assert!(unchecked.reason.contains("were not checked"), "{}", unchecked.reason);
+        let (other, other_lr) = others[0];
+        let unchecked = in_orders(other, other_lr, &own_orders);
+        assert_eq!(unchecked.matches, None, "{dir} told {other:?}: {unchecked:?}");
+        // A client in the given order is checked before the attack, not here.
+        let given = pollster::block_on(check_recipe_in_orders(
+            &config(own, lr, LocalOrder::Given),
+            &received,
+            &truth,
+            &rows,
+            &own_orders,
+        ))
+        .unwrap();
+        assert!(given.is_none());
     }
 }

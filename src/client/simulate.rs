@@ -56,6 +56,18 @@ async fn to_host(g: &ParamGrads) -> Result<Update> {
 /// row-major) with the loss's targets `targets` ([rows, outputs]: `Dataset::targets`), split
 /// equally in order.
 pub async fn simulate_round(params: &Params, x: &[f32], targets: &[f32], round: &Round) -> Result<Update> {
+    simulate_round_in_orders(params, x, targets, round, None).await
+}
+
+/// `simulate_round` for one client whose epochs visit its rows in `orders` where given (a
+/// reshuffling client replayed in the orders an attack chose), not in those of `round.seed`.
+pub async fn simulate_round_in_orders(
+    params: &Params,
+    x: &[f32],
+    targets: &[f32],
+    round: &Round,
+    orders: Option<&[Vec<usize>]>,
+) -> Result<Update> {
     let d = params.sizes[0];
     let outputs = *params.sizes.last().expect("a network has layers");
     let rows = targets.len() / outputs;
@@ -75,9 +87,11 @@ pub async fn simulate_round(params: &Params, x: &[f32], targets: &[f32], round: 
         let update = match &round.protocol {
             Protocol::Fedsgd => param_grads(&net, &xt, &yt).0,
             Protocol::Fedavg(training) => {
-                let orders = (training.order == LocalOrder::Shuffled)
+                let given = orders.filter(|_| clients == 1);
+                let drawn = (training.order == LocalOrder::Shuffled && given.is_none())
                     .then(|| shuffled_orders(b, training.epochs, seed_for(round.seed, 16 + k as u64)));
-                local_training_in_order(&net, &[xt], Some(&yt), training, orders.as_deref(), false).0
+                let orders = given.or(drawn.as_deref());
+                local_training_in_order(&net, &[xt], Some(&yt), training, orders, false).0
             }
         };
         let mut own = to_host(&update).await?;

@@ -7,11 +7,12 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use super::ReceivedUpdate;
-use crate::client::simulate::{Round, simulate_round};
+use crate::assess::matching::{Rule, match_rows};
+use crate::client::simulate::{Round, simulate_round_in_orders};
 use crate::config::{AttackConfig, Protocol, Unreplayable};
 use crate::error::Result;
-use crate::table::Dataset;
 use crate::table::batch::encode_rows;
+use crate::table::{Dataset, Value};
 
 /// The largest relative gap ‖replayed − received‖ / ‖received‖ called a match: the replay runs in
 /// float32, the client in float32 or float64 with its own order of sums (gaps of 4e-7 to 2.5e-5
@@ -70,33 +71,7 @@ pub async fn check_recipe(config: &AttackConfig, received: &ReceivedUpdate, trut
             reason: format!("{}; {checked}", why.why()),
         });
     }
-    let head = config.model().head;
-    let all: Vec<usize> = (0..truth.n()).collect();
-    let round = Round {
-        protocol: config.protocol,
-        clients: 1,
-        // Clipping alone is deterministic: replayed as stated.
-        defence: config.defence,
-        seed: 0,
-        model: config.model(),
-    };
-    let replayed = simulate_round(
-        &received.params,
-        &encode_rows(truth, &truth.rows),
-        &truth.targets(&all, head),
-        &round,
-    )
-    .await?;
-    let (mut diff, mut norm) = (0f64, 0f64);
-    for (a, b) in replayed.values().zip(received.update.values()) {
-        diff += (a as f64 - b as f64).powi(2);
-        norm += (b as f64).powi(2);
-    }
-    let gap = match norm > 0.0 {
-        true => (diff / norm).sqrt(),
-        false if diff == 0.0 => 0.0,
-        false => f64::INFINITY,
-    };
+    let gap = replay_gap(config, received, truth, None).await?;
     let matches = gap <= RECIPE_TOLERANCE;
     let reason = format!(
         "replayed {recipe} on the client's {} rows in the order given",
@@ -107,5 +82,90 @@ pub async fn check_recipe(config: &AttackConfig, received: &ReceivedUpdate, trut
         relative_gap: Some(gap),
         tolerance: RECIPE_TOLERANCE,
         reason,
+    })
+}
+
+/// A reshuffling client's recipe checked after the attack: the client's rows replayed in the
+/// orders the update chose for the reconstructed `rows` (`UpdateChoice::orders`), each
+/// reconstructed row standing for the client's row matched to it. A replay within the tolerance
+/// confirms the recipe (and the orders); one outside it says nothing either way (the orders may be
+/// wrong), and the check stays "not possible" with its gap. None where there are no orders.
+pub async fn check_recipe_in_orders(
+    config: &AttackConfig,
+    received: &ReceivedUpdate,
+    truth: &Dataset,
+    rows: &[Vec<Value>],
+    orders: &[Vec<usize>],
+) -> Result<Option<RecipeCheck>> {
+    let Protocol::Fedavg(training) = &config.protocol else {
+        return Ok(None);
+    };
+    if rows.len() != truth.n() || config.unreplayable(truth.n()) != Some(Unreplayable::Reshuffled) {
+        return Ok(None);
+    }
+    // matched[i]: the client's row matched to reconstructed row i.
+    let matched = match_rows(&Rule::of(&truth.features), rows, &truth.rows);
+    let orders: Vec<Vec<usize>> = orders.iter().map(|o| o.iter().map(|&i| matched[i]).collect()).collect();
+    let gap = replay_gap(config, received, truth, Some(&orders)).await?;
+    let recipe = training.describe();
+    Ok(Some(match gap <= RECIPE_TOLERANCE {
+        true => RecipeCheck {
+            matches: Some(true),
+            relative_gap: Some(gap),
+            tolerance: RECIPE_TOLERANCE,
+            reason: format!(
+                "replayed {recipe} on the client's {} rows in the orders the update chose (each reconstructed row \
+                 standing for the client's row matched to it)",
+                truth.n()
+            ),
+        },
+        false => RecipeCheck {
+            matches: None,
+            relative_gap: None,
+            tolerance: RECIPE_TOLERANCE,
+            reason: format!(
+                "the client reshuffles its rows every epoch; replayed in the orders the update chose, the stated \
+                 recipe is {gap:.1e} from the update, which does not tell a wrong recipe from a wrong order: the \
+                 optimiser and the settings stated were not checked"
+            ),
+        },
+    }))
+}
+
+/// ‖replayed − received‖ / ‖received‖ of `config`'s client replayed on `truth` (in `orders`
+/// where given) from the network in `received`.
+async fn replay_gap(
+    config: &AttackConfig,
+    received: &ReceivedUpdate,
+    truth: &Dataset,
+    orders: Option<&[Vec<usize>]>,
+) -> Result<f64> {
+    let head = config.model().head;
+    let all: Vec<usize> = (0..truth.n()).collect();
+    let round = Round {
+        protocol: config.protocol,
+        clients: 1,
+        // Clipping alone is deterministic: replayed as stated.
+        defence: config.defence,
+        seed: 0,
+        model: config.model(),
+    };
+    let replayed = simulate_round_in_orders(
+        &received.params,
+        &encode_rows(truth, &truth.rows),
+        &truth.targets(&all, head),
+        &round,
+        orders,
+    )
+    .await?;
+    let (mut diff, mut norm) = (0f64, 0f64);
+    for (a, b) in replayed.values().zip(received.update.values()) {
+        diff += (a as f64 - b as f64).powi(2);
+        norm += (b as f64).powi(2);
+    }
+    Ok(match norm > 0.0 {
+        true => (diff / norm).sqrt(),
+        false if diff == 0.0 => 0.0,
+        false => f64::INFINITY,
     })
 }

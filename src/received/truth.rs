@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ReceivedUpdate;
-use super::recipe::{RecipeCheck, check_recipe};
+use super::recipe::{RecipeCheck, check_recipe, check_recipe_in_orders};
 use crate::assess::fallback::FallbackSummary;
 use crate::assess::matching::Rule;
 use crate::assess::rows::fall_back;
@@ -141,10 +141,16 @@ pub async fn attack_received_against(
         )));
     }
     let in_terms = super::pipeline::in_dataset_terms(dataset, config, received)?;
-    let recipe_check = check_recipe(config, &in_terms, truth).await?;
+    let mut recipe_check = check_recipe(config, &in_terms, truth).await?;
     let (setup, inverted) = invert_in_dataset_terms(runtime, dataset, config, &in_terms, progress).await?;
     // The report's rows are formatted text: score the pooled rows themselves, reconstructed once.
     let mut recon = setup.reconstruct(inverted, progress).await?;
+    // A reshuffling client's recipe, checkable now in the orders the update chose.
+    if let Some(orders) = recon.chosen.as_ref().and_then(|c| c.orders.as_ref())
+        && let Some(check) = check_recipe_in_orders(config, &in_terms, truth, &recon.rows, &orders.order).await?
+    {
+        recipe_check = check;
+    }
     let fit = setup.update_fit(&recon).await?;
     let rules = Rule::of(&dataset.features);
     let guess = random_rows(truth, truth.n(), seed_for(config.seed, 5));
