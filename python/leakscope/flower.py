@@ -45,8 +45,9 @@ was fitted on (default: `table`; needed where `table` is a function of the Conte
 `transformer` or `encoding`, not both.
 
 The engine replays the stated recipe on the client's rows and compares the result with the update
-(the record's `recipe_check`: matches true, false, or null where it cannot tell, as for shuffled
-rows). Where it does not match, the record's `recipe_mismatch` says so: its accuracy is then what
+(the record's `recipe_check`: matches true, false, or null where it cannot tell; for shuffled
+rows true only where the rows replayed in the orders the attack chose reproduce the update, null
+otherwise). Where it does not match, the record's `recipe_mismatch` says so: its accuracy is then what
 a server assuming the stated recipe reconstructs, not what this update gives away, and with
 `block_above` (a gate) the update is blocked, since the audit did not test what the client sends.
 
