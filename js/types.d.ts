@@ -687,8 +687,8 @@ simulations: number,
  */
 rerun: Rerun | null, 
 /**
- * A reshuffling client: the order of each epoch the update chose (`assess::epoch_orders`;
- * None for a client in a known order).
+ * A reshuffling client: an order of each epoch for the rows, chosen by the update
+ * (`assess::epoch_orders`; not necessarily the client's); None for a client in a known order.
  */
 orders?: EpochOrders, };
 
@@ -707,11 +707,12 @@ fit: number,
 kept: boolean, };
 
 /**
- * The epochs' orders of a reshuffling client, as the update chose them.
+ * Orders of a reshuffling client's epochs for the reconstruction's rows, as the update chose
+ * them: the layout in which the attack replays the rows best, not necessarily the client's.
  */
 export type EpochOrders = { 
 /**
- * `order[e][j]`: the reconstruction's row the client visited j-th in epoch e.
+ * `order[e][j]`: the reconstruction's row the replay visits j-th in epoch e.
  */
 order: Array<Array<number>>, 
 /**

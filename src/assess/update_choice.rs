@@ -70,8 +70,8 @@ pub struct UpdateChoice {
     pub simulations: usize,
     /// The ensemble run again from the chosen rows (`assess::refine`; None where it did not run).
     pub rerun: Option<Rerun>,
-    /// A reshuffling client: the order of each epoch the update chose (`assess::epoch_orders`;
-    /// None for a client in a known order).
+    /// A reshuffling client: an order of each epoch for the rows, chosen by the update
+    /// (`assess::epoch_orders`; not necessarily the client's); None for a client in a known order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub orders: Option<EpochOrders>,
@@ -88,10 +88,11 @@ impl From<ChosenOrders> for EpochOrders {
     }
 }
 
-/// The epochs' orders of a reshuffling client, as the update chose them.
+/// Orders of a reshuffling client's epochs for the reconstruction's rows, as the update chose
+/// them: the layout in which the attack replays the rows best, not necessarily the client's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct EpochOrders {
-    /// `order[e][j]`: the reconstruction's row the client visited j-th in epoch e.
+    /// `order[e][j]`: the reconstruction's row the replay visits j-th in epoch e.
     pub order: Vec<Vec<usize>>,
     /// 1 − cos of the pooled rows in the orders the best member's epoch copies gave, and in the
     /// orders after rows traded places (the choice's `fit_before`).
@@ -128,8 +129,8 @@ impl UpdateChoice {
         let orders = match &self.orders {
             None => String::new(),
             Some(o) => format!(
-                "the client's order each epoch chosen by the update (the members' orders fitted {:.1e}, rows trading \
-                 places {:.1e}, {} client updates); ",
+                "an order of each epoch chosen by the update, not necessarily the client's (the members' orders \
+                 fitted {:.1e}, rows trading places {:.1e}, {} client updates); ",
                 o.fit_proposed, o.fit, o.simulations
             ),
         };
