@@ -101,7 +101,7 @@ async fn run_timed(
     // reported as one count of steps over all of them, so that progress never goes back.
     let early = may_answer_early(&setup);
     let shadow = matches!(flow(config), Flow::Rows) && setup.wants_fallback();
-    // FedAvg in a known order may run the batch's ensemble, and the shadow's, again
+    // FedAvg in a known or chosen order may run the batch's ensemble, and the shadow's, again
     // (`assess::refine`): each such stage after the first adds its steps.
     let again = usize::from(matches!(flow(config), Flow::Rows) && setup.may_run_again());
     let iterations = config.iterations;

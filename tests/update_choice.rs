@@ -6,6 +6,7 @@
 mod common;
 
 use common::{adult, run_options};
+use leakscope::assess::update_choice::UpdateChoice;
 use leakscope::client::fedavg::LocalOrder;
 use leakscope::options::ProtocolKind;
 use leakscope::table::Dataset;
@@ -45,6 +46,22 @@ fn with_and_without(data: &Dataset, options: &RunOptions) -> (Report, Report) {
     (chosen, pooled)
 }
 
+/// What the choice did in `chosen` (`what`: why it must have run), printed beside the accuracy
+/// with and without it.
+fn choice_of(chosen: &Report, pooled: &Report, what: &str) -> UpdateChoice {
+    let choice = chosen.row_details().and_then(|d| d.chosen.clone()).expect(what);
+    eprintln!(
+        "with the choice {:.3}, without {:.3}, random {:.3}; {choice:?}",
+        chosen.accuracy.total, pooled.accuracy.total, chosen.random_baseline
+    );
+    choice
+}
+
+/// A report's reconstructed cells.
+fn cells(report: &Report) -> Vec<Vec<String>> {
+    report.rows.iter().map(|row| row.reconstructed.clone()).collect()
+}
+
 /// Where the pooled rows reproduce the update (1 − cos ≤ 0.05: 16 rows, 2 epochs of batches of 4,
 /// 1500 steps), the choice searches and keeps only changes that fit it better, by more than
 /// float32's rounding, and every cell stays right.
@@ -52,14 +69,7 @@ fn with_and_without(data: &Dataset, options: &RunOptions) -> (Report, Report) {
 fn the_update_keeps_only_rows_that_fit_it_better() {
     let data = adult();
     let (chosen, pooled) = with_and_without(&data, &momentum_client(16, 4, 2, 1500, 1));
-    let choice = chosen
-        .row_details()
-        .and_then(|d| d.chosen.clone())
-        .expect("FedAvg in the given order chooses");
-    eprintln!(
-        "chosen {:.3}, pooled {:.3}, random {:.3}; {choice:?}",
-        chosen.accuracy.total, pooled.accuracy.total, chosen.random_baseline
-    );
+    let choice = choice_of(&chosen, &pooled, "FedAvg in the given order chooses");
     assert!(choice.searched && choice.fit_before <= 0.05, "{choice:?}");
     assert!(choice.changed_rows > 0 && choice.simulations > 1, "{choice:?}");
     assert!(choice.fit_after < choice.fit_before * (1.0 - 1e-4), "{choice:?}");
@@ -87,19 +97,11 @@ fn the_update_keeps_only_rows_that_fit_it_better() {
 fn the_update_chooses_nothing_where_the_pooled_rows_do_not_fit_it() {
     let data = adult();
     let (chosen, pooled) = with_and_without(&data, &momentum_client(32, 8, 3, 300, 0));
-    let choice = chosen
-        .row_details()
-        .and_then(|d| d.chosen.clone())
-        .expect("it says what it did");
-    eprintln!(
-        "run again {:.3}, pooled {:.3}, random {:.3}; {choice:?}",
-        chosen.accuracy.total, pooled.accuracy.total, chosen.random_baseline
-    );
+    let choice = choice_of(&chosen, &pooled, "it says what it did");
     assert!(!choice.searched && choice.fit_before > 0.05, "{choice:?}");
     assert_eq!((choice.changed_rows, choice.simulations), (0, 1), "{choice:?}");
     let rerun = choice.rerun.clone().expect("within 0.1 the ensemble runs again");
     assert_eq!(rerun.kept, rerun.fit < choice.fit_after, "{choice:?}");
-    let cells = |r: &Report| r.rows.iter().map(|row| row.reconstructed.clone()).collect::<Vec<_>>();
     assert_eq!(rerun.kept, cells(&chosen) != cells(&pooled), "{choice:?}");
     assert!(chosen.accuracy.total >= pooled.accuracy.total, "{choice:?}");
 }
@@ -119,14 +121,7 @@ fn the_update_chooses_a_reshuffling_clients_orders_then_runs_again_in_them() {
         ..momentum_client(32, 8, 3, 1500, 2)
     };
     let (chosen, pooled) = with_and_without(&data, &options);
-    let choice = chosen
-        .row_details()
-        .and_then(|d| d.chosen.clone())
-        .expect("a reshuffling client's orders are chosen");
-    eprintln!(
-        "chosen {:.3}, pooled {:.3}, random {:.3}; {choice:?}",
-        chosen.accuracy.total, pooled.accuracy.total, chosen.random_baseline
-    );
+    let choice = choice_of(&chosen, &pooled, "a reshuffling client's orders are chosen");
     let orders = choice.orders.clone().expect("the epochs' orders");
     assert_eq!(orders.order.len(), 3);
     for order in &orders.order {
@@ -147,7 +142,6 @@ fn the_update_chooses_a_reshuffling_clients_orders_then_runs_again_in_them() {
     assert_eq!(rerun.kept, rerun.fit < choice.fit_after, "{choice:?}");
     if !choice.searched {
         // The pooled rows are the report's unless the rerun's replaced them.
-        let cells = |r: &Report| r.rows.iter().map(|row| row.reconstructed.clone()).collect::<Vec<_>>();
         assert_eq!(rerun.kept, cells(&chosen) != cells(&pooled), "{choice:?}");
     }
     assert!(

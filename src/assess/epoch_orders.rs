@@ -17,7 +17,7 @@
 //! update at 1 − cos = 1.5e-3 (in its own orders, exactly), and the batches the orders chose
 //! shared no more rows with the client's than chance.
 use crate::assess::matching::{Rule, match_rows};
-use crate::attack::inversion::Simulation;
+use crate::assess::update_choice::{EpochOrders, best};
 use crate::attack::inversion::ensemble::Members;
 use crate::attack::inversion::setup::Setup;
 use crate::client::fedavg::{LocalOrder, LocalTraining};
@@ -35,20 +35,8 @@ const CHUNK: usize = 256;
 /// A change is kept where it lowers 1 − cos by more than this share (as `update_choice`).
 const BETTER: f32 = 1e-4;
 
-/// Each epoch's order, as the update chose it: `orders[e][j]` is the pooled row the client
-/// visited j-th in epoch e.
+/// Each epoch's order: `orders[e][j]` is the pooled row the replay visits j-th in epoch e.
 pub type Orders = Vec<Vec<usize>>;
-
-/// What the search found, with the fits it went through.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ChosenOrders {
-    pub orders: Orders,
-    /// 1 − cos of the pooled rows in the best member's orders, and after the search.
-    pub fit_proposed: f32,
-    pub fit: f32,
-    /// Client updates simulated.
-    pub simulations: usize,
-}
 
 /// `x` ([n, d], one client's rows) laid out as the client visits them: epoch after epoch, rows
 /// `orders[e]` ([E·n, d]).
@@ -67,17 +55,11 @@ impl Setup<'_> {
     /// batches, where the attack gave each epoch rows of its own: classifying, with every cell
     /// unknown and one round. None elsewhere (a known order needs no search).
     pub(crate) fn reshuffled(&self) -> Option<LocalTraining> {
-        let Simulation::LocalTraining { training, copies } = self.simulation() else {
-            return None;
-        };
-        let n = self.config.rows();
+        let (training, copies) = self.replayable_training()?;
         (training.order == LocalOrder::Shuffled
-            && training.steps_per_epoch(n) > 1
-            && copies == training.epochs
-            && self.dataset.target.is_none()
-            && self.scenario.known.is_none()
-            && self.scenario.later_rounds.is_empty())
-        .then_some(training)
+            && training.steps_per_epoch(self.config.rows()) > 1
+            && copies == training.epochs)
+            .then_some(training)
     }
 
     /// The orders of a reshuffling client (`reshuffled`) for the pooled `rows`, as the module
@@ -87,7 +69,7 @@ impl Setup<'_> {
         inversion: &Members,
         rows: &[Vec<Value>],
         encoded: &[f32],
-    ) -> Result<Option<ChosenOrders>> {
+    ) -> Result<Option<EpochOrders>> {
         let Some(training) = self.reshuffled() else {
             return Ok(None);
         };
@@ -115,15 +97,13 @@ impl Setup<'_> {
             .collect();
         let laid: Vec<f32> = proposals.iter().flat_map(|o| in_orders(encoded, o, d)).collect();
         let fits = self.projected_losses_in(laid, proposals.len(), epochs).await?;
-        let (best, &fit_proposed) = fits
-            .iter()
-            .enumerate()
-            .min_by(|a, b| a.1.total_cmp(b.1))
-            .expect("members");
-        let mut chosen = ChosenOrders {
-            orders: proposals[best].clone(),
-            fit_proposed,
-            fit: fit_proposed,
+        let Some((k, &fit)) = best(&fits) else {
+            return Ok(None);
+        };
+        let mut chosen = EpochOrders {
+            order: proposals[k].clone(),
+            fit_proposed: fit as f64,
+            fit: fit as f64,
             simulations: proposals.len(),
         };
         for _ in 0..ROUNDS {
@@ -160,12 +140,12 @@ impl Setup<'_> {
     /// position in common where together they fit better still. Whether anything changed.
     async fn trade_places(
         &self,
-        chosen: &mut ChosenOrders,
+        chosen: &mut EpochOrders,
         encoded: &[f32],
         local_batch: usize,
         labels: &[usize],
     ) -> Result<bool> {
-        let (d, epochs) = (self.dataset.d(), chosen.orders.len());
+        let (d, epochs) = (self.dataset.d(), chosen.order.len());
         let n = encoded.len() / d;
         let per_step = local_batch.max(1);
         let swaps: Vec<(usize, usize, usize)> = (0..epochs)
@@ -176,7 +156,7 @@ impl Setup<'_> {
         for chunk in swaps.chunks(CHUNK) {
             let laid: Vec<f32> = chunk
                 .iter()
-                .flat_map(|&swap| in_orders(encoded, &swapped(&chosen.orders, &[swap]), d))
+                .flat_map(|&swap| in_orders(encoded, &swapped(&chosen.order, &[swap]), d))
                 .collect();
             losses.extend(self.projected_losses_in(laid, chunk.len(), epochs).await?);
         }
@@ -184,7 +164,7 @@ impl Setup<'_> {
         // The improving swaps, best first; those touching no position another took are
         // tried together, and kept where they fit better than the best alone.
         let mut better: Vec<usize> = (0..swaps.len())
-            .filter(|&k| losses[k] < chosen.fit * (1.0 - BETTER))
+            .filter(|&k| losses[k] < chosen.fit as f32 * (1.0 - BETTER))
             .collect();
         if better.is_empty() {
             return Ok(false);
@@ -200,9 +180,9 @@ impl Setup<'_> {
                 taken.push(swaps[k]);
             }
         }
-        let (mut orders, mut fit) = (swapped(&chosen.orders, &taken[..1]), losses[better[0]]);
+        let (mut orders, mut fit) = (swapped(&chosen.order, &taken[..1]), losses[better[0]]);
         if taken.len() > 1 {
-            let together = swapped(&chosen.orders, &taken);
+            let together = swapped(&chosen.order, &taken);
             let loss = self
                 .projected_losses_in(in_orders(encoded, &together, d), 1, epochs)
                 .await?[0];
@@ -211,8 +191,9 @@ impl Setup<'_> {
                 (orders, fit) = (together, loss);
             }
         }
-        chosen.orders = orders;
-        chosen.fit = fit;
+        chosen.order = orders;
+        // An f32 loss, held exactly: the next round compares in f32 as before.
+        chosen.fit = fit as f64;
         Ok(true)
     }
 }

@@ -24,7 +24,6 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use crate::assess::enumerated::SpanRows;
-use crate::assess::epoch_orders::ChosenOrders;
 use crate::attack::inversion::Simulation;
 use crate::attack::inversion::ensemble::Members;
 use crate::attack::inversion::setup::Setup;
@@ -75,17 +74,6 @@ pub struct UpdateChoice {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub orders: Option<EpochOrders>,
-}
-
-impl From<ChosenOrders> for EpochOrders {
-    fn from(chosen: ChosenOrders) -> EpochOrders {
-        EpochOrders {
-            order: chosen.orders,
-            fit_proposed: chosen.fit_proposed as f64,
-            fit: chosen.fit as f64,
-            simulations: chosen.simulations,
-        }
-    }
 }
 
 /// Orders of a reshuffling client's epochs for the reconstruction's rows, as the update chose
@@ -155,19 +143,22 @@ impl UpdateChoice {
 }
 
 impl Setup<'_> {
-    /// The client's local training where the server can simulate its update from rows in their
-    /// positions: a FedAvg client whose order it knows (given, or one batch an epoch),
-    /// classifying, with every cell unknown and one round; None elsewhere.
-    pub(crate) fn known_order(&self) -> Option<LocalTraining> {
-        let Simulation::LocalTraining { training, .. } = self.simulation() else {
+    /// A FedAvg client's local training and the attack's copies of its rows per member, where
+    /// rows laid out by position replay its update: classifying, with every cell unknown and one
+    /// round; None elsewhere.
+    pub(crate) fn replayable_training(&self) -> Option<(LocalTraining, usize)> {
+        let Simulation::LocalTraining { training, copies } = self.simulation() else {
             return None;
         };
-        let n = self.config.rows();
-        ((training.order == LocalOrder::Given || training.steps_per_epoch(n) == 1)
-            && self.dataset.target.is_none()
-            && self.scenario.known.is_none()
-            && self.scenario.later_rounds.is_empty())
-        .then_some(training)
+        (self.dataset.target.is_none() && self.scenario.known.is_none() && self.scenario.later_rounds.is_empty())
+            .then_some((training, copies))
+    }
+
+    /// The client's local training where the server can simulate its update from rows in their
+    /// positions: a replayable client whose order it knows (given, or one batch an epoch).
+    pub(crate) fn known_order(&self) -> Option<LocalTraining> {
+        let (training, _) = self.replayable_training()?;
+        (training.order == LocalOrder::Given || training.steps_per_epoch(self.config.rows()) == 1).then_some(training)
     }
 
     /// The pooled `rows` changed, as the module says, among their members' rows (`matched`: each
@@ -203,7 +194,7 @@ impl Setup<'_> {
                 some => some,
             },
         };
-        let order = chosen_orders.as_ref().map(|o| o.orders.clone());
+        let order = chosen_orders.as_ref().map(|o| o.order.clone());
         let fits =
             async |members: Vec<f32>, count: usize| self.losses_in_orders(members, count, order.as_deref()).await;
         let first = fits(x.clone(), 1).await?[0];
@@ -218,7 +209,7 @@ impl Setup<'_> {
             orders: None,
         };
         if !choice.searched {
-            choice.orders = chosen_orders.map(EpochOrders::from);
+            choice.orders = chosen_orders;
             return Ok(Some(choice));
         }
         let before = rows.to_vec();
@@ -280,7 +271,7 @@ impl Setup<'_> {
         }
         choice.changed_rows = (0..n).filter(|&i| rows[i] != before[i]).count();
         choice.fit_after = fit as f64;
-        choice.orders = chosen_orders.map(EpochOrders::from);
+        choice.orders = chosen_orders;
         if let Some(entropy) = entropy {
             move_entropy(dataset, entropy, &origin, &before, rows);
         }
@@ -375,7 +366,7 @@ fn tries(dataset: &Dataset, span: Option<&SpanRows>, members: &[Vec<Value>], row
 }
 
 /// The lowest finite loss and where it is.
-fn best(losses: &[f32]) -> Option<(usize, &f32)> {
+pub(super) fn best(losses: &[f32]) -> Option<(usize, &f32)> {
     losses
         .iter()
         .enumerate()
