@@ -704,7 +704,12 @@ fit: number,
 /**
  * Whether its rows are the report's: only where they fit better.
  */
-kept: boolean, };
+kept: boolean, 
+/**
+ * A reshuffling client's: the orders the rerun's own pooling chose for its rows (which
+ * stand as the rerun's first epoch visits them, not as the first rows do).
+ */
+orders?: EpochOrders, };
 
 /**
  * Orders of a reshuffling client's epochs for the reconstruction's rows, as the update chose

@@ -190,6 +190,91 @@ fn every_optimiser_matches_torch_optim_forward_and_reverse() {
     eprintln!("worst relative error {worst:.1e}");
 }
 
+/// Draws in [-1, 1), seeded.
+fn uniform(mut seed: u64) -> impl FnMut() -> f32 {
+    move || {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((seed >> 33) as f64 / (1u64 << 31) as f64) as f32 * 2.0 - 1.0
+    }
+}
+
+/// An Adult-sized network, 104 → 100 → 100 → 2, drawn from `rand`.
+fn wide_network(rand: &mut impl FnMut() -> f32) -> Params {
+    let sizes = vec![104, 100, 100, 2];
+    Params {
+        weights: sizes
+            .windows(2)
+            .map(|s| (0..s[0] * s[1]).map(|_| rand() / (s[0] as f32).sqrt()).collect())
+            .collect(),
+        biases: sizes.windows(2).map(|s| (0..s[1]).map(|_| rand() * 0.1).collect()).collect(),
+        sizes,
+    }
+}
+
+/// A reshuffling client replayed with a copy of its rows per epoch, each copy in that epoch's
+/// order (orders that keep every position's label, as the attack lays them out): its own update
+/// exactly, on the definition and on the CPU kernel, which agree on such a problem's losses of
+/// several members (`member_losses`, which the definition once sized by the client's rows alone,
+/// so that a reshuffled attack off the kernel, leaky ReLU or WebGPU, stopped on a shape error)
+/// and on its loss and gradient.
+#[test]
+fn a_copy_of_the_rows_per_epoch_replays_a_reshuffling_client_on_both_engines() {
+    use leakscope::attack::accel::cpu::member_losses as kernel_member_losses;
+    use leakscope::attack::inversion::{loss_and_grad, member_losses};
+    let rt = Runtime::cpu();
+    let mut rand = uniform(777);
+    let p = wide_network(&mut rand);
+    let (n, d) = (8, 104);
+    let onehot: Vec<f32> = (0..n).flat_map(|i| [(i % 2) as f32, 1.0 - (i % 2) as f32]).collect();
+    // Epoch 1 takes rows into other batches, each position a row of its label.
+    let orders = vec![(0..n).collect::<Vec<_>>(), vec![2, 5, 0, 7, 4, 1, 6, 3]];
+    let training = LocalTraining {
+        epochs: 2,
+        local_batch: 4,
+        lr: 0.01,
+        optimizer: ClientOptimizer {
+            momentum: 0.9,
+            ..Default::default()
+        },
+        order: LocalOrder::Shuffled,
+    };
+    let x: Vec<f32> = (0..n * d).map(|_| rand()).collect();
+    let net = Net::new(&p, &rt.device);
+    let xt = Tensor::<3>::from_data(TensorData::new(x.clone(), [1, n, d]), &rt.device);
+    let y = Tensor::<3>::from_data(TensorData::new(onehot.clone(), [1, n, 2]), &rt.device);
+    let (u, _) = local_training_in_order(&net, &[xt], Some(&y), &training, Some(&orders), false);
+    let observed = Update::from_layers(
+        u.weights.iter().map(|t| read(t.clone())).collect(),
+        u.biases.iter().map(|t| read(t.clone())).collect(),
+    );
+    let spec = ProblemSpec::new(&p, &observed, onehot, None, Objective::Cosine)
+        .with_simulation(Simulation::LocalTraining { training, copies: 2 }, Vec::new());
+    // The client's rows laid out epoch after epoch in its orders; the given order every epoch;
+    // random rows.
+    let laid = |orders: &[Vec<usize>]| -> Vec<f32> {
+        orders.iter().flatten().flat_map(|&i| x[i * d..(i + 1) * d].to_vec()).collect()
+    };
+    let z: Vec<f32> = (0..2 * n * d).map(|_| rand()).collect();
+    let given = vec![(0..n).collect::<Vec<_>>(); 2];
+    let members: Vec<f32> = [laid(&orders), laid(&given), z.clone()].concat();
+    let on = spec.on_device(&rt.device);
+    let problem = spec.problem(&on, 0, 0);
+    let losses = pollster::block_on(member_losses(&problem, members.clone(), 3, &rt.device)).unwrap();
+    let kernel = kernel_member_losses(&HostProblem::new(spec.clone()), &members);
+    eprintln!("1 - cos: the client's orders, the given order, random rows: {losses:?} (kernel {kernel:?})");
+    assert!(losses[0] < 1e-5 && kernel[0] < 1e-5, "{losses:?} {kernel:?}");
+    assert!(losses[1] > 1e-4, "the given order replays it too: {losses:?}");
+    for (a, b) in losses.iter().zip(&kernel) {
+        assert!((a - b).abs() <= 1e-4 * b.abs().max(1e-3), "{a} vs {b}");
+    }
+    let (k_loss, k_grad) = kernel_loss_and_grad(&HostProblem::new(spec.clone()), &z);
+    let (loss, grad) = pollster::block_on(loss_and_grad(&problem, z.clone(), 1, &rt.device)).unwrap();
+    let e = rel_err(&k_grad, &grad.iter().map(|&v| v as f64).collect::<Vec<_>>());
+    eprintln!("loss {} vs {}, gradient relative error {e:.1e}", k_loss[0], loss[0]);
+    assert!((k_loss[0] - loss[0]).abs() <= 1e-4 * loss[0].abs(), "{k_loss:?} {loss:?}");
+    assert!(e <= 1e-3, "kernel and definition gradients differ by {e:.2e}");
+}
+
 /// Kernel and definition on an Adult-sized network (104 → 100 → 100 → 2, 8 rows, 2 local epochs of
 /// 2 steps) under Adam, and under SGD with momentum and weight decay (whose share of θ0 both take
 /// out of the updates they compare): one loss and gradient, compared coordinate by coordinate.
@@ -198,23 +283,8 @@ fn kernel_and_definition_agree_on_a_wide_network_under_adam_and_decay() {
     use leakscope::attack::inversion::loss_and_grad;
     use leakscope::client::optimizer::OptimizerKind;
     let rt = Runtime::cpu();
-    let sizes = vec![104, 100, 100, 2];
-    let mut seed = 12345u64;
-    let mut rand = move || {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        ((seed >> 33) as f64 / (1u64 << 31) as f64) as f32 * 2.0 - 1.0
-    };
-    let p = Params {
-        weights: sizes
-            .windows(2)
-            .map(|s| (0..s[0] * s[1]).map(|_| rand() / (s[0] as f32).sqrt()).collect())
-            .collect(),
-        biases: sizes
-            .windows(2)
-            .map(|s| (0..s[1]).map(|_| rand() * 0.1).collect())
-            .collect(),
-        sizes: sizes.clone(),
-    };
+    let mut rand = uniform(12345);
+    let p = wide_network(&mut rand);
     let n = 8;
     let onehot: Vec<f32> = (0..n).flat_map(|i| [(i % 2) as f32, 1.0 - (i % 2) as f32]).collect();
     let x: Vec<f32> = (0..n * 104).map(|_| rand()).collect();

@@ -7,8 +7,10 @@ mod common;
 
 use common::{adult, run_options};
 use leakscope::assess::update_choice::UpdateChoice;
+use leakscope::client::activation::Activation;
 use leakscope::client::fedavg::LocalOrder;
 use leakscope::options::ProtocolKind;
+use leakscope::runtime::StepEngine;
 use leakscope::table::Dataset;
 use leakscope::{Report, RunOptions};
 
@@ -140,6 +142,14 @@ fn the_update_chooses_a_reshuffling_clients_orders_then_runs_again_in_them() {
     assert!(choice.fit_after <= choice.fit_before, "{choice:?}");
     let rerun = choice.rerun.clone().expect("within 0.1 the ensemble runs again");
     assert_eq!(rerun.kept, rerun.fit < choice.fit_after, "{choice:?}");
+    // The rows reported come with the orders they were chosen in: the rerun's own where its rows
+    // were kept (they stand as its first epoch visits them), else the first rows'.
+    let rerun_orders = rerun.orders.as_ref().expect("the rerun chose orders for its rows");
+    assert_eq!(
+        choice.orders_of_rows(),
+        Some(if rerun.kept { rerun_orders } else { &orders }),
+        "{choice:?}"
+    );
     if !choice.searched {
         // The pooled rows are the report's unless the rerun's replaced them.
         assert_eq!(rerun.kept, cells(&chosen) != cells(&pooled), "{choice:?}");
@@ -168,6 +178,19 @@ fn the_update_chooses_nothing_on_fedsgd_and_no_order_where_it_is_known() {
         }),
     );
     let choice = shuffled.row_details().unwrap().chosen.clone().expect("orders chosen");
+    assert_eq!(choice.orders.map(|o| o.order.len()), Some(3));
+    // The same off the CPU kernel (leaky ReLU runs the definition), whose replays of several
+    // epochs' copies once stopped on a shape error.
+    let leaky = run_options(
+        &data,
+        &short(RunOptions {
+            local_order: LocalOrder::Shuffled,
+            activation: Activation::LeakyRelu { slope: 0.01 },
+            ..momentum_client(32, 8, 3, 20, 0)
+        }),
+    );
+    assert_eq!(leaky.backend.engine, StepEngine::Definition);
+    let choice = leaky.row_details().unwrap().chosen.clone().expect("orders chosen");
     assert_eq!(choice.orders.map(|o| o.order.len()), Some(3));
     // Reshuffled rows in one batch an epoch: every order gives the same update, none is chosen.
     let one_batch = run_options(

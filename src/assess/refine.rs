@@ -71,6 +71,7 @@ impl Setup<'_> {
         let rerun = Rerun {
             fit: fit(&refined),
             kept: fit(&refined) < fit(&recon),
+            orders: refined.chosen.as_ref().and_then(|c| c.orders.clone()),
         };
         // The main run's loss curve and steps stay the attack's.
         let first = recon.chosen.clone().map(|c| UpdateChoice {

@@ -98,9 +98,23 @@ pub struct Rerun {
     pub fit: f64,
     /// Whether its rows are the report's: only where they fit better.
     pub kept: bool,
+    /// A reshuffling client's: the orders the rerun's own pooling chose for its rows (which
+    /// stand as the rerun's first epoch visits them, not as the first rows do).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub orders: Option<EpochOrders>,
 }
 
 impl UpdateChoice {
+    /// The orders of the rows the report gives (a reshuffling client's): the rerun's where its
+    /// rows were kept, else the first rows'.
+    pub fn orders_of_rows(&self) -> Option<&EpochOrders> {
+        match &self.rerun {
+            Some(r) if r.kept => r.orders.as_ref(),
+            _ => self.orders.as_ref(),
+        }
+    }
+
     /// In words, for the reports' text.
     pub fn sentence(&self) -> String {
         let rerun = match &self.rerun {
@@ -108,9 +122,10 @@ impl UpdateChoice {
             Some(r) => format!(
                 "; the ensemble run again from them fitted {:.1e}{}",
                 r.fit,
-                match r.kept {
-                    true => " and gave the rows",
-                    false => ", no better: the first rows are kept",
+                match (r.kept, &r.orders) {
+                    (true, None) => " and gave the rows",
+                    (true, Some(_)) => " and gave the rows, in orders its own pooling chose",
+                    (false, _) => ", no better: the first rows are kept",
                 }
             ),
         };

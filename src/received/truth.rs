@@ -146,7 +146,7 @@ pub async fn attack_received_against(
     // The report's rows are formatted text: score the pooled rows themselves, reconstructed once.
     let mut recon = setup.reconstruct(inverted, progress).await?;
     // A reshuffling client's recipe, checkable now in the orders the update chose.
-    if let Some(orders) = recon.chosen.as_ref().and_then(|c| c.orders.as_ref())
+    if let Some(orders) = recon.chosen.as_ref().and_then(|c| c.orders_of_rows())
         && let Some(check) = check_recipe_in_orders(config, &in_terms, truth, &recon.rows, &orders.order).await?
     {
         recipe_check = check;

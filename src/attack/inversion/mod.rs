@@ -105,6 +105,17 @@ impl Simulation {
 }
 
 impl Problem<'_> {
+    /// The client's rows n.
+    pub fn client_rows(&self) -> usize {
+        self.onehot.len() / self.classes
+    }
+
+    /// Dummy rows per member: FedAvg's copies of the client's rows (one per epoch where the
+    /// client reshuffles them) count each.
+    pub fn member_rows(&self) -> usize {
+        self.simulation.rows(self.client_rows())
+    }
+
     /// Whether each dummy row carries its target as a last column: a regression's label, which the
     /// server does not know.
     pub fn targets_in_rows(&self) -> bool {
@@ -132,7 +143,7 @@ struct Definition<'a> {
 impl<'a> Definition<'a> {
     /// `w`: a dummy row's width.
     fn new(problem: &'a Problem<'a>, n: usize, w: usize, device: &Device) -> Self {
-        let rows = problem.onehot.len() / problem.classes;
+        let rows = problem.client_rows();
         let onehot = Tensor::from_data(
             TensorData::new(problem.onehot.clone(), [1, rows, problem.classes]),
             device,
@@ -409,7 +420,8 @@ impl Stepper for TensorStepper<'_> {
     }
 }
 
-/// Value and d/dz of the summed per-member loss at z ([N, B, d] row-major). Used by the golden
+/// Value and d/dz of the summed per-member loss at z ([N, B, d] row-major, B a member's dummy
+/// rows). Used by the golden
 /// tests and by anyone checking the engine against another implementation.
 pub async fn loss_and_grad(
     problem: &Problem<'_>,
@@ -417,7 +429,7 @@ pub async fn loss_and_grad(
     n: usize,
     device: &Device,
 ) -> Result<(Vec<f32>, Vec<f32>)> {
-    let b = problem.onehot.len() / problem.classes;
+    let b = problem.member_rows();
     let d = z.len() / (n * b);
     let def = Definition::new(problem, n, d, device);
     let z = Tensor::<2>::from_data(TensorData::new(z, [n * b, d]), device);
@@ -425,9 +437,10 @@ pub async fn loss_and_grad(
     Ok((read_f32(loss).await?, read_f32(z_bar).await?))
 }
 
-/// Per-member loss of given rows x ([N, B, d] row-major, already in encoded space).
+/// Per-member loss of given rows x ([N, B, d] row-major, already in encoded space; B a member's
+/// dummy rows, `Problem::member_rows`).
 pub async fn member_losses(problem: &Problem<'_>, x: Vec<f32>, n: usize, device: &Device) -> Result<Vec<f32>> {
-    let b = problem.onehot.len() / problem.classes;
+    let b = problem.member_rows();
     let d = x.len() / (n * b);
     let def = Definition::new(problem, n, d, device);
     let x = Tensor::<2>::from_data(TensorData::new(x, [n * b, d]), device);
