@@ -206,7 +206,10 @@ fn wide_network(rand: &mut impl FnMut() -> f32) -> Params {
             .windows(2)
             .map(|s| (0..s[0] * s[1]).map(|_| rand() / (s[0] as f32).sqrt()).collect())
             .collect(),
-        biases: sizes.windows(2).map(|s| (0..s[1]).map(|_| rand() * 0.1).collect()).collect(),
+        biases: sizes
+            .windows(2)
+            .map(|s| (0..s[1]).map(|_| rand() * 0.1).collect())
+            .collect(),
         sizes,
     }
 }
@@ -252,7 +255,11 @@ fn a_copy_of_the_rows_per_epoch_replays_a_reshuffling_client_on_both_engines() {
     // The client's rows laid out epoch after epoch in its orders; the given order every epoch;
     // random rows.
     let laid = |orders: &[Vec<usize>]| -> Vec<f32> {
-        orders.iter().flatten().flat_map(|&i| x[i * d..(i + 1) * d].to_vec()).collect()
+        orders
+            .iter()
+            .flatten()
+            .flat_map(|&i| x[i * d..(i + 1) * d].to_vec())
+            .collect()
     };
     let z: Vec<f32> = (0..2 * n * d).map(|_| rand()).collect();
     let given = vec![(0..n).collect::<Vec<_>>(); 2];
@@ -271,7 +278,10 @@ fn a_copy_of_the_rows_per_epoch_replays_a_reshuffling_client_on_both_engines() {
     let (loss, grad) = pollster::block_on(loss_and_grad(&problem, z.clone(), 1, &rt.device)).unwrap();
     let e = rel_err(&k_grad, &grad.iter().map(|&v| v as f64).collect::<Vec<_>>());
     eprintln!("loss {} vs {}, gradient relative error {e:.1e}", k_loss[0], loss[0]);
-    assert!((k_loss[0] - loss[0]).abs() <= 1e-4 * loss[0].abs(), "{k_loss:?} {loss:?}");
+    assert!(
+        (k_loss[0] - loss[0]).abs() <= 1e-4 * loss[0].abs(),
+        "{k_loss:?} {loss:?}"
+    );
     assert!(e <= 1e-3, "kernel and definition gradients differ by {e:.2e}");
 }
 

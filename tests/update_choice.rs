@@ -150,6 +150,23 @@ fn the_update_chooses_a_reshuffling_clients_orders_then_runs_again_in_them() {
         Some(if rerun.kept { rerun_orders } else { &orders }),
         "{choice:?}"
     );
+    // The audit's counted work (`plan::cost`) bounds what ran: both runs, and every client update
+    // the choices and the orders' searches replayed.
+    let work = options.attack_config().unwrap().work(&data);
+    assert_eq!(work.runs, 2);
+    let replayed = choice.simulations + orders.simulations + rerun_orders.simulations;
+    assert!(
+        replayed <= work.replays,
+        "{replayed} replayed, {} counted",
+        work.replays
+    );
+    let off = RunOptions {
+        update_choice: false,
+        ..options.clone()
+    };
+    let off = off.attack_config().unwrap().work(&data);
+    assert_eq!((off.runs, off.replays), (1, 0));
+    assert!(work.gflop() > 2.0 * off.gflop());
     if !choice.searched {
         // The pooled rows are the report's unless the rerun's replaced them.
         assert_eq!(rerun.kept, cells(&chosen) != cells(&pooled), "{choice:?}");
@@ -203,13 +220,14 @@ fn the_update_chooses_nothing_on_fedsgd_and_no_order_where_it_is_known() {
     );
     let choice = one_batch.row_details().unwrap().chosen.clone().expect("a known order");
     assert!(choice.orders.is_none());
-    let fedsgd = run_options(
-        &data,
-        &short(RunOptions {
-            batch_size: 8,
-            iterations: 20,
-            ..RunOptions::default()
-        }),
-    );
+    let fedsgd_options = short(RunOptions {
+        batch_size: 8,
+        iterations: 20,
+        ..RunOptions::default()
+    });
+    let fedsgd = run_options(&data, &fedsgd_options);
     assert!(fedsgd.row_details().unwrap().chosen.is_none());
+    // Nothing chosen, nothing run again: the counted work is the one optimisation.
+    let work = fedsgd_options.attack_config().unwrap().work(&data);
+    assert_eq!((work.runs, work.replays), (1, 0));
 }

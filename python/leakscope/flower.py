@@ -57,7 +57,8 @@ and audits it in a process of its own beside the training (`leakscope._monitor`,
 `leakscope._monitor_main`), writing the record when it is done; it cannot block.
 
 `budget_gflop` bounds a round's audit in work, not seconds: the engine counts what the attack's
-optimisation costs from the problem's sizes (`work_gflop` in every record), so whether a round is
+optimisation (every run of it) and its replays of the client's update cost at most, from the
+problem's sizes (`work_gflop` in every record), so whether a round is
 attacked is the same on a quiet and on a busy machine. A round past the budget is not attacked
 (its record's accuracy is null and `skipped` says why) and `over_budget` says what its reply does:
 "block" (the default of a gate with `block_above`: an update not audited is held back), "send"

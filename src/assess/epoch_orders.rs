@@ -17,6 +17,7 @@
 //! update at 1 − cos = 1.5e-3 (in its own orders, exactly), and the batches the orders chose
 //! shared no more rows with the client's than chance.
 use crate::assess::matching::{Rule, match_rows};
+use crate::assess::search_bounds::ROUNDS;
 use crate::assess::update_choice::{EpochOrders, best};
 use crate::attack::inversion::ensemble::Members;
 use crate::attack::inversion::setup::Setup;
@@ -24,12 +25,6 @@ use crate::client::fedavg::{LocalOrder, LocalTraining};
 use crate::error::Result;
 use crate::table::Value;
 
-/// Rounds of the search at most (a round that changes nothing ends it); each tries every pair of
-/// positions in different local batches of one epoch (E·n²/2·(1 − b/n) client updates: 1,920 at
-/// E = 5, n = 32, b = 8). On Adult's momentum client at E = 5, seed 1 (docs/results/recipes.md),
-/// 8 rounds fitted 0.041, about 25 (to a round that changed nothing) 0.040, and with the rows
-/// trading places in the orders as the choice changed them, the cells scored 94.2 against 94.6 %.
-const ROUNDS: usize = 8;
 /// Candidates simulated in one call: the host's memory for them is E·n·d floats each.
 const CHUNK: usize = 256;
 /// A change is kept where it lowers 1 − cos by more than this share (as `update_choice`).

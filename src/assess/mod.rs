@@ -11,6 +11,7 @@ pub mod reconstruct;
 mod refine;
 pub mod rows;
 pub mod scoring;
+pub mod search_bounds;
 mod span_fit;
 pub mod stopping;
 pub mod update_choice;

@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use crate::assess::enumerated::SpanRows;
+use crate::assess::search_bounds::{MOST_PAIRS, MOST_TRIED, SWEEPS};
 use crate::attack::inversion::Simulation;
 use crate::attack::inversion::ensemble::Members;
 use crate::attack::inversion::setup::Setup;
@@ -40,14 +41,6 @@ pub const UPDATE_FIT_THRESHOLD: f64 = 5e-2;
 
 /// The span's rows each row tries per sweep: those differing from it in the fewest cells.
 const NEAREST: usize = 8;
-/// Rows each row tries per sweep at most: whole rows first, then one-cell changes by their votes.
-const MOST_TRIED: usize = 32;
-/// Sweeps over the rows at most (a sweep that changes nothing ends the search); on Adult's
-/// momentum client at E = 5 (seed 1, docs/results/recipes.md) 12 sweeps fitted 0.0078 against
-/// 4 sweeps' 0.0082 and scored no more cells.
-const SWEEPS: usize = 4;
-/// Pairs of rows in different local batches tried per sweep at most (n²/2 grows fast).
-const MOST_PAIRS: usize = 2048;
 /// A change is kept where it lowers 1 − cos by more than this share: float32's rounding of the
 /// simulated update moves it by less.
 const BETTER: f32 = 1e-4;

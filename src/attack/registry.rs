@@ -3,6 +3,7 @@
 //! through `Attack`, reached from a configuration's `AttackSpec` by the one exhaustive match in
 //! `attack_of`. Adding an attack is a module implementing `Attack`, an arm here and in
 //! `AttackSpec`, and its tests (docs/engine.md).
+use crate::assess::search_bounds;
 use crate::attack::describe::{self, AttackInfo};
 use crate::attack::inversion::objective::Objective;
 use crate::attack::spec::{AttackKind, AttackSpec, CosineBaseline, DlgBaseline, RandomBaseline};
@@ -313,13 +314,40 @@ impl AttackConfig {
             Protocol::Fedsgd => (self.rows(), cost::ONE_GRADIENT),
             Protocol::Fedavg(t) => (t.epochs.saturating_mul(self.rows()), cost::LOCAL_STEP),
         };
+        let (runs, replays) = self.choice_work(dataset);
         Work {
             sizes: self.layer_sizes(dataset),
             members: self.members(),
             iterations: self.iterations,
             rows_per_step,
             per_row_weight,
+            runs,
+            replays,
         }
+    }
+
+    /// The runs of the optimisation and the client updates replayed at most where the update
+    /// chooses rows (FedAvg of a classifier in a known order, or reshuffled with a copy of the
+    /// rows per epoch, whose orders it chooses too) and the ensemble may run again: twice each,
+    /// every run pooled up to twice (the second layer's certificate alone first). Elsewhere one
+    /// run, nothing replayed.
+    fn choice_work(&self, dataset: &Dataset) -> (usize, usize) {
+        let Protocol::Fedavg(t) = &self.protocol else {
+            return (1, 0);
+        };
+        let (n, b, members) = (self.rows(), t.local_batch, self.members());
+        let known = t.order == LocalOrder::Given || t.steps_per_epoch(n) == 1;
+        let reshuffled = !known && self.rows_per_member() == t.epochs.saturating_mul(n);
+        if !(self.priors().choice && dataset.target.is_none() && (known || reshuffled)) {
+            return (1, 0);
+        }
+        let orders = match reshuffled {
+            true => search_bounds::order_replays(n, t.epochs, b, members),
+            false => 0,
+        };
+        let per_pooling = search_bounds::choice_replays(n, b, known) + orders + members;
+        let (runs, poolings) = (2, 2);
+        (runs, runs * poolings * per_pooling)
     }
 
     /// Bytes the attack holds at its peak (`plan::limits::WorkingSet::bytes`).

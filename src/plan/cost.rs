@@ -13,6 +13,10 @@ pub const ONE_GRADIENT: f64 = 18.0;
 /// kernel spends 2.0–2.6× as long per row and weight on an unrolled local step as on one gradient
 /// (`leakscope bench --protocol fedavg` beside `--protocol fedsgd`; docs/results/flower.md).
 pub const LOCAL_STEP: f64 = 42.0;
+/// ...and of replaying the client's update on rows the attack holds (the forward pass and the
+/// backward pass to the weights of every local step, no pass back to the rows): what each
+/// candidate of the update's choice of rows and of a reshuffling client's orders costs.
+pub const REPLAY: f64 = 6.0;
 
 /// The sizes an attack's optimisation costs by.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,6 +32,12 @@ pub struct Work {
     pub rows_per_step: usize,
     /// Operations per row and weight: `ONE_GRADIENT` or `LOCAL_STEP`.
     pub per_row_weight: f64,
+    /// Times the ensemble is optimised at most: 2 where it may run again from the rows the update
+    /// chose (`assess::refine`).
+    pub runs: usize,
+    /// Client updates replayed at most to choose rows and orders (`assess::search_bounds`), over
+    /// every run; each passes `rows_per_step` rows at `REPLAY` operations per row and weight.
+    pub replays: usize,
 }
 
 /// An attack's work as a report states it.
@@ -37,6 +47,16 @@ pub struct WorkEstimate {
     pub gflop: f64,
     pub members: usize,
     pub iterations: usize,
+    /// Times the ensemble is optimised at most (`Work::runs`).
+    #[serde(default = "one")]
+    pub runs: usize,
+    /// Client updates replayed at most to choose rows and orders (`Work::replays`).
+    #[serde(default)]
+    pub replays: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 impl Work {
@@ -50,10 +70,13 @@ impl Work {
         self.per_row_weight * self.weights() * self.rows_per_step as f64
     }
 
-    /// The whole optimisation at most, in billions of floating-point operations. The proofs, the
+    /// The whole optimisation at most, every run of it, and the replays of the client's update
+    /// that choose rows and orders, in billions of floating-point operations. The proofs, the
     /// matching and the pooling are not counted: they are bounded by the rows, not by the steps.
     pub fn gflop(&self) -> f64 {
-        self.flops_per_member_step() * self.members as f64 * self.iterations as f64 / 1e9
+        let optimisation = self.flops_per_member_step() * (self.members * self.iterations * self.runs) as f64;
+        let replays = REPLAY * self.weights() * (self.rows_per_step * self.replays) as f64;
+        (optimisation + replays) / 1e9
     }
 
     pub fn estimate(&self) -> WorkEstimate {
@@ -61,6 +84,8 @@ impl Work {
             gflop: self.gflop(),
             members: self.members,
             iterations: self.iterations,
+            runs: self.runs,
+            replays: self.replays,
         }
     }
 }
@@ -77,6 +102,8 @@ mod tests {
             iterations: 1500,
             rows_per_step: 32,
             per_row_weight: ONE_GRADIENT,
+            runs: 1,
+            replays: 0,
         };
         // 18 × (3200 + 1024 + 64) weights × 32 rows × 15 × 1500.
         assert!((base.gflop() - 18.0 * 4288.0 * 32.0 * 15.0 * 1500.0 / 1e9).abs() < 1e-9);
@@ -93,6 +120,16 @@ mod tests {
             rows_per_step: 64,
             ..base.clone()
         }));
+        assert!(double(Work {
+            runs: 2,
+            ..base.clone()
+        }));
+        // A replay costs a third of a member's step (6 of 18 operations per row and weight).
+        let replayed = Work {
+            replays: 3,
+            ..base.clone()
+        };
+        assert!((replayed.gflop() - base.gflop() - base.flops_per_member_step() / 1e9).abs() < 1e-9);
         let nothing = Work {
             members: 0,
             ..base.clone()

@@ -64,8 +64,17 @@ pub struct FirstBatch {
 fn over(work: &WorkEstimate, budget: Option<f64>, what: &str) -> Option<String> {
     let limit = budget?;
     (work.gflop > limit).then(|| {
+        let again = match work.runs {
+            1 => String::new(),
+            runs => format!(", {runs} runs where the ensemble runs again"),
+        };
+        let replays = match work.replays {
+            0 => String::new(),
+            r => format!(", {r} client updates replayed to choose rows"),
+        };
         format!(
-            "{what} counts {:.1} GFLOP ({} members × {} steps at most), over the budget of {limit} GFLOP",
+            "{what} counts {:.1} GFLOP ({} members × {} steps at most{again}{replays}), over the budget of {limit} \
+             GFLOP",
             work.gflop, work.members, work.iterations
         )
     })
