@@ -102,7 +102,7 @@ fn the_update_chooses_nothing_where_the_pooled_rows_do_not_fit_it() {
     let choice = choice_of(&chosen, &pooled, "it says what it did");
     assert!(!choice.searched && choice.fit_before > 0.05, "{choice:?}");
     assert_eq!((choice.changed_rows, choice.simulations), (0, 1), "{choice:?}");
-    let rerun = choice.rerun.clone().expect("within 0.1 the ensemble runs again");
+    let rerun = choice.rerun.clone().expect("an SGD client's ensemble runs again");
     assert_eq!(rerun.kept, rerun.fit < choice.fit_after, "{choice:?}");
     assert_eq!(rerun.kept, cells(&chosen) != cells(&pooled), "{choice:?}");
     assert!(chosen.accuracy.total >= pooled.accuracy.total, "{choice:?}");
@@ -140,7 +140,7 @@ fn the_update_chooses_a_reshuffling_clients_orders_then_runs_again_in_them() {
         "the rows are chosen in the chosen orders"
     );
     assert!(choice.fit_after <= choice.fit_before, "{choice:?}");
-    let rerun = choice.rerun.clone().expect("within 0.1 the ensemble runs again");
+    let rerun = choice.rerun.clone().expect("an SGD client's ensemble runs again");
     assert_eq!(rerun.kept, rerun.fit < choice.fit_after, "{choice:?}");
     // The rows reported come with the orders they were chosen in: the rerun's own where its rows
     // were kept (they stand as its first epoch visits them), else the first rows'.

@@ -11,7 +11,9 @@
 //!
 //! The attack simulates each position with its label (the labels in the client's order, the same
 //! every epoch), so a row only takes positions of its own label: each epoch's batches keep the
-//! given order's mix of labels, which a reshuffled batch need not have. The orders are the layout
+//! given order's mix of labels, which a reshuffled batch need not have (a build that let rows take
+//! their labels across batches, each epoch simulated with its own, lost 1–2 points on Adult: the
+//! search then fits the pooled rows' errors; docs/results/recipes.md). The orders are the layout
 //! the attack's model replays best, not the client's: on Adult's momentum client at E = 5
 //! (docs/results/recipes.md, seed 1) the client's rows replayed in the orders chosen fitted its
 //! update at 1 − cos = 1.5e-3 (in its own orders, exactly), and the batches the orders chose
