@@ -421,8 +421,8 @@ impl Stepper for TensorStepper<'_> {
 }
 
 /// Value and d/dz of the summed per-member loss at z ([N, B, d] row-major, B a member's dummy
-/// rows). Used by the golden
-/// tests and by anyone checking the engine against another implementation.
+/// rows). Used by the golden tests and by anyone checking the engine against another
+/// implementation.
 pub async fn loss_and_grad(
     problem: &Problem<'_>,
     z: Vec<f32>,
