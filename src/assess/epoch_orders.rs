@@ -23,7 +23,7 @@ use crate::assess::search_bounds::ROUNDS;
 use crate::assess::update_choice::{EpochOrders, best};
 use crate::attack::inversion::ensemble::Members;
 use crate::attack::inversion::setup::Setup;
-use crate::client::fedavg::{LocalOrder, LocalTraining};
+use crate::client::fedavg::LocalTraining;
 use crate::error::Result;
 use crate::table::Value;
 
@@ -53,10 +53,7 @@ impl Setup<'_> {
     /// unknown and one round. None elsewhere (a known order needs no search).
     pub(crate) fn reshuffled(&self) -> Option<LocalTraining> {
         let (training, copies) = self.replayable_training()?;
-        (training.order == LocalOrder::Shuffled
-            && training.steps_per_epoch(self.config.rows()) > 1
-            && copies == training.epochs)
-            .then_some(training)
+        (!training.order_known(self.config.rows()) && copies == training.epochs).then_some(training)
     }
 
     /// The orders of a reshuffling client (`reshuffled`) for the pooled `rows`, as the module

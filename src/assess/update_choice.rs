@@ -28,7 +28,7 @@ use crate::assess::search_bounds::{MOST_PAIRS, MOST_TRIED, SWEEPS};
 use crate::attack::inversion::Simulation;
 use crate::attack::inversion::ensemble::Members;
 use crate::attack::inversion::setup::Setup;
-use crate::client::fedavg::{LocalOrder, LocalTraining};
+use crate::client::fedavg::LocalTraining;
 use crate::error::Result;
 use crate::table::{Dataset, Value, encode_rows};
 
@@ -166,7 +166,7 @@ impl Setup<'_> {
     /// positions: a replayable client whose order it knows (given, or one batch an epoch).
     pub(crate) fn known_order(&self) -> Option<LocalTraining> {
         let (training, _) = self.replayable_training()?;
-        (training.order == LocalOrder::Given || training.steps_per_epoch(self.config.rows()) == 1).then_some(training)
+        training.order_known(self.config.rows()).then_some(training)
     }
 
     /// The pooled `rows` changed, as the module says, among their members' rows (`matched`: each

@@ -336,7 +336,7 @@ impl AttackConfig {
             return (1, 0);
         };
         let (n, b, members) = (self.rows(), t.local_batch, self.members());
-        let known = t.order == LocalOrder::Given || t.steps_per_epoch(n) == 1;
+        let known = t.order_known(n);
         let reshuffled = !known && self.rows_per_member() == t.epochs.saturating_mul(n);
         if !(self.priors().choice && dataset.target.is_none() && (known || reshuffled)) {
             return (1, 0);

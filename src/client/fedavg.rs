@@ -98,6 +98,12 @@ impl LocalTraining {
         )
     }
 
+    /// Whether a server can replay a client of `n` rows from rows laid out by position: its rows
+    /// come in the given order, or in one batch an epoch (whose order changes nothing).
+    pub fn order_known(&self, n: usize) -> bool {
+        self.order == LocalOrder::Given || self.steps_per_epoch(n) == 1
+    }
+
     pub fn steps_per_epoch(&self, n: usize) -> usize {
         n.div_ceil(self.local_batch.max(1))
     }
