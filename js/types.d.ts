@@ -398,7 +398,12 @@ ensemble: EnsembleRounds | null,
  * FedAvg in a known order: the rows the client's simulated update chose among the members'
  * and the span's (`assess::update_choice`; null where it did not run).
  */
-chosen: UpdateChoice | null, };
+chosen: UpdateChoice | null, 
+/**
+ * An Adam or AdamW client: the categories its update shows its rows hold, beside what the
+ * attack recovers (`attack::priors::categories_held`; null elsewhere).
+ */
+categories_held: CategoriesHeld | null, };
 
 export type ReconstructionReport = { 
 /**
@@ -729,6 +734,35 @@ fit_proposed: number, fit: number,
  * Client updates simulated for them.
  */
 simulations: number, };
+
+/**
+ * What an Adam client's update says outright: which categories its rows hold, and no others
+ * (`attack::priors::categories_held`). Read, not proved: measured right on every category of 40
+ * clients, and checked here against the client's rows where they are at hand.
+ */
+export type CategoriesHeld = { features: Array<FeatureHeld>, 
+/**
+ * Categories shown held, of all the encoding's.
+ */
+held: number, categories: number, 
+/**
+ * Against the client's rows, where at hand: categories read wrongly (held but absent, or
+ * absent but held); null without them.
+ */
+misread: number | null, };
+
+/**
+ * One categorical feature's categories the update shows held.
+ */
+export type FeatureHeld = { feature: string, 
+/**
+ * The categories some row holds, in the encoding's order.
+ */
+held: Array<string>, 
+/**
+ * The feature's categories in the encoding.
+ */
+of: number, };
 
 /**
  * How a reconstructed row was obtained.

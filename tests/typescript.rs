@@ -76,6 +76,8 @@ fn generated() -> String {
         declaration::<leakscope::assess::update_choice::UpdateChoice>(),
         declaration::<leakscope::assess::update_choice::Rerun>(),
         declaration::<leakscope::assess::update_choice::EpochOrders>(),
+        declaration::<leakscope::attack::priors::categories_held::CategoriesHeld>(),
+        declaration::<leakscope::attack::priors::categories_held::FeatureHeld>(),
         declaration::<leakscope::report::Provenance>(),
         declaration::<leakscope::report::ProvenanceGroup>(),
         declaration::<leakscope::report::ReasonCount>(),

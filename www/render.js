@@ -309,6 +309,11 @@ export function renderSummary(box, info, report, attack) {
     const rounds = e.rounds.map((r) => `${r.members} members: ${(100 * r.changed).toFixed(1)} %`).join(', ');
     setting.push(`ensemble: ${e.members} of up to ${e.most} members, by its stopping rule: ${e.rule}${rounds ? ` (cells changed among those called sure or fairly sure, per round: ${rounds})` : ''}`);
   }
+  const held = d.kind === 'rows' ? d.categories_held : null;
+  if (held) {
+    const check = held.misread == null ? '' : held.misread === 0 ? '; against your rows every category is read right' : `; against your rows ${held.misread} categories are read wrongly`;
+    setting.push(`the update shows outright which categories the rows hold: ${held.held} of the encoding's ${held.categories}, and no others (Adam leaves a category no row holds as the first layer's bias update, negated)${check}`);
+  }
   const fallback = d.kind === 'rows' ? d.fallback : null;
   if (fallback) {
     const p = (v) => (v == null ? '–' : `${(100 * v).toFixed(1)} %`);

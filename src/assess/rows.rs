@@ -127,6 +127,7 @@ impl Setup<'_> {
             answered_after: None,
             ensemble: self.rounds.clone(),
             chosen: recon.chosen,
+            categories_held: self.categories_held(),
         });
         report.member_steps = recon.steps;
         Ok(report)
@@ -243,6 +244,7 @@ impl Setup<'_> {
                 answered_after: None,
                 ensemble: self.rounds.clone(),
                 chosen: recon.chosen,
+                categories_held: self.categories_held(),
             },
             seconds,
         );

@@ -219,6 +219,10 @@ pub struct RowDetails {
     /// and the span's (`assess::update_choice`; null where it did not run).
     #[serde(default)]
     pub chosen: Option<crate::assess::update_choice::UpdateChoice>,
+    /// An Adam or AdamW client: the categories its update shows its rows hold, beside what the
+    /// attack recovers (`attack::priors::categories_held`; null elsewhere).
+    #[serde(default)]
+    pub categories_held: Option<crate::attack::priors::categories_held::CategoriesHeld>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]

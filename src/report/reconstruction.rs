@@ -289,6 +289,9 @@ impl ReconstructionReport {
             if let Some(c) = &self.details.chosen {
                 let _ = writeln!(s, "{}", c.sentence());
             }
+            if let Some(c) = &self.details.categories_held {
+                let _ = writeln!(s, "{}", c.sentence());
+            }
             for reason in self.provenance.iter().flat_map(|g| &g.reasons) {
                 let _ = writeln!(
                     s,

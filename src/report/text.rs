@@ -238,6 +238,9 @@ fn accuracy(r: &Report, s: &mut String) {
         if let Some(c) = r.row_details().and_then(|d| d.chosen.as_ref()) {
             let _ = writeln!(s, "{}", c.sentence());
         }
+        if let Some(c) = r.row_details().and_then(|d| d.categories_held.as_ref()) {
+            let _ = writeln!(s, "{}", c.sentence());
+        }
     }
     if let Some(f) = r.row_details().and_then(|d| d.fallback.as_ref()) {
         fallback_lines(f, s);

@@ -652,6 +652,11 @@ test('FedAvg with Adam from the form: the client\'s optimiser reaches the engine
     // Adam's per-coordinate scaling takes the update out of the rows' span: the priors that read it
     // are not applied, and the page names Adam as the reason.
     assert.match(await page.textContent('#results-info'), /\bAdam\b/);
+    // What Adam's update still says outright: the categories the rows hold, checked against them.
+    const held = report.details.categories_held;
+    assert.equal(held.misread, 0, JSON.stringify(held));
+    assert.ok(held.held > 0 && held.held < held.categories, JSON.stringify(held));
+    assert.match(await page.textContent('#results-info'), new RegExp(`${held.held} of the encoding's ${held.categories}, and no others`));
     assert.ok(report.rows.length === 4, JSON.stringify(report.rows.length));
     assert.deepEqual(problems, []);
   } finally {

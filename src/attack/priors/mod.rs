@@ -1,4 +1,5 @@
 //! The priors and proofs an attack composes: what the server knows besides the update's value.
+//! - `categories_held`: which categories an Adam client's rows hold, read off its update;
 //! - `labels`: the batch's labels counted from the last layer's gradient (Geng et al.);
 //! - `known`: cells the server already holds (the attribute attack's other columns);
 //! - `subspace`: the first layer's gradient as a prior on the rows (their span);
@@ -10,6 +11,7 @@
 //! - `spectrum`: the one numerical basis their ranks and spans are read on (the update's precision).
 pub mod activation_span;
 pub mod activity;
+pub mod categories_held;
 pub mod enumerate;
 pub mod known;
 pub mod labels;
