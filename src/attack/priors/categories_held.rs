@@ -69,7 +69,10 @@ pub fn held_columns(
     let bias: Vec<f64> = (0..h).map(|j| rows_part(ub[j], b0[j])).collect();
     let departs = |c: usize, j: usize| {
         let (u, w) = (rows_part(uw[c * h + j], w0[c * h + j]), w0[c * h + j] as f64);
-        let gap = (u + bias[j]).abs();
+        // The factor's sign: −1 for a standardised column (μ > 0); a column left unstandardised
+        // (μ stated 0) has no gradient at all where no row holds its category.
+        let sign = if layout.mean[c] > 0.0 { -1.0 } else { 0.0 };
+        let gap = (u - sign * bias[j]).abs();
         gap > ROUNDING * (w.abs() + b0[j].abs() as f64 + u.abs()) && gap > DEPARTS * bias[j].abs()
     };
     let mut held = vec![false; d];
