@@ -226,6 +226,19 @@ mod tests {
         };
         let held = held_columns(&params, &observed, &layout, &training, 32);
         assert_eq!(held, Some(vec![true, false, false]));
+        // A column stated unstandardised (mean 0): no row holding its category, no update at all.
+        let raw = Layout {
+            mean: vec![0.0; 3],
+            std: vec![1.0; 3],
+            ..layout.clone()
+        };
+        let mut w = observed.weight(0).to_vec();
+        w[h..2 * h].iter_mut().for_each(|v| *v = 0.0);
+        let zero = Update::from_layers(vec![w, vec![0.0; 2 * h]], vec![observed.bias(0).to_vec(), vec![0.0; 2]]);
+        assert_eq!(
+            held_columns(&params, &zero, &raw, &training, 32),
+            Some(vec![true, false, true])
+        );
         // Adam's L2 decay breaks the reading; SGD's update is read whole elsewhere.
         training.optimizer.weight_decay = 1e-4;
         assert_eq!(held_columns(&params, &observed, &layout, &training, 32), None);
