@@ -198,7 +198,7 @@ impl Setup<'_> {
     ) -> Result<ReconstructionReport> {
         let recon = self.reconstruct(inverted, progress).await?;
         let fit = self.update_fit(&recon).await?;
-        Ok(self.received_report(recon, fit, None, seconds))
+        Ok(self.received_report(recon, fit, None, None, seconds))
     }
 
     /// How well the reconstruction's rows, with the labels used (a regression's reconstructed
@@ -219,12 +219,15 @@ impl Setup<'_> {
         Ok(UpdateFit::of(distance as f64))
     }
 
-    /// The report of a received update's reconstruction (`assess_received`).
+    /// The report of a received update's reconstruction (`assess_received`); `truth`: the
+    /// client's rows where they are at hand (`received::truth`), which the categories the update
+    /// shows held are checked against.
     pub fn received_report(
         &self,
         recon: Reconstruction,
         fit: UpdateFit,
         fallback: Option<FallbackSummary>,
+        truth: Option<&[Vec<Value>]>,
         seconds: f64,
     ) -> ReconstructionReport {
         let mut report = ReconstructionReport::build(
@@ -244,7 +247,7 @@ impl Setup<'_> {
                 answered_after: None,
                 ensemble: self.rounds.clone(),
                 chosen: recon.chosen,
-                categories_held: self.categories_held(),
+                categories_held: self.categories_held_against(truth),
             },
             seconds,
         );

@@ -169,10 +169,9 @@ pub async fn attack_received_against(
     let random_baseline = score(&rules, &truth.rows, &guess).accuracy.total;
     let count = |p: Provenance| recon.provenance.iter().filter(|&&q| q == p).count();
     let (rows_proved, rows_consistent) = (count(Provenance::Proved), count(Provenance::Consistent));
-    let mut reconstruction = setup.received_report(recon, fit, fallback, start.elapsed().as_secs_f64());
-    reconstruction.details.categories_held = setup.categories_held_against(Some(&truth.rows));
+    let seconds = start.elapsed().as_secs_f64();
     Ok(ScoredUpdate {
-        reconstruction,
+        reconstruction: setup.received_report(recon, fit, fallback, Some(&truth.rows), seconds),
         gain_over_random: accuracy.total - random_baseline,
         accuracy,
         random_baseline,

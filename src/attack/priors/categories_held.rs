@@ -67,11 +67,8 @@ pub fn held_columns(
     let (uw, ub) = (observed.weight(0), observed.bias(0));
     let rows_part = |u: f32, theta: f32| u as f64 - share * theta as f64;
     let bias: Vec<f64> = (0..h).map(|j| rows_part(ub[j], b0[j])).collect();
-    let departs = |c: usize, j: usize| {
+    let departs = |c: usize, sign: f64, j: usize| {
         let (u, w) = (rows_part(uw[c * h + j], w0[c * h + j]), w0[c * h + j] as f64);
-        // The factor's sign: −1 for a standardised column (μ > 0); a column left unstandardised
-        // (μ stated 0) has no gradient at all where no row holds its category.
-        let sign = if layout.mean[c] > 0.0 { -1.0 } else { 0.0 };
         let gap = (u - sign * bias[j]).abs();
         gap > ROUNDING * (w.abs() + b0[j].abs() as f64 + u.abs()) && gap > DEPARTS * bias[j].abs()
     };
@@ -79,7 +76,10 @@ pub fn held_columns(
     for &(offset, width, categorical) in &layout.blocks {
         if categorical {
             for c in offset..offset + width {
-                held[c] = (0..h).filter(|&j| departs(c, j)).count() >= UNITS;
+                // The factor's sign: −1 for a standardised column (μ > 0); a column left
+                // unstandardised (μ stated 0) has no gradient where no row holds its category.
+                let sign = if layout.mean[c] > 0.0 { -1.0 } else { 0.0 };
+                held[c] = (0..h).filter(|&j| departs(c, sign, j)).count() >= UNITS;
             }
         }
     }
