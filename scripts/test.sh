@@ -13,6 +13,15 @@ chmod 700 "$XDG_RUNTIME_DIR" 2>/dev/null || true
 # no test of an attack's name outside the registry; the script tests itself first.
 python3 scripts/shape.py --self-test
 python3 scripts/shape.py --check > /dev/null || { python3 scripts/shape.py | sed -n '/Limits/,$p'; exit 1; }
+# The WebAssembly build runs beside everything up to the npm and page tests, in a build directory
+# of its own (cargo locks one per build): wasm-opt and the tests below each keep one core busy,
+# and a fresh clone's two builds share their serial stretches. Its output is shown when it ends.
+wasm_dir="${LEAKSCOPE_WASM_TARGET:-$HOME/.cache/leakscope/wasm-target}"
+wasm_log="$(mktemp)"
+CARGO_TARGET_DIR="$wasm_dir" setsid bash scripts/build-wasm.sh > "$wasm_log" 2>&1 &
+wasm_pid=$!
+# A step that fails ends the script; the WebAssembly build (its own process group) ends with it.
+trap 'kill -- -"$wasm_pid" 2>/dev/null || true' EXIT
 # Two cores: keep the build and the test threads from starving each other.
 cargo build --tests --bins -j 2
 # The GPU kernels run on lavapipe; launch counting is process-wide, so tests run one at a time.
@@ -29,9 +38,13 @@ LEAKSCOPE_CLI="$CARGO_TARGET_DIR/debug/leakscope" "$PYENV/bin/python" -m pytest 
 # The CUDA backend (`--features cuda`) type-checks here; linking it needs LLVM 23, which
 # cubecl-cuda's build script downloads from GitHub (DOCS_RS=1 skips that download for a check).
 DOCS_RS=1 cargo check --lib --bins --features cuda -j 2
-# The WebAssembly build, then the npm package (installed from `npm pack`, run in Node) and the page
-# in headless Chromium (CPU fallback and WebGPU on SwiftShader).
-bash scripts/build-wasm.sh
+# The WebAssembly build started above, then the npm package (installed from `npm pack`, run in
+# Node) and the page in headless Chromium (CPU fallback and WebGPU on SwiftShader).
+wasm_status=0
+wait "$wasm_pid" || wasm_status=$?
+cat "$wasm_log"
+rm -f "$wasm_log"
+[ "$wasm_status" = 0 ] || { echo "test.sh: the WebAssembly build failed ($wasm_status)" >&2; exit 1; }
 [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund --loglevel=error
 export LEAKSCOPE_SCREENSHOTS="${LEAKSCOPE_SCREENSHOTS:-$CARGO_TARGET_DIR/screenshots}"
 node --test tests/node/ tests/browser/
