@@ -12,7 +12,7 @@ use crate::config::{AttackConfig, AttackSpec, MemberRange};
 use crate::error::{Error, Result};
 use crate::received::ReceivedUpdate;
 use crate::report::reconstruction::ReconstructionReport;
-use crate::report::{AttackDetails, Provenance, Report};
+use crate::report::{AttackDetails, Report};
 use crate::runtime::{MeasuredRate, Runtime};
 use crate::scenario::Scenario;
 use crate::table::Dataset;
@@ -241,7 +241,7 @@ async fn proved_report(setup: &Setup<'_>, inverted: Members, seconds: f64) -> Re
     let proving = web_time::Instant::now();
     // An early answer is FedSGD's: nothing after the pooling inverts (`assess::refine` is FedAvg's).
     let recon = setup.reconstruct(inverted, &mut |_| true).await?;
-    if !recon.provenance.iter().all(|p| *p == Provenance::Proved) {
+    if !recon.all_settled() {
         return Ok(None);
     }
     let seconds = seconds + proving.elapsed().as_secs_f64();

@@ -609,7 +609,9 @@ fn tableak_on_german_credit_with_restored_labels() {
 /// proved there, and every proved row is right; without it (plain TabLeak) the same batch stays
 /// far below (measured on full Adult, seeds 0-4: GELU 71.7 %, tanh 68.7 % before). Since the
 /// certificate reads the span's drift under the update's rounding (issue 43), GELU seed 0 proves
-/// 29 rows, not 31: three rows' values it would bound to 0.2 std where it claims 0.16.
+/// 29 rows, not 31: three rows' values it would bound to 0.2 std where it claims 0.16. Since a
+/// proof claims 0.05 std (2026-11-29), tanh seed 0 proves 28 (29 or more before), the other row
+/// near a batch row and consistent.
 #[test]
 fn the_second_layer_proves_rows_of_smooth_activations() {
     let data = dataset("adult-sample.csv", "salary");
@@ -636,7 +638,7 @@ fn the_second_layer_proves_rows_of_smooth_activations() {
             let (rows, right) = proved.map_or((0, 0.0), |g| (g.rows, g.accuracy));
             eprintln!("  {name} seed {seed}: {:.3}, {rows} rows proved", r.accuracy.total);
             assert!(
-                rows >= 29 && right == 1.0,
+                rows >= 28 && right == 1.0,
                 "{name} seed {seed}: {rows} proved, {right} right"
             );
             assert!(r.accuracy.total >= 0.93, "{name} seed {seed}: {}", r.accuracy.total);

@@ -33,9 +33,9 @@ const ENCODED: f64 = 8.0;
 /// Rows of the span per row of the batch beyond which it is not searched further: the update's
 /// fit (`assess::span_fit`) takes that many at most.
 const MOST_PER_ROW: usize = 16;
-/// A proof reads continuous values to half the scoring tolerance (in std, as the encoding's
-/// units are), as the second layer's certificate claims them.
-const PRECISE: f64 = 0.5 * crate::table::dataset::TOLERANCE_FACTOR;
+/// A proof reads continuous values to what "proved" claims (in std, as the encoding's units are),
+/// as the second layer's certificate claims them.
+const PRECISE: f64 = crate::table::dataset::PROVED_WITHIN;
 
 /// The first layer's span enumerated for this attack's batch.
 pub struct SpanRows {

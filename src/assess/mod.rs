@@ -12,6 +12,7 @@ mod refine;
 pub mod rows;
 pub mod scoring;
 pub mod search_bounds;
+mod second_layer;
 mod span_fit;
 pub mod stopping;
 pub mod update_choice;

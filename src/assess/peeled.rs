@@ -114,7 +114,7 @@ impl Setup<'_> {
     pub(crate) fn peel_rest(&self, recon: Reconstruction) -> Reconstruction {
         let mut recon = self.settle_labels(recon);
         let b = recon.rows.len();
-        let left: Vec<usize> = (0..b).filter(|&i| recon.provenance[i] != Provenance::Proved).collect();
+        let left: Vec<usize> = (0..b).filter(|&i| !recon.settled(i)).collect();
         if left.len() == b || !self.peels() {
             return recon;
         }
@@ -167,14 +167,14 @@ impl Setup<'_> {
         // replaces only a row the ensemble gave. An unlabelled row keeps its slot: it is near a
         // row of the batch (within its ReLU cell).
         found.sort_by_key(|(_, c)| match c {
-            Certified::Yes => 0,
+            Certified::Yes | Certified::Near => 0,
             Certified::IfLabelled(_) => 1,
             _ => 2,
         });
         let mut free = self.free_slots(&recon, &left);
         let mut peeled = 0;
         for (row, verdict) in &found {
-            if !matches!(verdict, Certified::Yes | Certified::IfLabelled(_)) {
+            if !matches!(verdict, Certified::Yes | Certified::Near | Certified::IfLabelled(_)) {
                 free.retain(|(slot, _)| recon.provenance[*slot] == Provenance::Ensemble);
             }
             let Some(slot) = self.adopt(&mut recon, &mut free, row) else {
@@ -187,6 +187,11 @@ impl Setup<'_> {
                     recon.pending_labels.push(slot);
                 }
                 Certified::Fits(why) => self.mark_consistent(&mut recon, slot, *why),
+                // Near a batch row: consistent, its values as certain as a proved row's.
+                Certified::Near => {
+                    recon.provenance[slot] = Provenance::Consistent;
+                    recon.unproved[slot] = Some(Unproved::Imprecise);
+                }
                 _ => {}
             }
         }
@@ -239,9 +244,7 @@ impl Setup<'_> {
             return recon;
         };
         // Rows proved already stand with the pending ones in what the update must explain.
-        let slots: Vec<usize> = (0..b)
-            .filter(|i| pending.contains(i) || recon.provenance[*i] == Provenance::Proved)
-            .collect();
+        let slots: Vec<usize> = (0..b).filter(|i| pending.contains(i) || recon.settled(*i)).collect();
         let rows: Vec<Vec<Value>> = slots.iter().map(|&i| recon.rows[i].clone()).collect();
         let Some(unlabelled) = peeler.unlabelled(&self.encoded(&rows)) else {
             return recon;
@@ -251,12 +254,23 @@ impl Setup<'_> {
             .map(|k| slots[k])
             .filter(|i| pending.contains(i))
             .collect();
+        // A labelled row is proved where the theorem holds at the proof's precision, else near a
+        // batch row (it held at half the scoring tolerance: `ActivationSpan::verdict`).
+        let span = self.second_layer_span(b);
         for slot in labelled {
-            recon.provenance[slot] = Provenance::Proved;
-            recon.unproved[slot] = None;
-            if let Some(summary) = recon.second_layer.as_mut() {
-                summary.certified_rows += 1;
-                summary.consistent_rows = summary.consistent_rows.saturating_sub(1);
+            let row = &recon.rows[slot];
+            match span.as_ref().map(|s| s.proof(row, s.distance(row))) {
+                Some(Ok(())) => {
+                    recon.provenance[slot] = Provenance::Proved;
+                    recon.unproved[slot] = None;
+                    if let Some(summary) = recon.second_layer.as_mut() {
+                        summary.certified_rows += 1;
+                        summary.consistent_rows = summary.consistent_rows.saturating_sub(1);
+                    }
+                }
+                Some(Err(Unproved::Imprecise)) => recon.unproved[slot] = Some(Unproved::Imprecise),
+                // Read again, the theorem no longer holds: consistent, for the reason given.
+                _ => continue,
             }
             if let Some(cells) = recon.entropy.as_mut().map(|e| &mut e[slot]) {
                 entropy::agreed(self.dataset, cells);

@@ -20,7 +20,6 @@ use crate::attack::inversion::setup::Setup;
 use crate::client::optimizer::OptimizerKind;
 use crate::config::MemberRange;
 use crate::error::Result;
-use crate::report::Provenance;
 use crate::table::{Dataset, Value, encode_rows};
 
 /// The chosen category's logit over the others' at the start: a softmax of 0.987 (41
@@ -115,7 +114,7 @@ impl Setup<'_> {
         };
         recon.chosen.as_ref().is_some_and(|c| c.fit_before <= gate)
             && recon.rows.len() * copies == self.config.rows_per_member()
-            && recon.provenance.iter().any(|p| *p != Provenance::Proved)
+            && !recon.all_settled()
     }
 
     /// The ensemble inverted again from `rows` (`refine`'s starts).

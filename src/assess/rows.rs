@@ -84,7 +84,7 @@ impl Setup<'_> {
             &scored,
             random.accuracy,
             truth.label_accuracy,
-            recon.loss_curve,
+            recon.loss_curve.clone(),
             seconds,
         );
         report.model_accuracy = self.scenario.model_accuracy;
@@ -96,9 +96,10 @@ impl Setup<'_> {
         }
         let labels = calibration.and_then(|c| c.labels);
         let mut prior_labels = 0;
+        let settled: Vec<bool> = (0..recon.rows.len()).map(|i| recon.settled(i)).collect();
         if let (Some(l), Some((values, _))) = (labels.filter(|l| l.falls_back()), recon.values.as_mut()) {
-            for (v, p) in values.iter_mut().zip(&recon.provenance) {
-                if *p != Provenance::Proved {
+            for (v, settled) in values.iter_mut().zip(settled) {
+                if !settled {
                     *v = l.prior_value;
                     prior_labels += 1;
                 }
@@ -161,7 +162,7 @@ impl Setup<'_> {
         guess: &[Vec<Value>],
         progress: &mut dyn FnMut(&Progress) -> bool,
     ) -> Result<Option<Calibration>> {
-        if recon.provenance.iter().all(|p| *p == Provenance::Proved) || !self.falls_back_on(marginals) {
+        if recon.all_settled() || !self.falls_back_on(marginals) {
             return Ok(None);
         }
         let Some(c) = self.calibrate_fallback_on(marginals, progress).await? else {
@@ -297,8 +298,8 @@ pub fn fall_back(
 ) -> Option<Vec<Vec<bool>>> {
     let entropy = recon.entropy.as_ref()?;
     let mut mask = c.applied().mask(rules, entropy);
-    for (m, p) in mask.iter_mut().zip(&recon.provenance) {
-        if *p == Provenance::Proved {
+    for (i, m) in mask.iter_mut().enumerate() {
+        if recon.settled(i) {
             m.fill(false);
         }
     }

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use super::csv_input::RawTable;
 pub use super::feature::{Feature, FeatureKind, Value};
 use super::inference::{MAX_LABEL_CLASSES, Treatment, forced_continuous, infer, left_out_warning, stray_warning};
-pub use super::number::{MAX_DECIMALS, TOLERANCE_FACTOR, mean_std};
+pub use super::number::{MAX_DECIMALS, PROVED_WITHIN, TOLERANCE_FACTOR, mean_std};
 use super::number::{parse_number, parse_number_with_decimals};
 use super::pipeline::Pipeline;
 use super::schema::{ColumnKind, column_index, is_missing};

@@ -94,6 +94,10 @@ pub struct Outcome {
     /// 0.05 std from every row's, or another category), and rows claimed more often than held.
     pub false_proofs: usize,
     pub twice: usize,
+    /// Rows kept as near a batch row (`why_not_proved` says the update places one within half
+    /// the scoring tolerance), and those more than that (0.16 std) from every row of the batch.
+    pub near: usize,
+    pub near_false: usize,
     /// G₂'s smallest singular value (the B-th) against its largest, in float64 on the exact
     /// gradient: how near the pair is to dependent.
     pub ratio: f64,
@@ -303,14 +307,26 @@ pub fn attack(d: &Dataset, encoding: &Dataset, net: Net, batch: &Batch) -> Outco
         &batch.members,
     ))
     .unwrap();
-    let same = |truth: &[Value], got: &[String]| {
+    let within = |truth: &[Value], got: &[String], stds: f64| {
         d.features.iter().enumerate().all(|(f, feature)| match truth[f] {
             Value::Num(v) => got[f]
                 .parse::<f64>()
-                .is_ok_and(|g| (g - v).abs() <= 0.05 * std_of(feature)),
+                .is_ok_and(|g| (g - v).abs() <= stds * std_of(feature)),
             Value::Cat(_) => d.format(f, truth[f]) == got[f],
         })
     };
+    let same = |truth: &[Value], got: &[String]| within(truth, got, 0.05);
+    let near: Vec<&Vec<String>> = report
+        .rows
+        .iter()
+        .filter(|r| {
+            r.why_not_proved
+                .as_deref()
+                .is_some_and(|w| w.contains("within half the scoring tolerance"))
+        })
+        .map(|r| &r.cells)
+        .collect();
+    let half_tolerance = 0.5 * leakscope::table::dataset::TOLERANCE_FACTOR;
     let mut out = Outcome {
         rows: b,
         ratio,
@@ -329,6 +345,11 @@ pub fn attack(d: &Dataset, encoding: &Dataset, net: Net, batch: &Batch) -> Outco
         .filter(|r| r.provenance == Some(Provenance::Consistent))
         .count();
     out.false_proofs = proved.iter().filter(|p| !batch.rows.iter().any(|t| same(t, p))).count();
+    out.near = near.len();
+    out.near_false = near
+        .iter()
+        .filter(|p| !batch.rows.iter().any(|t| within(t, p, half_tolerance)))
+        .count();
     for t in &batch.rows {
         let cells: Vec<String> = (0..t.len()).map(|f| d.format(f, t[f])).collect();
         let held = batch.rows.iter().filter(|u| same(u, &cells)).count();

@@ -18,6 +18,10 @@ pub enum Certified {
     /// Adopted and proved a row of the batch (`ActivationSpan::proof`); on FedAvg adopted for
     /// lying near the update's span, which proves nothing (`ActivationSpan::proves`).
     Yes,
+    /// Adopted as a proved row is, the theorem holding in a span of the batch's rank only at half
+    /// the scoring tolerance (`Unproved::Imprecise`): near a row of the batch, reported consistent.
+    /// (Below the batch's rank such a row is `IfLabelled`, and near once labelled.)
+    Near,
     /// Adopted, the theorem's conditions hold in a span of rank below the batch's
     /// (`Regime::Labelled`): proved only where the update also gives the row a label's residual
     /// (`assess::peeled`), else consistent for the reason given.
@@ -43,20 +47,24 @@ impl ActivationSpan<'_> {
         }
         match self.regime {
             Regime::Adoption => Certified::Yes,
-            Regime::Full => self
-                .proof(row, distance)
-                .map_or_else(Certified::Fits, |()| Certified::Yes),
+            Regime::Full => match self.proof(row, distance) {
+                Ok(()) => Certified::Yes,
+                Err(Unproved::Imprecise) => Certified::Near,
+                Err(why) => Certified::Fits(why),
+            },
             Regime::Labelled { rank, uncertain, rows } => {
                 let below = Unproved::RankBelowBatch { rank, uncertain, rows };
                 match self.proof(row, distance) {
-                    Err(why) => Certified::Fits(why),
+                    Err(why) if why != Unproved::Imprecise => Certified::Fits(why),
                     // A table without continuous values has no point between two rows, only copies.
-                    Ok(()) if self.continuous.is_empty() => Certified::Yes,
+                    _ if self.continuous.is_empty() => Certified::Yes,
                     // A smooth activation's rank falls short where it is nearly affine at these
                     // weights, not where rows share a pattern: mixtures of rows fit, and no
                     // label tells them apart.
-                    Ok(()) if !self.activation.is_piecewise_linear() => Certified::Fits(below),
-                    Ok(()) => Certified::IfLabelled(below),
+                    _ if !self.activation.is_piecewise_linear() => Certified::Fits(below),
+                    // Proved or near a batch row once a label rules out a point between two rows
+                    // (`assess::peeled` holds it to the proof's precision then).
+                    _ => Certified::IfLabelled(below),
                 }
             }
         }
@@ -134,7 +142,7 @@ pub fn certify_batch(
             // (consistent, or proved once a label decides).
             let below = matches!(span.regime, Regime::Labelled { .. });
             let takes = match verdict {
-                Certified::Yes | Certified::IfLabelled(_) => true,
+                Certified::Yes | Certified::Near | Certified::IfLabelled(_) => true,
                 Certified::Fits(_) => below,
                 Certified::No => false,
             };

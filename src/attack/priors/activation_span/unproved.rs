@@ -12,6 +12,9 @@ pub enum Unproved {
     /// the update's precision can place): the next cell may hold a line of fitting points (rows
     /// of the batch that share their categories and cell), and this row sit just past its end.
     AtCellEdge,
+    /// The certificate's bound puts a row of the batch within half the scoring tolerance of this
+    /// one, not within what "proved" claims (0.05 std): it keeps its slot, not proved.
+    Imprecise,
     /// The second layer's gradient gives the row no label's residual (`attack::priors::peel`).
     Unlabelled,
     /// G₂ has `rank` determined directions for `rows` rows (and `uncertain` more too near its
@@ -59,6 +62,11 @@ impl Unproved {
                 "it lies exactly in the first layer's span of the rows, which has rank {rank} for {rows} rows and holds \
                  {found} rows the table can hold: the span cannot tell which of them are the batch's"
             ),
+            Unproved::Imprecise => {
+                "the update places a row of the batch within half the scoring tolerance of it (0.16 std in each \
+                 number), not within the 0.05 std a proof claims"
+                    .into()
+            }
             Unproved::Unlabelled => {
                 "the second layer's gradient gives it no label's residual (a point between rows that share their \
                  ReLU pattern)"
