@@ -385,8 +385,9 @@ second_layer: SecondLayerSummary | null,
  */
 fallback: FallbackSummary | null, 
 /**
- * Where every row of the batch was proved after this many steps, the attack answered then
- * and did not run the rest (null: it ran them all).
+ * Where every row of the batch was proved (or placed near a batch row: consistent, for that
+ * reason) after this many steps, the attack answered then and did not run the rest (null: it
+ * ran them all).
  */
 answered_after: number | null, 
 /**

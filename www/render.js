@@ -302,7 +302,8 @@ export function renderSummary(box, info, report, attack) {
     setting.push(`each row's label read off the update, which the rows explain exactly${right}`);
   }
   if (d.kind === 'rows' && d.answered_after != null) {
-    setting.push(`every row proved after ${d.answered_after} steps, so the attack answered then`);
+    const settled = (report.provenance ?? []).some((g) => g.provenance !== 'proved') ? 'proved or placed near a batch row' : 'proved';
+    setting.push(`every row ${settled} after ${d.answered_after} steps, so the attack answered then`);
   }
   if (d.kind === 'rows' && d.ensemble) {
     const e = d.ensemble;

@@ -1,7 +1,7 @@
 //! A report as text for a terminal: what ran, how well, how sure, and the rows.
 use std::fmt::Write;
 
-use super::{Report, confidence_mark, fmt_epsilon, pct};
+use super::{Provenance, Report, confidence_mark, fmt_epsilon, pct};
 use crate::config::{LabelMode, Protocol};
 use crate::table::ColumnKind;
 
@@ -226,9 +226,14 @@ fn accuracy(r: &Report, s: &mut String) {
         }
         labels(r, s);
         if let Some(steps) = r.row_details().and_then(|d| d.answered_after) {
+            // Rows near a batch row (consistent) settle the attack as proved ones do.
+            let settled = match r.provenance.iter().any(|g| g.provenance != Provenance::Proved) {
+                true => "proved or placed near a batch row",
+                false => "proved",
+            };
             let _ = writeln!(
                 s,
-                "every row was proved after {steps} steps: the attack answered then, without its other {}",
+                "every row was {settled} after {steps} steps: the attack answered then, without its other {}",
                 r.config.iterations.saturating_sub(steps)
             );
         }
