@@ -11,6 +11,7 @@ use leakscope::client::head::Model;
 use leakscope::client::network::Params;
 use leakscope::client::simulate::{Round, simulate_round};
 use leakscope::client::training::train;
+use leakscope::table::dataset::{PROVED_WITHIN, TOLERANCE_FACTOR};
 use leakscope::table::encode_rows;
 use leakscope::table::{Dataset, FeatureKind, Value};
 use rand::Rng;
@@ -58,12 +59,14 @@ pub struct Net {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Outcome {
     pub rows: usize,
-    /// Rows of the batch whose own activation the certificate proves.
+    /// Rows of the batch whose own activation the certificate proves, or places near a batch row.
     pub proved: usize,
+    pub near: usize,
     /// Candidates adopted as proved (refined or as they are, and in `certify_batch`).
     pub adopted: usize,
-    /// Proved rows that are not rows of the batch, and batch rows claimed more often than the
-    /// batch holds them: both must be zero.
+    /// Proved rows that are not rows of the batch (counted strictly: a number more than 0.05 std
+    /// from every batch row's) or near rows more than 0.16 std from every batch row, and batch
+    /// rows claimed more often than the batch holds them: both must be zero.
     pub false_proofs: usize,
     pub twice: usize,
     /// The certificate refused the whole batch (no span, or no room).
@@ -248,17 +251,32 @@ pub fn attack(d: &Dataset, params: &Params, rows: &[Vec<Value>], labels: &[usize
             return out;
         }
     };
-    let is_row = |r: &[Value]| rows.iter().any(|t| span.same_row(t, r));
+    // Counted strictly (issue 43): a proved row's numbers within 0.05 std of a batch row's, a near
+    // row's within half the scoring tolerance (0.16 std).
+    let within = |a: &[Value], b: &[Value], stds: f64| {
+        d.features.iter().zip(a.iter().zip(b)).all(|(f, (x, y))| match (x, y) {
+            (Value::Num(x), Value::Num(y)) => (x - y).abs() <= stds * f.tolerance() / TOLERANCE_FACTOR,
+            _ => x == y,
+        })
+    };
+    let is_row = |r: &[Value]| rows.iter().any(|t| within(t, r, PROVED_WITHIN));
+    let is_near = |r: &[Value]| rows.iter().any(|t| within(t, r, 0.5 * TOLERANCE_FACTOR));
     for row in rows {
-        if span.verdict(row, span.distance(row), &[]) == Certified::Yes {
-            out.proved += 1;
+        match span.verdict(row, span.distance(row), &[]) {
+            Certified::Yes => out.proved += 1,
+            Certified::Near => out.near += 1,
+            _ => {}
         }
     }
     for p in points {
         for (row, distance) in [(p.clone(), span.distance(p)), span.refine(p, &[])] {
-            if span.verdict(&row, distance, &[]) == Certified::Yes {
-                out.adopted += 1;
-                out.false_proofs += !is_row(&row) as usize;
+            match span.verdict(&row, distance, &[]) {
+                Certified::Yes => {
+                    out.adopted += 1;
+                    out.false_proofs += !is_row(&row) as usize;
+                }
+                Certified::Near => out.false_proofs += !is_near(&row) as usize,
+                _ => {}
             }
         }
     }
@@ -274,6 +292,11 @@ pub fn attack(d: &Dataset, params: &Params, rows: &[Vec<Value>], labels: &[usize
         .collect();
     out.adopted += proved.len();
     out.false_proofs += proved.iter().filter(|r| !is_row(r)).count();
+    out.false_proofs += pooled
+        .iter()
+        .zip(&certified)
+        .filter(|(r, c)| **c == Certified::Near && !is_near(r))
+        .count();
     for t in rows {
         let held = rows.iter().filter(|u| span.same_row(u, t)).count();
         let claimed = proved.iter().filter(|r| span.same_row(t, r)).count();
