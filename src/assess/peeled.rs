@@ -285,9 +285,11 @@ impl Setup<'_> {
     /// them), their continuous values carry no confidence.
     fn unprove(&self, recon: &mut Reconstruction, slots: &[usize]) {
         for &slot in slots {
+            // A near row was counted consistent already.
+            let proved = recon.provenance[slot] == Provenance::Proved;
             recon.provenance[slot] = Provenance::Consistent;
             recon.unproved[slot] = Some(Unproved::Unlabelled);
-            if let Some(summary) = recon.second_layer.as_mut() {
+            if let Some(summary) = recon.second_layer.as_mut().filter(|_| proved) {
                 summary.certified_rows = summary.certified_rows.saturating_sub(1);
                 summary.consistent_rows += 1;
             }
