@@ -256,7 +256,10 @@ impl Setup<'_> {
             .collect();
         // A labelled row is proved where the theorem holds at the proof's precision, else near a
         // batch row (it held at half the scoring tolerance: `ActivationSpan::verdict`).
-        let span = self.second_layer_span(b);
+        let span = match labelled.is_empty() {
+            true => None,
+            false => self.second_layer_span(b),
+        };
         for slot in labelled {
             let row = &recon.rows[slot];
             match span.as_ref().map(|s| s.proof(row, s.distance(row))) {

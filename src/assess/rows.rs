@@ -74,6 +74,7 @@ impl Setup<'_> {
         let scored = score(&self.rules, &truth.rows, &recon.rows);
         let fallback = mask.map(|(c, mask)| FallbackSummary::of(&c, &mask, Some(&scored)));
         let random = score(&self.rules, &truth.rows, &random_guess);
+        let settled: Vec<bool> = (0..recon.rows.len()).map(|i| recon.settled(i)).collect();
         let mut report = build_report(
             dataset,
             config,
@@ -84,7 +85,7 @@ impl Setup<'_> {
             &scored,
             random.accuracy,
             truth.label_accuracy,
-            recon.loss_curve.clone(),
+            recon.loss_curve,
             seconds,
         );
         report.model_accuracy = self.scenario.model_accuracy;
@@ -96,7 +97,6 @@ impl Setup<'_> {
         }
         let labels = calibration.and_then(|c| c.labels);
         let mut prior_labels = 0;
-        let settled: Vec<bool> = (0..recon.rows.len()).map(|i| recon.settled(i)).collect();
         if let (Some(l), Some((values, _))) = (labels.filter(|l| l.falls_back()), recon.values.as_mut()) {
             for (v, settled) in values.iter_mut().zip(settled) {
                 if !settled {

@@ -1,4 +1,5 @@
 //! Why a row that fits the update is not proved (`proof.rs` checks the conditions).
+use crate::table::dataset::{PROVED_WITHIN, TOLERANCE_FACTOR};
 
 /// Why a row whose activation lies in the span is not proved a row of the batch.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -62,11 +63,11 @@ impl Unproved {
                 "it lies exactly in the first layer's span of the rows, which has rank {rank} for {rows} rows and holds \
                  {found} rows the table can hold: the span cannot tell which of them are the batch's"
             ),
-            Unproved::Imprecise => {
-                "the update places a row of the batch within half the scoring tolerance of it (0.16 std in each \
-                 number), not within the 0.05 std a proof claims"
-                    .into()
-            }
+            Unproved::Imprecise => format!(
+                "the update places a row of the batch within half the scoring tolerance of it ({:.2} std in each \
+                 number), not within the {PROVED_WITHIN} std a proof claims",
+                0.5 * TOLERANCE_FACTOR
+            ),
             Unproved::Unlabelled => {
                 "the second layer's gradient gives it no label's residual (a point between rows that share their \
                  ReLU pattern)"
