@@ -171,7 +171,8 @@ fn fallback_lines(f: &crate::assess::fallback::FallbackSummary, s: &mut String) 
                 s,
                 "the attack ran out of strength, not necessarily the client's rows their exposure: its \
                  reconstruction explains the update no better than rows drawn from the table's marginals \
-                 (1 − cos {recon:.3} against {prior:.3}), so every cell it did not prove is the marginals' guess"
+                 (1 − cos {recon:.3} against {prior:.3}), so every cell of the rows the update's span does not hold \
+                 is the marginals' guess"
             ),
             false if f.prior_cells > 0 => writeln!(
                 s,

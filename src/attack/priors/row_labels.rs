@@ -68,6 +68,57 @@ pub fn fit_values(params: &Params, model: Model, update: &Update, x: &[f64], b: 
     Some((0..b).map(|i| z[i] - r[(i, 0)]).collect())
 }
 
+/// Each row's likeliest label where the rows need not be exact (an attack's rows, some wrong):
+/// row i sits in the slot of label `labels[i]`; the rows marked `free` trade those slots' labels
+/// among themselves so that the y = p − r the least-squares residuals give them come nearest
+/// their labels' one-hot vectors in all (Hungarian); the others keep theirs. An estimate, no
+/// certificate; None where the rows' last-layer inputs are dependent.
+pub fn fit_labels(
+    params: &Params,
+    model: Model,
+    update: &Update,
+    x: &[f64],
+    labels: &[usize],
+    free: &[bool],
+) -> Option<Vec<usize>> {
+    let b = labels.len();
+    if model.head == Head::Linear {
+        return None;
+    }
+    let (r, probs) = residuals(params, model, update, x, b, false)?;
+    let classes = model.head.classes(params.sizes[params.layers()]);
+    let y = |i: usize, c: usize| match model.head {
+        Head::Sigmoid => {
+            let yes = probs[i * classes + 1] - r[(i, 0)];
+            if c == 1 { yes } else { 1.0 - yes }
+        }
+        _ => probs[i * classes + c] - r[(i, c)],
+    };
+    let moving: Vec<usize> = (0..b).filter(|&i| free[i]).collect();
+    let mut out = labels.to_vec();
+    if moving.is_empty() {
+        return Some(out);
+    }
+    // Cost of free row i taking free slot k's label: how far its y is from that one-hot vector.
+    let weights: Vec<i64> = moving
+        .iter()
+        .flat_map(|&i| {
+            moving.iter().map(move |&k| {
+                let off: f64 = (0..classes)
+                    .map(|c| (y(i, c) - (c == labels[k]) as u8 as f64).powi(2))
+                    .sum();
+                (off.min(1e6) * 1e6).round() as i64
+            })
+        })
+        .collect();
+    let costs = pathfinding::matrix::Matrix::from_vec(moving.len(), moving.len(), weights).ok()?;
+    let (_, slot_of_row) = pathfinding::kuhn_munkres::kuhn_munkres_min(&costs);
+    for (n, &i) in moving.iter().enumerate() {
+        out[i] = labels[moving[slot_of_row[n]]];
+    }
+    Some(out)
+}
+
 /// The rows' output residuals rᵢ = pᵢ − yᵢ [b, outputs] that explain the last layer's FedSGD
 /// gradient exactly, and the rows' p (the head's probabilities, or a regression's outputs); None
 /// where the rows' last-layer inputs are dependent or (with `exact`) leave no exact solution.
@@ -172,6 +223,33 @@ mod tests {
         let yes_no = [1, 0, 0, 1, 1, 1, 0, 1];
         let (params, update, x) = gradient(&[5, 12, 10, 1], sigmoid, &yes_no);
         assert_eq!(read_labels(&params, sigmoid, &update, &x, 8), Some(yes_no.to_vec()));
+    }
+
+    #[test]
+    fn rows_in_any_order_and_one_wrong_take_their_own_labels_from_the_fit() {
+        let labels = [2, 0, 1, 1, 0, 2, 2, 0];
+        let model = Model::default();
+        let (params, update, x) = gradient(&[5, 12, 10, 3], model, &labels);
+        // The rows in another order, as a proof leaves them in the slots of the labels used
+        // (sorted), and one row moved: no exact solution, so `read_labels` certifies nothing.
+        let order = [3, 7, 0, 5, 1, 6, 2, 4];
+        let mut moved: Vec<f64> = order.iter().flat_map(|&i| x[i * 5..(i + 1) * 5].to_vec()).collect();
+        moved[7 * 5 + 2] += 0.05;
+        assert_eq!(read_labels(&params, model, &update, &moved, 8), None);
+        let mut used = labels;
+        used.sort();
+        let fitted = fit_labels(&params, model, &update, &moved, &used, &[true; 8]).unwrap();
+        let own: Vec<usize> = order.iter().map(|&i| labels[i]).collect();
+        assert_eq!(fitted, own);
+        let mut counts = fitted.clone();
+        counts.sort();
+        assert_eq!(counts, used, "the labels used, each once");
+        // Rows not free keep their slots' labels; the free ones trade among their slots only.
+        let mut free = [true; 8];
+        free[0] = false;
+        let fitted = fit_labels(&params, model, &update, &moved, &used, &free).unwrap();
+        assert_eq!(fitted[0], used[0]);
+        assert_ne!(fitted, own);
     }
 
     #[test]
