@@ -659,7 +659,8 @@ ensemble_cell_accuracy: number | null, prior_cell_accuracy: number | null,
 update_fit: number | null, prior_fit: number | null, 
 /**
  * The reconstruction explains the update no better than the marginal guess does: the
- * attack ran out of strength, and every cell not proved fell back.
+ * attack ran out of strength, and every cell of the rows neither proved nor held by the
+ * update's span fell back (`assess::rows::fall_back`).
  */
 exhausted: boolean, };
 

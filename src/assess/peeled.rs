@@ -177,7 +177,14 @@ impl Setup<'_> {
             if !matches!(verdict, Certified::Yes | Certified::Near | Certified::IfLabelled(_)) {
                 free.retain(|(slot, _)| recon.provenance[*slot] == Provenance::Ensemble);
             }
-            let Some(slot) = self.adopt(&mut recon, &mut free, row) else {
+            // A row the certificate gave a slot before (a consistent one) found again: it takes
+            // that slot where it may, and no other (Adult [100, 100] trained 5 epochs, seed 0,
+            // reported one row of the batch twice, one of them in a twin's slot).
+            let again = left.iter().find(|&&i| span.same_row(&recon.rows[i], row));
+            if again.is_some_and(|i| !free.iter().any(|(slot, _)| slot == i)) {
+                continue;
+            }
+            let Some(slot) = self.adopt(&mut recon, &mut free, row, again.copied()) else {
                 break;
             };
             peeled += 1;
@@ -309,11 +316,22 @@ impl Setup<'_> {
             .collect()
     }
 
-    /// `row` into the free slot whose pooled row is nearest it, as a proved row.
-    fn adopt(&self, recon: &mut Reconstruction, free: &mut Vec<(usize, Vec<f32>)>, row: &[Value]) -> Option<usize> {
+    /// `row` into free slot `at` where given, else the free slot whose pooled row is nearest it,
+    /// as a proved row.
+    fn adopt(
+        &self,
+        recon: &mut Reconstruction,
+        free: &mut Vec<(usize, Vec<f32>)>,
+        row: &[Value],
+        at: Option<usize>,
+    ) -> Option<usize> {
         let x = encode_rows(self.dataset, &[row.to_vec()]);
         let distance = |pooled: &[f32]| -> f32 { pooled.iter().zip(&x).map(|(a, b)| (a - b) * (a - b)).sum() };
-        let pos = (0..free.len()).min_by(|&a, &c| distance(&free[a].1).total_cmp(&distance(&free[c].1)))?;
+        let nearest = || (0..free.len()).min_by(|&a, &c| distance(&free[a].1).total_cmp(&distance(&free[c].1)));
+        let pos = match at {
+            Some(at) => free.iter().position(|(slot, _)| *slot == at),
+            None => nearest(),
+        }?;
         let (slot, _) = free.swap_remove(pos);
         recon.rows[slot] = row.to_vec();
         recon.provenance[slot] = Provenance::Proved;
@@ -351,7 +369,7 @@ impl Setup<'_> {
                 .collect();
             labels[at] = each.pop();
             for label in each {
-                let Some(slot) = self.adopt(&mut recon, &mut free, row) else {
+                let Some(slot) = self.adopt(&mut recon, &mut free, row, None) else {
                     return recon;
                 };
                 labels[slot] = Some(label);

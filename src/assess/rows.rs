@@ -176,17 +176,27 @@ impl Setup<'_> {
         Ok(Some(Calibration { fits, ..c }))
     }
 
-    /// How far the update is from explained, 1 − cos: by `recon`'s rows (with the labels used)
-    /// and by the marginal guess's rows `guess`.
+    /// How far the update is from explained, 1 − cos: by `recon`'s rows (with the labels used),
+    /// and by what falling back would leave of them: on a classifier the rows the update holds
+    /// (proved, near or consistent) with the marginal guess's rows `guess` in the ensemble's
+    /// slots, so that the fits compare the rows a fallback would replace and nothing else (a
+    /// regression's every row guessed, its label the likeliest value).
     async fn fits(&self, recon: &Reconstruction, guess: &[Vec<Value>]) -> Result<[f64; 2]> {
-        let encode = |rows: &[Vec<Value>]| encode_rows(self.dataset, rows);
         let recon_fit = self.update_fit(recon).await?.distance;
-        // A regression's guessed rows carry the label's likeliest value, its mean (standardised 0).
-        let targets = match &self.dataset.target {
-            Some(_) => vec![0.0; guess.len()],
-            None => Vec::new(),
+        let guessed = match &self.dataset.target {
+            // A regression's guessed rows carry the label's likeliest value, its mean (standardised 0).
+            Some(_) => super::reconstruct::with_targets(encode_rows(self.dataset, guess), &vec![0.0; guess.len()]),
+            None => {
+                let left: Vec<Vec<Value>> = recon
+                    .rows
+                    .iter()
+                    .zip(guess)
+                    .zip(&recon.provenance)
+                    .map(|((row, g), p)| if *p == Provenance::Ensemble { g } else { row }.clone())
+                    .collect();
+                encode_rows(self.dataset, &self.paired_by_update(&left, &recon.provenance))
+            }
         };
-        let guessed = super::reconstruct::with_targets(encode(guess), &targets);
         let prior_fit = self.projected_losses(guessed, 1).await?[0] as f64;
         Ok([recon_fit, prior_fit.max(0.0)])
     }
@@ -214,7 +224,7 @@ impl Setup<'_> {
         // labels used put them (the proofs give rows in their own order).
         let rows = match &recon.row_labels {
             Some(read) => paired_with_labels(&recon.rows, read, &self.scenario.labels),
-            None => self.paired_by_update(recon),
+            None => self.paired_by_update(&recon.rows, &recon.provenance),
         };
         let x = super::reconstruct::with_targets(encode_rows(self.dataset, &rows), &targets);
         let distance = self.projected_losses(x, 1).await?[0];
@@ -273,18 +283,17 @@ impl Setup<'_> {
 }
 
 impl Setup<'_> {
-    /// `recon`'s rows reordered so that each row the update holds (proved, near or consistent)
+    /// `rows` reordered so that each row the update holds (its `provenance` proved, near or consistent)
     /// sits where the labels used give it the label the update's last layer fits it best
     /// (`row_labels::fit_labels`), on a FedSGD classifier. Such a row keeps the slot of the
     /// member row it was found from, whose label it need not have: on Adult [100, 100] trained
     /// 5 epochs (seed 0) five of eight rows of the second class sat in slots of the first. The
     /// ensemble's rows keep the labels they were fitted with.
-    fn paired_by_update(&self, recon: &Reconstruction) -> Vec<Vec<Value>> {
-        let rows = &recon.rows;
+    fn paired_by_update(&self, rows: &[Vec<Value>], provenance: &[Provenance]) -> Vec<Vec<Value>> {
         if self.config.protocol != crate::config::Protocol::Fedsgd || self.dataset.target.is_some() {
             return rows.to_vec();
         }
-        let held: Vec<bool> = recon.provenance.iter().map(|p| *p != Provenance::Ensemble).collect();
+        let held: Vec<bool> = provenance.iter().map(|p| *p != Provenance::Ensemble).collect();
         let x: Vec<f64> = encode_rows(self.dataset, rows).iter().map(|&v| v as f64).collect();
         let (params, model, labels) = (&self.scenario.params, self.config.model(), &self.scenario.labels);
         match row_labels::fit_labels(params, model, &self.scenario.observed, &x, labels, &held) {
