@@ -280,9 +280,7 @@ impl Setup<'_> {
         }
         report
     }
-}
 
-impl Setup<'_> {
     /// `rows` reordered so that each row the update holds (its `provenance` proved, near or consistent)
     /// sits where the labels used give it the label the update's last layer fits it best
     /// (`row_labels::fit_labels`), on a FedSGD classifier. Such a row keeps the slot of the
