@@ -187,13 +187,13 @@ impl Calibration {
             categorical: Some(f64::NEG_INFINITY),
             continuous: Some(f64::NEG_INFINITY),
         };
-        let exhausted = every.mask(rules, entropy);
+        let exhausted = self.exhausted();
         self.thresholds
             .mask(rules, entropy)
             .into_iter()
-            .zip(exhausted)
+            .zip(every.mask(rules, entropy))
             .zip(held)
-            .map(|((calibrated, every), &held)| match self.exhausted() && !held {
+            .map(|((calibrated, every), &held)| match exhausted && !held {
                 true => every,
                 false => calibrated,
             })

@@ -192,7 +192,7 @@ impl Setup<'_> {
                     .iter()
                     .zip(guess)
                     .zip(&recon.provenance)
-                    .map(|((row, g), p)| if *p == Provenance::Ensemble { g } else { row }.clone())
+                    .map(|((row, g), p)| if p.held_by_update() { row } else { g }.clone())
                     .collect();
                 encode_rows(self.dataset, &self.paired_by_update(&left, &recon.provenance))
             }
@@ -291,7 +291,7 @@ impl Setup<'_> {
         if self.config.protocol != crate::config::Protocol::Fedsgd || self.dataset.target.is_some() {
             return rows.to_vec();
         }
-        let held: Vec<bool> = provenance.iter().map(|p| *p != Provenance::Ensemble).collect();
+        let held: Vec<bool> = provenance.iter().map(|p| p.held_by_update()).collect();
         let x: Vec<f64> = encode_rows(self.dataset, rows).iter().map(|&v| v as f64).collect();
         let (params, model, labels) = (&self.scenario.params, self.config.model(), &self.scenario.labels);
         match row_labels::fit_labels(params, model, &self.scenario.observed, &x, labels, &held) {
@@ -319,8 +319,8 @@ fn paired_with_labels(rows: &[Vec<Value>], read: &[usize], labels: &[usize]) -> 
 }
 
 /// The cells of `recon` that fall back by `c`, taken from `guess` (the random baseline's own
-/// draw): never a proved row's, and a row the update's span holds (`Provenance::Consistent`)
-/// only by the shadow client's thresholds (`Calibration::mask`). Rows whose every cell fell back
+/// draw): never a settled row's, and a row the update's span holds (consistent) only by the
+/// shadow client's thresholds (`Calibration::mask`). Rows whose every cell fell back
 /// are the prior's. The mask.
 pub fn fall_back(
     recon: &mut Reconstruction,
@@ -329,7 +329,7 @@ pub fn fall_back(
     guess: &[Vec<Value>],
 ) -> Option<Vec<Vec<bool>>> {
     let entropy = recon.entropy.as_ref()?;
-    let held: Vec<bool> = recon.provenance.iter().map(|p| *p == Provenance::Consistent).collect();
+    let held: Vec<bool> = recon.provenance.iter().map(|p| p.held_by_update()).collect();
     let mut mask = c.mask(rules, entropy, &held);
     for (i, m) in mask.iter_mut().enumerate() {
         if recon.settled(i) {

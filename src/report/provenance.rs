@@ -72,6 +72,12 @@ impl Provenance {
             Provenance::Prior => "from the marginals",
         }
     }
+
+    /// Whether the update itself holds the row: proved, or found in its span and fitting it
+    /// (consistent), not the ensemble's guess or the marginals'.
+    pub fn held_by_update(self) -> bool {
+        matches!(self, Provenance::Proved | Provenance::Consistent)
+    }
 }
 
 /// Every provenance, strongest first.

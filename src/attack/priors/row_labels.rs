@@ -34,16 +34,7 @@ pub fn read_labels(params: &Params, model: Model, update: &Update, x: &[f64], b:
     let classes = model.head.classes(params.sizes[params.layers()]);
     (0..b)
         .map(|i| {
-            let p = &probs[i * classes..(i + 1) * classes];
-            let y: Vec<f64> = match model.head {
-                Head::Softmax => (0..classes).map(|c| p[c] - r[(i, c)]).collect(),
-                // One output, the second class's: y = p(yes) − r.
-                Head::Sigmoid => {
-                    let yes = p[1] - r[(i, 0)];
-                    vec![1.0 - yes, yes]
-                }
-                Head::Linear => return None,
-            };
+            let y = label_of(model.head, &probs[i * classes..(i + 1) * classes], &r, i)?;
             let c = (0..classes).max_by(|&a, &b| y[a].total_cmp(&y[b]))?;
             let off = (0..classes)
                 .map(|k| (y[k] - (k == c) as u8 as f64).abs())
@@ -82,18 +73,11 @@ pub fn fit_labels(
     free: &[bool],
 ) -> Option<Vec<usize>> {
     let b = labels.len();
-    if model.head == Head::Linear {
-        return None;
-    }
     let (r, probs) = residuals(params, model, update, x, b, false)?;
     let classes = model.head.classes(params.sizes[params.layers()]);
-    let y = |i: usize, c: usize| match model.head {
-        Head::Sigmoid => {
-            let yes = probs[i * classes + 1] - r[(i, 0)];
-            if c == 1 { yes } else { 1.0 - yes }
-        }
-        _ => probs[i * classes + c] - r[(i, c)],
-    };
+    let y: Vec<Vec<f64>> = (0..b)
+        .map(|i| label_of(model.head, &probs[i * classes..(i + 1) * classes], &r, i))
+        .collect::<Option<_>>()?;
     let moving: Vec<usize> = (0..b).filter(|&i| free[i]).collect();
     let mut out = labels.to_vec();
     if moving.is_empty() {
@@ -103,9 +87,10 @@ pub fn fit_labels(
     let weights: Vec<i64> = moving
         .iter()
         .flat_map(|&i| {
+            let y = &y;
             moving.iter().map(move |&k| {
                 let off: f64 = (0..classes)
-                    .map(|c| (y(i, c) - (c == labels[k]) as u8 as f64).powi(2))
+                    .map(|c| (y[i][c] - (c == labels[k]) as u8 as f64).powi(2))
                     .sum();
                 (off.min(1e6) * 1e6).round() as i64
             })
@@ -117,6 +102,20 @@ pub fn fit_labels(
         out[i] = labels[moving[slot_of_row[n]]];
     }
     Some(out)
+}
+
+/// Row `i`'s y = p − r per class (its probabilities `p`, the residuals `r`): its label's one-hot
+/// vector where the row and its residual are exact. None for a regression.
+fn label_of(head: Head, p: &[f64], r: &DMatrix<f64>, i: usize) -> Option<Vec<f64>> {
+    match head {
+        Head::Softmax => Some((0..p.len()).map(|c| p[c] - r[(i, c)]).collect()),
+        // One output, the second class's: y = p(yes) − r.
+        Head::Sigmoid => {
+            let yes = p[1] - r[(i, 0)];
+            Some(vec![1.0 - yes, yes])
+        }
+        Head::Linear => None,
+    }
 }
 
 /// The rows' output residuals rᵢ = pᵢ − yᵢ [b, outputs] that explain the last layer's FedSGD
