@@ -71,13 +71,28 @@ impl Setup<'_> {
             let x = nalgebra::DVector::from_column_slice(row);
             distance <= ACCEPT * (spectrum.drift(rank, &x) + floor)
         };
-        // Matching is on absolute sums: the loosest any row can need, at the largest row's norm.
-        let tolerance = ACCEPT * (spectrum.angle(rank) + floor) * self.largest_encoded_norm();
+        // Matching is on absolute sums, each row's own bound: `accept`'s with the drift not
+        // capped at the span's angle, ACCEPT·(η‖Σ⁻¹Uᵀx‖ + floor·‖x‖).
+        let scaled = {
+            let u = spectrum.basis(rank);
+            let inverse = nalgebra::DVector::from_iterator(
+                rank,
+                spectrum.values[..rank]
+                    .iter()
+                    .map(|s| ACCEPT * spectrum.noise / s.max(f64::MIN_POSITIVE)),
+            );
+            nalgebra::DMatrix::from_diagonal(&inverse) * u.transpose()
+        };
+        let tolerance = enumerate::Tolerance {
+            constant: 0.0,
+            scaled,
+            relative: ACCEPT * floor,
+        };
         let steps = activity::precision_steps(self.dataset);
         // More rows than this in the span tell the batch from nothing: the search stops there.
         let most = MOST_PER_ROW * b;
         let search = |allowed: &[Vec<bool>]| {
-            enumerate::rows_in_span(&basis, &self.layout, allowed, &steps, tolerance, &accept, most)
+            enumerate::rows_in_span(&basis, &self.layout, allowed, &steps, &tolerance, &accept, most)
         };
         // Every category first, where the search stays within its limits: only then is nothing
         // ruled out by a reading of the update, and the rows found may be a proof. Else the
@@ -155,22 +170,6 @@ impl Setup<'_> {
             certain: spectrum.rank() == Rank::Certain(rank),
             batch: b,
         })
-    }
-
-    /// The largest norm an encoded row can have: every column at its farthest value.
-    fn largest_encoded_norm(&self) -> f64 {
-        let l = &self.layout;
-        l.blocks
-            .iter()
-            .flat_map(|&(o, w, categorical)| {
-                (o..o + w).map(move |j| match categorical {
-                    true => ((1.0 - l.mean[j]) / l.std[j]).abs().max((l.mean[j] / l.std[j]).abs()),
-                    false => l.lo[j].abs().max(l.hi[j].abs()),
-                })
-            })
-            .map(|v| v * v)
-            .sum::<f64>()
-            .sqrt()
     }
 
     /// Each member's row ([N, n, d] in `x` and `probs`) snapped to the row of the span nearest

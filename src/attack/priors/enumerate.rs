@@ -27,6 +27,49 @@ const CHECK_LIMIT: usize = 2_000_000;
 /// span keeps at least this share of its norm; below it, the rows' values are not.
 pub const DETERMINED: f64 = 0.05;
 
+/// How near the span (absolute, encoded units) a row of categories and continuous values must
+/// come to be matched: `constant + ‖scaled·x‖ + relative·‖x‖`. A row read off a rounded update
+/// drifts from its span by how weakly the update holds it (`Spectrum::drift`), so one bound for
+/// every row would be the loosest row's: on Adult's [32, 32] network 1000 times a typical row's,
+/// and the search was refused. The bound splits over the blocks (a row's parts have disjoint
+/// columns, and both terms are norms), so each half of the search carries its own part of it.
+#[derive(Debug, Clone)]
+pub struct Tolerance {
+    pub constant: f64,
+    /// [k, d]; no rows where the bound does not grow with the row.
+    pub scaled: DMatrix<f64>,
+    pub relative: f64,
+}
+
+impl Tolerance {
+    /// The same bound for every row.
+    pub fn fixed(constant: f64) -> Tolerance {
+        Tolerance {
+            constant,
+            scaled: DMatrix::zeros(0, 0),
+            relative: 0.0,
+        }
+    }
+
+    /// The growing part at most, over continuous values anywhere in their ranges (`columns`):
+    /// ‖S_C‖₂ and the relative term times the largest norm those values reach.
+    fn of_continuous(&self, layout: &Layout, columns: &[usize]) -> f64 {
+        let widest = columns
+            .iter()
+            .map(|&j| {
+                let slack = 0.05 * (layout.hi[j] - layout.lo[j]);
+                (layout.lo[j] - slack).abs().max((layout.hi[j] + slack).abs()).powi(2)
+            })
+            .sum::<f64>()
+            .sqrt();
+        let norm = match self.scaled.nrows() {
+            0 => 0.0,
+            _ => self.scaled.select_columns(columns).singular_values().max(),
+        };
+        (norm + self.relative) * widest
+    }
+}
+
 /// What the enumeration found.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Enumerated {
@@ -74,7 +117,37 @@ struct Half {
     /// The blocks (indices into the categorical blocks) and their allowed categories.
     blocks: Vec<usize>,
     sizes: Vec<usize>,
+    /// Every combination's projected sum and index, sorted by the sum.
     keys: Vec<(f64, usize)>,
+    /// Every combination's part of the tolerance, ‖S·x_part‖ + relative·‖x_part‖, by index.
+    bounds: Vec<f64>,
+}
+
+/// A half's combinations in groups of similar tolerance (within a factor of two), each with its
+/// largest bound and sorted by its sums: a match is sought per group at that group's bound.
+fn grouped(half: &Half) -> Vec<(f64, Vec<(f64, usize)>)> {
+    let mut groups: Vec<(f64, Vec<(f64, usize)>)> = Vec::new();
+    let smallest = half
+        .bounds
+        .iter()
+        .copied()
+        .filter(|&b| b > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    for &(key, index) in &half.keys {
+        let bound = half.bounds[index];
+        // Group 0 holds bounds up to the smallest positive one; group g up to 2^g times it.
+        let g = match bound > smallest {
+            true => (bound / smallest).log2().ceil() as usize,
+            false => 0,
+        };
+        if groups.len() <= g {
+            groups.resize_with(g + 1, || (0.0, Vec::new()));
+        }
+        groups[g].0 = groups[g].0.max(bound);
+        groups[g].1.push((key, index));
+    }
+    groups.retain(|(_, keys)| !keys.is_empty());
+    groups
 }
 
 /// The categorical blocks' allowed columns, one list per block, in the layout's order.
@@ -127,33 +200,72 @@ fn decode(index: usize, half: &Half, columns: &[Vec<usize>]) -> Vec<usize> {
 }
 
 /// Every combination of `blocks`' categories, its sum of `vectors` projected on `line`
-/// (plus `start`), sorted.
-fn half(blocks: Vec<usize>, columns: &[Vec<usize>], vectors: &DMatrix<f64>, line: &DVector<f64>, start: f64) -> Half {
+/// (plus `start`), sorted, and its part of the tolerance: `hot[c]` is the encoded row's part
+/// on the block of column c with c hot.
+fn half(
+    blocks: Vec<usize>,
+    columns: &[Vec<usize>],
+    (vectors, hot): (&DMatrix<f64>, &[DVector<f64>]),
+    line: &DVector<f64>,
+    start: f64,
+    tolerance: &Tolerance,
+) -> Half {
     let sizes: Vec<usize> = blocks.iter().map(|&b| columns[b].len()).collect();
     let total: usize = sizes.iter().product();
     let projected: Vec<Vec<f64>> = blocks
         .iter()
         .map(|&b| columns[b].iter().map(|&c| vectors.column(c).dot(line)).collect())
         .collect();
+    // The tolerance's parts per block and category: S·x_block and ‖x_block‖².
+    let scaled: Vec<Vec<DVector<f64>>> = blocks
+        .iter()
+        .map(|&b| {
+            columns[b]
+                .iter()
+                .map(|&c| match tolerance.scaled.nrows() {
+                    0 => DVector::zeros(0),
+                    _ => &tolerance.scaled * &hot[c],
+                })
+                .collect()
+        })
+        .collect();
+    let squares: Vec<Vec<f64>> = blocks
+        .iter()
+        .map(|&b| columns[b].iter().map(|&c| hot[c].norm_squared()).collect())
+        .collect();
     let mut keys = Vec::with_capacity(total);
+    let mut bounds = Vec::with_capacity(total);
+    let mut sum = DVector::zeros(tolerance.scaled.nrows());
     for index in 0..total {
         let mut rest = index;
         let mut key = start;
+        let mut square = 0.0;
+        sum.fill(0.0);
         for (k, &n) in sizes.iter().enumerate() {
             key += projected[k][rest % n];
+            square += squares[k][rest % n];
+            if !sum.is_empty() {
+                sum += &scaled[k][rest % n];
+            }
             rest /= n;
         }
         keys.push((key, index));
+        bounds.push(sum.norm() + tolerance.relative * square.sqrt());
     }
     keys.sort_by(|a, b| a.0.total_cmp(&b.0));
-    Half { blocks, sizes, keys }
+    Half {
+        blocks,
+        sizes,
+        keys,
+        bounds,
+    }
 }
 
 /// The rows of the encoding `layout` in the span `basis` ([d, k], orthonormal columns): the
 /// categories `allowed` per categorical block (all where empty), continuous values on their
 /// grids (`steps`, per encoded column, raw units) and within their range. A combination is
-/// matched where the categories' part outside the span is within `tolerance` (absolute, in
-/// encoded units) of what the continuous values can reach, and a row is kept where `accept`
+/// matched where the categories' part outside the span is within `tolerance` (its bound for
+/// the row, at most) of what the continuous values can reach, and a row is kept where `accept`
 /// says of it (encoded row, its distance to the span relative to its norm). Refused (not
 /// complete) past `most` rows, `HALF_LIMIT` sums a half or `CHECK_LIMIT` matches.
 pub fn rows_in_span(
@@ -161,7 +273,7 @@ pub fn rows_in_span(
     layout: &Layout,
     allowed: &[Vec<bool>],
     steps: &[Option<f64>],
-    tolerance: f64,
+    tolerance: &Tolerance,
     accept: &dyn Fn(&[f64], f64) -> bool,
     most: usize,
 ) -> Enumerated {
@@ -207,6 +319,21 @@ pub fn rows_in_span(
     let vectors = DMatrix::from_fn(d, d, |i, j| if i == j { 1.0 / layout.std[j] } else { 0.0 });
     let vectors = &l * vectors;
     let base = &l * &cold;
+    // Each category's block as the row holds it with that category hot (the tolerance's parts).
+    let hot: Vec<DVector<f64>> = (0..d)
+        .map(|c| {
+            let mut part = DVector::zeros(d);
+            if let Some(&(o, w, _)) = layout.blocks.iter().find(|b| b.2 && (b.0..b.0 + b.1).contains(&c)) {
+                for j in o..o + w {
+                    part[j] = cold[j];
+                }
+                part[c] = (1.0 - layout.mean[c]) / layout.std[c];
+            }
+            part
+        })
+        .collect();
+    // What the continuous values and the constant add to every combination's bound.
+    let shared = tolerance.constant + tolerance.of_continuous(layout, &continuous);
     // One line to match on: a fixed direction, so the search is the same every run.
     let line = DVector::from_fn(d, |i, _| ((i as f64 + 1.0) * 0.618_033_988_749_895).fract() - 0.5);
     let line = &l * line;
@@ -215,7 +342,7 @@ pub fn rows_in_span(
         return refused(free);
     }
     let line = line / norm;
-    let Some((first, second)) = halves(&columns, &vectors, &line, base.dot(&line), tolerance) else {
+    let Some((first, second)) = halves(&columns, (&vectors, &hot), &line, base.dot(&line), tolerance, shared) else {
         return refused(free);
     };
     let sum_of = |cols: &[usize]| -> DVector<f64> {
@@ -235,20 +362,28 @@ pub fn rows_in_span(
         },
     };
     for &(key, ia) in &first.keys {
-        for &(_, ib) in &second.keys[match_range(&second, key, tolerance)] {
-            let (ca, cb) = (decode(ia, &first, &columns), decode(ib, &second, &columns));
-            let total = &base + sum_of(&ca) + sum_of(&cb);
-            if total.norm() > tolerance {
-                continue;
-            }
-            let fixed = free.ncols() == 0;
-            if let Some(row) = solved_row(layout, &solve, &cold, (&ca, &cb), &continuous, fixed.then_some(steps)) {
-                let x = DVector::from_column_slice(&row);
-                let distance = (&q * &x).norm() / x.norm().max(f64::MIN_POSITIVE);
-                if accept(&row, distance) {
-                    rows.push(Found { row, distance, fixed });
-                    if rows.len() > most {
-                        return refused(free);
+        let from_a = shared + first.bounds[ia];
+        for (widest, keys) in &second.groups {
+            for &(key_b, ib) in &keys[match_range(keys, key, from_a + widest)] {
+                let within = from_a + second.half.bounds[ib];
+                if (key + key_b).abs() > within {
+                    continue;
+                }
+                let (ca, cb) = (decode(ia, &first, &columns), decode(ib, &second.half, &columns));
+                let total = &base + sum_of(&ca) + sum_of(&cb);
+                if total.norm() > within {
+                    continue;
+                }
+                let fixed = free.ncols() == 0;
+                let solved = solved_row(layout, &solve, &cold, (&ca, &cb), &continuous, fixed.then_some(steps));
+                if let Some(row) = solved {
+                    let x = DVector::from_column_slice(&row);
+                    let distance = (&q * &x).norm() / x.norm().max(f64::MIN_POSITIVE);
+                    if accept(&row, distance) {
+                        rows.push(Found { row, distance, fixed });
+                        if rows.len() > most {
+                            return refused(free);
+                        }
                     }
                 }
             }
@@ -261,42 +396,61 @@ pub fn rows_in_span(
     }
 }
 
+/// The second half, grouped by its bounds (`Groups`).
+struct Second {
+    half: Half,
+    groups: Vec<(f64, Vec<(f64, usize)>)>,
+}
+
 /// The two halves' sums (the first from `start`), or None past the limits: `HALF_LIMIT` sums a
 /// half, or more than `CHECK_LIMIT` matches. Past the checks' limit the search is refused whatever
 /// it finds, so the matches are counted before any is checked (at B = 32 on Adult's [32, 32]
 /// network a refused search had checked 2 million matches, 0.5-1.1 s, for nothing).
 fn halves(
     columns: &[Vec<usize>],
-    vectors: &DMatrix<f64>,
+    parts: (&DMatrix<f64>, &[DVector<f64>]),
     line: &DVector<f64>,
     start: f64,
-    tolerance: f64,
-) -> Option<(Half, Half)> {
+    tolerance: &Tolerance,
+    shared: f64,
+) -> Option<(Half, Second)> {
     let sizes: Vec<usize> = columns.iter().map(Vec::len).collect();
     let (a, b) = split(&sizes);
     let product = |blocks: &[usize]| blocks.iter().map(|&k| sizes[k] as f64).product::<f64>();
     if product(&a) > HALF_LIMIT as f64 || product(&b) > HALF_LIMIT as f64 {
         return None;
     }
-    let first = half(a, columns, vectors, line, start);
-    let second = half(b, columns, vectors, line, 0.0);
-    (matches(&first, &second, tolerance) <= CHECK_LIMIT).then_some((first, second))
+    let first = half(a, columns, parts, line, start, tolerance);
+    let second = half(b, columns, parts, line, 0.0, tolerance);
+    let second = Second {
+        groups: grouped(&second),
+        half: second,
+    };
+    (matches(&first, &second, shared) <= CHECK_LIMIT).then_some((first, second))
 }
 
-/// Pairs of the two halves whose keys sum to within `tolerance` of zero: the matches the search
-/// checks in full.
-fn matches(first: &Half, second: &Half, tolerance: f64) -> usize {
+/// Pairs of the two halves whose keys sum to within their bound (`shared` plus each half's
+/// part) of zero, counted at each group's widest bound: at least the matches the search checks
+/// in full.
+fn matches(first: &Half, second: &Second, shared: f64) -> usize {
     first
         .keys
         .iter()
-        .map(|&(key, _)| match_range(second, key, tolerance).len())
+        .map(|&(key, ia)| {
+            let from_a = shared + first.bounds[ia];
+            second
+                .groups
+                .iter()
+                .map(|(widest, keys)| match_range(keys, key, from_a + widest).len())
+                .sum::<usize>()
+        })
         .sum()
 }
 
-/// The second half's sums (sorted) that `key` matches: key + key_b within the tolerance.
-fn match_range(second: &Half, key: f64, tolerance: f64) -> std::ops::Range<usize> {
-    let from = second.keys.partition_point(|&(k, _)| k < -key - tolerance);
-    let to = second.keys.partition_point(|&(k, _)| k <= -key + tolerance);
+/// The sums (sorted) that `key` matches: key + key_b within the tolerance.
+fn match_range(keys: &[(f64, usize)], key: f64, tolerance: f64) -> std::ops::Range<usize> {
+    let from = keys.partition_point(|&(k, _)| k < -key - tolerance);
+    let to = keys.partition_point(|&(k, _)| k <= -key + tolerance);
     from..to.max(from)
 }
 
@@ -369,7 +523,15 @@ mod tests {
             let mut rng = StdRng::seed_from_u64(seed);
             let rows: Vec<Vec<f64>> = (0..8).map(|_| random_row(&mut rng)).collect();
             let basis = span_of(&rows);
-            let found = rows_in_span(&basis, &l, &[], &steps, 1e-6, &|_, distance| distance < 1e-6, 1000);
+            let found = rows_in_span(
+                &basis,
+                &l,
+                &[],
+                &steps,
+                &Tolerance::fixed(1e-6),
+                &|_, distance| distance < 1e-6,
+                1000,
+            );
             assert!(found.complete && found.free.ncols() == 0);
             for row in &rows {
                 assert!(
@@ -390,30 +552,101 @@ mod tests {
         }
     }
 
+    /// A half of `n` keys on a grid of 0.25, with bounds from `bound`.
+    fn keyed(n: usize, rng: &mut StdRng, bound: &dyn Fn(&mut StdRng) -> f64) -> Half {
+        let mut keys: Vec<(f64, usize)> = (0..n)
+            .map(|i| ((rng.random_range(-20i32..20) as f64) / 4.0, i))
+            .collect();
+        keys.sort_by(|a, b| a.0.total_cmp(&b.0));
+        Half {
+            blocks: Vec::new(),
+            sizes: Vec::new(),
+            keys,
+            bounds: (0..n).map(|_| bound(rng)).collect(),
+        }
+    }
+
+    fn second(half: Half) -> Second {
+        Second {
+            groups: grouped(&half),
+            half,
+        }
+    }
+
+    /// Pairs with |key_a + key_b| within `shared` plus `scale` times both bounds.
+    fn brute(a: &Half, b: &Half, shared: f64, scale: f64) -> usize {
+        a.keys
+            .iter()
+            .flat_map(|x| b.keys.iter().map(move |y| (x, y)))
+            .filter(|(x, y)| (x.0 + y.0).abs() <= shared + a.bounds[x.1] + scale * b.bounds[y.1])
+            .count()
+    }
+
     #[test]
     fn the_matches_counted_are_the_pairs_within_the_tolerance() {
         let mut rng = StdRng::seed_from_u64(3);
-        let keys = |n: usize, rng: &mut StdRng| {
-            let mut k: Vec<(f64, usize)> = (0..n)
-                .map(|i| ((rng.random_range(-20i32..20) as f64) / 4.0, i))
-                .collect();
-            k.sort_by(|a, b| a.0.total_cmp(&b.0));
-            Half {
-                blocks: Vec::new(),
-                sizes: Vec::new(),
-                keys: k,
-            }
-        };
-        let (a, b) = (keys(300, &mut rng), keys(200, &mut rng));
-        // Keys on a grid of 0.25: sums land exactly on the tolerance's edges too.
+        let (a, b) = (keyed(300, &mut rng, &|_| 0.0), keyed(200, &mut rng, &|_| 0.0));
+        let b = second(b);
+        // One bound for every row: exactly the pairs within it (sums land on its edges too).
         for tolerance in [0.0, 0.25, 1.0, 3.0] {
-            let brute = a
-                .keys
-                .iter()
-                .flat_map(|x| b.keys.iter().map(move |y| x.0 + y.0))
-                .filter(|s| s.abs() <= tolerance)
-                .count();
-            assert_eq!(matches(&a, &b, tolerance), brute, "tolerance {tolerance}");
+            assert_eq!(
+                matches(&a, &b, tolerance),
+                brute(&a, &b.half, tolerance, 1.0),
+                "tolerance {tolerance}"
+            );
+        }
+        // Bounds that grow with the row: every pair within its own bound is counted, and none
+        // past twice its second half's (the groups' width).
+        let grid = |rng: &mut StdRng| rng.random_range(1..40) as f64 / 16.0;
+        let (a, b) = (keyed(300, &mut rng, &grid), keyed(200, &mut rng, &grid));
+        let b = second(b);
+        for shared in [0.0, 0.5] {
+            let counted = matches(&a, &b, shared);
+            assert!(brute(&a, &b.half, shared, 1.0) <= counted && counted <= brute(&a, &b.half, shared, 2.0));
+            assert!(b.groups.len() > 1);
+        }
+    }
+
+    #[test]
+    fn a_tolerance_that_grows_with_the_row_misses_nothing_the_loosest_finds() {
+        let l = layout(D, &CAT);
+        let steps: Vec<Option<f64>> = (0..D).map(|j| (j >= 22).then_some(0.1)).collect();
+        for seed in 0..4 {
+            let mut rng = StdRng::seed_from_u64(seed);
+            let rows: Vec<Vec<f64>> = (0..8).map(|_| random_row(&mut rng)).collect();
+            // The span read off a noisy update: the rows drift from it.
+            let mut basis = span_of(&rows);
+            basis.iter_mut().for_each(|v| *v += rng.random_range(-1e-4..1e-4));
+            let basis = basis.svd(true, false).u.unwrap();
+            let growing = Tolerance {
+                constant: 1e-4,
+                scaled: DMatrix::from_fn(3, D, |_, _| rng.random_range(-1e-2..1e-2)),
+                relative: 1e-4,
+            };
+            // The growing bound for a row, and at most for any row the layout holds.
+            let of = |x: &DVector<f64>| growing.constant + (&growing.scaled * x).norm() + growing.relative * x.norm();
+            let widest = 4.0 * (D as f64).sqrt() * 3.0;
+            let loosest = growing.constant + (growing.scaled.norm() + growing.relative) * widest;
+            let accept = |row: &[f64], distance: f64| {
+                let x = DVector::from_column_slice(row);
+                distance * x.norm() <= of(&x)
+            };
+            let a = rows_in_span(&basis, &l, &[], &steps, &growing, &accept, 10_000);
+            let b = rows_in_span(&basis, &l, &[], &steps, &Tolerance::fixed(loosest), &accept, 10_000);
+            assert!(a.complete && b.complete);
+            // The same rows, found in another order.
+            let sorted = |mut rows: Vec<Found>| {
+                rows.sort_by(|x, y| {
+                    x.row
+                        .iter()
+                        .zip(&y.row)
+                        .fold(std::cmp::Ordering::Equal, |o, (p, q)| o.then(p.total_cmp(q)))
+                });
+                rows
+            };
+            let (a, b) = (sorted(a.rows), sorted(b.rows));
+            assert_eq!(a, b, "seed {seed}");
+            assert!(a.len() >= 4, "seed {seed}: the drifted span still holds the rows");
         }
     }
 
@@ -428,7 +661,15 @@ mod tests {
             .iter()
             .map(|&(o, w)| (0..w).map(|c| rows.iter().any(|r| r[o + c] > 0.0)).collect())
             .collect();
-        let found = rows_in_span(&basis, &l, &allowed, &[], 1e-6, &|_, d| d < 1e-6, 1000);
+        let found = rows_in_span(
+            &basis,
+            &l,
+            &allowed,
+            &[],
+            &Tolerance::fixed(1e-6),
+            &|_, d| d < 1e-6,
+            1000,
+        );
         assert!(found.rows.len() >= 6);
         assert_eq!(split(&[5, 4, 3, 2]).0.len() + split(&[5, 4, 3, 2]).1.len(), 4);
     }
