@@ -319,19 +319,7 @@ pub fn rows_in_span(
     let vectors = DMatrix::from_fn(d, d, |i, j| if i == j { 1.0 / layout.std[j] } else { 0.0 });
     let vectors = &l * vectors;
     let base = &l * &cold;
-    // Each category's block as the row holds it with that category hot (the tolerance's parts).
-    let hot: Vec<DVector<f64>> = (0..d)
-        .map(|c| {
-            let mut part = DVector::zeros(d);
-            if let Some(&(o, w, _)) = layout.blocks.iter().find(|b| b.2 && (b.0..b.0 + b.1).contains(&c)) {
-                for j in o..o + w {
-                    part[j] = cold[j];
-                }
-                part[c] = (1.0 - layout.mean[c]) / layout.std[c];
-            }
-            part
-        })
-        .collect();
+    let hot = hot_blocks(layout, &cold);
     // What the continuous values and the constant add to every combination's bound.
     let shared = tolerance.constant + tolerance.of_continuous(layout, &continuous);
     // One line to match on: a fixed direction, so the search is the same every run.
@@ -400,6 +388,22 @@ pub fn rows_in_span(
 struct Second {
     half: Half,
     groups: Vec<(f64, Vec<(f64, usize)>)>,
+}
+
+/// Each category's block as the row holds it with that category hot ([d] each, zero off the
+/// block; zero for a continuous column): the parts the tolerance is bounded on.
+fn hot_blocks(layout: &Layout, cold: &DVector<f64>) -> Vec<DVector<f64>> {
+    let d = layout.d();
+    (0..d)
+        .map(|c| {
+            let mut part = DVector::zeros(d);
+            if let Some(&(o, w, _)) = layout.blocks.iter().find(|b| b.2 && (b.0..b.0 + b.1).contains(&c)) {
+                part.rows_mut(o, w).copy_from(&cold.rows(o, w));
+                part[c] = (1.0 - layout.mean[c]) / layout.std[c];
+            }
+            part
+        })
+        .collect()
 }
 
 /// The two halves' sums (the first from `start`), or None past the limits: `HALF_LIMIT` sums a
