@@ -662,7 +662,13 @@ update_fit: number | null, prior_fit: number | null,
  * attack ran out of strength, and every cell of the rows neither proved nor held by the
  * update's span fell back (`assess::rows::fall_back`).
  */
-exhausted: boolean, };
+exhausted: boolean, 
+/**
+ * The shadow client's update held every row of its batch, so no ensemble row was tested
+ * there, and the client's holds some: every cell of the rows the ensemble gave beside those
+ * fell back (`Calibration::untested`).
+ */
+untested: boolean, };
 
 /**
  * What the search did, as the report states it (`RowDetails::chosen`).

@@ -164,6 +164,41 @@ fn the_row_the_certificate_leaves_is_proved_once_the_others_are_peeled_off() {
     );
 }
 
+/// A network trained 5 epochs ([100, 100], the sample, seed 2, the CLI's defaults): the update
+/// proves 31 rows of 32, and the ensemble's row left beside them is one it could not recover (6
+/// of its 14 cells right, against 61 % guessing). The shadow client's update held every row of
+/// its batch, so nothing tested that row: it falls back whole to the marginals' guess, and the
+/// report says so (`Calibration::untested`).
+#[test]
+fn a_row_left_beside_proved_ones_falls_back_where_no_shadow_row_tested_the_ensemble() {
+    use leakscope::report::Provenance;
+    let data = dataset("adult-sample.csv", "salary");
+    let r = attack(
+        &data,
+        AttackConfig {
+            seed: 2,
+            training_epochs: 5,
+            ..Default::default()
+        },
+    );
+    let f = r
+        .row_details()
+        .and_then(|d| d.fallback.clone())
+        .expect("rows left unproved: the fallback ran");
+    assert!(f.untested && !f.exhausted, "{f:?}");
+    let held = |p: Option<Provenance>| p.is_some_and(|p| p.held_by_update());
+    let left = r.rows.iter().filter(|row| !held(row.provenance)).count();
+    assert!((1..32).contains(&left), "{left} rows left");
+    // Every row the update does not hold is the guess's, and only those fell back.
+    assert!(
+        r.rows
+            .iter()
+            .all(|row| held(row.provenance) || row.provenance == Some(Provenance::Prior))
+    );
+    assert_eq!((f.prior_rows, f.prior_cells), (left, left * data.features.len()));
+    assert!(leakscope::report::text::render_text(&r, 0).contains("no row the ensemble gave was tested"));
+}
+
 /// Full TabLeak on an Adult batch of 64, where the batch's encoded rows are linearly dependent
 /// and the first layer's proof does not reach: the second layer's gradient spans the rows'
 /// activations (rank 64 of a width of 100), and the rows certified there are rows of the batch.

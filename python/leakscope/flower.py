@@ -372,6 +372,9 @@ def _scored(scored: Optional[Dict[str, Any]]) -> Dict[str, Any]:
         # The guess explains the update as well as the attack's rows (where the server can replay
         # it): the attack, not necessarily the client, ran out of strength.
         "exhausted": fallback.get("exhausted", False if scored else None),
+        # The shadow client's update held every row of its batch: the ensemble's rows left beside
+        # the rows this update holds were never tested, and fell back whole.
+        "untested": fallback.get("untested", False if scored else None),
     }
 
 

@@ -71,7 +71,7 @@ impl Setup<'_> {
             return Err(Error::Config("a received update has no truth to score against".into()));
         };
         let random_guess = self.random_guess();
-        let mask = calibration.and_then(|c| fall_back(&mut recon, &c, &self.rules, &random_guess).map(|m| (c, m)));
+        let mask = calibration.and_then(|c| fall_back(&mut recon, &c, &self.rules, &random_guess));
         let scored = score(&self.rules, &truth.rows, &recon.rows);
         let fallback = mask.map(|(c, mask)| FallbackSummary::of(&c, &mask, Some(&scored)));
         let random = score(&self.rules, &truth.rows, &random_guess);
@@ -321,15 +321,19 @@ fn paired_with_labels(rows: &[Vec<Value>], read: &[usize], labels: &[usize]) -> 
 /// The cells of `recon` that fall back by `c`, taken from `guess` (the random baseline's own
 /// draw): never a settled row's, and a row the update's span holds (consistent) only by the
 /// shadow client's thresholds (`Calibration::mask`). Rows whose every cell fell back
-/// are the prior's. The mask.
+/// are the prior's. The calibration as applied (`Calibration::holds_rows` set), and the mask.
 pub fn fall_back(
     recon: &mut Reconstruction,
     c: &Calibration,
     rules: &[Rule],
     guess: &[Vec<Value>],
-) -> Option<Vec<Vec<bool>>> {
+) -> Option<(Calibration, Vec<Vec<bool>>)> {
     let entropy = recon.entropy.as_ref()?;
     let held: Vec<bool> = recon.provenance.iter().map(|p| p.held_by_update()).collect();
+    let c = Calibration {
+        holds_rows: held.iter().any(|&h| h),
+        ..*c
+    };
     let mut mask = c.mask(rules, entropy, &held);
     for (i, m) in mask.iter_mut().enumerate() {
         if recon.settled(i) {
@@ -342,5 +346,5 @@ pub fn fall_back(
             *p = Provenance::Prior;
         }
     }
-    Some(mask)
+    Some((c, mask))
 }

@@ -160,7 +160,7 @@ pub async fn attack_received_against(
     // server sent, says which of the ensemble's cells a guess beats. The figure is then never
     // far below guessing because the attack ran out of strength (issue 43).
     let fallback = match setup.fallback_on(&recon, truth, &guess, progress).await? {
-        Some(c) => fall_back(&mut recon, &c, &rules, &guess).map(|mask| (c, mask)),
+        Some(c) => fall_back(&mut recon, &c, &rules, &guess),
         None => None,
     };
     let scored = score(&rules, &truth.rows, &recon.rows);

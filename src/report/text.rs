@@ -165,6 +165,13 @@ fn fallback_lines(f: &crate::assess::fallback::FallbackSummary, s: &mut String) 
         pct(f.ensemble_cell_accuracy),
         pct(f.prior_cell_accuracy)
     );
+    if f.untested && !f.exhausted && f.prior_cells > 0 {
+        let _ = writeln!(
+            s,
+            "the shadow client's update held every row of its batch, so no row the ensemble gave was tested \
+             there: every cell of the rows this update does not hold is the marginals' guess"
+        );
+    }
     if let (Some(recon), Some(prior)) = (f.update_fit, f.prior_fit) {
         let _ = match f.exhausted {
             true => writeln!(
