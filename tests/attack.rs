@@ -1254,8 +1254,9 @@ fn the_attacks_description_matches_what_runs() {
 /// A first layer of 32 units under a batch of 32 German Credit rows (seeds 0-4): its span holds
 /// more rows of the table than the batch, and where the update, fitted by their gradients, weighs
 /// exactly 32 of them with a label's residual (`assess::span_fit`), they are the batch, proved
-/// with their labels. Every proved row is right; seeds 0 and 4 are proved whole (0 of 5 before
-/// issue 43: 85.4 % of cells on seeds 0-2).
+/// with their labels. Every proved row is right; seeds 0, 3 and 4 are proved whole (0 of 5 before
+/// issue 43: 85.4 % of cells on seeds 0-2; seed 3 since the span is searched with each row's own
+/// tolerance).
 #[test]
 fn a_narrow_first_layer_proves_the_batch_where_the_updates_fit_picks_it_out_of_its_span() {
     let data = dataset("german-credit.csv", "credit_risk");
@@ -1280,5 +1281,5 @@ fn a_narrow_first_layer_proves_the_batch_where_the_updates_fit_picks_it_out_of_i
             whole.push(seed);
         }
     }
-    assert_eq!(whole, [0, 4], "batches proved whole");
+    assert_eq!(whole, [0, 3, 4], "batches proved whole");
 }

@@ -62,8 +62,9 @@ impl Tolerance {
             })
             .sum::<f64>()
             .sqrt();
-        let norm = match self.scaled.nrows() {
-            0 => 0.0,
+        // No continuous columns (or a bound that does not grow): nothing to add.
+        let norm = match (self.scaled.nrows(), columns.len()) {
+            (0, _) | (_, 0) => 0.0,
             _ => self.scaled.select_columns(columns).singular_values().max(),
         };
         (norm + self.relative) * widest
@@ -627,6 +628,8 @@ mod tests {
                 scaled: DMatrix::from_fn(3, D, |_, _| rng.random_range(-1e-2..1e-2)),
                 relative: 1e-4,
             };
+            // A table without continuous columns adds nothing (an empty SVD had panicked).
+            assert_eq!(growing.of_continuous(&l, &[]), 0.0);
             // The growing bound for a row, and at most for any row the layout holds.
             let of = |x: &DVector<f64>| growing.constant + (&growing.scaled * x).norm() + growing.relative * x.norm();
             let widest = 4.0 * (D as f64).sqrt() * 3.0;
