@@ -73,19 +73,9 @@ impl Setup<'_> {
         };
         // Matching is on absolute sums, each row's own bound: `accept`'s with the drift not
         // capped at the span's angle, ACCEPT·(η‖Σ⁻¹Uᵀx‖ + floor·‖x‖).
-        let scaled = {
-            let u = spectrum.basis(rank);
-            let inverse = nalgebra::DVector::from_iterator(
-                rank,
-                spectrum.values[..rank]
-                    .iter()
-                    .map(|s| ACCEPT * spectrum.noise / s.max(f64::MIN_POSITIVE)),
-            );
-            nalgebra::DMatrix::from_diagonal(&inverse) * u.transpose()
-        };
         let tolerance = enumerate::Tolerance {
             constant: 0.0,
-            scaled,
+            scaled: spectrum.drift_map(rank) * ACCEPT,
             relative: ACCEPT * floor,
         };
         let steps = activity::precision_steps(self.dataset);

@@ -350,6 +350,7 @@ pub fn rows_in_span(
             Err(_) => return refused(free),
         },
     };
+    let fixed = free.ncols() == 0;
     for &(key, ia) in &first.keys {
         let from_a = shared + first.bounds[ia];
         for (widest, keys) in &second.groups {
@@ -363,7 +364,6 @@ pub fn rows_in_span(
                 if total.norm() > within {
                     continue;
                 }
-                let fixed = free.ncols() == 0;
                 let solved = solved_row(layout, &solve, &cold, (&ca, &cb), &continuous, fixed.then_some(steps));
                 if let Some(row) = solved {
                     let x = DVector::from_column_slice(&row);
@@ -385,7 +385,7 @@ pub fn rows_in_span(
     }
 }
 
-/// The second half, grouped by its bounds (`Groups`).
+/// The second half, grouped by its bounds (`grouped`).
 struct Second {
     half: Half,
     groups: Vec<(f64, Vec<(f64, usize)>)>,

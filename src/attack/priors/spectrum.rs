@@ -234,14 +234,16 @@ impl Spectrum {
         if norm == 0.0 {
             return 0.0;
         }
-        let coords = self.basis(r).tr_mul(v);
-        let scaled: f64 = coords
-            .iter()
-            .zip(&self.values)
-            .map(|(c, s)| (c / s.max(f64::MIN_POSITIVE)).powi(2))
-            .sum::<f64>()
-            .sqrt();
-        (self.noise * scaled / norm).min(self.angle(r))
+        ((self.drift_map(r) * v).norm() / norm).min(self.angle(r))
+    }
+
+    /// η Σ⁻¹ Uᵀ over the leading `r` directions, [r, m]: `drift` before its division by the
+    /// vector's norm and its cap at `angle`, a bound linear in the vector.
+    pub fn drift_map(&self, r: usize) -> DMatrix<f64> {
+        let r = r.min(self.left.ncols());
+        DMatrix::from_fn(r, self.left.nrows(), |k, i| {
+            self.left[(i, k)] * self.noise / self.values[k].max(f64::MIN_POSITIVE)
+        })
     }
 
     /// η per entry, as noise spread evenly over the matrix would give it.
