@@ -199,6 +199,43 @@ fn a_row_left_beside_proved_ones_falls_back_where_no_shadow_row_tested_the_ensem
     assert!(leakscope::report::text::render_text(&r, 0).contains("no row the ensemble gave was tested"));
 }
 
+/// A narrow network trained 5 epochs ([32, 32], the sample, seeds 0-3): no row is proved, and
+/// the ensemble's rows are a trained network's hardest case. The fallback keeps the ensemble's
+/// cells only where its shadow client shows a sure gain (`gain_lower_bound`), and the attack
+/// never scores below the random guess on the same batch.
+#[test]
+fn on_a_trained_narrow_network_the_attack_never_scores_below_guessing() {
+    let data = dataset("adult-sample.csv", "salary");
+    for seed in 0..4 {
+        let r = attack(
+            &data,
+            AttackConfig {
+                seed,
+                training_epochs: 5,
+                hidden: vec![32, 32],
+                ..Default::default()
+            },
+        );
+        let f = r
+            .row_details()
+            .and_then(|d| d.fallback.clone())
+            .expect("no row proved: the fallback ran");
+        eprintln!(
+            "  seed {seed}: {:.3} against {:.3}, shadow {:.3} / {:.3} / {:.3}, norms {:.3} / {:.3}, {} cells fell back",
+            r.accuracy.total,
+            r.random_baseline,
+            f.shadow_ensemble,
+            f.shadow_prior,
+            f.shadow_chosen,
+            f.update_norm,
+            f.shadow_update_norm,
+            f.prior_cells
+        );
+        assert!(f.shadow_chosen >= f.shadow_prior, "{f:?}");
+        assert!(r.accuracy.total >= r.random_baseline - 1e-9, "seed {seed}: {f:?}");
+    }
+}
+
 /// Full TabLeak on an Adult batch of 64, where the batch's encoded rows are linearly dependent
 /// and the first layer's proof does not reach: the second layer's gradient spans the rows'
 /// activations (rank 64 of a width of 100), and the rows certified there are rows of the batch.

@@ -149,7 +149,8 @@ fn under_heavy_noise_the_attack_falls_back_to_the_marginals() {
             .and_then(|d| d.fallback.clone())
             .expect("a perturbing defence calibrates a fallback");
         eprintln!("  {f:?}");
-        assert!(f.shadow_chosen >= f.shadow_ensemble.max(f.shadow_prior), "{f:?}");
+        // The mix keeps the ensemble's cells only where their gain on the shadow batch is sure.
+        assert!(f.shadow_chosen >= f.shadow_prior, "{f:?}");
         assert!(f.prior_cells > f.cells / 2, "most cells fall back: {f:?}");
         let prior_rows = r
             .rows

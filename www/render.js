@@ -318,7 +318,7 @@ export function renderSummary(box, info, report, attack) {
   const fallback = d.kind === 'rows' ? d.fallback : null;
   if (fallback) {
     const p = (v) => (v == null ? '–' : `${(100 * v).toFixed(1)} %`);
-    setting.push(`${fallback.prior_cells} of ${fallback.cells} cells fell back to the table's marginals (${fallback.prior_rows} whole rows), as a shadow client the server simulated chose: there the ensemble alone scored ${p(fallback.shadow_ensemble)}, the marginals ${p(fallback.shadow_prior)}, the mix ${p(fallback.shadow_chosen)}${fallback.untested && !fallback.exhausted && fallback.prior_cells ? '; its update held every row of its batch, so no row the ensemble gave was tested there, and every cell of the rows this update does not hold is the guess' : ''}`);
+    setting.push(`${fallback.prior_cells} of ${fallback.cells} cells fell back to the table's marginals (${fallback.prior_rows} whole rows), as a shadow client the server simulated chose (its rows drawn from the marginals, its update's norm ${fallback.shadow_update_norm.toFixed(3)} against this one's ${fallback.update_norm.toFixed(3)}): there the ensemble alone scored ${p(fallback.shadow_ensemble)}, the marginals ${p(fallback.shadow_prior)}, the mix ${p(fallback.shadow_chosen)}, a gain kept only where it is sure${fallback.untested && !fallback.exhausted && fallback.prior_cells ? '; its update held every row of its batch, so no row the ensemble gave was tested there, and every cell of the rows this update does not hold is the guess' : ''}`);
   }
   if (report.member_steps.length) {
     const ms = report.member_steps;

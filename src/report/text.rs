@@ -154,11 +154,14 @@ fn fallback_lines(f: &crate::assess::fallback::FallbackSummary, s: &mut String) 
     let _ = writeln!(
         s,
         "fell back to the table's marginals: {} of {} cells ({} whole rows), as a shadow client the server \
-         simulated chose (there the ensemble alone scored {}, the marginals {}, the mix {}); here the \
-         ensemble's cells are {} right, the fallen-back ones {}",
+         simulated chose (its rows drawn from the marginals, its update's norm {:.3} against this one's {:.3}; \
+         there the ensemble alone scored {}, the marginals {}, the mix {}, and a gain is kept only where it is \
+         sure); here the ensemble's cells are {} right, the fallen-back ones {}",
         f.prior_cells,
         f.cells,
         f.prior_rows,
+        f.shadow_update_norm,
+        f.update_norm,
         pct(Some(f.shadow_ensemble)),
         pct(Some(f.shadow_prior)),
         pct(Some(f.shadow_chosen)),

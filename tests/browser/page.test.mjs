@@ -515,6 +515,10 @@ test('FedAvg and defences from the form; an audit runs its cells across the work
     // Under noise the engine calibrates a fallback to the marginals on a shadow client, and says so.
     assert.ok(noisy.details.fallback && noisy.details.fallback.cells === 8 * noisy.features.length, JSON.stringify(noisy.details.fallback));
     assert.match(await page.textContent('#results-info'), /cells fell back to the table's marginals/);
+    // The shadow's update's norm beside the client's: how alike the two batches are to the network.
+    const norms = (await page.textContent('#results-info')).match(/update's norm ([\d.]+) against this one's ([\d.]+)/);
+    assert.ok(norms, await page.textContent('#results-info'));
+    assert.equal(Number(norms[1]).toFixed(3), noisy.details.fallback.shadow_update_norm.toFixed(3));
     await settings(page, { clip: '', noise: 0 });
 
     // The audit grid starts from the engine's quick grid; a smaller one here.
