@@ -202,7 +202,8 @@ fn a_row_left_beside_proved_ones_falls_back_where_no_shadow_row_tested_the_ensem
 /// A narrow network trained 5 epochs ([32, 32], the sample, seeds 0-3): no row is proved, and
 /// the ensemble's rows are a trained network's hardest case. The fallback keeps the ensemble's
 /// cells only where its shadow client shows a sure gain (`gain_lower_bound`), and the attack
-/// never scores below the random guess on the same batch.
+/// never scores below the random guess on the same batch (the best of the shadow's candidates,
+/// before: seed 3 58.7 % against 62.5 %).
 #[test]
 fn on_a_trained_narrow_network_the_attack_never_scores_below_guessing() {
     let data = dataset("adult-sample.csv", "salary");
