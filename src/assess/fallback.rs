@@ -116,6 +116,15 @@ pub fn mix(rows: &[Vec<Value>], prior: &[Vec<Value>], mask: &[Vec<bool>]) -> Vec
         .collect()
 }
 
+/// `mask` with the rows the update holds (`held`) left whole: such rows never fall back, on the
+/// shadow batch as on the client's.
+pub fn keep_held(mut mask: Vec<Vec<bool>>, held: &[bool]) -> Vec<Vec<bool>> {
+    for (m, _) in mask.iter_mut().zip(held).filter(|(_, h)| **h) {
+        m.fill(false);
+    }
+    mask
+}
+
 /// The thresholds to try for one kind: every cell (below the least entropy), the shadow
 /// entropies' deciles, none.
 fn candidates(rules: &[Rule], entropy: &[Vec<Option<f64>>], categorical: bool) -> Vec<Option<f64>> {
@@ -176,11 +185,11 @@ pub fn calibrate(
     held: &[bool],
 ) -> (Thresholds, [f64; 3]) {
     let scored = |t: Thresholds| {
-        let mut mask = t.mask(rules, entropy);
-        for (m, _) in mask.iter_mut().zip(held).filter(|(_, h)| **h) {
-            m.fill(false);
-        }
-        score(rules, truth, &mix(rows, prior, &mask))
+        score(
+            rules,
+            truth,
+            &mix(rows, prior, &keep_held(t.mask(rules, entropy), held)),
+        )
     };
     // The deciles of the cells that can fall back: held rows' entropies are not tried.
     let open: Vec<Vec<Option<f64>>> = entropy
@@ -201,9 +210,10 @@ pub fn calibrate(
         continuous: None,
     };
     let base = scored(every);
+    // The bound, the thresholds and their accuracy on the shadow batch.
     let mut best = match held.iter().all(|&h| h) {
-        true => (f64::INFINITY, keep),
-        false => (0.0, every),
+        true => (f64::INFINITY, keep, scored(keep).accuracy.total),
+        false => (0.0, every, base.accuracy.total),
     };
     for &categorical in &categoricals {
         for &continuous in &continuous_values {
@@ -211,15 +221,15 @@ pub fn calibrate(
                 categorical,
                 continuous,
             };
-            let bound = gain_lower_bound(&scored(t), &base);
+            let mixed = scored(t);
+            let bound = gain_lower_bound(&mixed, &base);
             // Ties keep the earlier candidate: no fallback, then the deciles.
             if bound > best.0 + 1e-12 {
-                best = (bound, t);
+                best = (bound, t, mixed.accuracy.total);
             }
         }
     }
-    let thresholds = best.1;
-    let chosen = scored(thresholds).accuracy.total;
+    let (_, thresholds, chosen) = best;
     let ensemble = score(rules, truth, rows).accuracy.total;
     let all_prior = score(rules, truth, prior).accuracy.total;
     (thresholds, [ensemble, all_prior, chosen])

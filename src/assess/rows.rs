@@ -1,7 +1,7 @@
 //! The assessment of an attack on a table's rows (TabLeak, the baselines): its reconstruction
 //! matched to the true rows and scored, beside the random guess on the same batch; and, for a
 //! received update, the reconstruction with its confidence alone.
-use crate::assess::fallback::{Calibration, FallbackSummary, mix};
+use crate::assess::fallback::{Calibration, FallbackSummary, keep_held, mix};
 use crate::assess::matching::Rule;
 use crate::assess::reconstruct::{Reconstruction, why_not_proved};
 use crate::assess::scoring::score;
@@ -336,10 +336,7 @@ pub fn fall_back(
         holds_rows: held.iter().any(|&h| h),
         ..*c
     };
-    let mut mask = c.mask(rules, entropy, &held);
-    for (m, _) in mask.iter_mut().zip(&held).filter(|(_, h)| **h) {
-        m.fill(false);
-    }
+    let mask = keep_held(c.mask(rules, entropy, &held), &held);
     recon.rows = mix(&recon.rows, guess, &mask);
     for (p, m) in recon.provenance.iter_mut().zip(&mask) {
         if m.iter().all(|&m| m) {
