@@ -122,8 +122,9 @@ pub struct AttackArgs {
     /// FedSGD; it switches itself off where the span leaves too few checks).
     #[arg(long)]
     pub no_second_layer: bool,
-    /// TabLeak: keep every cell the ensemble gives, even under a defence where a shadow client the
-    /// server simulates shows the table's marginals score higher (by default such cells fall back).
+    /// TabLeak: keep every cell the ensemble gives, even where a shadow client the server simulates
+    /// does not show it sure to beat the table's marginals (by default such cells fall back to the
+    /// marginals' guess; rows the update proves or holds never do).
     #[arg(long)]
     pub no_prior_fallback: bool,
     /// TabLeak on FedAvg in a known order: keep the pooled rows as pooled (by default a pooled row
