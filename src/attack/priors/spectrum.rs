@@ -174,6 +174,15 @@ impl Spectrum {
         self
     }
 
+    /// The same spectrum where the rounding is at least `floor`: a matrix computed from an
+    /// update whose own rounding is larger than this matrix's (what is left of an update once
+    /// rows are peeled off it carries the whole update's rounding).
+    pub fn with_rounding(mut self, floor: f64) -> Spectrum {
+        self.rounding = self.rounding.max(floor);
+        self.noise = self.rounding.max(self.tail);
+        self
+    }
+
     /// Whether the tail shows noise well beyond the rounding (a defence's): then no direction is
     /// read to the precision a proof needs.
     pub fn noisy(&self) -> bool {
@@ -235,6 +244,23 @@ impl Spectrum {
             return 0.0;
         }
         ((self.drift_map(r) * v).norm() / norm).min(self.angle(r))
+    }
+
+    /// `drift` where the leading `r` directions are cut above G's own: its (r+1)-th singular
+    /// value, where above η (an uncertain rank), moves them as noise would, so a row whose
+    /// activation has a part along the directions left out lies that much further off. Never
+    /// more than `angle`, as `drift`. No bound for a proof: it only says a row fits.
+    pub fn drift_cut(&self, r: usize, v: &DVector<f64>) -> f64 {
+        let moved = self.values.get(r).map_or(self.noise, |&s| s.max(self.noise));
+        let norm = v.norm();
+        if norm == 0.0 {
+            return 0.0;
+        }
+        let r = r.min(self.left.ncols());
+        let mapped: f64 = (0..r)
+            .map(|k| (self.left.column(k).dot(v) * moved / self.values[k].max(f64::MIN_POSITIVE)).powi(2))
+            .sum();
+        (mapped.sqrt() / norm).min(self.angle(r))
     }
 
     /// η Σ⁻¹ Uᵀ over the leading `r` directions, [r, m]: `drift` before its division by the

@@ -39,11 +39,18 @@ impl Certified {
 
 impl ActivationSpan<'_> {
     /// A refined row's verdict: in the span (to its threshold) and not one of `found`, then
-    /// proved, proved once labelled, or only fitting the update. FedAvg's adoption proves
-    /// nothing and is not checked.
+    /// proved, proved once labelled, or only fitting the update; fitting only where the span
+    /// leaves out directions too near the rounding to place (`fits_threshold`). FedAvg's
+    /// adoption proves nothing and is not checked.
     pub fn verdict(&self, row: &[Value], distance: f64, found: &[Vec<Value>]) -> Certified {
-        if !(distance < self.threshold(row)) || self.among(row, found) {
+        if self.among(row, found) {
             return Certified::No;
+        }
+        if !(distance < self.threshold(row)) {
+            return match self.fits_threshold(row) {
+                Some(fits) if distance < fits => Certified::Fits(Unproved::Unplaced),
+                _ => Certified::No,
+            };
         }
         match self.regime {
             Regime::Adoption => Certified::Yes,

@@ -52,6 +52,11 @@ pub enum SpanOf {
     /// nearly (a relative distance of 1e-4 at E = 1 to 5e-2 at E = 10 against 3e-2 or more for a
     /// row one cell off, measured on Adult): a row near it is adopted (`FEDAVG_NEAR`), not proved.
     Update { rows: usize },
+    /// FedSGD's gradient of the `rows` rows left once proved rows are peeled off it
+    /// (`attack::priors::peel`), read as `Gradient` with the whole update's rounding, `rounding`
+    /// in these units: a proved row peeled a little off leaves a direction of its own, which the
+    /// spectrum's tail past `rows` shows as noise.
+    Peeled { rows: usize, rounding: f64 },
 }
 
 /// FedAvg: a refined row within this relative distance of the span is adopted.
@@ -253,13 +258,14 @@ impl<'a> ActivationSpan<'a> {
         if !(g.amax() > 0.0) {
             return Err(NoSpan::Silent);
         }
-        let rows = match of {
-            SpanOf::Gradient { rows } | SpanOf::Update { rows } => rows,
+        let (rows, floor) = match of {
+            SpanOf::Gradient { rows } | SpanOf::Update { rows } => (rows, 0.0),
+            SpanOf::Peeled { rows, rounding } => (rows, rounding),
         };
-        let spectrum = Spectrum::of(g.clone(), precision, rows, false);
+        let spectrum = Spectrum::of(g.clone(), precision, rows, false).with_rounding(floor);
         let live = live_units(&g, &spectrum);
         let (rank, regime) = match of {
-            SpanOf::Gradient { .. } => {
+            SpanOf::Gradient { .. } | SpanOf::Peeled { .. } => {
                 // More noise than rounding on the update (a defence's) blurs every direction.
                 if spectrum.noisy() {
                     return Err(NoSpan::NoGap);
@@ -337,6 +343,11 @@ impl<'a> ActivationSpan<'a> {
         self.regime
     }
 
+    /// η, the bound on what moves the span (`Spectrum::noise`), in G₂'s units.
+    pub fn noise(&self) -> f64 {
+        self.spectrum.noise
+    }
+
     /// The span's dimension r: rows it can tell apart while r < h₁.
     pub fn rank(&self) -> usize {
         self.basis.ncols()
@@ -362,6 +373,20 @@ impl<'a> ActivationSpan<'a> {
                 ACCEPT * (drift + forward)
             }
         }
+    }
+
+    /// The distance under which a refined row that misses `threshold` still fits a span cut
+    /// above directions too near the rounding to place (`Regime::Labelled` with `uncertain`
+    /// ones): a row of the batch whose activation has a part along them lies further off
+    /// (`Spectrum::drift_cut`), most of all a row whose residual training made tiny. Such a row
+    /// fits and is never proved. None where no direction is left out.
+    pub fn fits_threshold(&self, row: &[Value]) -> Option<f64> {
+        let Regime::Labelled { uncertain: 1.., .. } = self.regime else {
+            return None;
+        };
+        let (_, forward) = self.slack(row);
+        let a = self.pre_activation(row).map(|v| self.activation.host(v));
+        Some(ACCEPT * (self.spectrum.drift_cut(self.rank(), &a) + forward))
     }
 
     /// How far (relative) a row of the batch with `row`'s activation can lie from the span: the

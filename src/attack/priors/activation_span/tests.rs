@@ -275,3 +275,53 @@ fn a_fedavg_update_keeps_its_rows_near_its_leading_span() {
     assert!(near >= 30, "{near} of 32 rows near the span");
     assert!(far >= 30, "{far} of 32 rows one cell off far from it");
 }
+
+/// A trained network's confident rows make G₂'s weakest directions too near its rounding to
+/// place (an uncertain rank): the span is cut above them, and a row of the batch with a part
+/// along them lies further off than the rounding alone moves the span. The cut's own size
+/// (`Spectrum::drift_cut`) lets such rows fit, never be proved, and a row one cell off still lies
+/// beyond it. The sample's [100, 100] network trained 20 epochs, seeds 3 and 4 (1 and 2
+/// directions too near the rounding): 3 and 4 rows of 32 fit only so.
+#[test]
+fn rows_of_a_span_cut_above_uncertain_directions_fit_and_rows_one_cell_off_do_not() {
+    let dataset = adult();
+    let f = dataset.features.iter().position(|f| f.is_categorical()).unwrap();
+    for seed in [3, 4] {
+        let config = AttackConfig {
+            batch_size: 32,
+            seed,
+            training_epochs: 20,
+            ..Default::default()
+        };
+        let scenario = pollster::block_on(Scenario::of_rows(&dataset, &config)).unwrap();
+        let rows = scenario.truth.as_ref().unwrap().rows.clone();
+        let span = span(&dataset, &scenario);
+        let Regime::Labelled { uncertain, .. } = span.regime() else {
+            panic!("seed {seed}: {:?}", span.regime());
+        };
+        assert!(uncertain > 0, "seed {seed}");
+        let mut cut_only = 0;
+        for row in &rows {
+            let d = span.distance(row);
+            let fits = span.fits_threshold(row).expect("directions left out");
+            assert!(fits >= span.threshold(row));
+            if d >= span.threshold(row) && d < fits {
+                cut_only += 1;
+                assert_eq!(
+                    span.verdict(row, d, &[]),
+                    Certified::Fits(Unproved::Unplaced),
+                    "seed {seed}"
+                );
+            }
+            let mut off = row.clone();
+            off[f] = Value::Cat(if row[f] == Value::Cat(0) { 1 } else { 0 });
+            let d = span.distance(&off);
+            assert!(
+                d > span.fits_threshold(&off).unwrap(),
+                "seed {seed}: one cell off at {d:e}"
+            );
+            assert_eq!(span.verdict(&off, d, &[]), Certified::No);
+        }
+        assert!(cut_only > 0, "seed {seed}: every row fit the span cut at the rounding");
+    }
+}

@@ -25,6 +25,10 @@ pub enum Unproved {
     /// in the span without being a row. Such a span proves a row only with its label
     /// (`attack::priors::peel`); this is why one was not proved.
     RankBelowBatch { rank: usize, uncertain: usize, rows: usize },
+    /// Its activation lies in the span only once the directions too near the update's rounding
+    /// to place are allowed for (`ActivationSpan::fits_threshold`): it fits, and nothing about it
+    /// is certain.
+    Unplaced,
     /// It is one of `found` rows the encoding can hold in the first layer's span, whose rank
     /// `rank` is not the batch's `rows` or which holds more rows than the batch: it fits the
     /// first layer's update exactly, as the others do (`assess::enumerated`).
@@ -63,6 +67,11 @@ impl Unproved {
                 "it lies exactly in the first layer's span of the rows, which has rank {rank} for {rows} rows and holds \
                  {found} rows the table can hold: the span cannot tell which of them are the batch's"
             ),
+            Unproved::Unplaced => {
+                "its activation lies in the second layer's span only with the directions too near the update's \
+                 float32 rounding to place: it fits the update, and no row of the batch is placed near it"
+                    .into()
+            }
             Unproved::Imprecise => format!(
                 "the update places a row of the batch within half the scoring tolerance of it ({:.2} std in each \
                  number), not within the {PROVED_WITHIN} std a proof claims",
