@@ -199,6 +199,45 @@ fn a_row_left_beside_proved_ones_falls_back_where_no_shadow_row_tested_the_ensem
     assert!(leakscope::report::text::render_text(&r, 0).contains("no row the ensemble gave was tested"));
 }
 
+/// Rows the whole second layer's span leaves consistent (near-twins' lines, rows it places only
+/// to half the scoring tolerance) proved on the span of the rows left once the proved rows are
+/// peeled off (`assess::peeled`, `prove_left`): the sample's [100, 100] network trained 5 epochs,
+/// seed 4 (31 proved without it) and 20 epochs, seed 6 (27). Every proved row is its batch row,
+/// each number within the 0.05 std a proof claims.
+#[test]
+fn rows_the_whole_span_leaves_consistent_are_proved_on_the_rows_lefts_own() {
+    use leakscope::report::Provenance;
+    use leakscope::table::FeatureKind;
+    let data = dataset("adult-sample.csv", "salary");
+    for (seed, training_epochs, least) in [(4, 5, 32), (6, 20, 31)] {
+        let r = attack(
+            &data,
+            AttackConfig {
+                seed,
+                training_epochs,
+                ..Default::default()
+            },
+        );
+        let proved: Vec<_> = r
+            .rows
+            .iter()
+            .filter(|row| row.provenance == Some(Provenance::Proved))
+            .collect();
+        assert!(proved.len() >= least, "seed {seed}: {} proved", proved.len());
+        for row in proved {
+            for (f, (truth, got)) in data.features.iter().zip(row.truth.iter().zip(&row.reconstructed)) {
+                match f.kind {
+                    FeatureKind::Continuous { .. } => {
+                        let off = (truth.parse::<f64>().unwrap() - got.parse::<f64>().unwrap()).abs();
+                        assert!(off <= 0.05 * data.std[f.offset], "seed {seed}: {truth} proved as {got}");
+                    }
+                    FeatureKind::Categorical { .. } => assert_eq!(truth, got, "seed {seed}"),
+                }
+            }
+        }
+    }
+}
+
 /// A narrow network trained 5 epochs ([32, 32], the sample, seeds 0-3): no row is proved, and
 /// the ensemble's rows are a trained network's hardest case. The fallback keeps the ensemble's
 /// cells only where its shadow client shows a sure gain (`gain_lower_bound`), and the attack

@@ -6,8 +6,8 @@
 //! ensemble's cells for those were about half right. Where the batch repeats rows (tables of
 //! few-valued columns), the rows left are copies of proved ones, read off the update as such.
 use crate::attack::inversion::setup::Setup;
-use crate::attack::priors::activation_span::Unproved;
 use crate::attack::priors::activation_span::certify::Certified;
+use crate::attack::priors::activation_span::{self, ActivationSpan, Regime, SpanOf, Unproved};
 use crate::attack::priors::peel;
 use crate::config::Protocol;
 use crate::parallel::{self, Next};
@@ -110,8 +110,15 @@ impl Setup<'_> {
     /// the second layer's certificate holds for a row of its span. A row found either way is
     /// proved (its provenance says so) and counted in the second layer's `peeled_rows`. A proved
     /// row whose label the update does not give is no longer counted proved (`unprove`), where
-    /// rows are left and where none is (`check_labels`).
+    /// rows are left and where none is (`check_labels`). Then the rows that only fit are tried
+    /// on the span of the rows left (`prove_left`).
     pub(crate) fn peel_rest(&self, recon: Reconstruction) -> Reconstruction {
+        let recon = self.peel_found(recon);
+        self.prove_left(recon)
+    }
+
+    /// `peel_rest` but for `prove_left`.
+    fn peel_found(&self, recon: Reconstruction) -> Reconstruction {
         let mut recon = self.settle_labels(recon);
         let b = recon.rows.len();
         let left: Vec<usize> = (0..b).filter(|&i| !recon.settled(i)).collect();
@@ -207,6 +214,84 @@ impl Setup<'_> {
         }
         let mut recon = self.settle_labels(recon);
         recon.row_labels = self.labels_of_rows(&recon.rows);
+        recon
+    }
+
+    /// Rows that fit the update and were not proved, proved on what is left of it once the
+    /// proved rows alone are peeled off. The rows left's own span (`SpanOf::Peeled`) has their few
+    /// dimensions where the batch's has B, so its complement keeps far more of how a row's
+    /// activation moves, and the theorem places a row of the batch where the whole span could not
+    /// (near-twins whose line the batch's span held, rows it placed only to half the scoring
+    /// tolerance). The same theorem and thresholds, read with the whole update's rounding; nothing
+    /// is proved where a proved row's label is not read, or where that span's rank is not the
+    /// rows left's, every direction determined (a row peeled a little off leaves one of its own).
+    fn prove_left(&self, mut recon: Reconstruction) -> Reconstruction {
+        let b = recon.rows.len();
+        let proved: Vec<usize> = (0..b).filter(|&i| recon.provenance[i] == Provenance::Proved).collect();
+        let open: Vec<usize> = (0..b)
+            .filter(|&i| recon.provenance[i] == Provenance::Consistent)
+            .collect();
+        if !self.peels() || proved.is_empty() || open.is_empty() {
+            return recon;
+        }
+        let Some(whole) = self.second_layer_span(b).filter(|s| s.proves()) else {
+            return recon;
+        };
+        let taken: Vec<Vec<Value>> = proved.iter().map(|&i| recon.rows[i].clone()).collect();
+        let Some(Rest {
+            update: Some(update),
+            unlabelled,
+            ..
+        }) = self.peeled_update(&taken, b)
+        else {
+            return recon;
+        };
+        if !unlabelled.is_empty() {
+            return recon;
+        }
+        let (params, observed) = (&self.scenario.params, &self.scenario.observed);
+        let sizes = &params.sizes;
+        let rows = b - proved.len();
+        let left = ActivationSpan::new(
+            self.dataset,
+            &params.weights[0],
+            &params.biases[0],
+            update.weight(1),
+            activation_span::present_categories(self.dataset, observed.weight(0), observed.bias(0)),
+            SpanOf::Peeled {
+                rows,
+                rounding: whole.noise() * b as f64 / rows as f64,
+            },
+            (sizes[0], sizes[1], sizes[2]),
+        );
+        let Some(left) = left.ok().map(|s| s.with_activation(self.config.activation)) else {
+            return recon;
+        };
+        if left.regime() != Regime::Full {
+            return recon;
+        }
+        // Two slots holding one row of the rows left: the first is proved, not both.
+        let mut now_proved: Vec<Vec<Value>> = Vec::new();
+        for slot in open {
+            let row = &recon.rows[slot];
+            let distance = left.distance(row);
+            if !(distance < left.threshold(row))
+                || now_proved.iter().any(|p| left.same_row(p, row))
+                || left.proof(row, distance).is_err()
+            {
+                continue;
+            }
+            now_proved.push(row.clone());
+            recon.provenance[slot] = Provenance::Proved;
+            recon.unproved[slot] = None;
+            if let Some(summary) = recon.second_layer.as_mut() {
+                summary.peeled_rows += 1;
+                summary.consistent_rows = summary.consistent_rows.saturating_sub(1);
+            }
+            if let Some(cells) = recon.entropy.as_mut().map(|e| &mut e[slot]) {
+                entropy::agreed(self.dataset, cells);
+            }
+        }
         recon
     }
 
