@@ -239,11 +239,7 @@ impl Spectrum {
     /// the realized drift stayed within 3.1 (second layer) and 0.33 (first) times u‖Ĝ‖_F‖Σ⁻¹Uᵀv‖/‖v‖
     /// over the same networks, against `ROUNDING` = 8 here.
     pub fn drift(&self, r: usize, v: &DVector<f64>) -> f64 {
-        let norm = v.norm();
-        if norm == 0.0 {
-            return 0.0;
-        }
-        ((self.drift_map(r) * v).norm() / norm).min(self.angle(r))
+        self.drift_scaled(r, v, 1.0)
     }
 
     /// `drift` where the leading `r` directions are cut above G's own: its (r+1)-th singular
@@ -252,15 +248,17 @@ impl Spectrum {
     /// more than `angle`, as `drift`. No bound for a proof: it only says a row fits.
     pub fn drift_cut(&self, r: usize, v: &DVector<f64>) -> f64 {
         let moved = self.values.get(r).map_or(self.noise, |&s| s.max(self.noise));
+        let scale = if self.noise > 0.0 { moved / self.noise } else { 1.0 };
+        self.drift_scaled(r, v, scale)
+    }
+
+    /// `drift` with η scaled by `scale`.
+    fn drift_scaled(&self, r: usize, v: &DVector<f64>, scale: f64) -> f64 {
         let norm = v.norm();
         if norm == 0.0 {
             return 0.0;
         }
-        let r = r.min(self.left.ncols());
-        let mapped: f64 = (0..r)
-            .map(|k| (self.left.column(k).dot(v) * moved / self.values[k].max(f64::MIN_POSITIVE)).powi(2))
-            .sum();
-        (mapped.sqrt() / norm).min(self.angle(r))
+        ((self.drift_map(r) * v).norm() * scale / norm).min(self.angle(r))
     }
 
     /// η Σ⁻¹ Uᵀ over the leading `r` directions, [r, m]: `drift` before its division by the

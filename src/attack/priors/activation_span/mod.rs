@@ -384,15 +384,19 @@ impl<'a> ActivationSpan<'a> {
         let Regime::Labelled { uncertain: 1.., .. } = self.regime else {
             return None;
         };
-        let (_, forward) = self.slack(row);
-        let a = self.pre_activation(row).map(|v| self.activation.host(v));
-        Some(ACCEPT * (self.spectrum.drift_cut(self.rank(), &a) + forward))
+        let (drift, forward) = self.slack_under(row, |a| self.spectrum.drift_cut(self.rank(), a));
+        Some(ACCEPT * (drift + forward))
     }
 
     /// How far (relative) a row of the batch with `row`'s activation can lie from the span: the
     /// span's drift under the update's noise (`Spectrum::drift`), and the client's own float32
     /// rounding of that activation.
     fn slack(&self, row: &[Value]) -> (f64, f64) {
+        self.slack_under(row, |a| self.spectrum.drift(self.rank(), a))
+    }
+
+    /// `slack` with the span's drift of the row's activation taken by `drift`.
+    fn slack_under(&self, row: &[Value], drift: impl Fn(&DVector<f64>) -> f64) -> (f64, f64) {
         let x = DVector::from_vec(self.dataset.encode(row));
         let z = &self.w1t * &x + &self.b1;
         let a = z.map(|v| self.activation.host(v));
@@ -404,7 +408,7 @@ impl<'a> ActivationSpan<'a> {
         let live = DVector::from_fn(z.len(), |j, _| scale[j] * self.activation.host_slope(z[j]).abs());
         let d = x.len() as f64;
         let forward = FORWARD * self.precision.unit * (d + 1.0).sqrt() * live.norm() / norm;
-        (self.spectrum.drift(self.rank(), &a), forward)
+        (drift(&a), forward)
     }
 
     /// v's part outside the span.
