@@ -15,7 +15,7 @@
 //! Known gap: where the span leaves a continuous direction free (`Enumerated::free`: two rows of
 //! the batch share their categories), least squares reads the values along it as the update's
 //! rounding says, and a value put back into its range on its own leaves the span, so such a row
-//! of the batch can be missed (Adult [32, 32], B = 16, trained 1 epoch, seed 0: 7 of 16). Nothing
+//! of the batch can be missed (Adult [32, 32], B = 16, trained 1 epoch, seed 0: 9 of 16). Nothing
 //! that proves reads those rows (`assess::enumerated` proves and fits only where no direction
 //! is free); a fix is measured in docs/results/rounds.md (2026-11-29, a fresh machine).
 //!
