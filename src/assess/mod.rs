@@ -14,5 +14,6 @@ pub mod scoring;
 pub mod search_bounds;
 mod second_layer;
 mod span_fit;
+mod span_left;
 pub mod stopping;
 pub mod update_choice;

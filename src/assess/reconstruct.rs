@@ -155,7 +155,7 @@ impl Setup<'_> {
                     span_rows: None,
                 };
                 let recon = self.pool_and_certify(&inversion, pooled).await?;
-                return Ok(self.peel_rest(recon));
+                return self.finish(recon, span_rows.as_ref()).await;
             }
             self.snap_to_span(span, &mut x, &mut probs, &mut in_span);
         }
@@ -175,14 +175,14 @@ impl Setup<'_> {
             };
             let recon = self.pool_and_certify(&inversion, pooled).await?;
             if recon.all_settled() {
-                return Ok(self.peel_rest(recon));
+                return self.finish(recon, span_rows.as_ref()).await;
             }
             second_alone = Some(recon);
         }
         let proved_rows = self.prove_rows(&mut x, &mut probs, &mut in_span);
         // Nothing proved by the first layer: pooling again would give the same rows.
         if let Some(recon) = second_alone.filter(|_| proved_rows.is_empty()) {
-            return Ok(self.peel_rest(recon));
+            return self.finish(recon, span_rows.as_ref()).await;
         }
         let pooled = MemberRows {
             x: &x,
@@ -194,7 +194,15 @@ impl Setup<'_> {
             span_rows: span_rows.as_ref(),
         };
         let recon = self.pool_and_certify(&inversion, pooled).await?;
-        Ok(self.peel_rest(recon))
+        self.finish(recon, span_rows.as_ref()).await
+    }
+
+    /// The rows no proof reached peeled off the update (`assess::peeled`), then the span's rows
+    /// left placed among those still left (`assess::span_left`).
+    async fn finish(&self, recon: Reconstruction, span_rows: Option<&SpanRows>) -> Result<Reconstruction> {
+        let mut recon = self.peel_rest(recon);
+        self.place_span_rows_left(span_rows, &mut recon).await?;
+        Ok(recon)
     }
 
     /// The members' rows pooled (under each prior candidate, keeping the best fit), certified by

@@ -221,12 +221,8 @@ impl Setup<'_> {
             (Some((values, _)), Some(t)) => values.iter().map(|&v| t.standardise(v)).collect(),
             _ => Vec::new(),
         };
-        // The update pairs each row with its label: rows whose labels were read off go where the
-        // labels used put them (the proofs give rows in their own order).
-        let rows = match &recon.row_labels {
-            Some(read) => paired_with_labels(&recon.rows, read, &self.scenario.labels),
-            None => self.paired_by_update(&recon.rows, &recon.provenance),
-        };
+        let order = self.update_order(&recon.rows, &recon.provenance, recon.row_labels.as_deref());
+        let rows: Vec<Vec<Value>> = order.iter().map(|&i| recon.rows[i].clone()).collect();
         let x = super::reconstruct::with_targets(encode_rows(self.dataset, &rows), &targets);
         let distance = self.projected_losses(x, 1).await?[0];
         Ok(UpdateFit::of(distance as f64))
@@ -289,34 +285,52 @@ impl Setup<'_> {
     /// 5 epochs (seed 0) five of eight rows of the second class sat in slots of the first. The
     /// ensemble's rows keep the labels they were fitted with.
     fn paired_by_update(&self, rows: &[Vec<Value>], provenance: &[Provenance]) -> Vec<Vec<Value>> {
+        let order = self.order_by_update(rows, provenance);
+        order.iter().map(|&i| rows[i].clone()).collect()
+    }
+
+    /// The order in which the update pairs each row with its label (`update_fit`'s): rows whose
+    /// labels were read off (`read`) where the labels used put them (the proofs give rows in
+    /// their own order), else as `paired_by_update` lays them out.
+    pub(super) fn update_order(
+        &self,
+        rows: &[Vec<Value>],
+        provenance: &[Provenance],
+        read: Option<&[usize]>,
+    ) -> Vec<usize> {
+        match read.and_then(|read| pairing_with_labels(read, &self.scenario.labels)) {
+            Some(order) => order,
+            None if read.is_some() => (0..rows.len()).collect(),
+            None => self.order_by_update(rows, provenance),
+        }
+    }
+
+    /// `paired_by_update`'s order.
+    fn order_by_update(&self, rows: &[Vec<Value>], provenance: &[Provenance]) -> Vec<usize> {
+        let identity: Vec<usize> = (0..rows.len()).collect();
         if self.config.protocol != crate::config::Protocol::Fedsgd || self.dataset.target.is_some() {
-            return rows.to_vec();
+            return identity;
         }
         let held: Vec<bool> = provenance.iter().map(|p| p.held_by_update()).collect();
         let x: Vec<f64> = encode_rows(self.dataset, rows).iter().map(|&v| v as f64).collect();
         let (params, model, labels) = (&self.scenario.params, self.config.model(), &self.scenario.labels);
-        match row_labels::fit_labels(params, model, &self.scenario.observed, &x, labels, &held) {
-            Some(read) => paired_with_labels(rows, &read, labels),
-            None => rows.to_vec(),
-        }
+        row_labels::fit_labels(params, model, &self.scenario.observed, &x, labels, &held)
+            .and_then(|read| pairing_with_labels(&read, labels))
+            .unwrap_or(identity)
     }
 }
 
-/// `rows` (whose labels are `read`) reordered so that position i holds a row of label
-/// `labels[i]`; as they are where the two do not hold the same labels.
-fn paired_with_labels(rows: &[Vec<Value>], read: &[usize], labels: &[usize]) -> Vec<Vec<Value>> {
-    let mut used = vec![false; rows.len()];
-    let mut out = Vec::with_capacity(rows.len());
+/// The order that puts each row (whose labels are `read`) at a position i of label `labels[i]`;
+/// None where the two do not hold the same labels.
+fn pairing_with_labels(read: &[usize], labels: &[usize]) -> Option<Vec<usize>> {
+    let mut used = vec![false; read.len()];
+    let mut out = Vec::with_capacity(read.len());
     for &l in labels {
-        match (0..rows.len()).find(|&i| !used[i] && read[i] == l) {
-            Some(i) => {
-                used[i] = true;
-                out.push(rows[i].clone());
-            }
-            None => return rows.to_vec(),
-        }
+        let i = (0..read.len()).find(|&i| !used[i] && read[i] == l)?;
+        used[i] = true;
+        out.push(i);
     }
-    out
+    Some(out)
 }
 
 /// The cells of `recon` that fall back by `c`, taken from `guess` (the random baseline's own

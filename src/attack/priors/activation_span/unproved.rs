@@ -33,6 +33,10 @@ pub enum Unproved {
     /// `rank` is not the batch's `rows` or which holds more rows than the batch: it fits the
     /// first layer's update exactly, as the others do (`assess::enumerated`).
     SpanHoldsMore { found: usize, rank: usize, rows: usize },
+    /// One of `found` rows of the first layer's span that holds the batch, whose categories no
+    /// other row held, placed where the update fitted it best (`assess::span_left`); its values
+    /// along the `free` directions the span leaves free are the fit's choice.
+    SpanRowLeft { found: usize, free: usize },
 }
 
 impl Unproved {
@@ -67,6 +71,19 @@ impl Unproved {
                 "it lies exactly in the first layer's span of the rows, which has rank {rank} for {rows} rows and holds \
                  {found} rows the table can hold: the span cannot tell which of them are the batch's"
             ),
+            Unproved::SpanRowLeft { found, free } => {
+                let values = match free {
+                    0 => String::new(),
+                    f => format!(
+                        "; its values along the {f} continuous direction{} the span leaves free are the fit's choice",
+                        if f == 1 { "" } else { "s" }
+                    ),
+                };
+                format!(
+                    "it is one of the {found} rows of the first layer's span, which holds every row of the batch, whose \
+                     categories no other row held, placed where the update fits it best{values}"
+                )
+            }
             Unproved::Unplaced => {
                 "its activation lies in the second layer's span only with the directions too near the update's \
                  float32 rounding to place: it fits the update, and no row of the batch is placed near it"
