@@ -33,9 +33,9 @@ pub enum Unproved {
     /// `rank` is not the batch's `rows` or which holds more rows than the batch: it fits the
     /// first layer's update exactly, as the others do (`assess::enumerated`).
     SpanHoldsMore { found: usize, rank: usize, rows: usize },
-    /// One of `found` rows of the first layer's span that holds the batch, whose categories no
-    /// other row held, placed where the update fitted it best (`assess::span_left`); its values
-    /// along the `free` directions the span leaves free are the fit's choice.
+    /// One of `found` rows of the first layer's span that holds the batch, placed where the
+    /// update left its gradient once the rows it holds were taken off (`assess::span_left`); its
+    /// values along the `free` directions the span leaves free are the fit's choice.
     SpanRowLeft { found: usize, free: usize },
 }
 
@@ -80,8 +80,8 @@ impl Unproved {
                     ),
                 };
                 format!(
-                    "it is one of the {found} rows of the first layer's span, which holds every row of the batch, whose \
-                     categories no other row held, placed where the update fits it best{values}"
+                    "it is one of the {found} rows of the first layer's span, which holds every row of the batch, placed \
+                     where the update left its gradient once the rows it holds were taken off{values}"
                 )
             }
             Unproved::Unplaced => {
