@@ -21,9 +21,10 @@ use nalgebra::DVector;
 
 use crate::assess::enumerated::SpanRows;
 use crate::assess::reconstruct::Reconstruction;
-use crate::assess::update_choice::UPDATE_FIT_THRESHOLD;
+use crate::assess::update_choice::{UPDATE_FIT_THRESHOLD, move_entropy};
 use crate::attack::inversion::setup::Setup;
 use crate::attack::priors::activation_span::Unproved;
+use crate::attack::priors::enumerate;
 use crate::client::exact::fedsgd_exact;
 use crate::client::head::Head;
 use crate::config::Protocol;
@@ -99,7 +100,7 @@ impl Setup<'_> {
                 .collect();
             let scored = crate::parallel::map(&pairs, |&(k, y)| self.best_along_free(span, k, y, &r));
             // A point within the scoring tolerance of a row held is that row again, not its twin.
-            let repeats_held = |row: &[Value]| held_like(recon, row, |h, row| within_tolerance(dataset, h, row));
+            let repeats_held = |row: &[Value]| held_like(recon, row, |h, row| dataset.same_row(h, row));
             let scored: Vec<_> = scored
                 .into_iter()
                 .map(|s| {
@@ -146,7 +147,9 @@ impl Setup<'_> {
             return Ok(());
         }
         if let Some(entropy) = recon.entropy.as_mut() {
-            unconfident_where_changed(dataset, entropy, &before.0, &recon.rows);
+            // Every row stays in its slot; a changed cell loses the members' confidence.
+            let slots: Vec<usize> = (0..recon.rows.len()).collect();
+            move_entropy(dataset, entropy, &slots, &before.0, &recon.rows);
         }
         Ok(())
     }
@@ -183,22 +186,18 @@ impl Setup<'_> {
     /// A row's FedSGD gradient with label `label`, as the update lays it out (every layer's
     /// weights, then the biases), in float64.
     fn row_gradient(&self, row: &[Value], label: usize) -> Vec<f64> {
+        let model = self.config.model();
         let x: Vec<f64> = encode_rows(self.dataset, std::slice::from_ref(&row.to_vec()))
             .iter()
             .map(|&v| v as f64)
             .collect();
-        self.encoded_gradient(&x, label)
-    }
-
-    fn encoded_gradient(&self, x: &[f64], label: usize) -> Vec<f64> {
-        let model = self.config.model();
         let targets: Vec<f64> = model
             .head
             .targets(&[label], self.dataset.classes.len())
             .iter()
             .map(|&v| v as f64)
             .collect();
-        let g = fedsgd_exact(&self.scenario.params, model, x, &targets, 1);
+        let g = fedsgd_exact(&self.scenario.params, model, &x, &targets, 1);
         g.weights.iter().chain(&g.biases).flatten().copied().collect()
     }
 
@@ -214,9 +213,10 @@ impl Setup<'_> {
         let edge = |j: usize| EDGE * (layout.hi[j] - layout.lo[j]);
         let lo: Vec<f64> = continuous.iter().map(|&j| layout.lo[j] - edge(j)).collect();
         let hi: Vec<f64> = continuous.iter().map(|&j| layout.hi[j] + edge(j)).collect();
+        let base: Vec<f32> = span.encoded[k].iter().map(|&v| v as f32).collect();
         let score = |beta: &[f64]| -> Option<(f64, Vec<Value>, Vec<f64>)> {
             let t = &at + free * DVector::from_column_slice(beta);
-            let mut row: Vec<f32> = span.encoded[k].iter().map(|&v| v as f32).collect();
+            let mut row = base.clone();
             for (c, &j) in continuous.iter().enumerate() {
                 if !(t[c] >= lo[c] && t[c] <= hi[c]) {
                     return None;
@@ -232,7 +232,7 @@ impl Setup<'_> {
         if f == 0 {
             return best.unwrap_or((f64::INFINITY, span.rows[k].clone(), Vec::new()));
         }
-        let Some((from, to)) = feasible_box(&at, free, &lo, &hi) else {
+        let Some((from, to)) = enumerate::feasible_box((&at, free), &lo, &hi) else {
             return best.unwrap_or((f64::INFINITY, span.rows[k].clone(), Vec::new()));
         };
         let mut centre: Vec<f64> = from.iter().zip(&to).map(|(a, b)| 0.5 * (a + b)).collect();
@@ -252,50 +252,6 @@ impl Setup<'_> {
         }
         best.unwrap_or((f64::INFINITY, span.rows[k].clone(), Vec::new()))
     }
-}
-
-/// The box of β (f ≤ 2) with lo ≤ at + F β ≤ hi: the bounds of the polygon's vertices, each
-/// where f of the limits hold as equalities; None where no point keeps every limit.
-fn feasible_box(
-    at: &DVector<f64>,
-    free: &nalgebra::DMatrix<f64>,
-    lo: &[f64],
-    hi: &[f64],
-) -> Option<(Vec<f64>, Vec<f64>)> {
-    let (m, f) = (free.nrows(), free.ncols());
-    // Limit i: row i of F, β = bound − at_i.
-    let limits: Vec<(usize, f64)> = (0..m)
-        .filter(|&i| free.row(i).norm() > 1e-12)
-        .flat_map(|i| [(i, lo[i] - at[i]), (i, hi[i] - at[i])])
-        .collect();
-    let keeps = |beta: &DVector<f64>| {
-        let t = at + free * beta;
-        (0..m).all(|i| t[i] >= lo[i] - 1e-9 && t[i] <= hi[i] + 1e-9)
-    };
-    let mut vertices: Vec<DVector<f64>> = Vec::new();
-    let sets: Vec<Vec<usize>> = match f {
-        1 => (0..limits.len()).map(|a| vec![a]).collect(),
-        _ => (0..limits.len())
-            .flat_map(|a| (a + 1..limits.len()).map(move |b| vec![a, b]))
-            .collect(),
-    };
-    for set in sets {
-        let a = nalgebra::DMatrix::from_fn(f, f, |r, c| free[(limits[set[r]].0, c)]);
-        let v = DVector::from_iterator(f, set.iter().map(|&s| limits[s].1));
-        if let Some(beta) = a.lu().solve(&v).filter(|beta| keeps(beta)) {
-            vertices.push(beta);
-        }
-    }
-    if vertices.is_empty() {
-        return None;
-    }
-    let from = (0..f)
-        .map(|c| vertices.iter().map(|v| v[c]).fold(f64::INFINITY, f64::min))
-        .collect();
-    let to = (0..f)
-        .map(|c| vertices.iter().map(|v| v[c]).fold(f64::NEG_INFINITY, f64::max))
-        .collect();
-    Some((from, to))
 }
 
 /// `points` per axis over `centre` ± `half` (per axis).
@@ -325,18 +281,6 @@ fn held_like(recon: &Reconstruction, row: &[Value], like: impl Fn(&[Value], &[Va
         .any(|(h, p)| *p != Provenance::Ensemble && like(h, row))
 }
 
-/// Whether two rows hold the same categories and each number within its scoring tolerance.
-fn within_tolerance(dataset: &Dataset, a: &[Value], b: &[Value]) -> bool {
-    dataset
-        .features
-        .iter()
-        .zip(a.iter().zip(b))
-        .all(|(f, (a, b))| match (a, b) {
-            (Value::Num(a), Value::Num(b)) => (a - b).abs() <= f.tolerance(),
-            _ => a == b,
-        })
-}
-
 /// Whether two rows hold the same category in every categorical feature.
 fn same_categories(dataset: &Dataset, a: &[Value], b: &[Value]) -> bool {
     dataset
@@ -344,21 +288,4 @@ fn same_categories(dataset: &Dataset, a: &[Value], b: &[Value]) -> bool {
         .iter()
         .zip(a.iter().zip(b))
         .all(|(f, (a, b))| !f.is_categorical() || a == b)
-}
-
-/// A changed cell has the members' confidence no more (a category at the entropy of a uniform
-/// vote, a number with none), as `assess::update_choice` marks its changes.
-fn unconfident_where_changed(
-    dataset: &Dataset,
-    entropy: &mut [Vec<Option<f64>>],
-    before: &[Vec<Value>],
-    rows: &[Vec<Value>],
-) {
-    for (i, cells) in entropy.iter_mut().enumerate() {
-        for (f, cell) in cells.iter_mut().enumerate() {
-            if before[i][f] != rows[i][f] {
-                *cell = dataset.features[f].is_categorical().then_some(1.0);
-            }
-        }
-    }
 }

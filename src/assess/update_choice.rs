@@ -290,7 +290,7 @@ impl Setup<'_> {
 /// The cells' entropy follows each row from where it came (`origin`: the row of `before` now at
 /// each place); a cell that changed has the members' confidence no more (a category at the
 /// entropy of a uniform vote, a continuous value with none).
-fn move_entropy(
+pub(super) fn move_entropy(
     dataset: &Dataset,
     entropy: &mut Vec<Vec<Option<f64>>>,
     origin: &[usize],

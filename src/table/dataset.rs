@@ -280,6 +280,18 @@ impl Dataset {
         out
     }
 
+    /// Whether two rows are one as scoring counts them: the same categories, each number within
+    /// its column's tolerance.
+    pub fn same_row(&self, a: &[Value], b: &[Value]) -> bool {
+        self.features
+            .iter()
+            .zip(a.iter().zip(b))
+            .all(|(f, (x, y))| match (x, y) {
+                (Value::Num(x), Value::Num(y)) => (x - y).abs() <= f.tolerance(),
+                _ => x == y,
+            })
+    }
+
     /// Standardised row → cells: argmax per categorical block; continuous values clamped to the
     /// column's range and rounded to its precision.
     pub fn decode(&self, encoded: &[f32]) -> Vec<Value> {

@@ -30,6 +30,8 @@ use crate::attack::inversion::relax::Layout;
 
 mod in_range;
 
+pub use in_range::feasible_box;
+
 /// Sums one half of the blocks may enumerate at most (the search is refused past it).
 pub const HALF_LIMIT: usize = 2_000_000;
 /// Full checks of matched pairs at most (the search is refused past it).
@@ -350,6 +352,7 @@ pub fn rows_in_span(
             free: free.clone(),
             q: q.clone(),
             qc: qc.clone(),
+            boxes: widened_ranges(layout, &continuous),
         },
         false => match qc.clone().pseudo_inverse(1e-9) {
             Ok(pinv) => Solve::Fixed(-(pinv * &q)),
@@ -503,7 +506,35 @@ enum Solve {
         free: DMatrix<f64>,
         q: DMatrix<f64>,
         qc: DMatrix<f64>,
+        /// The ranges tried, ever wider (`widened_ranges`).
+        boxes: Vec<(Vec<f64>, Vec<f64>)>,
     },
+}
+
+/// The continuous columns' ranges, widened by a millionth of them, then a thousandth (a row at
+/// its columns' least or greatest values, a corner of the ranges, read a little off along the
+/// determined directions, needs them a little wider; clamped back by as much afterwards), and
+/// the slack's whole width last (`slack`), as the search allowed before.
+fn widened_ranges(layout: &Layout, continuous: &[usize]) -> Vec<(Vec<f64>, Vec<f64>)> {
+    [2e-5, 0.02, 1.0]
+        .into_iter()
+        .map(|widen| {
+            continuous
+                .iter()
+                .map(|&j| {
+                    (
+                        layout.lo[j] - widen * slack(layout, j),
+                        layout.hi[j] + widen * slack(layout, j),
+                    )
+                })
+                .unzip()
+        })
+        .collect()
+}
+
+/// How far past its range a continuous value may be solved before it is refused.
+fn slack(layout: &Layout, j: usize) -> f64 {
+    0.05 * (layout.hi[j] - layout.lo[j])
 }
 
 /// The row of the categories `a` and `b` (both halves' columns) with the continuous values that
@@ -521,7 +552,6 @@ fn solved_row(
     for &c in a.iter().chain(b) {
         x[c] = (1.0 - layout.mean[c]) / layout.std[c];
     }
-    let slack = |j: usize| 0.05 * (layout.hi[j] - layout.lo[j]);
     let t = match solve {
         Solve::Fixed(solve) => solve * &x,
         Solve::Free {
@@ -530,6 +560,7 @@ fn solved_row(
             free,
             q,
             qc,
+            boxes,
         } => {
             let t = determined * &x;
             let left = q * &x + qc * &t;
@@ -537,26 +568,15 @@ fn solved_row(
             // would leave the free line, and the span with it (by how much the span moves along
             // that column alone: Adult [32, 32], B = 16, trained 1 epoch, seed 0, fnlwgt put
             // 0.24 below its least value, a relative distance of 0.0076 for a row of the batch).
-            let limits = |widen: f64| -> (Vec<f64>, Vec<f64>) {
-                continuous
-                    .iter()
-                    .map(|&j| (layout.lo[j] - widen * slack(j), layout.hi[j] + widen * slack(j)))
-                    .unzip()
-            };
-            // A row at its columns' least or greatest values (a corner of the ranges), read a
-            // little off along the determined directions, needs the ranges a little wider: a
-            // millionth of them, then a thousandth (clamped back by as much afterwards), and the
-            // slack's whole width last, as before.
-            let beta = [2e-5, 0.02, 1.0].into_iter().find_map(|widen| {
-                let (lo, hi) = limits(widen);
-                in_range::nearest_in_box(along, &left, (&t, free), &lo, &hi)
-            })?;
+            let beta = boxes
+                .iter()
+                .find_map(|(lo, hi)| in_range::nearest_in_box(along, &left, (&t, free), lo, hi))?;
             t + free * beta
         }
     };
     for (k, &j) in continuous.iter().enumerate() {
         let (lo, hi) = (layout.lo[j], layout.hi[j]);
-        let slack = slack(j);
+        let slack = slack(layout, j);
         if !(t[k] >= lo - slack && t[k] <= hi + slack) {
             return None;
         }

@@ -477,14 +477,7 @@ impl<'a> ActivationSpan<'a> {
     /// Whether two rows are one for the certificate: the same categories, continuous values within
     /// their column's tolerance (a fnlwgt one unit off moves the activation by 1e-5 of its norm).
     pub fn same_row(&self, a: &[Value], b: &[Value]) -> bool {
-        self.dataset
-            .features
-            .iter()
-            .zip(a.iter().zip(b))
-            .all(|(f, (x, y))| match (x, y) {
-                (Value::Num(x), Value::Num(y)) => (x - y).abs() <= f.tolerance(),
-                _ => x == y,
-            })
+        self.dataset.same_row(a, b)
     }
 
     fn among(&self, row: &[Value], rows: &[Vec<Value>]) -> bool {

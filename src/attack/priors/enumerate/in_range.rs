@@ -32,23 +32,18 @@ pub fn nearest_in_box(
     lo: &[f64],
     hi: &[f64],
 ) -> Option<DVector<f64>> {
-    let (m, free) = (f.nrows(), f.ncols());
+    let free = f.ncols();
     if free == 0 || free > MOST_FREE {
         return None;
     }
-    // Each limit: its row, and the value F β must take there.
-    let limits: Vec<(usize, f64)> = (0..m).flat_map(|k| [(k, lo[k] - c[k]), (k, hi[k] - c[k])]).collect();
-    let keeps = |beta: &DVector<f64>| {
-        let moved = f * beta;
-        (0..m).all(|k| moved[k] >= lo[k] - c[k] - LIMIT && moved[k] <= hi[k] - c[k] + LIMIT)
-    };
+    let limits = limits_of((c, f), lo, hi);
+    let keeps = |beta: &DVector<f64>| keeps_limits((c, f), lo, hi, beta);
     // Every subproblem on the normal equations, f × f (A is [d, f], and its SVD per subset
     // was most of a trained network's attack: Adult [100, 100], trained 20 epochs, 2x the time).
     let (h, g) = (a.tr_mul(a), a.tr_mul(r));
-    let flat = (FLAT * FLAT).max(NORMAL * h.norm());
-    let (a, r) = ((&h, flat), &g);
+    let normal = (&h, (FLAT * FLAT).max(NORMAL * h.norm()));
     // The unconstrained optimum, where it keeps every limit, is the optimum (most rows).
-    if let Some(beta) = solve_with(a, r, f, std::iter::empty()).filter(|b| keeps(b)) {
+    if let Some(beta) = solve_with(normal, &g, f, std::iter::empty()).filter(|b| keeps(b)) {
         return Some(beta);
     }
     let mut best: Option<(f64, DVector<f64>)> = None;
@@ -58,7 +53,7 @@ pub fn nearest_in_box(
         if (1..rows.len()).any(|i| rows[..i].contains(&rows[i])) {
             return;
         }
-        let Some(beta) = solve_with(a, r, f, set.iter().map(|&i| limits[i])) else {
+        let Some(beta) = solve_with(normal, &g, f, set.iter().map(|&i| limits[i])) else {
             return;
         };
         if !keeps(&beta) {
@@ -71,6 +66,47 @@ pub fn nearest_in_box(
         }
     });
     best.map(|(_, beta)| beta)
+}
+
+/// The box of β (f ≤ `MOST_FREE`) with lo ≤ c + F β ≤ hi: the bounds of the polytope's
+/// vertices, each where f limits hold as equalities; None where no point keeps every limit.
+pub fn feasible_box((c, f): (&DVector<f64>, &DMatrix<f64>), lo: &[f64], hi: &[f64]) -> Option<(Vec<f64>, Vec<f64>)> {
+    let free = f.ncols();
+    if free == 0 || free > MOST_FREE {
+        return None;
+    }
+    let limits = limits_of((c, f), lo, hi);
+    let mut vertices: Vec<DVector<f64>> = Vec::new();
+    subsets(limits.len(), free, &mut Vec::new(), &mut |set| {
+        if set.len() < free {
+            return;
+        }
+        let rows = DMatrix::from_fn(free, free, |r, col| f[(limits[set[r]].0, col)]);
+        let values = DVector::from_iterator(free, set.iter().map(|&i| limits[i].1));
+        if let Some(beta) = rows.lu().solve(&values).filter(|b| keeps_limits((c, f), lo, hi, b)) {
+            vertices.push(beta);
+        }
+    });
+    let bound = |pick: fn(f64, f64) -> f64, from: f64| -> Vec<f64> {
+        (0..free)
+            .map(|k| vertices.iter().map(|v| v[k]).fold(from, pick))
+            .collect()
+    };
+    (!vertices.is_empty()).then(|| (bound(f64::min, f64::INFINITY), bound(f64::max, f64::NEG_INFINITY)))
+}
+
+/// Each range limit on a row F moves: its row, and the value F β must take there.
+fn limits_of((c, f): (&DVector<f64>, &DMatrix<f64>), lo: &[f64], hi: &[f64]) -> Vec<(usize, f64)> {
+    (0..f.nrows())
+        .filter(|&k| f.row(k).norm() > 1e-12)
+        .flat_map(|k| [(k, lo[k] - c[k]), (k, hi[k] - c[k])])
+        .collect()
+}
+
+/// Whether c + F β keeps every range limit (to `LIMIT`).
+fn keeps_limits((c, f): (&DVector<f64>, &DMatrix<f64>), lo: &[f64], hi: &[f64], beta: &DVector<f64>) -> bool {
+    let moved = f * beta;
+    (0..f.nrows()).all(|k| moved[k] >= lo[k] - c[k] - LIMIT && moved[k] <= hi[k] - c[k] + LIMIT)
 }
 
 /// Least squares of ‖A β + r‖ with (F β)_k = v for each given limit (k, v), on the normal
