@@ -143,16 +143,18 @@ impl Setup<'_> {
         // batch every row is proved; elsewhere the members snap to the rows it holds.
         let span_rows = self.enumerate_span();
         if let Some(span) = span_rows.as_ref() {
-            if span.proof {
+            if span.is_batch() {
                 activity::adopt(&span.encoded, &self.layout, b, &mut x, &mut probs, &mut in_span);
+                let proved_rows = span.proved_rows();
                 let pooled = MemberRows {
                     x: &x,
                     probs: &probs,
                     in_span: &in_span,
                     targets: &member_targets,
-                    proved_rows: &span.rows,
+                    proved_rows: &proved_rows,
                     enumerated: true,
-                    span_rows: None,
+                    // The rows read loosely are told apart by the span (`SpanRows::unproved`).
+                    span_rows: (!span.proof).then_some(span),
                 };
                 let recon = self.pool_and_certify(&inversion, pooled).await?;
                 return self.finish(recon, span_rows.as_ref()).await;
@@ -264,7 +266,7 @@ impl Setup<'_> {
                 (Certified::Yes, ..) | (_, true, None) => (Provenance::Proved, None),
                 (Certified::Near, false, _) => (Provenance::Consistent, Some(Unproved::Imprecise)),
                 (Certified::No, false, _) if in_first_span(row) => {
-                    (Provenance::Consistent, span_rows.map(SpanRows::unproved))
+                    (Provenance::Consistent, span_rows.map(|s| s.unproved(dataset, row)))
                 }
                 (Certified::No, false, _) => (Provenance::Ensemble, None),
             })

@@ -151,9 +151,10 @@ impl Setup<'_> {
 
     /// What `fall_back` applies to `recon`: the shadow client's thresholds, its rows drawn from
     /// `marginals`, and how far the update is from explained by `recon` and by `guess`. None
-    /// where the attack does not fall back or every row is proved (proved rows never fall back:
-    /// the shadow client would have nothing to decide, and an activation other than ReLU would
-    /// double the attack's time for it). The fits are read only where the server replays the
+    /// where the attack does not fall back or the update holds every row (such rows never fall
+    /// back: the shadow client would have nothing to decide, an activation other than ReLU would
+    /// double the attack's time for it, and the fits, alike with nothing left to guess, would
+    /// call the attack exhausted). The fits are read only where the server replays the
     /// client's update (a FedAvg client's unknown order fitted our rows and the marginals' alike
     /// badly, and threw away 93 %-right rows).
     pub async fn fallback_on(
@@ -163,7 +164,9 @@ impl Setup<'_> {
         guess: &[Vec<Value>],
         progress: &mut dyn FnMut(&Progress) -> bool,
     ) -> Result<Option<Calibration>> {
-        if recon.all_settled() || !self.falls_back_on(marginals) {
+        // Settled rows (proved, or near) are held too.
+        let every_held = recon.provenance.iter().all(|p| p.held_by_update());
+        if every_held || !self.falls_back_on(marginals) {
             return Ok(None);
         }
         let holds_rows = recon.provenance.iter().any(|p| p.held_by_update());

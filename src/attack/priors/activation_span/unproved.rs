@@ -33,6 +33,11 @@ pub enum Unproved {
     /// `rank` is not the batch's `rows` or which holds more rows than the batch: it fits the
     /// first layer's update exactly, as the others do (`assess::enumerated`).
     SpanHoldsMore { found: usize, rank: usize, rows: usize },
+    /// One of the batch's rows as the first layer's span gives them (`found` rows there, the
+    /// update's fit choosing the batch where more), where the span reads `loose` of them more
+    /// loosely than a proof claims: the fit's choice is then not proved, nor a row read beyond
+    /// half the scoring tolerance (`assess::enumerated`).
+    SpanFitted { found: usize, loose: usize },
     /// One of `found` rows of the first layer's span that holds the batch, placed where the
     /// update left its gradient once the rows it holds were taken off (`assess::span_left`); its
     /// values along the `free` directions the span leaves free are the fit's choice.
@@ -84,6 +89,12 @@ impl Unproved {
                      where the update left its gradient once the rows it holds were taken off{values}"
                 )
             }
+            Unproved::SpanFitted { found, loose } => format!(
+                "it is one of the batch's rows as the first layer's span gives them ({found} rows found there, the \
+                 update's fit choosing the batch where more), but the span reads {loose} of them more loosely than \
+                 the {PROVED_WITHIN} std a proof claims: the fit's choice is then not proved, nor a row read beyond \
+                 half the scoring tolerance"
+            ),
             Unproved::Unplaced => {
                 "its activation lies in the second layer's span only with the directions too near the update's \
                  float32 rounding to place: it fits the update, and no row of the batch is placed near it"
