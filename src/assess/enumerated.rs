@@ -63,7 +63,8 @@ pub struct SpanRows {
     /// proof claims: per row, how (None for a precise row, proved). Empty elsewhere.
     pub loose: Vec<Option<Unproved>>,
     /// Whether every row of the batch is one of them, up to the continuous directions the span
-    /// leaves free: its rank certain and the batch's, every category searched.
+    /// leaves free: its rank certain and the batch's, every category searched, the values along
+    /// at most `enumerate::FREE_SEARCHED` free directions taken within the ranges.
     pub holds_lines: bool,
     /// The span's rank (its determined directions), whether it is certain, and the batch's rows.
     pub rank: usize,
@@ -149,8 +150,10 @@ impl Setup<'_> {
             keys.dedup();
             keys.len() == rows.len()
         };
-        // Every row of the batch is one of them, up to the directions the span leaves free.
+        // Every row of the batch is one of them, up to the directions the span leaves free (where
+        // the search took the values along them within the ranges).
         let holds_lines = exhaustive
+            && free.ncols() <= enumerate::FREE_SEARCHED
             && spectrum.rank() == Rank::Certain(b)
             && spectrum
                 .values

@@ -32,6 +32,11 @@ mod in_range;
 
 pub use in_range::feasible_box;
 
+/// Free directions at most along which the search takes each row's values within the ranges;
+/// past them least squares reads the values, and rows of the batch read out of range are dropped
+/// (Adult [32, 32], B = 32, seed 2: four free directions, 6 of the batch's 32 rows missed).
+pub const FREE_SEARCHED: usize = in_range::MOST_FREE;
+
 /// Sums one half of the blocks may enumerate at most (the search is refused past it).
 pub const HALF_LIMIT: usize = 2_000_000;
 /// Full checks of matched pairs at most (the search is refused past it).
