@@ -134,7 +134,6 @@ impl Setup<'_> {
                 ACCEPT * (spectrum.drift(rank, &x) + floor) * x.norm() / fixed_to
             })
             .collect();
-        let n_found = found.len();
         let encoded: Vec<Vec<f64>> = found.into_iter().map(|f| f.row).collect();
         let rows: Vec<Vec<Value>> = encoded
             .iter()
@@ -161,42 +160,12 @@ impl Setup<'_> {
                 .is_some_and(|&v| v >= SEPARATION * spectrum.noise);
         // Every row of the batch is among those found, each to the claim's precision.
         let holds_batch = holds_lines && free.ncols() == 0 && distinct;
-        // The batch's rows among those found: all of them where exactly B were found; where more,
-        // the update fitted by them says which (`assess::span_fit`).
-        let (batch, fitted): (Option<Vec<usize>>, bool) = match rows.len() {
-            n if holds_batch && n == b => (Some((0..n).collect()), false),
-            n if holds_batch && n > b => (
-                self.fit_span_rows(&encoded)
-                    .map(|batch| batch.into_iter().map(|(i, _)| i).collect()),
-                true,
-            ),
-            _ => (None, false),
-        };
         let (mut rows, mut encoded, mut proof, mut loose) = (rows, encoded, false, Vec::new());
-        if let Some(batch) = batch {
+        if let Some((batch, how)) = self.batch_of_span(&encoded, &within, holds_batch) {
             rows = batch.iter().map(|&i| rows[i].clone()).collect();
             encoded = batch.iter().map(|&i| encoded[i].clone()).collect();
-            let loosely = batch.iter().filter(|&&i| within[i] > PRECISE).count();
-            let fitted_loosely = Unproved::SpanFitted {
-                found: n_found,
-                loose: loosely,
-            };
-            // Exactly B found are the batch whatever each row's precision, so the precise ones are
-            // proved; the fit's choice is the batch only where every row chosen is read to what a
-            // proof claims (`assess::span_fit`), so with a loose one, none is.
-            loose = batch
-                .iter()
-                .map(|&i| match within[i] {
-                    _ if fitted && loosely > 0 => Some(fitted_loosely),
-                    w if w <= PRECISE => None,
-                    w if w <= NEAR => Some(Unproved::Imprecise),
-                    _ => Some(fitted_loosely),
-                })
-                .collect();
-            proof = loosely == 0;
-            if proof {
-                loose.clear();
-            }
+            proof = how.iter().all(Option::is_none);
+            loose = if proof { Vec::new() } else { how };
         }
         Some(SpanRows {
             rows,
@@ -209,6 +178,41 @@ impl Setup<'_> {
             certain: spectrum.rank() == Rank::Certain(rank),
             batch: b,
         })
+    }
+
+    /// The batch among the rows of the span (`encoded`, each read to `within` std) where the span
+    /// holds it (`holds_batch`): all of them where exactly B were found; where more, those the
+    /// update fitted by them chooses (`assess::span_fit`). With each row, why it is not proved
+    /// (None: proved). Exactly B found are the batch whatever each row's precision, so the
+    /// precise ones are proved; the fit's choice is the batch only where every row chosen is read
+    /// to what a proof claims, so with a loose one, none is.
+    fn batch_of_span(
+        &self,
+        encoded: &[Vec<f64>],
+        within: &[f64],
+        holds_batch: bool,
+    ) -> Option<(Vec<usize>, Vec<Option<Unproved>>)> {
+        let (n, b) = (encoded.len(), self.config.rows());
+        let (batch, fitted): (Vec<usize>, bool) = match n {
+            _ if !holds_batch || n < b => return None,
+            _ if n == b => ((0..n).collect(), false),
+            _ => (self.fit_span_rows(encoded)?.into_iter().map(|(i, _)| i).collect(), true),
+        };
+        let loosely = batch.iter().filter(|&&i| within[i] > PRECISE).count();
+        let fitted_loosely = Unproved::SpanFitted {
+            found: n,
+            loose: loosely,
+        };
+        let how = batch
+            .iter()
+            .map(|&i| match within[i] {
+                _ if fitted && loosely > 0 => Some(fitted_loosely),
+                w if w <= PRECISE => None,
+                w if w <= NEAR => Some(Unproved::Imprecise),
+                _ => Some(fitted_loosely),
+            })
+            .collect();
+        Some((batch, how))
     }
 
     /// Each member's row ([N, n, d] in `x` and `probs`) snapped to the row of the span nearest
