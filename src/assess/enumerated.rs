@@ -198,7 +198,8 @@ impl Setup<'_> {
             _ if n == b => ((0..n).collect(), false),
             _ => (self.fit_span_rows(encoded)?.into_iter().map(|(i, _)| i).collect(), true),
         };
-        let loosely = batch.iter().filter(|&&i| within[i] > PRECISE).count();
+        // A bound that is not a number counts as loose.
+        let loosely = batch.iter().filter(|&&i| !(within[i] <= PRECISE)).count();
         let fitted_loosely = Unproved::SpanFitted {
             found: n,
             loose: loosely,
