@@ -350,16 +350,16 @@ impl SpanRows {
         self.proof || !self.loose.is_empty()
     }
 
-    /// The rows proved: all where `proof`, the precise ones where some are read loosely.
+    /// The rows proved: all where `proof`, the precise ones where some are read loosely (none
+    /// elsewhere: `loose` is empty).
     pub fn proved_rows(&self) -> Vec<Vec<Value>> {
-        match self.loose.is_empty() {
-            true if self.proof => self.rows.clone(),
-            true => Vec::new(),
-            false => (self.rows.iter().zip(&self.loose))
-                .filter(|(_, l)| l.is_none())
-                .map(|(r, _)| r.clone())
-                .collect(),
+        if self.proof {
+            return self.rows.clone();
         }
+        (self.rows.iter().zip(&self.loose))
+            .filter(|(_, l)| l.is_none())
+            .map(|(r, _)| r.clone())
+            .collect()
     }
 
     /// Why a pooled row that is `row` of these is not proved.

@@ -28,6 +28,18 @@ const FITS: f64 = 4.0;
 const WHOLE: f64 = 0.1;
 
 impl Setup<'_> {
+    /// The received update times `scale` (B·G for a FedSGD batch of B), laid out as
+    /// `ExactGradient::flat` lays out a gradient: every layer's weights, then the biases.
+    pub(super) fn update_times(&self, scale: f64) -> Vec<f64> {
+        let observed = &self.scenario.observed;
+        let layers = self.scenario.params.layers();
+        (0..layers)
+            .flat_map(|l| observed.weight(l))
+            .chain((0..layers).flat_map(|l| observed.bias(l)))
+            .map(|&v| scale * v as f64)
+            .collect()
+    }
+
     /// The batch as rows of `encoded` (indices, each with its label), where the update is fitted
     /// by them as the module says; None where the fit does not decide it.
     pub(crate) fn fit_span_rows(&self, encoded: &[Vec<f64>]) -> Option<Vec<(usize, usize)>> {
@@ -41,16 +53,8 @@ impl Setup<'_> {
             return None;
         }
         let observed = &self.scenario.observed;
-        let flat = |weights: &[Vec<f64>], biases: &[Vec<f64>]| -> Vec<f64> {
-            weights.iter().chain(biases).flat_map(|v| v.iter().copied()).collect()
-        };
         let layers = params.layers();
-        // B·G in the order `flat` lays out a gradient: every layer's weights, then the biases.
-        let target: Vec<f64> = (0..layers)
-            .flat_map(|l| observed.weight(l))
-            .chain((0..layers).flat_map(|l| observed.bias(l)))
-            .map(|&v| b as f64 * v as f64)
-            .collect();
+        let target = self.update_times(b as f64);
         // Each row's gradient is linear in its output residual e = s·(p − y): Jₕ e. Its columns
         // along the residuals a label can leave (softmax: e sums to zero, so the first C − 1
         // outputs less the last; a sigmoid's one output): the row's weights are then p − y there.
@@ -78,7 +82,7 @@ impl Setup<'_> {
                 }
                 let y: Vec<f64> = head_p.iter().zip(&e).map(|(p, e)| p - e / s).collect();
                 let g = fedsgd_exact(params, model, row, &y, 1);
-                a.set_column(i * free + k, &DVector::from_vec(flat(&g.weights, &g.biases)));
+                a.set_column(i * free + k, &DVector::from_vec(g.flat()));
             }
         }
         let t = DVector::from_vec(target);

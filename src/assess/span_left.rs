@@ -166,16 +166,9 @@ impl Setup<'_> {
     }
 
     /// What the rows held (all but `open`, each with its label) leave of B·G, as the update lays
-    /// it out (`row_gradient`).
+    /// it out (`update_times`).
     fn left_by_held(&self, recon: &Reconstruction, open: &[usize], label_of: &[usize]) -> Vec<f64> {
-        let observed = &self.scenario.observed;
-        let layers = self.scenario.params.layers();
-        let b = recon.rows.len() as f64;
-        let mut r: Vec<f64> = (0..layers)
-            .flat_map(|l| observed.weight(l))
-            .chain((0..layers).flat_map(|l| observed.bias(l)))
-            .map(|&v| b * v as f64)
-            .collect();
+        let mut r = self.update_times(recon.rows.len() as f64);
         for i in (0..recon.rows.len()).filter(|i| !open.contains(i)) {
             let g = self.row_gradient(&recon.rows[i], label_of[i]);
             r.iter_mut().zip(&g).for_each(|(r, g)| *r -= g);
@@ -198,7 +191,7 @@ impl Setup<'_> {
             .map(|&v| v as f64)
             .collect();
         let g = fedsgd_exact(&self.scenario.params, model, &x, &targets, 1);
-        g.weights.iter().chain(&g.biases).flatten().copied().collect()
+        g.flat()
     }
 
     /// The span's row `k` with label `y` and its values along the free directions that leave the

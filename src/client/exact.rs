@@ -12,6 +12,13 @@ pub struct ExactGradient {
     pub biases: Vec<Vec<f64>>,
 }
 
+impl ExactGradient {
+    /// Every layer's weights, then the biases, in one vector: as an update lays them out.
+    pub fn flat(&self) -> Vec<f64> {
+        self.weights.iter().chain(&self.biases).flatten().copied().collect()
+    }
+}
+
 /// The mean gradient of the head's loss over `rows` rows `x` ([rows, d] row-major, encoded) with
 /// the head's `targets` ([rows, outputs], `Head::targets`), as `client::gradient::param_grads`
 /// computes it in float32: dL/d(logits) = s·(p − y)/B, back through the explicit backward pass.
