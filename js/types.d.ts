@@ -121,8 +121,9 @@ secondLayer?: boolean,
 priorFallback?: boolean, 
 /**
  * TabLeak on FedAvg in a known order: let the client's simulated update choose among the
- * members' rows and cells, and run the ensemble again from the rows it chose (default on;
- * see `TableakSettings::update_choice`).
+ * members' rows and cells, and run the ensemble again from the rows it chose; on FedSGD, run
+ * it again on what the rows the update holds leave of it (default on; see
+ * `TableakSettings::update_choice`).
  */
 updateChoice?: boolean, 
 /**
@@ -942,7 +943,9 @@ prior_fallback: boolean,
  * On FedAvg in a known order, change pooled rows to their members' rows, their members'
  * cells or the first layer's span's rows where the client's simulated update fits the
  * observed one better (`assess::update_choice`), then run the ensemble again from the rows
- * chosen and keep its rows where they fit better still (`assess::refine`).
+ * chosen and keep its rows where they fit better still (`assess::refine`). On FedSGD, run
+ * it again on what the rows the update holds leave of it, for the rows left
+ * (`assess::inverted_left`).
  */
 update_choice: boolean, 
 /**

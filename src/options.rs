@@ -135,8 +135,9 @@ pub struct RunOptions {
     #[ts(as = "Option<_>", optional)]
     pub prior_fallback: bool,
     /// TabLeak on FedAvg in a known order: let the client's simulated update choose among the
-    /// members' rows and cells, and run the ensemble again from the rows it chose (default on;
-    /// see `TableakSettings::update_choice`).
+    /// members' rows and cells, and run the ensemble again from the rows it chose; on FedSGD, run
+    /// it again on what the rows the update holds leave of it (default on; see
+    /// `TableakSettings::update_choice`).
     #[ts(as = "Option<_>", optional)]
     pub update_choice: bool,
     /// Stop members whose loss has stopped improving (default on).

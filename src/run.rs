@@ -239,8 +239,9 @@ async fn answer_from(setup: &mut Setup<'_>, parts: Vec<Members>, seconds: f64) -
 /// B = 32 on Adult it is most of the attack).
 async fn proved_report(setup: &Setup<'_>, inverted: Members, seconds: f64) -> Result<Option<Report>> {
     let proving = web_time::Instant::now();
-    // An early answer is FedSGD's: nothing after the pooling inverts (`assess::refine` is FedAvg's).
-    let recon = setup.reconstruct(inverted, &mut |_| true).await?;
+    // An early answer is FedSGD's and stands only where every row is settled: nothing after the
+    // pooling inverts (`assess::refine` is FedAvg's, `assess::inverted_left` inverts open rows).
+    let recon = setup.reconstruct_once(inverted).await?;
     if !recon.all_settled() {
         return Ok(None);
     }

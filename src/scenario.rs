@@ -266,9 +266,19 @@ impl Scenario {
                 ));
             }
         };
-        Ok(Scenario {
-            params: received.params.clone(),
-            observed: received.update.clone(),
+        Ok(Scenario::of_update(
+            received.params.clone(),
+            received.update.clone(),
+            labels,
+        ))
+    }
+
+    /// An update and the labels the server uses, and nothing else: no truth, no cells known, one
+    /// round.
+    pub fn of_update(params: Params, observed: Update, labels: Vec<usize>) -> Scenario {
+        Scenario {
+            params,
+            observed,
             labels,
             truth: None,
             model_accuracy: None,
@@ -276,6 +286,6 @@ impl Scenario {
             membership: None,
             known: None,
             later_rounds: Vec::new(),
-        })
+        }
     }
 }

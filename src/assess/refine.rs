@@ -50,7 +50,8 @@ impl Setup<'_> {
         progress: &mut dyn FnMut(&Progress) -> bool,
     ) -> Result<Reconstruction> {
         let recon = self.reconstruct_once(inversion).await?;
-        self.refine(recon, progress).await
+        let recon = self.refine(recon, progress).await?;
+        self.invert_left(recon, progress).await
     }
 
     /// `recon` with the ensemble run again from its rows where `refines`: the rerun's rows where
@@ -94,9 +95,11 @@ impl Setup<'_> {
     }
 
     /// Whether the ensemble may run again after it is pooled (FedAvg in a known order or one the
-    /// update chooses, the choice on): a run's progress plans its steps (`run::run_attack`).
+    /// update chooses, the choice on; FedSGD's rows left, `assess::inverted_left`): a run's
+    /// progress plans its steps (`run::run_attack`).
     pub fn may_run_again(&self) -> bool {
-        self.config.priors().choice && (self.known_order().is_some() || self.reshuffled().is_some())
+        let fedavg = self.known_order().is_some() || self.reshuffled().is_some();
+        (self.config.priors().choice && fedavg) || self.may_invert_left()
     }
 
     /// Whether the ensemble runs again: FedAvg in a known or chosen order with the choice on (it

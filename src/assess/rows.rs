@@ -301,9 +301,9 @@ impl Setup<'_> {
         provenance: &[Provenance],
         read: Option<&[usize]>,
     ) -> Vec<usize> {
+        // Labels read that the labels used do not hold (a row read wrong) pair nothing.
         match read.and_then(|read| pairing_with_labels(read, &self.scenario.labels)) {
             Some(order) => order,
-            None if read.is_some() => (0..rows.len()).collect(),
             None => self.order_by_update(rows, provenance),
         }
     }
@@ -317,9 +317,11 @@ impl Setup<'_> {
         let held: Vec<bool> = provenance.iter().map(|p| p.held_by_update()).collect();
         let x: Vec<f64> = encode_rows(self.dataset, rows).iter().map(|&v| v as f64).collect();
         let (params, model, labels) = (&self.scenario.params, self.config.model(), &self.scenario.labels);
-        row_labels::fit_labels(params, model, &self.scenario.observed, &x, labels, &held)
-            .and_then(|read| pairing_with_labels(&read, labels))
-            .unwrap_or(identity)
+        // Where the last layer cannot pair them, each row takes its slot's label; the rank of
+        // what the held rows leave then pairs those (`assess::paired_labels`).
+        let read = row_labels::fit_labels(params, model, &self.scenario.observed, &x, labels, &held)
+            .unwrap_or_else(|| labels.clone());
+        pairing_with_labels(&self.labels_by_rank(rows, &held, read), labels).unwrap_or(identity)
     }
 }
 

@@ -81,7 +81,7 @@ impl Setup<'_> {
             return Ok(());
         }
         let label_of = self.labels_paired(recon);
-        let mut r = self.left_by_held(recon, &open, &label_of);
+        let mut r = self.left_by_held(&recon.rows, &open, &label_of);
         let before = (
             recon.rows.clone(),
             recon.provenance.clone(),
@@ -156,7 +156,7 @@ impl Setup<'_> {
 
     /// Each row's label as the update pairs them (`update_fit`'s order): the rows held the labels
     /// the update gives them, the open ones the labels left.
-    fn labels_paired(&self, recon: &Reconstruction) -> Vec<usize> {
+    pub(super) fn labels_paired(&self, recon: &Reconstruction) -> Vec<usize> {
         let order = self.update_order(&recon.rows, &recon.provenance, recon.row_labels.as_deref());
         let mut label_of = vec![0; recon.rows.len()];
         for (position, &i) in order.iter().enumerate() {
@@ -167,10 +167,10 @@ impl Setup<'_> {
 
     /// What the rows held (all but `open`, each with its label) leave of B·G, as the update lays
     /// it out (`update_times`).
-    fn left_by_held(&self, recon: &Reconstruction, open: &[usize], label_of: &[usize]) -> Vec<f64> {
-        let mut r = self.update_times(recon.rows.len() as f64);
-        for i in (0..recon.rows.len()).filter(|i| !open.contains(i)) {
-            let g = self.row_gradient(&recon.rows[i], label_of[i]);
+    pub(super) fn left_by_held(&self, rows: &[Vec<Value>], open: &[usize], label_of: &[usize]) -> Vec<f64> {
+        let mut r = self.update_times(rows.len() as f64);
+        for i in (0..rows.len()).filter(|i| !open.contains(i)) {
+            let g = self.row_gradient(&rows[i], label_of[i]);
             r.iter_mut().zip(&g).for_each(|(r, g)| *r -= g);
         }
         r
@@ -178,7 +178,7 @@ impl Setup<'_> {
 
     /// A row's FedSGD gradient with label `label`, as the update lays it out (every layer's
     /// weights, then the biases), in float64.
-    fn row_gradient(&self, row: &[Value], label: usize) -> Vec<f64> {
+    pub(super) fn row_gradient(&self, row: &[Value], label: usize) -> Vec<f64> {
         let model = self.config.model();
         let x: Vec<f64> = encode_rows(self.dataset, std::slice::from_ref(&row.to_vec()))
             .iter()

@@ -42,6 +42,10 @@ pub enum Unproved {
     /// update left its gradient once the rows it holds were taken off (`assess::span_left`); its
     /// values along the `free` directions the span leaves free are the fit's choice.
     SpanRowLeft { found: usize, free: usize },
+    /// One of the `left` rows the ensemble, run again on what the rows held leave of the update,
+    /// gave, where the whole reconstruction then fits the update to 1 − cos `fit`, near its
+    /// float32 rounding (`assess::inverted_left`): other rows may leave the same.
+    InvertedLeft { left: usize, fit: f64 },
 }
 
 impl Unproved {
@@ -89,6 +93,13 @@ impl Unproved {
                      where the update left its gradient once the rows it holds were taken off{values}"
                 )
             }
+            Unproved::InvertedLeft { left, fit } => format!(
+                "the rows the update holds leave a part of it that {left} row{} explain{}, found by the ensemble run \
+                 again on that part alone: with them the reconstruction fits the whole update to 1 − cos {fit:.1e}, \
+                 near its float32 rounding, and other rows may fit it as well",
+                if left == 1 { "" } else { "s" },
+                if left == 1 { "s" } else { "" }
+            ),
             Unproved::SpanFitted { found, loose } => format!(
                 "it is one of the batch's rows as the first layer's span gives them ({found} rows found there, the \
                  update's fit choosing the batch where more), but the span reads {loose} of them more loosely than \
