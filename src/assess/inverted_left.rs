@@ -44,16 +44,16 @@ impl Setup<'_> {
         let open: Vec<usize> = (0..recon.rows.len())
             .filter(|&i| !recon.provenance[i].held_by_update())
             .collect();
-        if !self.opens(&recon, &open) {
+        if !opens(&recon, &open) {
             return Ok(recon);
         }
         let label_of = self.labels_paired(&recon);
         let before = self.fit_paired(&recon.rows, &label_of);
-        let (slots, (found, found_entropy)) = self.invert_open(&recon.rows, &open, &label_of, progress).await?;
+        let found = self.invert_open(&recon.rows, &open, &label_of, progress).await?;
         let (mut rows, mut entropy) = (recon.rows.clone(), recon.entropy.clone());
-        for (n, &i) in slots.iter().enumerate() {
-            rows[i] = found[n].clone();
-            if let (Some(e), Some(f)) = (entropy.as_mut(), found_entropy.as_ref()) {
+        for (n, &i) in found.slots.iter().enumerate() {
+            rows[i] = found.rows[n].clone();
+            if let (Some(e), Some(f)) = (entropy.as_mut(), found.entropy.as_ref()) {
                 e[i] = f[n].clone();
             }
         }
@@ -77,15 +77,14 @@ impl Setup<'_> {
     }
 
     /// The ensemble's rows of what the rows of `rows` not `open` leave of the update, each with
-    /// its label in `label_of` (the open rows' labels a smaller batch's): the open slots in the
-    /// order of the rows found, and those rows with their cells' entropy.
+    /// its label in `label_of` (the open rows' labels a smaller batch's).
     async fn invert_open(
         &self,
         rows: &[Vec<Value>],
         open: &[usize],
         label_of: &[usize],
         progress: &mut dyn FnMut(&Progress) -> bool,
-    ) -> Result<(Vec<usize>, Found)> {
+    ) -> Result<Found> {
         // The open rows in the order of their labels, as the smaller batch's labels are sorted:
         // its j-th row takes the j-th open slot, whose label it was inverted with.
         let mut open = open.to_vec();
@@ -126,7 +125,11 @@ impl Setup<'_> {
         let cadence = self.runtime.cadence(config.report_every);
         let members = alone.invert_with(range, &config, cadence, &mut relabel).await?;
         let again = alone.reconstruct_once(members).await?;
-        Ok((open, (again.rows, again.entropy)))
+        Ok(Found {
+            slots: open,
+            rows: again.rows,
+            entropy: again.entropy,
+        })
     }
 
     /// Whether the rows left may be inverted again: a FedSGD classifier's update, undefended and
@@ -142,11 +145,6 @@ impl Setup<'_> {
             && self.dataset.target.is_none()
             && self.scenario.known.is_none()
             && self.scenario.later_rounds.is_empty()
-    }
-
-    /// Whether `open` rows may be inverted alone: some held, some open, none fallen back.
-    fn opens(&self, recon: &Reconstruction, open: &[usize]) -> bool {
-        !open.is_empty() && open.len() < recon.rows.len() && recon.provenance.iter().all(|p| *p != Provenance::Prior)
     }
 
     /// 1 − cos of the update and the one `rows` send, each with its label in `label_of`.
@@ -180,6 +178,15 @@ impl Setup<'_> {
     }
 }
 
-/// What `invert_open` found: the rows, in the order of the open slots it returns beside them,
-/// and their cells' entropy.
-type Found = (Vec<Vec<Value>>, Option<Vec<Vec<Option<f64>>>>);
+/// Whether `open` rows may be inverted alone: some held, some open, none fallen back.
+fn opens(recon: &Reconstruction, open: &[usize]) -> bool {
+    !open.is_empty() && open.len() < recon.rows.len() && recon.provenance.iter().all(|p| *p != Provenance::Prior)
+}
+
+/// What `invert_open` found: the open slots in the order of the rows found, those rows, and
+/// their cells' entropy.
+struct Found {
+    slots: Vec<usize>,
+    rows: Vec<Vec<Value>>,
+    entropy: Option<Vec<Vec<Option<f64>>>>,
+}
