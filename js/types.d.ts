@@ -681,7 +681,18 @@ exhausted: boolean,
  * there, and the client's holds some: every cell of the rows the ensemble gave beside those
  * fell back (`Calibration::untested`).
  */
-untested: boolean, };
+untested: boolean, 
+/**
+ * The client's reconstruction explains its update far worse than the shadow's explained its
+ * own, so the shadow's thresholds do not speak for it: every cell the update does not hold
+ * fell back (`Calibration::unlike_shadow`).
+ */
+unlike_shadow: boolean, 
+/**
+ * The shadow client's rows were rows of the table outside the batch, each of its slot's
+ * label (`assess::shadow_rows`); false: drawn from the marginals.
+ */
+shadow_of_table: boolean, };
 
 /**
  * What the search did, as the report states it (`RowDetails::chosen`).

@@ -109,9 +109,9 @@ fn defences_pull_tableak_toward_guessing() {
 }
 
 /// Clipping to 1 with noise σ = 0.1 on Adult batches of 32 (seeds 0-1): the ensemble alone scores
-/// below the random guess; a shadow client the server simulates (rows from the marginals, the
-/// same defence) shows it, and the uncertain cells fall back to the marginals, so the attack
-/// scores at least the random baseline. Undefended, nothing falls back.
+/// below the random guess; a shadow client the server simulates (rows of the table outside the
+/// batch, the same defence) shows it, and the uncertain cells fall back to the marginals, so the
+/// attack scores at least the random baseline. Undefended, nothing falls back.
 #[test]
 fn under_heavy_noise_the_attack_falls_back_to_the_marginals() {
     let data = adult();

@@ -375,6 +375,10 @@ def _scored(scored: Optional[Dict[str, Any]]) -> Dict[str, Any]:
         # The shadow client's update held every row of its batch: the ensemble's rows left beside
         # the rows this update holds were never tested, and fell back whole.
         "untested": fallback.get("untested", False if scored else None),
+        # The client's reconstruction explains its update far worse than the shadow's its own:
+        # the shadow's thresholds do not speak for it, and the rows the update does not hold fell
+        # back whole.
+        "unlike_shadow": fallback.get("unlike_shadow", False if scored else None),
     }
 
 

@@ -15,6 +15,7 @@ pub mod rows;
 pub mod scoring;
 pub mod search_bounds;
 mod second_layer;
+mod shadow_rows;
 mod span_fit;
 mod span_left;
 pub mod stopping;

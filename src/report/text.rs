@@ -154,12 +154,16 @@ fn fallback_lines(f: &crate::assess::fallback::FallbackSummary, s: &mut String) 
     let _ = writeln!(
         s,
         "fell back to the table's marginals: {} of {} cells ({} whole rows), as a shadow client the server \
-         simulated chose (its rows drawn from the marginals, its update's norm {:.3} against this one's {:.3}; \
+         simulated chose (its rows {}, its update's norm {:.3} against this one's {:.3}; \
          there the ensemble alone scored {}, the marginals {}, the mix {}, and a gain is kept only where it is \
          sure); here the ensemble's cells are {} right, the fallen-back ones {}",
         f.prior_cells,
         f.cells,
         f.prior_rows,
+        match f.shadow_of_table {
+            true => "the table's own outside this batch, each of the label the server gave its slot",
+            false => "drawn from the marginals",
+        },
         f.shadow_update_norm,
         f.update_norm,
         pct(Some(f.shadow_ensemble)),
@@ -173,6 +177,15 @@ fn fallback_lines(f: &crate::assess::fallback::FallbackSummary, s: &mut String) 
             s,
             "the shadow client's update held every row of its batch, so no row the ensemble gave was tested \
              there: every cell of the rows this update does not hold is the marginals' guess"
+        );
+    }
+    if let (true, false, Some(recon), Some(shadow)) = (f.unlike_shadow, f.exhausted, f.update_fit, f.shadow_update_fit)
+    {
+        let _ = writeln!(
+            s,
+            "the shadow client's batch was easier than this one: its reconstruction explained its update to \
+             1 − cos {shadow:.3}, this one explains this update only to {recon:.3}, so the shadow's thresholds do \
+             not speak for it and every cell of the rows the update does not hold is the marginals' guess"
         );
     }
     if let (Some(recon), Some(prior)) = (f.update_fit, f.prior_fit) {

@@ -1,0 +1,217 @@
+//! The fallback's calibration and masks (`assess::fallback`).
+use super::*;
+
+fn rules() -> Vec<Rule> {
+    vec![
+        Rule {
+            categorical: true,
+            tolerance: 0.0,
+        },
+        Rule {
+            categorical: false,
+            tolerance: 0.5,
+        },
+    ]
+}
+
+fn row(c: u32, v: f64) -> Vec<Value> {
+    vec![Value::Cat(c), Value::Num(v)]
+}
+
+/// `pattern` repeated `times` times.
+fn repeated<T: Clone>(pattern: &[T], times: usize) -> Vec<T> {
+    (0..times).flat_map(|_| pattern.iter().cloned()).collect()
+}
+
+/// "Every cell" lies below the least entropy a cell of the kind can have, not only below the
+/// shadow's least: a client's cell surer than every shadow cell falls back with the rest.
+#[test]
+fn every_cell_falls_back_where_the_client_is_surer_than_the_shadow_ever_was() {
+    let shadow = [vec![Some(0.5), Some(-3.0)], vec![Some(0.7), Some(-2.0)]];
+    let every = Thresholds {
+        categorical: candidates(&rules(), &shadow, true)[1],
+        continuous: candidates(&rules(), &shadow, false)[1],
+    };
+    let least = least_entropy(false);
+    assert!(least < -12.0, "{least}");
+    assert_eq!((every.categorical, every.continuous), (Some(-1.0), Some(least - 1.0)));
+    assert_eq!(every.mask(&rules(), &[vec![Some(0.0), Some(least)]]), [[true, true]]);
+}
+
+#[test]
+fn uncertain_wrong_cells_fall_back_and_certain_right_ones_stay() {
+    let truth = repeated(&[row(0, 1.0), row(1, 5.0), row(2, 9.0)], 10);
+    // The ensemble is right where it is sure (low entropy), wrong where it is not.
+    let rows = repeated(&[row(0, 1.0), row(3, 50.0), row(3, 90.0)], 10);
+    let entropy = repeated(
+        &[
+            vec![Some(0.1), Some(0.2)],
+            vec![Some(0.9), Some(3.0)],
+            vec![Some(0.8), Some(2.5)],
+        ],
+        10,
+    );
+    // The marginal guess happens to be right on the uncertain rows.
+    let prior = repeated(&[row(5, 70.0), row(1, 5.0), row(2, 9.0)], 10);
+    let held = vec![false; 30];
+    let (t, [ensemble, all_prior, chosen]) = calibrate(&rules(), &truth, &rows, &entropy, &prior, &held);
+    assert!(
+        chosen > ensemble && chosen > all_prior,
+        "{ensemble} {all_prior} {chosen}"
+    );
+    assert_eq!(chosen, 1.0);
+    let mask = t.mask(&rules(), &entropy);
+    assert_eq!(mask[..3], [[false, false], [true, true], [true, true]]);
+    assert_eq!(mix(&rows, &prior, &mask), truth);
+}
+
+#[test]
+fn an_ensemble_that_is_right_keeps_every_cell() {
+    let truth = repeated(&[row(0, 1.0), row(1, 5.0)], 10);
+    let entropy = repeated(&[vec![Some(0.5), Some(1.0)], vec![Some(0.7), Some(2.0)]], 10);
+    let prior = repeated(&[row(1, 5.0), row(1, 5.0)], 10);
+    let (t, [ensemble, _, chosen]) = calibrate(&rules(), &truth, &truth, &entropy, &prior, &[false; 20]);
+    assert_eq!((ensemble, chosen), (1.0, 1.0));
+    assert!(t.mask(&rules(), &entropy).iter().flatten().all(|&m| !m), "{t:?}");
+}
+
+#[test]
+fn a_gain_the_shadow_batch_cannot_tell_from_luck_falls_back_and_held_rows_stay() {
+    // Eight rows: the ensemble beats the guess on two cells, by its lowest entropies; a
+    // threshold keeping just those scores best, but two cells of sixteen are no evidence.
+    let truth: Vec<_> = (0..8).map(|i| row(i, i as f64)).collect();
+    let mut rows: Vec<_> = (0..8).map(|i| row(i + 10, 100.0 + i as f64)).collect();
+    rows[0] = row(0, 0.0);
+    let mut entropy: Vec<_> = (0..8)
+        .map(|i| vec![Some(1.0 + i as f64), Some(2.0 + i as f64)])
+        .collect();
+    entropy[0] = vec![Some(0.0), Some(0.0)];
+    let prior: Vec<_> = (0..8).map(|i| row(i + 20, 200.0 + i as f64)).collect();
+    let (t, [ensemble, all_prior, chosen]) = calibrate(&rules(), &truth, &rows, &entropy, &prior, &[false; 8]);
+    assert!(ensemble > all_prior, "{ensemble} {all_prior}");
+    assert_eq!(chosen, all_prior, "{t:?}");
+    assert!(t.mask(&rules(), &entropy).iter().flatten().all(|&m| m), "{t:?}");
+    // A report writes the thresholds as JSON numbers: finite ones.
+    assert!(t.categorical.is_some_and(f64::is_finite) && t.continuous.is_some_and(f64::is_finite));
+    // The same rows held by the update: the guess never replaces them, and a shadow batch whose
+    // update holds every row tested nothing and keeps the ensemble's cells.
+    let (t, [_, _, chosen]) = calibrate(&rules(), &truth, &rows, &entropy, &prior, &[true; 8]);
+    assert_eq!((t.categorical, t.continuous, chosen), (None, None, ensemble));
+    let mut held = [false; 8];
+    held[0] = true;
+    let (_, [_, _, chosen]) = calibrate(&rules(), &truth, &rows, &entropy, &prior, &held);
+    assert_eq!(chosen, ensemble);
+}
+
+#[test]
+fn an_exhausted_attack_keeps_only_the_rows_the_span_holds_to_the_shadows_thresholds() {
+    let entropy = vec![
+        vec![Some(0.1), Some(0.2)],
+        vec![Some(0.1), Some(3.0)],
+        vec![Some(0.1), None],
+    ];
+    let mut c = Calibration {
+        thresholds: Thresholds {
+            categorical: None,
+            continuous: Some(1.0),
+        },
+        shadow: [1.0, 0.6, 1.0],
+        labels: None,
+        fits: Some([0.2, 0.9]),
+        shadow_fit: None,
+        norms: [1.0, 1.0],
+        shadow_open: 3,
+        shadow_rows: 3,
+        shadow_of_table: true,
+        holds_rows: true,
+    };
+    let held = [false, true, false];
+    // A cell without an entropy falls back where its kind has a threshold.
+    assert_eq!(
+        c.mask(&rules(), &entropy, &held),
+        [[false, false], [false, true], [false, true]]
+    );
+    // A shadow whose update held every row tested no ensemble row: the rows left beside the
+    // held one fall back, as where exhausted; where the update holds none, nothing changes.
+    let untested = Calibration { shadow_open: 0, ..c };
+    assert!(untested.untested() && !untested.exhausted());
+    assert_eq!(
+        untested.mask(&rules(), &entropy, &held),
+        [[true, true], [false, true], [true, true]]
+    );
+    let none_held = Calibration {
+        holds_rows: false,
+        ..untested
+    };
+    assert_eq!(
+        none_held.mask(&rules(), &entropy, &[false; 3]),
+        [[false, false], [false, true], [false, true]]
+    );
+    // Neither update holds a row and the client's reconstruction explains its update more
+    // than three times worse than the shadow's its own, leaving over a quarter of what the
+    // guess leaves: every cell falls back. Where the client's update holds a
+    // row, or the shadow's, the fits are not alike; a fit far below the guess's is explained.
+    let unlike = Calibration {
+        shadow_open: 3,
+        shadow_fit: Some(0.05),
+        fits: Some([0.5, 0.9]),
+        ..none_held
+    };
+    assert!(unlike.unlike_shadow() && !unlike.exhausted());
+    assert_eq!(
+        unlike.mask(&rules(), &entropy, &[false; 3]),
+        [[true, true], [true, true], [true, true]]
+    );
+    assert!(
+        !Calibration {
+            shadow_fit: Some(0.2),
+            ..unlike
+        }
+        .unlike_shadow()
+    );
+    assert!(
+        !Calibration {
+            fits: Some([0.2, 0.9]),
+            ..unlike
+        }
+        .unlike_shadow()
+    );
+    assert!(
+        !Calibration {
+            holds_rows: true,
+            ..unlike
+        }
+        .unlike_shadow()
+    );
+    assert!(
+        !Calibration {
+            shadow_open: 2,
+            ..unlike
+        }
+        .unlike_shadow()
+    );
+    // The reconstruction fits no better than the marginals: every cell of a row the span does
+    // not hold falls back; the held row keeps the thresholds.
+    c.fits = Some([1.0, 0.9]);
+    assert!(c.exhausted());
+    assert_eq!(
+        c.mask(&rules(), &entropy, &held),
+        [[true, true], [false, true], [true, true]]
+    );
+}
+
+/// A cell without an entropy (one the members' confidence no longer covers) falls back wherever
+/// its kind has a threshold, however high; where its kind keeps every cell, it stays.
+#[test]
+fn cells_without_entropy_fall_back_wherever_their_kind_does() {
+    let t = Thresholds {
+        categorical: Some(5.0),
+        continuous: Some(-1.0),
+    };
+    assert_eq!(t.mask(&rules(), &[vec![None, Some(0.0)]]), [[true, true]]);
+    let keep = Thresholds {
+        categorical: None,
+        continuous: Some(-1.0),
+    };
+    assert_eq!(keep.mask(&rules(), &[vec![None, None]]), [[false, true]]);
+}
