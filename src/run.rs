@@ -497,7 +497,7 @@ pub async fn invert_shadow(
     progress: &mut dyn FnMut(&Progress) -> bool,
 ) -> Result<Members> {
     let setup = prepare(runtime, dataset, config).await?;
-    let shadow = setup.shadow_setup(dataset).await?;
+    let (shadow, _) = setup.shadow_setup(dataset).await?;
     shadow.invert_as_shadow(range, progress).await
 }
 

@@ -421,12 +421,12 @@ impl Setup<'_> {
     }
 
     /// The shadow client of `calibrate_fallback_on`: this attack on rows of `marginals` outside
-    /// the client's batch (`shadow_rows`).
-    pub async fn shadow_setup<'s>(&'s self, marginals: &'s Dataset) -> Result<Setup<'s>> {
+    /// the client's batch (`shadow_rows`); and whether they are the table's own.
+    pub async fn shadow_setup<'s>(&'s self, marginals: &'s Dataset) -> Result<(Setup<'s>, bool)> {
         let config = self.config;
-        let (rows, _) = self.shadow_rows(marginals);
+        let (rows, of_table) = self.shadow_rows(marginals);
         let scenario = self.scenario.shadow(marginals, config, rows).await?;
-        Ok(Setup::new(self.runtime, marginals, config, scenario))
+        Ok((Setup::new(self.runtime, marginals, config, scenario), of_table))
     }
 
     /// Members `range` of this setup, a shadow client's (`shadow_setup`), their steps reported as
@@ -464,7 +464,7 @@ impl Setup<'_> {
         progress: &mut dyn FnMut(&Progress) -> bool,
     ) -> Result<Option<Calibration>> {
         let (dataset, config) = (marginals, self.config);
-        let shadow = self.shadow_setup(marginals).await?;
+        let (shadow, shadow_of_table) = self.shadow_setup(marginals).await?;
         let inverted = match &self.shadow_parts {
             Some(parts) => crate::attack::inversion::ensemble::join(shadow.shape(), parts.clone())?,
             None => {
@@ -521,7 +521,7 @@ impl Setup<'_> {
             norms: [self.scenario.observed.norm(), shadow.scenario.observed.norm()],
             shadow_open: held.iter().filter(|&&h| !h).count(),
             shadow_rows: held.len(),
-            shadow_of_table: self.shadow_rows(marginals).1,
+            shadow_of_table,
             holds_rows: false,
         }))
     }

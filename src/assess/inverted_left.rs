@@ -147,16 +147,12 @@ impl Setup<'_> {
             && self.scenario.later_rounds.is_empty()
     }
 
-    /// 1 − cos of the update and the one `rows` send, each with its label in `label_of`.
+    /// 1 − cos of the update and the one `rows` send, each with its label in `label_of`: the
+    /// update less what every row leaves of it (`left_by_held` with none open).
     fn fit_paired(&self, rows: &[Vec<Value>], label_of: &[usize]) -> f64 {
         let target = self.update_times(rows.len() as f64);
-        // Summed row by row: a wide network's gradients, all held at once, outweigh the attack's
-        // own working set (B = 128 on [300, 200]: 95 MiB).
-        let mut sent = vec![0.0; target.len()];
-        for (row, &label) in rows.iter().zip(label_of) {
-            let g = self.row_gradient(row, label);
-            sent.iter_mut().zip(&g).for_each(|(s, g)| *s += g);
-        }
+        let left = self.left_by_held(rows, &[], label_of);
+        let sent: Vec<f64> = target.iter().zip(&left).map(|(t, l)| t - l).collect();
         let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
         let dot: f64 = sent.iter().zip(&target).map(|(a, b)| a * b).sum();
         1.0 - dot / (norm(&sent) * norm(&target)).max(f64::MIN_POSITIVE)

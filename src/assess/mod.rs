@@ -20,3 +20,17 @@ mod span_fit;
 mod span_left;
 pub mod stopping;
 pub mod update_choice;
+
+/// `f` on a setup of the Adult sample's batch that `config` draws (the tests' common start).
+#[cfg(test)]
+pub(crate) fn with_sample_setup<T>(
+    config: crate::config::AttackConfig,
+    f: impl FnOnce(&crate::attack::inversion::setup::Setup) -> T,
+) -> T {
+    let data = crate::table::adult_sample();
+    let scenario = pollster::block_on(crate::scenario::Scenario::of_rows(&data, &config)).unwrap();
+    let runtime = crate::runtime::Runtime::cpu();
+    f(&crate::attack::inversion::setup::Setup::new(
+        &runtime, &data, &config, scenario,
+    ))
+}

@@ -101,17 +101,12 @@ impl Setup<'_> {
 
 #[cfg(test)]
 mod tests {
-    use crate::attack::inversion::setup::Setup;
     use crate::config::AttackConfig;
-    use crate::runtime::Runtime;
-    use crate::scenario::Scenario;
-    use crate::table::adult_sample;
 
     /// A batch's labels, exact, from its own rows; two rows held given each other's labels, or a
     /// row held given an open slot's, are swapped back, whatever the open rows hold.
     #[test]
     fn a_held_row_given_a_label_not_its_own_gets_its_own_back() {
-        let data = adult_sample();
         let config = AttackConfig {
             batch_size: 16,
             hidden: vec![32, 32],
@@ -119,33 +114,32 @@ mod tests {
             seed: 3,
             ..Default::default()
         };
-        let scenario = pollster::block_on(Scenario::of_rows(&data, &config)).unwrap();
-        let runtime = Runtime::cpu();
-        let setup = Setup::new(&runtime, &data, &config, scenario);
-        let mut rows = setup.scenario.truth.as_ref().unwrap().rows.clone();
-        let truth = setup
-            .labels_of_rows(&rows)
-            .expect("the batch's own rows explain its update");
-        assert!(truth.contains(&0) && truth.contains(&1), "{truth:?}");
-        // Three rows open, holding another row's values: what they hold is not read.
-        let held: Vec<bool> = (0..rows.len()).map(|i| i >= 3).collect();
-        for i in 0..3 {
-            rows[i] = rows[15].clone();
-        }
-        let differ = |i: usize| (3..rows.len()).find(|&j| truth[j] != truth[i]).unwrap();
-        let a = (3..rows.len()).find(|&i| truth[i] == 1).unwrap();
-        let mut wrong = truth.clone();
-        wrong.swap(a, differ(a));
-        assert_ne!(wrong, truth);
-        assert_eq!(setup.labels_by_rank(&rows, &held, wrong), truth);
-        // A held row and an open slot of another label.
-        let o = (0..3)
-            .find(|&o| truth[o] != truth[a])
-            .expect("an open slot of the other label");
-        let mut wrong = truth.clone();
-        wrong.swap(a, o);
-        assert_eq!(setup.labels_by_rank(&rows, &held, wrong), truth);
-        // Right labels stay.
-        assert_eq!(setup.labels_by_rank(&rows, &held, truth.clone()), truth);
+        crate::assess::with_sample_setup(config, |setup| {
+            let mut rows = setup.scenario.truth.as_ref().unwrap().rows.clone();
+            let truth = setup
+                .labels_of_rows(&rows)
+                .expect("the batch's own rows explain its update");
+            assert!(truth.contains(&0) && truth.contains(&1), "{truth:?}");
+            // Three rows open, holding another row's values: what they hold is not read.
+            let held: Vec<bool> = (0..rows.len()).map(|i| i >= 3).collect();
+            for i in 0..3 {
+                rows[i] = rows[15].clone();
+            }
+            let differ = |i: usize| (3..rows.len()).find(|&j| truth[j] != truth[i]).unwrap();
+            let a = (3..rows.len()).find(|&i| truth[i] == 1).unwrap();
+            let mut wrong = truth.clone();
+            wrong.swap(a, differ(a));
+            assert_ne!(wrong, truth);
+            assert_eq!(setup.labels_by_rank(&rows, &held, wrong), truth);
+            // A held row and an open slot of another label.
+            let o = (0..3)
+                .find(|&o| truth[o] != truth[a])
+                .expect("an open slot of the other label");
+            let mut wrong = truth.clone();
+            wrong.swap(a, o);
+            assert_eq!(setup.labels_by_rank(&rows, &held, wrong), truth);
+            // Right labels stay.
+            assert_eq!(setup.labels_by_rank(&rows, &held, truth.clone()), truth);
+        });
     }
 }

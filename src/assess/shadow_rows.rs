@@ -62,50 +62,45 @@ impl Setup<'_> {
 
 #[cfg(test)]
 mod tests {
-    use crate::attack::inversion::setup::Setup;
     use crate::config::AttackConfig;
-    use crate::runtime::Runtime;
-    use crate::scenario::Scenario;
-    use crate::table::adult_sample;
 
     /// The shadow's rows are the table's, none of the batch's, each of its slot's label; drawn
     /// for a table that is not the attack's (a received update's own rows), from its marginals.
     #[test]
     fn the_shadows_rows_are_the_tables_own_outside_the_batch_with_their_slots_labels() {
-        let data = adult_sample();
         let config = AttackConfig {
             batch_size: 16,
             hidden: vec![32, 32],
             seed: 4,
             ..Default::default()
         };
-        let scenario = pollster::block_on(Scenario::of_rows(&data, &config)).unwrap();
-        let runtime = Runtime::cpu();
-        let setup = Setup::new(&runtime, &data, &config, scenario);
-        let batch = setup.scenario.truth.as_ref().unwrap().indices.clone();
-        let labels = setup.scenario.labels.clone();
-        assert!(labels.contains(&0) && labels.contains(&1), "{labels:?}");
-        let (rows, of_table) = setup.shadow_rows(&data);
-        assert!(of_table);
-        assert_eq!(rows.len(), 16);
-        let mut taken = Vec::new();
-        for (row, &label) in rows.iter().zip(&labels) {
-            let i = (0..data.n())
-                .find(|&i| {
-                    &data.rows[i] == row && data.labels[i] == label && !batch.contains(&i) && !taken.contains(&i)
-                })
-                .expect("a row of the table outside the batch, of its slot's label");
-            taken.push(i);
-        }
-        // The same seed draws the same rows.
-        assert_eq!(setup.shadow_rows(&data).0, rows);
-        // Another table (a copy: not the attack's own) is drawn from its marginals.
-        let other = data.clone();
-        let (drawn, of_table) = setup.shadow_rows(&other);
-        assert!(!of_table);
-        assert_eq!(
-            drawn,
-            crate::attack::baselines::random_rows(&other, 16, crate::seed::seed_for(4, 14))
-        );
+        crate::assess::with_sample_setup(config, |setup| {
+            let data = setup.dataset;
+            let batch = setup.scenario.truth.as_ref().unwrap().indices.clone();
+            let labels = setup.scenario.labels.clone();
+            assert!(labels.contains(&0) && labels.contains(&1), "{labels:?}");
+            let (rows, of_table) = setup.shadow_rows(data);
+            assert!(of_table);
+            assert_eq!(rows.len(), 16);
+            let mut taken = Vec::new();
+            for (row, &label) in rows.iter().zip(&labels) {
+                let i = (0..data.n())
+                    .find(|&i| {
+                        &data.rows[i] == row && data.labels[i] == label && !batch.contains(&i) && !taken.contains(&i)
+                    })
+                    .expect("a row of the table outside the batch, of its slot's label");
+                taken.push(i);
+            }
+            // The same seed draws the same rows.
+            assert_eq!(setup.shadow_rows(data).0, rows);
+            // Another table (a copy: not the attack's own) is drawn from its marginals.
+            let other = data.clone();
+            let (drawn, of_table) = setup.shadow_rows(&other);
+            assert!(!of_table);
+            assert_eq!(
+                drawn,
+                crate::attack::baselines::random_rows(&other, 16, crate::seed::seed_for(4, 14))
+            );
+        });
     }
 }
