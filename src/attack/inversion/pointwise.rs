@@ -51,7 +51,9 @@ impl Pointwise for f32 {
     }
     #[inline(always)]
     fn at_most(self, k: f32) -> f32 {
-        self.min(k)
+        // A select rather than f32::min (a libm call per element in wasm32): the same value for
+        // every input, NaN included (both give k).
+        if self < k { self } else { k }
     }
     #[inline(always)]
     fn recip(self) -> f32 {
