@@ -96,40 +96,41 @@ impl Setup<'_> {
         let rounding = (8.0 * unit + forward) * t.norm();
         let svd = a.clone().svd(true, true);
         let smallest = svd.singular_values.min();
-        // The fitted weights are within (‖Aw − t‖ + ‖Aw_true − t‖)/σ_min of the batch's, both
-        // residuals held to FITS times the rounding: weights read no finer than WHOLE decide
+        // The fitted weights are within `bound` of the batch's, (‖Aw − t‖ + ‖Aw_true − t‖)/σ_min with
+        // both residuals held to FITS times the rounding: weights read no finer than WHOLE decide
         // nothing.
-        if !(smallest > 0.0) || 2.0 * FITS * rounding / smallest > WHOLE {
+        let bound = 2.0 * FITS * rounding / smallest;
+        if !(smallest > 0.0) || bound > WHOLE {
             return None;
         }
         let w = svd.solve(&t, 0.0).ok()?;
         if (&a * &w - &t).norm() > FITS * rounding {
             return None;
         }
-        // A row outside the batch weighs nothing; a row of it, p − y for its label.
+        // Each row's weights are one of its options: nothing (a row outside the batch) or p − y
+        // for a label. The batch's weights lie within `bound` of the fitted ones, so a row with
+        // exactly one option within it is decided; with none or several the fit decides nothing.
+        // A row the network is sure of weighs little (p − y of 10⁻² on a trained network) but is
+        // still decided wherever its weight stands clear of the bound.
         let mut batch = Vec::new();
         for i in 0..encoded.len() {
             let wi = &w.as_slice()[i * free..(i + 1) * free];
-            if wi.iter().all(|v| v.abs() <= WHOLE) {
-                continue;
-            }
             let p = &probs[i * classes..(i + 1) * classes];
-            let y: Vec<f64> = match model.head {
-                Head::Sigmoid => vec![1.0 - (p[1] - wi[0]), p[1] - wi[0]],
-                _ => {
-                    let mut y: Vec<f64> = (0..free).map(|k| p[k] - wi[k]).collect();
-                    y.push(1.0 - y.iter().sum::<f64>());
-                    y
+            // The weights a label gives: p − y over the outputs the columns take.
+            let of_label = |c: usize| -> Vec<f64> {
+                match model.head {
+                    Head::Sigmoid => vec![p[1] - (c == 1) as u8 as f64],
+                    _ => (0..free).map(|k| p[k] - (k == c) as u8 as f64).collect(),
                 }
             };
-            let label = (0..classes).max_by(|&x, &z| y[x].total_cmp(&y[z]))?;
-            let off = (0..classes)
-                .map(|c| (y[c] - (c == label) as u8 as f64).abs())
-                .fold(0.0, f64::max);
-            if off > WHOLE {
-                return None;
+            let off = |target: &[f64]| wi.iter().zip(target).map(|(w, t)| (w - t).abs()).fold(0.0, f64::max);
+            let outside = off(&vec![0.0; free]) <= bound;
+            let labels: Vec<usize> = (0..classes).filter(|&c| off(&of_label(c)) <= bound).collect();
+            match (outside, labels.as_slice()) {
+                (true, []) => continue,
+                (false, &[label]) => batch.push((i, label)),
+                _ => return None,
             }
-            batch.push((i, label));
         }
         (batch.len() == b).then_some(batch)
     }
