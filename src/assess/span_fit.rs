@@ -49,7 +49,7 @@ impl Setup<'_> {
             return None;
         }
         let classes = self.dataset.classes.len();
-        if encoded.len() * classes > MOST_COLUMNS || encoded.len() <= b {
+        if encoded.len() * classes > MOST_COLUMNS || encoded.len() < b {
             return None;
         }
         let observed = &self.scenario.observed;
