@@ -73,6 +73,7 @@ fn keyed(n: usize, rng: &mut StdRng, bound: &dyn Fn(&mut StdRng) -> f64) -> Half
         sizes: Vec::new(),
         keys,
         bounds: (0..n).map(|_| bound(rng)).collect(),
+        more: vec![[0.0; MORE_LINES]; n],
     }
 }
 
