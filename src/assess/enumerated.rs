@@ -72,17 +72,6 @@ pub struct SpanRows {
     pub batch: usize,
 }
 
-/// How far the rows found hold the batch (`SpanRows::holds_lines` and after).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Holds {
-    /// Every row of the batch is among them: every category searched, the span's rank certain
-    /// and the batch's, no direction left free.
-    Batch,
-    /// The same, but searched only with the categories the update shows present: the update's
-    /// fit may still pick the batch, whose rows are then consistent, never proved.
-    AmongPresent,
-}
-
 impl Setup<'_> {
     /// The rows of the first layer's span (`SpanRows`), where the attack composes the span and the
     /// update shows no noise of its own; None elsewhere, or where the search was refused (more
@@ -169,17 +158,10 @@ impl Setup<'_> {
                 .values
                 .get(b - 1)
                 .is_some_and(|&v| v >= SEPARATION * spectrum.noise);
-        // Every row of the batch is among those found, each to the claim's precision; or, where
-        // the search took only the categories the update shows present, every row of the batch
-        // whose categories read so (a category of rows the network is sure of can read absent).
-        let fixed = free.ncols() == 0 && distinct;
-        let holds = match (holds_lines && fixed, exhaustive) {
-            (true, _) => Some(Holds::Batch),
-            (false, false) if fixed && spectrum.rank() == Rank::Certain(b) => Some(Holds::AmongPresent),
-            _ => None,
-        };
+        // Every row of the batch is among those found, each to the claim's precision.
+        let holds_batch = holds_lines && free.ncols() == 0 && distinct;
         let (mut rows, mut encoded, mut proof, mut loose) = (rows, encoded, false, Vec::new());
-        if let Some((batch, how)) = holds.and_then(|holds| self.batch_of_span(&encoded, &within, holds)) {
+        if let Some((batch, how)) = self.batch_of_span(&encoded, &within, holds_batch) {
             rows = batch.iter().map(|&i| rows[i].clone()).collect();
             encoded = batch.iter().map(|&i| encoded[i].clone()).collect();
             proof = how.iter().all(Option::is_none);
@@ -199,37 +181,22 @@ impl Setup<'_> {
     }
 
     /// The batch among the rows of the span (`encoded`, each read to `within` std) where the span
-    /// holds it (`holds`): all of them where exactly B were found; where more, those the
+    /// holds it (`holds_batch`): all of them where exactly B were found; where more, those the
     /// update fitted by them chooses (`assess::span_fit`). With each row, why it is not proved
     /// (None: proved). Exactly B found are the batch whatever each row's precision, so the
     /// precise ones are proved; the fit's choice is the batch only where every row chosen is read
-    /// to what a proof claims, so with a loose one, none is. Rows searched only among the
-    /// categories the update shows present are kept only as the fit picks them, none proved.
+    /// to what a proof claims, so with a loose one, none is.
     fn batch_of_span(
         &self,
         encoded: &[Vec<f64>],
         within: &[f64],
-        holds: Holds,
+        holds_batch: bool,
     ) -> Option<(Vec<usize>, Vec<Option<Unproved>>)> {
         let (n, b) = (encoded.len(), self.config.rows());
-        let fit = || {
-            Some(
-                self.fit_span_rows(encoded)?
-                    .into_iter()
-                    .map(|(i, _)| i)
-                    .collect::<Vec<_>>(),
-            )
-        };
-        // Rows searched among the categories read present are the batch only as the fit picks
-        // them, B found as well as more: consistent, never proved.
-        if holds == Holds::AmongPresent {
-            let among = Unproved::SpanFittedAmongPresent { found: n };
-            return Some((fit()?, vec![Some(among); b]));
-        }
         let (batch, fitted): (Vec<usize>, bool) = match n {
-            _ if n < b => return None,
+            _ if !holds_batch || n < b => return None,
             _ if n == b => ((0..n).collect(), false),
-            _ => (fit()?, true),
+            _ => (self.fit_span_rows(encoded)?.into_iter().map(|(i, _)| i).collect(), true),
         };
         // A bound that is not a number counts as loose.
         let loosely = batch.iter().filter(|&&i| !(within[i] <= PRECISE)).count();

@@ -6,7 +6,8 @@
 //! residual eₕ: s·(pₕ − yₕ) for a row of the batch, nothing for another. Where the columns of the
 //! Jₕ are independent, the least-squares fit is unique, and it is the batch's: the rows whose
 //! weight is a label's residual are the batch, with their labels. The fit is read to the update's
-//! precision: weights within 0.1 of a label's, what is left within the rounding. It assumes the
+//! precision: what is left within the rounding, each weight within what the rounding moves it
+//! (its row of the pseudo-inverse times the rounding) of exactly one of its options. It assumes the
 //! rows found are the batch's to that rounding (the span fixes their continuous values:
 //! `assess::enumerated` asks each to be precise) and the update's noise within it, as every
 //! proof here does (`attack::priors::spectrum`).
@@ -23,9 +24,8 @@ const MOST_COLUMNS: usize = 2048;
 /// The update's rounding over its norm: the stored values' (8·u) and the client's float32 rows
 /// against ours, about u·√(fan-in + 1) per layer, this many times.
 const FORWARD: f64 = 16.0;
-/// What is left of the fit within this many times the rounding, and the counts read to 0.1.
+/// What is left of the fit within this many times the rounding.
 const FITS: f64 = 4.0;
-const WHOLE: f64 = 0.1;
 
 impl Setup<'_> {
     /// The received update times `scale` (B·G for a FedSGD batch of B), laid out as
@@ -49,7 +49,7 @@ impl Setup<'_> {
             return None;
         }
         let classes = self.dataset.classes.len();
-        if encoded.len() * classes > MOST_COLUMNS || encoded.len() < b {
+        if encoded.len() * classes > MOST_COLUMNS || encoded.len() <= b {
             return None;
         }
         let observed = &self.scenario.observed;
@@ -96,25 +96,35 @@ impl Setup<'_> {
         let rounding = (8.0 * unit + forward) * t.norm();
         let svd = a.clone().svd(true, true);
         let smallest = svd.singular_values.min();
-        // The fitted weights are within `bound` of the batch's, (‖Aw − t‖ + ‖Aw_true − t‖)/σ_min with
-        // both residuals held to FITS times the rounding: weights read no finer than WHOLE decide
-        // nothing.
-        let bound = 2.0 * FITS * rounding / smallest;
-        if !(smallest > 0.0) || bound > WHOLE {
+        if !(smallest > 0.0) {
             return None;
         }
+        let noise = FITS * rounding;
         let w = svd.solve(&t, 0.0).ok()?;
-        if (&a * &w - &t).norm() > FITS * rounding {
+        if (&a * &w - &t).norm() > noise {
             return None;
         }
-        // Each row's weights are one of its options: nothing (a row outside the batch) or p − y
-        // for a label. The batch's weights lie within `bound` of the fitted ones, so a row with
-        // exactly one option within it is decided; with none or several the fit decides nothing.
-        // A row the network is sure of weighs little (p − y of 10⁻² on a trained network) but is
-        // still decided wherever its weight stands clear of the bound.
+        // With A of full column rank the fitted weights are the batch's plus A⁺ν, ν the update's
+        // rounding (held to FITS times it): each weight lies within its row of A⁺ (V Σ⁻¹) times
+        // ‖ν‖ of the batch's. Each row's weights are one of its options: nothing (a row outside
+        // the batch) or p − y for a label; a row with exactly one option within reach is decided,
+        // with none or several the fit decides nothing. A row the network is sure of weighs little
+        // (p − y of 10⁻² on a trained network) but is decided wherever it stands clear of reach.
+        let v = svd.v_t.as_ref()?.transpose();
+        let sigma = &svd.singular_values;
+        let reach: Vec<f64> = (0..v.nrows())
+            .map(|r| {
+                noise
+                    * (0..sigma.len())
+                        .map(|j| (v[(r, j)] / sigma[j]).powi(2))
+                        .sum::<f64>()
+                        .sqrt()
+            })
+            .collect();
         let mut batch = Vec::new();
         for i in 0..encoded.len() {
             let wi = &w.as_slice()[i * free..(i + 1) * free];
+            let within = &reach[i * free..(i + 1) * free];
             let p = &probs[i * classes..(i + 1) * classes];
             // The weights a label gives: p − y over the outputs the columns take.
             let of_label = |c: usize| -> Vec<f64> {
@@ -123,9 +133,9 @@ impl Setup<'_> {
                     _ => (0..free).map(|k| p[k] - (k == c) as u8 as f64).collect(),
                 }
             };
-            let off = |target: &[f64]| wi.iter().zip(target).map(|(w, t)| (w - t).abs()).fold(0.0, f64::max);
-            let outside = off(&vec![0.0; free]) <= bound;
-            let labels: Vec<usize> = (0..classes).filter(|&c| off(&of_label(c)) <= bound).collect();
+            let near = |target: &[f64]| (wi.iter().zip(target).zip(within)).all(|((w, t), r)| (w - t).abs() <= *r);
+            let outside = near(&vec![0.0; free]);
+            let labels: Vec<usize> = (0..classes).filter(|&c| near(&of_label(c))).collect();
             match (outside, labels.as_slice()) {
                 (true, []) => continue,
                 (false, &[label]) => batch.push((i, label)),

@@ -38,11 +38,6 @@ pub enum Unproved {
     /// loosely than a proof claims: the fit's choice is then not proved, nor a row read beyond
     /// half the scoring tolerance (`assess::enumerated`).
     SpanFitted { found: usize, loose: usize },
-    /// One of the batch's rows as the update's fit picks them among the `found` rows of the first
-    /// layer's span that hold only categories the update shows present: the search did not take
-    /// every category (too many combinations), and a category of rows the network is sure of can
-    /// read as absent, so the batch is not proved to be among them (`assess::enumerated`).
-    SpanFittedAmongPresent { found: usize },
     /// One of `found` rows of the first layer's span that holds the batch, placed where the
     /// update left its gradient once the rows it holds were taken off (`assess::span_left`); its
     /// values along the `free` directions the span leaves free are the fit's choice.
@@ -110,11 +105,6 @@ impl Unproved {
                  update's fit choosing the batch where more), but the span reads {loose} of them more loosely than \
                  the {PROVED_WITHIN} std a proof claims: the fit's choice is then not proved, nor a row read beyond \
                  half the scoring tolerance"
-            ),
-            Unproved::SpanFittedAmongPresent { found } => format!(
-                "it is one of the batch's rows as the update's fit picks them among the {found} rows of the first \
-                 layer's span that hold only categories the update shows present; the span was not searched with \
-                 every category (too many combinations), so the batch is not proved to be among them"
             ),
             Unproved::Unplaced => {
                 "its activation lies in the second layer's span only with the directions too near the update's \
