@@ -8,9 +8,9 @@
 //! the constant: a multiple-choice subset sum, solved exactly by meeting in the middle (the
 //! blocks split in two halves, each half's sums enumerated, the halves matched on a projection
 //! to one line, every match within the tolerance on two more lines too, then checked in full).
-//! Nothing is missed: a sum within the tolerance projects within it on every line. Then each row's continuous values are solved, put on
-//! their column's grid and in its range, and the row is kept where it lies within its own
-//! tolerance of the span.
+//! Nothing is missed: a sum within the tolerance projects within it on every line. Then each
+//! row's continuous values are solved, put on their column's grid and in its range, and the row
+//! is kept where it lies within its own tolerance of the span.
 //!
 //! Where the span leaves a continuous direction free (`Enumerated::free`: two rows of the batch
 //! share their categories), least squares reads the values along it as the update's rounding
@@ -226,8 +226,8 @@ fn decode(index: usize, half: &Half, columns: &[Vec<usize>]) -> Vec<usize> {
 }
 
 /// Every combination of `blocks`' categories, its sum of `vectors` projected on each of `lines`
-/// (plus `start`), sorted by the first, and its part of the tolerance: `hot[c]` is the encoded row's part
-/// on the block of column c with c hot.
+/// (plus `start`), sorted by the first, and its part of the tolerance: `hot[c]` is the encoded
+/// row's part on the block of column c with c hot.
 fn half(
     blocks: Vec<usize>,
     columns: &[Vec<usize>],
