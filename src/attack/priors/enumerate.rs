@@ -46,6 +46,9 @@ const CHECK_LIMIT: usize = 16_000_000;
 /// Other lines a matched pair's sum is projected on before it is checked in full: a pair whose
 /// projection on any unit line exceeds the bound exceeds it in norm too, so none is lost.
 const MORE_LINES: usize = 2;
+/// Full checks at most (pairs within the bound on every line; the search is refused past it):
+/// a server's scaled weights can leave millions (6 s a batch of the near-dependent generator).
+const FULL_LIMIT: usize = 2_000_000;
 /// A combination of continuous columns is determined by the span where its part outside the
 /// span keeps at least this share of its norm; below it, the rows' values are not.
 pub const DETERMINED: f64 = 0.05;
@@ -497,7 +500,8 @@ fn halves(
         groups: grouped(&second),
         half: second,
     };
-    (matches(&first, &second, shared) <= CHECK_LIMIT).then_some((first, second))
+    let within = matches(&first, &second, shared) <= CHECK_LIMIT && survivors(&first, &second, shared) <= FULL_LIMIT;
+    within.then_some((first, second))
 }
 
 /// Pairs of the two halves whose keys sum to within their bound (`shared` plus each half's
@@ -516,6 +520,28 @@ fn matches(first: &Half, second: &Second, shared: f64) -> usize {
                 .sum::<usize>()
         })
         .sum()
+}
+
+/// Pairs within their bound on every line (the full checks the search makes), counted up to
+/// one past `FULL_LIMIT`.
+fn survivors(first: &Half, second: &Second, shared: f64) -> usize {
+    let mut count = 0;
+    for &(key, ia) in &first.keys {
+        let from_a = shared + first.bounds[ia];
+        for (widest, keys) in &second.groups {
+            for &(key_b, ib) in &keys[match_range(keys, key, from_a + widest)] {
+                let within = from_a + second.half.bounds[ib];
+                let (ma, mb) = (&first.more[ia], &second.half.more[ib]);
+                if (key + key_b).abs() <= within && ma.iter().zip(mb).all(|(a, b)| (a + b).abs() <= within) {
+                    count += 1;
+                    if count > FULL_LIMIT {
+                        return count;
+                    }
+                }
+            }
+        }
+    }
+    count
 }
 
 /// The sums (sorted) that `key` matches: key + key_b within the tolerance.
