@@ -389,33 +389,20 @@ pub fn rows_in_span(
             Err(_) => return refused(free),
         },
     };
-    for &(key, ia) in &first.keys {
-        let from_a = shared + first.bounds[ia];
-        for (widest, keys) in &second.groups {
-            for &(key_b, ib) in &keys[match_range(keys, key, from_a + widest)] {
-                let within = from_a + second.half.bounds[ib];
-                if (key + key_b).abs() > within {
-                    continue;
-                }
-                let (ma, mb) = (&first.more[ia], &second.half.more[ib]);
-                if ma.iter().zip(mb).any(|(a, b)| (a + b).abs() > within) {
-                    continue;
-                }
-                let (ca, cb) = (decode(ia, &first, &columns), decode(ib, &second.half, &columns));
-                let total = &base + sum_of(&ca) + sum_of(&cb);
-                if total.norm() > within {
-                    continue;
-                }
-                let solved = solved_row(layout, &solve, &cold, (&ca, &cb), &continuous, fixed.then_some(steps));
-                if let Some(row) = solved {
-                    let x = DVector::from_column_slice(&row);
-                    let distance = (&q * &x).norm() / x.norm().max(f64::MIN_POSITIVE);
-                    if accept(&row, distance) {
-                        rows.push(Found { row, distance, fixed });
-                        if rows.len() > most {
-                            return refused(free);
-                        }
-                    }
+    for (ia, ib, within) in within_every_line(&first, &second, shared) {
+        let (ca, cb) = (decode(ia, &first, &columns), decode(ib, &second.half, &columns));
+        let total = &base + sum_of(&ca) + sum_of(&cb);
+        if total.norm() > within {
+            continue;
+        }
+        let solved = solved_row(layout, &solve, &cold, (&ca, &cb), &continuous, fixed.then_some(steps));
+        if let Some(row) = solved {
+            let x = DVector::from_column_slice(&row);
+            let distance = (&q * &x).norm() / x.norm().max(f64::MIN_POSITIVE);
+            if accept(&row, distance) {
+                rows.push(Found { row, distance, fixed });
+                if rows.len() > most {
+                    return refused(free);
                 }
             }
         }
@@ -500,7 +487,8 @@ fn halves(
         groups: grouped(&second),
         half: second,
     };
-    let within = matches(&first, &second, shared) <= CHECK_LIMIT && survivors(&first, &second, shared) <= FULL_LIMIT;
+    let within = matches(&first, &second, shared) <= CHECK_LIMIT
+        && within_every_line(&first, &second, shared).take(FULL_LIMIT + 1).count() <= FULL_LIMIT;
     within.then_some((first, second))
 }
 
@@ -522,26 +510,27 @@ fn matches(first: &Half, second: &Second, shared: f64) -> usize {
         .sum()
 }
 
-/// Pairs within their bound on every line (the full checks the search makes), counted up to
-/// one past `FULL_LIMIT`.
-fn survivors(first: &Half, second: &Second, shared: f64) -> usize {
-    let mut count = 0;
-    for &(key, ia) in &first.keys {
+/// The pairs of the halves (each's index, and their bound) whose sum projects within the bound on
+/// every line: the pairs the search checks in full.
+fn within_every_line<'a>(
+    first: &'a Half,
+    second: &'a Second,
+    shared: f64,
+) -> impl Iterator<Item = (usize, usize, f64)> + 'a {
+    first.keys.iter().flat_map(move |&(key, ia)| {
         let from_a = shared + first.bounds[ia];
-        for (widest, keys) in &second.groups {
-            for &(key_b, ib) in &keys[match_range(keys, key, from_a + widest)] {
-                let within = from_a + second.half.bounds[ib];
-                let (ma, mb) = (&first.more[ia], &second.half.more[ib]);
-                if (key + key_b).abs() <= within && ma.iter().zip(mb).all(|(a, b)| (a + b).abs() <= within) {
-                    count += 1;
-                    if count > FULL_LIMIT {
-                        return count;
-                    }
-                }
-            }
-        }
-    }
-    count
+        second.groups.iter().flat_map(move |(widest, keys)| {
+            keys[match_range(keys, key, from_a + widest)]
+                .iter()
+                .filter_map(move |&(key_b, ib)| {
+                    let within = from_a + second.half.bounds[ib];
+                    let (ma, mb) = (&first.more[ia], &second.half.more[ib]);
+                    let inside =
+                        (key + key_b).abs() <= within && ma.iter().zip(mb).all(|(a, b)| (a + b).abs() <= within);
+                    inside.then_some((ia, ib, within))
+                })
+        })
+    })
 }
 
 /// The sums (sorted) that `key` matches: key + key_b within the tolerance.
