@@ -4,6 +4,7 @@ pub mod cell;
 pub mod csv_input;
 pub mod dataset;
 pub mod decode;
+pub mod determined;
 pub mod dialect;
 pub mod encoding;
 pub mod feature;
