@@ -405,7 +405,12 @@ chosen: UpdateChoice | null,
  * An Adam or AdamW client: the categories its update shows its rows hold, beside what the
  * attack recovers (`attack::priors::categories_held`; null elsewhere).
  */
-categories_held: CategoriesHeld | null, };
+categories_held: CategoriesHeld | null, 
+/**
+ * Continuous columns the table determines from a category, which the attack read from the
+ * pooled category (`table::determined`; rows no member of the span reached).
+ */
+determined: Array<ReadFromCategory>, };
 
 export type ReconstructionReport = { 
 /**
@@ -795,6 +800,27 @@ held: Array<string>,
  * The feature's categories in the encoding.
  */
 of: number, };
+
+/**
+ * What a report says of a determined column.
+ */
+export type ReadFromCategory = { 
+/**
+ * The continuous column...
+ */
+column: string, 
+/**
+ * ...read from this categorical one...
+ */
+by: string, 
+/**
+ * ...whose categories (this many of them held by the table's rows) each fix its value.
+ */
+categories: number, 
+/**
+ * log₁₀ of the chance that a column independent of the category would show it.
+ */
+log10_chance: number, };
 
 /**
  * How a reconstructed row was obtained.

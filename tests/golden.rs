@@ -247,6 +247,7 @@ fn matching_accuracy() {
         .map(|ft| Rule {
             categorical: ft["kind"] == "cat",
             tolerance: ft["tolerance"].as_f64().unwrap_or(0.0),
+            follows: None,
         })
         .collect();
     // Categorical strings → indices, one dictionary per feature.

@@ -78,6 +78,7 @@ fn generated() -> String {
         declaration::<leakscope::assess::update_choice::EpochOrders>(),
         declaration::<leakscope::attack::priors::categories_held::CategoriesHeld>(),
         declaration::<leakscope::attack::priors::categories_held::FeatureHeld>(),
+        declaration::<leakscope::table::determined::ReadFromCategory>(),
         declaration::<leakscope::report::Provenance>(),
         declaration::<leakscope::report::ProvenanceGroup>(),
         declaration::<leakscope::report::ReasonCount>(),

@@ -315,6 +315,9 @@ export function renderSummary(box, info, report, attack) {
     const check = held.misread == null ? '' : held.misread === 0 ? '; against your rows every category is read right' : `; against your rows ${held.misread} categories are read wrongly`;
     setting.push(`the update shows outright which categories the rows hold: ${held.held} of the encoding's ${held.categories}, and no others (Adam leaves a category no row holds as the first layer's bias update, negated)${check}`);
   }
+  for (const r of d.kind === 'rows' ? d.determined ?? [] : []) {
+    setting.push(`${r.column} read from ${r.by}: every row of the table with the same ${r.by} has the same ${r.column} (${r.categories} categories), so the attack takes it from the ${r.by} it recovers`);
+  }
   const fallback = d.kind === 'rows' ? d.fallback : null;
   if (fallback) {
     const p = (v) => (v == null ? '–' : `${(100 * v).toFixed(1)} %`);

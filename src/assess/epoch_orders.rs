@@ -231,6 +231,7 @@ mod tests {
         let rules = [Rule {
             categorical: true,
             tolerance: 0.0,
+            follows: None,
         }];
         let row = |c: u32| vec![Value::Cat(c)];
         let rows = [row(0), row(1), row(2), row(3)];

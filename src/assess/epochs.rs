@@ -80,6 +80,7 @@ mod tests {
         let rules = [Rule {
             categorical: false,
             tolerance: 0.5,
+            follows: None,
         }];
         let x = [1.0, 5.0, 5.2, 1.2];
         let probs = [0.0; 4];

@@ -114,7 +114,17 @@ impl Thresholds {
                             (None, _) => false,
                         }
                     })
-                    .collect()
+                    .collect::<Vec<bool>>()
+            })
+            .map(|mut row| {
+                // A column read from a category is right where the category is: it falls back
+                // with it.
+                for (f, r) in rules.iter().enumerate() {
+                    if let Some(by) = r.follows {
+                        row[f] = row[by];
+                    }
+                }
+                row
             })
             .collect()
     }
@@ -202,14 +212,21 @@ const UNLIKE_SHADOW_FIT: f64 = 3.0;
 const UNEXPLAINED: f64 = 0.25;
 
 /// The gain in right cells of `candidate` over `base` (both scored on the same true rows), less
-/// `LOWER_BOUND_Z` standard errors of the paired per-cell difference.
-fn gain_lower_bound(candidate: &Scored, base: &Scored) -> f64 {
+/// `LOWER_BOUND_Z` standard errors of the paired per-cell difference. A cell that falls back with
+/// another (`Rule::follows`) is one decision with it: their differences count as one, or the
+/// pair would pass for two independent cells and narrow the bound.
+fn gain_lower_bound(rules: &[Rule], candidate: &Scored, base: &Scored) -> f64 {
+    let diff = |a: bool, b: bool| a as i8 as f64 - b as i8 as f64;
     let d: Vec<f64> = candidate
         .correct
         .iter()
-        .flatten()
-        .zip(base.correct.iter().flatten())
-        .map(|(&a, &b)| a as i8 as f64 - b as i8 as f64)
+        .zip(&base.correct)
+        .flat_map(|(a, b)| {
+            (0..rules.len()).filter(|&f| rules[f].follows.is_none()).map(move |f| {
+                let tied = (0..rules.len()).filter(|&g| rules[g].follows == Some(f));
+                diff(a[f], b[f]) + tied.map(|g| diff(a[g], b[g])).sum::<f64>()
+            })
+        })
         .collect();
     let n = d.len().max(1) as f64;
     let mean = d.iter().sum::<f64>() / n;
@@ -269,7 +286,7 @@ pub fn calibrate(
                 continuous,
             };
             let mixed = scored(t);
-            let bound = gain_lower_bound(&mixed, &base);
+            let bound = gain_lower_bound(rules, &mixed, &base);
             // Ties keep the earlier candidate: no fallback, then the deciles.
             if bound > best.0 + 1e-12 {
                 best = (bound, t, mixed.accuracy.total);

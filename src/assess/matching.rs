@@ -8,6 +8,9 @@ use crate::table::{Feature, Value};
 pub struct Rule {
     pub categorical: bool,
     pub tolerance: f64,
+    /// A column the table determines from a categorical one (`table::determined`), where the
+    /// attack reads it so: the categorical feature, whose cell its cell falls back with.
+    pub follows: Option<usize>,
 }
 
 impl Rule {
@@ -17,6 +20,7 @@ impl Rule {
             .map(|f| Rule {
                 categorical: f.is_categorical(),
                 tolerance: f.tolerance(),
+                follows: None,
             })
             .collect()
     }

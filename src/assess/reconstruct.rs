@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use crate::assess::enumerated::SpanRows;
 use crate::assess::epochs::average_epochs;
-use crate::assess::pooling::{lower_median, pool};
+use crate::assess::pooling::{ReadFrom, lower_median, pool};
 use crate::assess::update_choice::UpdateChoice;
 use crate::assess::{entropy, matching::match_rows};
 use crate::attack::inversion::ensemble::Members;
@@ -563,7 +563,8 @@ impl Setup<'_> {
             .map(|&m| match_rows(&self.rules, &decoded[anchor], &decoded[m]))
             .collect();
         let members = order.len();
-        let pooled = pool(&self.layout, &x, &probs, &certified, members, b, &perm);
+        let read_from: Vec<ReadFrom> = self.determined.iter().map(|d| ReadFrom::of(dataset, d)).collect();
+        let pooled = pool(&self.layout, &read_from, &x, &probs, &certified, members, b, &perm);
         let targets = match targets.is_empty() {
             true => Vec::new(),
             false => (0..b)

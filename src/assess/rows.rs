@@ -130,6 +130,7 @@ impl Setup<'_> {
             ensemble: self.rounds.clone(),
             chosen: recon.chosen,
             categories_held: self.categories_held(),
+            determined: self.determined.iter().map(|d| d.described(self.dataset)).collect(),
         });
         report.member_steps = recon.steps;
         Ok(report)
@@ -260,6 +261,7 @@ impl Setup<'_> {
                 ensemble: self.rounds.clone(),
                 chosen: recon.chosen,
                 categories_held: self.categories_held_against(truth),
+                determined: self.determined.iter().map(|d| d.described(self.dataset)).collect(),
             },
             seconds,
         );

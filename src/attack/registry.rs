@@ -39,6 +39,8 @@ pub struct Priors {
     /// FedAvg in a known order: the rows the client's simulated update chooses among the
     /// members' and the span's (`assess::update_choice`).
     pub choice: bool,
+    /// Continuous columns the table determines from a category, read from it (`table::determined`).
+    pub determined: bool,
 }
 
 /// A part an attack would compose that the client's model rules out, and why: what the report

@@ -8,7 +8,6 @@ use serde::{Deserialize, Serialize};
 use super::ReceivedUpdate;
 use super::recipe::{RecipeCheck, check_recipe, check_recipe_in_orders};
 use crate::assess::fallback::FallbackSummary;
-use crate::assess::matching::Rule;
 use crate::assess::rows::fall_back;
 use crate::assess::scoring::{Accuracy, score};
 use crate::attack::baselines::random_rows;
@@ -152,7 +151,7 @@ pub async fn attack_received_against(
         recipe_check = check;
     }
     let fit = setup.update_fit(&recon).await?;
-    let rules = Rule::of(&dataset.features);
+    let rules = setup.rules.clone();
     let guess = random_rows(truth, truth.n(), seed_for(config.seed, 5));
     // Where rows are left unproved, the server falls back to the marginals cell by cell as a
     // simulated attack does (`assess::fallback`): a shadow client of rows drawn from the same

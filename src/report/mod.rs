@@ -224,6 +224,11 @@ pub struct RowDetails {
     /// attack recovers (`attack::priors::categories_held`; null elsewhere).
     #[serde(default)]
     pub categories_held: Option<crate::attack::priors::categories_held::CategoriesHeld>,
+    /// Continuous columns the table determines from a category, which the attack read from each
+    /// pooled row's category (`table::determined`) where no member's row was solved in the first
+    /// layer's span.
+    #[serde(default)]
+    pub determined: Vec<crate::table::determined::ReadFromCategory>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]

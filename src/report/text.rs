@@ -270,6 +270,9 @@ fn accuracy(r: &Report, s: &mut String) {
         if let Some(c) = r.row_details().and_then(|d| d.categories_held.as_ref()) {
             let _ = writeln!(s, "{}", c.sentence());
         }
+        for d in r.row_details().map_or(&[][..], |d| &d.determined[..]) {
+            let _ = writeln!(s, "{}", d.sentence());
+        }
     }
     if let Some(f) = r.row_details().and_then(|d| d.fallback.as_ref()) {
         fallback_lines(f, s);

@@ -668,6 +668,22 @@ test('FedAvg with Adam from the form: the client\'s optimiser reaches the engine
   }
 });
 
+test('the Adult sample\'s education-num, a code of its education, is read from the education recovered, and the page says so', async () => {
+  const { browser, page, problems } = await openPage({ webgpu: false });
+  try {
+    await upload(page, join(root, 'data', 'adult-sample.csv'));
+    await settings(page, { batchSize: 8, ensemble: 4, iterations: 60, seed: 1 });
+    await runToEnd(page);
+    assert.equal(await page.locator('#error').isHidden(), true, await page.textContent('#error'));
+    const report = await downloadReport(page);
+    assert.deepEqual(report.details.determined.map((d) => [d.column, d.by, d.categories]), [['education-num', 'education', 16]]);
+    assert.match(await page.textContent('#results-info'), /education-num read from education: every row of the table with the same education has the same education-num \(16 categories\)/);
+    assert.deepEqual(problems, []);
+  } finally {
+    await browser.close();
+  }
+});
+
 test('a batch too large for the second layer\'s certificate: the page says why, and up to which batch size it proves', async () => {
   const { browser, page, problems } = await openPage({ webgpu: false });
   try {

@@ -6,10 +6,12 @@ fn rules() -> Vec<Rule> {
         Rule {
             categorical: true,
             tolerance: 0.0,
+            follows: None,
         },
         Rule {
             categorical: false,
             tolerance: 0.5,
+            follows: None,
         },
     ]
 }
@@ -214,4 +216,23 @@ fn cells_without_entropy_fall_back_wherever_their_kind_does() {
         continuous: Some(-1.0),
     };
     assert_eq!(keep.mask(&rules(), &[vec![None, None]]), [[false, true]]);
+}
+
+/// A column read from a category (`table::determined`) falls back exactly where the category
+/// does, whatever its own entropy says.
+#[test]
+fn a_column_read_from_a_category_falls_back_with_it() {
+    let mut tied = rules();
+    tied[1].follows = Some(0);
+    let t = Thresholds {
+        categorical: Some(0.5),
+        continuous: Some(1.0),
+    };
+    let entropy = [
+        vec![Some(0.1), Some(3.0)],
+        vec![Some(0.9), Some(-3.0)],
+        vec![Some(0.9), None],
+    ];
+    assert_eq!(t.mask(&rules(), &entropy), [[false, true], [true, false], [true, true]]);
+    assert_eq!(t.mask(&tied, &entropy), [[false, false], [true, true], [true, true]]);
 }

@@ -40,6 +40,9 @@ pub struct Setup<'a> {
     /// The shadow client's members, inverted in shares on a page's workers
     /// (`run::invert_shadow`): the fallback's calibration joins them instead of inverting.
     pub shadow_parts: Option<Vec<crate::attack::inversion::ensemble::Members>>,
+    /// Continuous columns the table determines from a category, where the attack reads them so
+    /// (`table::determined`, `assess::pooling::ReadFrom`).
+    pub determined: Vec<crate::table::determined::Determined>,
 }
 
 impl<'a> Setup<'a> {
@@ -81,7 +84,14 @@ impl<'a> Setup<'a> {
             subspace,
             rounds: None,
             shadow_parts: None,
+            determined: match config.priors().determined {
+                true => crate::table::determined::determined_columns(dataset),
+                false => Vec::new(),
+            },
         };
+        for d in &setup.determined {
+            setup.rules[d.column].follows = Some(d.by);
+        }
         // The report names what really computes the steps.
         setup.backend = setup.backend.clone().with_engine(setup.engine());
         setup

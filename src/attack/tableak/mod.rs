@@ -54,6 +54,7 @@ impl Attack for TableakSettings {
             second_layer: self.second_layer,
             fallback: self.prior_fallback,
             choice: self.update_choice,
+            determined: true,
         }
     }
 
