@@ -407,8 +407,9 @@ chosen: UpdateChoice | null,
  */
 categories_held: CategoriesHeld | null, 
 /**
- * Continuous columns the table determines from a category, which the attack read from the
- * pooled category (`table::determined`; rows no member of the span reached).
+ * Continuous columns the table determines from a category, which the attack read from each
+ * pooled row's category (`table::determined`) where no member's row was solved in the first
+ * layer's span.
  */
 determined: Array<ReadFromCategory>, };
 
