@@ -165,7 +165,7 @@ mod tests {
             alone.rows[0][3], 0.4,
             "the members' median without the table's dependency"
         );
-        let read_from = pool(&layout, &[read.clone()], &x, &probs, &[], 3, 1, &perm);
+        let read_from = pool(&layout, std::slice::from_ref(&read), &x, &probs, &[], 3, 1, &perm);
         assert_eq!(read_from.rows[0][3], 0.5, "category 1 pooled, its value taken");
         assert_eq!(read_from.entropy[0][1], entropy::continuous(&[0.5, 0.5, 1.5]));
         assert_eq!(
