@@ -236,3 +236,29 @@ fn a_column_read_from_a_category_falls_back_with_it() {
     assert_eq!(t.mask(&rules(), &entropy), [[false, true], [true, false], [true, true]]);
     assert_eq!(t.mask(&tied, &entropy), [[false, false], [true, true], [true, true]]);
 }
+
+/// A cell tied to another is one decision in the gain's bound: a gain that twelve cells of six
+/// rows show against four of two is sure when the pairs pass for independent cells, not when
+/// each pair counts once.
+#[test]
+fn a_tied_pair_counts_once_in_the_gains_bound() {
+    let truth: Vec<Vec<Value>> = (0..20).map(|i| row(i, 10.0 * i as f64)).collect();
+    let wrong = |i: u32| row(100 + i, 1000.0 + 10.0 * i as f64);
+    let candidate: Vec<Vec<Value>> = (0..20)
+        .map(|i| {
+            if (6..8).contains(&i) {
+                wrong(i)
+            } else {
+                truth[i as usize].clone()
+            }
+        })
+        .collect();
+    let base: Vec<Vec<Value>> = (0..20)
+        .map(|i| if i < 6 { wrong(i) } else { truth[i as usize].clone() })
+        .collect();
+    let mut tied = rules();
+    tied[1].follows = Some(0);
+    let (c, b) = (score(&rules(), &truth, &candidate), score(&rules(), &truth, &base));
+    assert!(gain_lower_bound(&rules(), &c, &b) > 0.0);
+    assert!(gain_lower_bound(&tied, &c, &b) < 0.0);
+}
