@@ -99,7 +99,7 @@ impl Thresholds {
         entropy
             .iter()
             .map(|row| {
-                rules
+                let mut row = rules
                     .iter()
                     .zip(row)
                     .map(|(r, e)| {
@@ -114,9 +114,7 @@ impl Thresholds {
                             (None, _) => false,
                         }
                     })
-                    .collect::<Vec<bool>>()
-            })
-            .map(|mut row| {
+                    .collect::<Vec<bool>>();
                 // A column read from a category is right where the category is: it falls back
                 // with it.
                 for (f, r) in rules.iter().enumerate() {
