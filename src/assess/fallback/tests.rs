@@ -259,6 +259,51 @@ fn a_tied_pair_counts_once_in_the_gains_bound() {
     let mut tied = rules();
     tied[1].follows = Some(0);
     let (c, b) = (score(&rules(), &truth, &candidate), score(&rules(), &truth, &base));
-    assert!(gain_lower_bound(&rules(), &c, &b) > 0.0);
-    assert!(gain_lower_bound(&tied, &c, &b) < 0.0);
+    assert!(gain_lower_bound(&rules(), &c, &b, LOWER_BOUND_Z) > 0.0);
+    assert!(gain_lower_bound(&tied, &c, &b, LOWER_BOUND_Z) < 0.0);
+}
+
+#[test]
+fn the_sure_gain_is_shared_among_the_thresholds_tried() {
+    assert!((selection_z(1) - LOWER_BOUND_Z).abs() < 1e-9);
+    assert!(selection_z(2) > selection_z(1) && selection_z(121) > selection_z(33));
+    // Bonferroni over 121 candidates: the one-sided 97.7 % of z = 2, shared, is z ≈ 3.56.
+    assert!((selection_z(121) - 3.56).abs() < 0.01, "{}", selection_z(121));
+}
+
+/// Forty rows; the ensemble is right on the categories of rows 0-7, its surest, and wrong on
+/// every other cell. Keeping its eight or so surest categories gains about 2.4 standard errors
+/// over the guess on these cells: sure at z = 2, not once the choice among the thresholds tried is
+/// counted. That count applies only where the ensemble's cells, kept whole, lose to the guess.
+#[test]
+fn where_the_ensemble_loses_to_the_guess_a_gain_must_be_sure_of_the_choice_too() {
+    let truth: Vec<_> = (0..40).map(|i| row(i, i as f64)).collect();
+    let rows: Vec<_> = (0..40)
+        .map(|i| row(if i < 8 { i } else { 100 + i }, 1000.0 + i as f64))
+        .collect();
+    let entropy: Vec<_> = (0..40).map(|i| vec![Some(i as f64 / 40.0), Some(5.0)]).collect();
+    // The guess: wrong on rows 0-7's categories, right on rows 8-13's; elsewhere right (the
+    // ensemble loses as a whole) or wrong (it wins).
+    let guess = |elsewhere_right: bool| -> Vec<Vec<Value>> {
+        (0..40)
+            .map(|i| {
+                let right = (8..14).contains(&i) || (i >= 14 && elsewhere_right);
+                let c = if right { i } else { 200 + i };
+                let v = if elsewhere_right { i as f64 } else { 2000.0 + i as f64 };
+                row(c, v)
+            })
+            .collect()
+    };
+    let held = [false; 40];
+    let loses = guess(true);
+    let (t, [ensemble, all_prior, chosen]) = calibrate(&rules(), &truth, &rows, &entropy, &loses, &held);
+    assert!(ensemble < all_prior, "{ensemble} {all_prior}");
+    assert_eq!(chosen, all_prior, "{t:?}");
+    assert!(t.mask(&rules(), &entropy).iter().flatten().all(|&m| m), "{t:?}");
+    let wins = guess(false);
+    let (t, [ensemble, all_prior, chosen]) = calibrate(&rules(), &truth, &rows, &entropy, &wins, &held);
+    assert!(ensemble > all_prior, "{ensemble} {all_prior}");
+    assert!(chosen > all_prior, "{t:?}");
+    let kept = t.mask(&rules(), &entropy).iter().filter(|m| !m[0]).count();
+    assert!((5..=9).contains(&kept), "{kept} {t:?}");
 }
