@@ -367,24 +367,8 @@ impl Calibration {
     /// client's rows, its ensemble's rows are its whole work, as the literature measures it,
     /// and keep the thresholds (Adult [32, 32] untrained, seed 1: every shadow row proved, the
     /// client's none, its ensemble 74 % right against 62 % guessing).
-    ///
-    /// Where the shadow cannot speak for those rows the update can: where the reconstruction
-    /// leaves at most `UNEXPLAINED` of what the marginal guess's rows in their slots leave of the
-    /// update (`explains_beyond_guess`), they carry what the held rows lack of it, and are not
-    /// untested. Adult, seeds 0-9 of `scripts/bench_rounds.py`, every attack where this applied:
-    /// [100, 100] trained 5 epochs seeds 0 and 1, 20 epochs seed 1, and [32, 32] at B = 16
-    /// trained 20 epochs seed 9, the ensemble's rows 89 %, 36 %, 50 % and 76 % right against the
-    /// guess's 46 %, 43 %, 43 % and 43 % (fits 5.4e-4 against 3.3e-3, 7.2e-5 / 0.20, 0.060 /
-    /// 0.25, 5.3e-3 / 0.59); where the guess fitted better (exhausted), 43 % and 36 % against 43 %
-    /// and 57 %.
     pub fn untested(&self) -> bool {
-        self.shadow_open == 0 && self.holds_rows && !self.explains_beyond_guess()
-    }
-
-    /// The reconstruction leaves at most `UNEXPLAINED` of what the marginal guess leaves of the
-    /// update (1 − cos of each, `fits`).
-    pub fn explains_beyond_guess(&self) -> bool {
-        self.fits.is_some_and(|[recon, prior]| recon <= UNEXPLAINED * prior)
+        self.shadow_open == 0 && self.holds_rows
     }
 
     /// The client's reconstruction explains its update more than `UNLIKE_SHADOW_FIT` times worse
@@ -393,11 +377,11 @@ impl Calibration {
     /// and its thresholds do not speak for it.
     pub fn unlike_shadow(&self) -> bool {
         match (self.fits, self.shadow_fit) {
-            (Some([recon, _]), Some(shadow)) => {
+            (Some([recon, prior]), Some(shadow)) => {
                 self.shadow_open == self.shadow_rows
                     && !self.holds_rows
                     && recon > UNLIKE_SHADOW_FIT * shadow
-                    && !self.explains_beyond_guess()
+                    && recon > UNEXPLAINED * prior
             }
             _ => false,
         }

@@ -135,33 +135,11 @@ fn an_exhausted_attack_keeps_only_the_rows_the_span_holds_to_the_shadows_thresho
     );
     // A shadow whose update held every row tested no ensemble row: the rows left beside the
     // held one fall back, as where exhausted; where the update holds none, nothing changes.
-    let untested = Calibration {
-        shadow_open: 0,
-        fits: Some([0.5, 0.9]),
-        ..c
-    };
+    let untested = Calibration { shadow_open: 0, ..c };
     assert!(untested.untested() && !untested.exhausted());
     assert_eq!(
         untested.mask(&rules(), &entropy, &held),
         [[true, true], [false, true], [true, true]]
-    );
-    // ... unless the update speaks for them: the reconstruction leaves at most a quarter of what
-    // the guess in their slots leaves of it. Unreplayed (no fits), the update cannot.
-    let explained = Calibration {
-        fits: Some([0.2, 0.9]),
-        ..untested
-    };
-    assert!(explained.explains_beyond_guess() && !explained.untested());
-    assert_eq!(
-        explained.mask(&rules(), &entropy, &held),
-        [[false, false], [false, true], [false, true]]
-    );
-    assert!(
-        Calibration {
-            fits: None,
-            ..explained
-        }
-        .untested()
     );
     let none_held = Calibration {
         holds_rows: false,
