@@ -233,7 +233,7 @@ const UNLIKE_SHADOW_FIT: f64 = 3.0;
 const UNEXPLAINED: f64 = 0.25;
 
 /// The gain in right cells of `candidate` over `base` (both scored on the same true rows), less
-/// `LOWER_BOUND_Z` standard errors of the paired per-cell difference. A cell that falls back with
+/// `z` standard errors of the paired per-cell difference (`LOWER_BOUND_Z`, or `selection_z`). A cell that falls back with
 /// another (`Rule::follows`) is one decision with it: their differences count as one, or the
 /// pair would pass for two independent cells and narrow the bound.
 fn gain_lower_bound(rules: &[Rule], candidate: &Scored, base: &Scored, z: f64) -> f64 {
