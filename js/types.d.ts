@@ -647,6 +647,11 @@ categorical_above: number | null,
  */
 continuous_above: number | null, 
 /**
+ * The width of the table's prior on the ensemble's continuous cells, in the members'
+ * spreads, where the shadow client showed it gains (`assess::table_prior`; null: none).
+ */
+prior_spread: number | null, 
+/**
  * Cells of the client's batch taken from the marginal guess, of all its cells.
  */
 prior_cells: number, cells: number, 

@@ -56,6 +56,11 @@ pub fn uncertain_continuous(dataset: &crate::table::Dataset, cells: &mut [Option
     }
 }
 
+/// The members' spread s (standardised) a continuous cell's entropy `continuous` stands for.
+pub fn continuous_spread(entropy: f64) -> f64 {
+    ((2.0 * (entropy - 0.5)).exp() / std::f64::consts::TAU).sqrt()
+}
+
 /// Gaussian entropy 0.5 + 0.5·log(2π s²) of the members' standardised values, with the unbiased
 /// sample variance s², floored at f32 resolution (a spread of 1e-6): members that agree exactly
 /// (rows proved by `attack::priors::activity`) get about −12.3, not −∞, which JSON cannot carry. None for

@@ -11,12 +11,15 @@
 //! own (`Calibration::unlike_shadow`). The marginal guess is the random baseline's own draw, so
 //! thresholds that send every cell to it score the random baseline exactly; on the shadow batch
 //! the chosen mix scores at least as well as the guess, and better only by a gain it is sure of.
+//! Where the server holds the table's rows, the continuous cells the thresholds keep are then read
+//! with the table's own values as their prior, at a width the shadow chooses (`assess::table_prior`).
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use super::matching::Rule;
 use super::scoring::Scored;
 use super::scoring::score;
+use super::table_prior::{ColumnValues, SPREADS};
 use crate::attack::baselines::{likeliest_value, random_rows};
 use crate::attack::inversion::driver::Progress;
 use crate::attack::inversion::setup::Setup;
@@ -41,6 +44,9 @@ pub struct FallbackSummary {
     pub categorical_above: Option<f64>,
     /// The same for continuous cells (their entropy is on another scale).
     pub continuous_above: Option<f64>,
+    /// The width of the table's prior on the ensemble's continuous cells, in the members'
+    /// spreads, where the shadow client showed it gains (`assess::table_prior`; null: none).
+    pub prior_spread: Option<f64>,
     /// Cells of the client's batch taken from the marginal guess, of all its cells.
     pub prior_cells: usize,
     pub cells: usize,
@@ -332,6 +338,9 @@ pub fn calibrate(
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Calibration {
     pub thresholds: Thresholds,
+    /// The width of the table's prior on the ensemble's continuous cells, in members' spreads
+    /// (`assess::table_prior`), where it served the shadow client better than none.
+    pub prior_spread: Option<f64>,
     pub shadow: [f64; 3],
     pub labels: Option<LabelCalibration>,
     pub fits: Option<[f64; 2]>,
@@ -536,7 +545,35 @@ impl Setup<'_> {
         // rows left a few hard ones, no sure gain on those, and client rows 75-83 % right fell
         // to guessing).
         let set_aside: Vec<bool> = held.iter().map(|&h| h && client_holds_rows).collect();
-        let (thresholds, shadow_scores) = calibrate(&self.rules, &truth.rows, &recon.rows, entropy, &prior, &set_aside);
+        let (thresholds, mut shadow_scores) =
+            calibrate(&self.rules, &truth.rows, &recon.rows, entropy, &prior, &set_aside);
+        // The table's prior on the continuous cells the thresholds keep, at the width that serves
+        // the shadow best, where the server holds the table's rows (`assess::table_prior`). The
+        // cells that fall back are the same whatever the prior does to the others: a choice that
+        // only moves cells the shadow's thresholds keep cannot take the attack below guessing where
+        // every cell falls back.
+        let prior_spread = match shadow_of_table {
+            true => {
+                let indices = self.scenario.truth.as_ref().map_or(&[][..], |t| &t.indices[..]);
+                let values = ColumnValues::of(dataset, indices).without(&truth.rows);
+                let open: Vec<bool> = held.iter().map(|h| !h).collect();
+                let mask = keep_held(thresholds.mask(&self.rules, entropy), &set_aside);
+                let mut best = (shadow_scores[2], None);
+                for k in SPREADS {
+                    let mut rows = recon.rows.clone();
+                    values.read(dataset, &self.rules, &mut rows, entropy, &open, k);
+                    let right = score(&self.rules, &truth.rows, &mix(&rows, &prior, &mask))
+                        .accuracy
+                        .total;
+                    if right > best.0 + 1e-12 {
+                        best = (right, Some(k));
+                    }
+                }
+                shadow_scores[2] = best.0;
+                best.1
+            }
+            false => None,
+        };
         let labels = match (&recon.values, &dataset.target, likeliest_value(dataset)) {
             (Some((values, _)), Some(target), Some(prior_value)) => {
                 let assignment = score(&self.rules, &truth.rows, &recon.rows).assignment;
@@ -558,6 +595,7 @@ impl Setup<'_> {
         };
         Ok(Some(Calibration {
             thresholds,
+            prior_spread,
             shadow: shadow_scores,
             labels,
             fits: None,
@@ -581,6 +619,7 @@ impl FallbackSummary {
             shadow_chosen: c.shadow[2],
             categorical_above: c.thresholds.categorical,
             continuous_above: c.thresholds.continuous,
+            prior_spread: c.prior_spread,
             prior_cells: mask.iter().flatten().filter(|&&m| m).count(),
             cells: mask.iter().map(Vec::len).sum(),
             prior_rows: mask.iter().filter(|row| row.iter().all(|&m| m)).count(),

@@ -19,6 +19,7 @@ mod shadow_rows;
 mod span_fit;
 mod span_left;
 pub mod stopping;
+pub mod table_prior;
 pub mod update_choice;
 
 /// `f` on a setup of the Adult sample's batch that `config` draws (the tests' common start).

@@ -5,6 +5,7 @@ use crate::assess::fallback::{Calibration, FallbackSummary, keep_held, mix};
 use crate::assess::matching::Rule;
 use crate::assess::reconstruct::{Reconstruction, why_not_proved};
 use crate::assess::scoring::score;
+use crate::assess::table_prior::ColumnValues;
 use crate::attack::baselines::{random_rows, random_values};
 use crate::attack::inversion::driver::Progress;
 use crate::attack::inversion::ensemble::Members;
@@ -71,6 +72,12 @@ impl Setup<'_> {
             return Err(Error::Config("a received update has no truth to score against".into()));
         };
         let random_guess = self.random_guess();
+        // The table's prior on the ensemble's continuous cells, as the shadow client chose it.
+        if let (Some(k), Some(entropy)) = (calibration.and_then(|c| c.prior_spread), recon.entropy.as_ref()) {
+            let values = ColumnValues::of(dataset, &truth.indices);
+            let open: Vec<bool> = recon.provenance.iter().map(|p| !p.held_by_update()).collect();
+            values.read(dataset, &self.rules, &mut recon.rows, entropy, &open, k);
+        }
         let mask = calibration.and_then(|c| fall_back(&mut recon, &c, &self.rules, &random_guess));
         let scored = score(&self.rules, &truth.rows, &recon.rows);
         let fallback = mask.map(|(c, mask)| FallbackSummary::of(&c, &mask, Some(&scored)));

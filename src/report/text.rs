@@ -172,6 +172,14 @@ fn fallback_lines(f: &crate::assess::fallback::FallbackSummary, s: &mut String) 
         pct(f.ensemble_cell_accuracy),
         pct(f.prior_cell_accuracy)
     );
+    if let Some(k) = f.prior_spread {
+        let _ = writeln!(
+            s,
+            "the ensemble's continuous cells were read with the table's own values as their prior (each moved \
+             to the value the table makes likeliest within {k} of the members' spread), which the shadow client \
+             showed to gain"
+        );
+    }
     if f.untested && !f.exhausted && f.prior_cells > 0 {
         let _ = writeln!(
             s,

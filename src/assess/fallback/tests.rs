@@ -117,6 +117,7 @@ fn an_exhausted_attack_keeps_only_the_rows_the_span_holds_to_the_shadows_thresho
             categorical: None,
             continuous: Some(1.0),
         },
+        prior_spread: None,
         shadow: [1.0, 0.6, 1.0],
         labels: None,
         fits: Some([0.2, 0.9]),
