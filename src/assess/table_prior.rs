@@ -22,6 +22,22 @@ use crate::table::{Dataset, Value};
 /// The widths the shadow client tries, in members' spreads.
 pub const SPREADS: [f64; 2] = [0.5, 1.0];
 
+/// `values`' distinct values, sorted, and how many times each occurs.
+fn counted(mut values: Vec<f64>) -> (Vec<f64>, Vec<f64>) {
+    values.sort_by(f64::total_cmp);
+    let (mut distinct, mut counts) = (Vec::new(), Vec::new());
+    for x in values {
+        match distinct.last() {
+            Some(&last) if last == x => *counts.last_mut().expect("a count per value") += 1.0,
+            _ => {
+                distinct.push(x);
+                counts.push(1.0);
+            }
+        }
+    }
+    (distinct, counts)
+}
+
 /// Each continuous column's distinct values among the server's sample of rows, sorted, with how
 /// many rows hold each (None for a categorical column).
 #[derive(Debug, Clone)]
@@ -43,18 +59,7 @@ impl ColumnValues {
                         .filter(|i| !excluded.contains(i))
                         .map(|i| dataset.rows[i][f].num())
                         .collect();
-                    v.sort_by(f64::total_cmp);
-                    let (mut values, mut counts) = (Vec::new(), Vec::new());
-                    for x in v {
-                        match values.last() {
-                            Some(&last) if last == x => *counts.last_mut().expect("a count per value") += 1.0,
-                            _ => {
-                                values.push(x);
-                                counts.push(1.0);
-                            }
-                        }
-                    }
-                    (values, counts)
+                    counted(v)
                 })
             })
             .collect();
@@ -163,19 +168,8 @@ mod tests {
     use super::*;
 
     fn column(values: &[f64]) -> ColumnValues {
-        let mut v = values.to_vec();
-        v.sort_by(f64::total_cmp);
-        let mut columns = (Vec::new(), Vec::new());
-        for x in v {
-            if columns.0.last() == Some(&x) {
-                *columns.1.last_mut().unwrap() += 1.0;
-            } else {
-                columns.0.push(x);
-                columns.1.push(1.0);
-            }
-        }
         ColumnValues {
-            columns: vec![Some(columns)],
+            columns: vec![Some(counted(values.to_vec()))],
         }
     }
 
