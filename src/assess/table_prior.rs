@@ -55,7 +55,7 @@ impl ColumnValues {
             .enumerate()
             .map(|(f, feature)| {
                 (!feature.is_categorical()).then(|| {
-                    let mut v: Vec<f64> = (0..dataset.n())
+                    let v: Vec<f64> = (0..dataset.n())
                         .filter(|i| !excluded.contains(i))
                         .map(|i| dataset.rows[i][f].num())
                         .collect();
