@@ -397,8 +397,9 @@ answered_after: number | null,
  */
 ensemble: EnsembleRounds | null, 
 /**
- * FedAvg in a known order: the rows the client's simulated update chose among the members'
- * and the span's (`assess::update_choice`; null where it did not run).
+ * FedAvg in a known order or reshuffled, and FedSGD: the rows the client's simulated update
+ * chose among the members' and the span's (`assess::update_choice`; null where it did not
+ * run).
  */
 chosen: UpdateChoice | null, 
 /**
@@ -986,8 +987,9 @@ prior_fallback: boolean,
  * On FedAvg in a known order, change pooled rows to their members' rows, their members'
  * cells or the first layer's span's rows where the client's simulated update fits the
  * observed one better (`assess::update_choice`), then run the ensemble again from the rows
- * chosen and keep its rows where they fit better still (`assess::refine`). On FedSGD, run
- * it again on what the rows the update holds leave of it, for the rows left
+ * chosen and keep its rows where they fit better still (`assess::refine`). On FedSGD the
+ * same where the pooled rows fit the update (1 − cos ≤ 0.05), the span's rows tried first;
+ * and run it again on what the rows the update holds leave of it, for the rows left
  * (`assess::inverted_left`).
  */
 update_choice: boolean, 

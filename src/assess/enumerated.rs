@@ -42,6 +42,9 @@ const ENCODED: f64 = 8.0;
 /// Rows of the span per row of the batch beyond which it is not searched further: the update's
 /// fit (`assess::span_fit`) takes that many at most.
 const MOST_PER_ROW: usize = 16;
+/// Rows of a crowded span per row of the batch the search still returns, for the update's choice
+/// alone (`enumerate_span`'s second answer): Adult [32, 32], B = 32, untrained, held 461-14,702 rows.
+const CROWD_PER_ROW: usize = 1024;
 /// A proof reads continuous values to what "proved" claims (in std, as the encoding's units are),
 /// as the second layer's certificate claims them.
 const PRECISE: f64 = crate::table::dataset::PROVED_WITHIN;
@@ -75,11 +78,18 @@ pub struct SpanRows {
 impl Setup<'_> {
     /// The rows of the first layer's span (`SpanRows`), where the attack composes the span and the
     /// update shows no noise of its own; None elsewhere, or where the search was refused (more
-    /// combinations of the categories the batch holds than `enumerate::HALF_LIMIT` a half).
-    pub fn enumerate_span(&self) -> Option<SpanRows> {
-        let span = self.subspace.as_ref()?;
+    /// combinations of the categories the batch holds than `enumerate::HALF_LIMIT` a half, or
+    /// more rows than `MOST_PER_ROW` per row of the batch). Second, where the search over every
+    /// category found more rows than that but at most `CROWD_PER_ROW` per row, and the update's
+    /// choice can use them (FedSGD): all of them, for the choice alone (nothing is proved or
+    /// snapped from them; the first answer is then the search within the categories the first
+    /// layer shows held, as before).
+    pub fn enumerate_span(&self) -> (Option<SpanRows>, Option<SpanRows>) {
+        let Some(span) = self.subspace.as_ref() else {
+            return (None, None);
+        };
         if !(self.config.priors().span && self.inverts.relaxed && span.exact) || span.rank() == 0 {
-            return None;
+            return (None, None);
         }
         let b = self.config.rows();
         let rank = span.rank();
@@ -100,28 +110,34 @@ impl Setup<'_> {
         let steps = activity::precision_steps(self.dataset);
         // More rows than this in the span tell the batch from nothing: the search stops there.
         let most = MOST_PER_ROW * b;
-        let search = |allowed: &[Vec<bool>]| {
+        // Where the update's choice can use them (FedSGD), the rows of a crowded span too.
+        let crowd_most = match self.replays_gradient() && self.config.priors().choice && self.span_leaves_directions() {
+            true => CROWD_PER_ROW * b,
+            false => most,
+        };
+        let search = |allowed: &[Vec<bool>], most: usize| {
             enumerate::rows_in_span(&basis, &self.layout, allowed, &steps, &tolerance, &accept, most)
         };
         // Every category first, where the search stays within its limits: only then is nothing
         // ruled out by a reading of the update, and the rows found may be a proof. Else the
         // categories the first layer shows the batch holds.
-        let (exhaustive, enumerated) = match search(&[]) {
-            e if e.complete => (true, e),
-            _ => {
-                let observed = &self.scenario.observed;
-                let present = present_categories(self.dataset, observed.weight(0), observed.bias(0));
-                let allowed: Vec<Vec<bool>> = present.into_iter().filter(|p| !p.is_empty()).collect();
-                (false, search(&allowed))
+        let mut crowd = None;
+        let (exhaustive, enumerated) = match search(&[], crowd_most) {
+            e if e.complete && e.rows.len() <= most => (true, e),
+            e if e.complete => {
+                crowd = Some(e);
+                (false, search(&self.categories_shown_held(), most))
             }
+            _ => (false, search(&self.categories_shown_held(), most)),
         };
+        let crowd = crowd.map(|e| self.crowded_span(e, rank, spectrum.rank() == Rank::Certain(rank)));
         let Enumerated {
             rows: found,
             complete,
             free,
         } = enumerated;
         if !complete {
-            return None;
+            return (None, crowd);
         }
         // Each row's continuous values are read to the claim's precision where the span fixes
         // them well enough: its tolerance over how far the span lets them slide.
@@ -167,17 +183,47 @@ impl Setup<'_> {
             proof = how.iter().all(Option::is_none);
             loose = if proof { Vec::new() } else { how };
         }
-        Some(SpanRows {
-            rows,
+        (
+            Some(SpanRows {
+                rows,
+                encoded,
+                free,
+                proof,
+                loose,
+                holds_lines,
+                rank,
+                certain: spectrum.rank() == Rank::Certain(rank),
+                batch: b,
+            }),
+            crowd,
+        )
+    }
+
+    /// The categories the first layer shows the batch holds, per categorical block.
+    fn categories_shown_held(&self) -> Vec<Vec<bool>> {
+        let observed = &self.scenario.observed;
+        let present = present_categories(self.dataset, observed.weight(0), observed.bias(0));
+        present.into_iter().filter(|p| !p.is_empty()).collect()
+    }
+
+    /// A crowded span's rows (`enumerate_span`'s second answer) for the update's choice alone: no
+    /// proof, no batch among them.
+    fn crowded_span(&self, e: Enumerated, rank: usize, certain: bool) -> SpanRows {
+        let encoded: Vec<Vec<f64>> = e.rows.into_iter().map(|f| f.row).collect();
+        SpanRows {
+            rows: encoded
+                .iter()
+                .map(|x| self.dataset.decode(&x.iter().map(|&v| v as f32).collect::<Vec<_>>()))
+                .collect(),
             encoded,
-            free,
-            proof,
-            loose,
-            holds_lines,
+            free: e.free,
+            proof: false,
+            loose: Vec::new(),
+            holds_lines: false,
             rank,
-            certain: spectrum.rank() == Rank::Certain(rank),
-            batch: b,
-        })
+            certain,
+            batch: self.config.rows(),
+        }
     }
 
     /// The batch among the rows of the span (`encoded`, each read to `within` std) where the span
@@ -290,7 +336,7 @@ impl SpanRows {
 
     /// The span's row `best` as a row, with the continuous values of the member row `near`
     /// (encoded) along the directions the span leaves free, on their grids and in range.
-    fn point_near(&self, setup: &Setup<'_>, best: usize, near: &[f32]) -> Vec<Value> {
+    pub(crate) fn point_near(&self, setup: &Setup<'_>, best: usize, near: &[f32]) -> Vec<Value> {
         if self.free.ncols() == 0 {
             return self.rows[best].clone();
         }

@@ -508,16 +508,22 @@ impl Setup<'_> {
 
     /// The same attack on a shadow client, its rows drawn from `marginals` (a table of this
     /// attack's encoding), scored by the server against the rows it drew: the thresholds that
-    /// serve it best, with the marginal guess drawn from the same table. Its steps are reported
+    /// serve it best, with the marginal guess drawn from the same table. `client_searched`: whether
+    /// the client's update chose among its rows (`UpdateChoice::searched`). Its steps are reported
     /// as phase "shadow".
     pub async fn calibrate_fallback_on(
         &self,
         marginals: &Dataset,
         client_holds_rows: bool,
+        client_searched: Option<bool>,
         progress: &mut dyn FnMut(&Progress) -> bool,
     ) -> Result<Option<Calibration>> {
         let (dataset, config) = (marginals, self.config);
-        let (shadow, shadow_of_table) = self.shadow_setup(marginals).await?;
+        let (mut shadow, shadow_of_table) = self.shadow_setup(marginals).await?;
+        // The shadow's rows are chosen, and its ensemble run again, where the client's were.
+        if self.replays_gradient() {
+            shadow.choice_follows = client_searched;
+        }
         let inverted = match &self.shadow_parts {
             Some(parts) => crate::attack::inversion::ensemble::join(shadow.shape(), parts.clone())?,
             None => {

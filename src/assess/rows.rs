@@ -178,7 +178,11 @@ impl Setup<'_> {
             return Ok(None);
         }
         let holds_rows = recon.provenance.iter().any(|p| p.held_by_update());
-        let Some(c) = self.calibrate_fallback_on(marginals, holds_rows, progress).await? else {
+        let searched = recon.chosen.as_ref().map(|c| c.searched);
+        let Some(c) = self
+            .calibrate_fallback_on(marginals, holds_rows, searched, progress)
+            .await?
+        else {
             return Ok(None);
         };
         let fits = match self.config.unreplayable(self.config.rows()) {

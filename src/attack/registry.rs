@@ -329,13 +329,19 @@ impl AttackConfig {
     }
 
     /// The runs of the optimisation and the client updates replayed at most where the update
-    /// chooses rows (FedAvg of a classifier in a known order, or reshuffled with a copy of the
-    /// rows per epoch, whose orders it chooses too) and the ensemble may run again: twice each,
-    /// every run pooled up to twice (the second layer's certificate alone first). Elsewhere one
-    /// run, nothing replayed.
+    /// chooses rows (FedSGD of a classifier; FedAvg of a classifier in a known order, or
+    /// reshuffled with a copy of the rows per epoch, whose orders it chooses too) and the ensemble
+    /// may run again: twice each, every run pooled up to twice (the second layer's certificate
+    /// alone first). Elsewhere one run, nothing replayed.
     fn choice_work(&self, dataset: &Dataset) -> (usize, usize) {
-        let Protocol::Fedavg(t) = &self.protocol else {
-            return (1, 0);
+        let (runs, poolings) = (2, 2);
+        let t = match &self.protocol {
+            Protocol::Fedsgd if self.priors().choice && dataset.target.is_none() => {
+                let per_pooling = search_bounds::choice_replays(self.rows(), self.rows(), false) + self.members();
+                return (runs, runs * poolings * per_pooling);
+            }
+            Protocol::Fedsgd => return (1, 0),
+            Protocol::Fedavg(t) => t,
         };
         let (n, b, members) = (self.rows(), t.local_batch, self.members());
         let known = t.order_known(n);
@@ -348,7 +354,6 @@ impl AttackConfig {
             false => 0,
         };
         let per_pooling = search_bounds::choice_replays(n, b, known) + orders + members;
-        let (runs, poolings) = (2, 2);
         (runs, runs * poolings * per_pooling)
     }
 

@@ -216,8 +216,9 @@ pub struct RowDetails {
     /// each round changed (null: the ensemble ran whole, as configured).
     #[serde(default)]
     pub ensemble: Option<crate::attack::inversion::ensemble::EnsembleRounds>,
-    /// FedAvg in a known order: the rows the client's simulated update chose among the members'
-    /// and the span's (`assess::update_choice`; null where it did not run).
+    /// FedAvg in a known order or reshuffled, and FedSGD: the rows the client's simulated update
+    /// chose among the members' and the span's (`assess::update_choice`; null where it did not
+    /// run).
     #[serde(default)]
     pub chosen: Option<crate::assess::update_choice::UpdateChoice>,
     /// An Adam or AdamW client: the categories its update shows its rows hold, beside what the

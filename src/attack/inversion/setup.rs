@@ -40,6 +40,10 @@ pub struct Setup<'a> {
     /// The shadow client's members, inverted in shares on a page's workers
     /// (`run::invert_shadow`): the fallback's calibration joins them instead of inverting.
     pub shadow_parts: Option<Vec<crate::attack::inversion::ensemble::Members>>,
+    /// A FedSGD shadow client's choice of rows searches where the client's did, and not elsewhere
+    /// (`Setup::calibrate_fallback_on`): its thresholds are then for rows chosen as the client's
+    /// were. None: by its own fit (`UPDATE_FIT_THRESHOLD`).
+    pub choice_follows: Option<bool>,
     /// Continuous columns the table determines from a category, where the attack reads them so
     /// (`table::determined`, `assess::pooling::ReadFrom`).
     pub determined: Vec<crate::table::determined::Determined>,
@@ -84,6 +88,7 @@ impl<'a> Setup<'a> {
             subspace,
             rounds: None,
             shadow_parts: None,
+            choice_follows: None,
             determined: match config.priors().determined {
                 true => crate::table::determined::determined_columns(dataset),
                 false => Vec::new(),

@@ -50,8 +50,9 @@ pub struct TableakSettings {
     /// On FedAvg in a known order, change pooled rows to their members' rows, their members'
     /// cells or the first layer's span's rows where the client's simulated update fits the
     /// observed one better (`assess::update_choice`), then run the ensemble again from the rows
-    /// chosen and keep its rows where they fit better still (`assess::refine`). On FedSGD, run
-    /// it again on what the rows the update holds leave of it, for the rows left
+    /// chosen and keep its rows where they fit better still (`assess::refine`). On FedSGD the
+    /// same where the pooled rows fit the update (1 − cos ≤ 0.05), the span's rows tried first;
+    /// and run it again on what the rows the update holds leave of it, for the rows left
     /// (`assess::inverted_left`).
     pub update_choice: bool,
     /// Run the ensemble by the stopping rule where no proof can reach the batch

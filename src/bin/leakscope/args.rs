@@ -127,11 +127,12 @@ pub struct AttackArgs {
     /// marginals' guess; rows the update proves or holds never do).
     #[arg(long)]
     pub no_prior_fallback: bool,
-    /// TabLeak on FedAvg in a known order: keep the pooled rows as pooled (by default a pooled row
-    /// changes to a member's row, a member's cell or a span row where the client's simulated
-    /// update then fits the observed one better, and the ensemble runs again from the rows
-    /// chosen); on FedSGD, leave the rows no proof reached as pooled (by default the ensemble
-    /// runs again on what the rows the update holds leave of it).
+    /// TabLeak: keep the pooled rows as pooled (by default, on FedAvg, and on FedSGD where the
+    /// pooled rows fit the update, a pooled row changes to a member's row, a member's cell or a
+    /// span row where the client's simulated update then fits the observed one better, and the
+    /// ensemble runs again from the rows chosen); on FedSGD, also leave the rows no proof reached
+    /// as pooled (by default the ensemble runs again on what the rows the update holds leave of
+    /// it).
     #[arg(long)]
     pub no_update_choice: bool,
     /// Run every member for all its iterations (by default a member whose best loss has gained
