@@ -111,7 +111,7 @@ impl Setup<'_> {
         // More rows than this in the span tell the batch from nothing: the search stops there.
         let most = MOST_PER_ROW * b;
         // Where the update's choice can use them (FedSGD), the rows of a crowded span too.
-        let crowd_most = match self.replays_gradient() && self.config.priors().choice && self.span_leaves_directions() {
+        let crowd_most = match self.chooses_among_span_rows() {
             true => CROWD_PER_ROW * b,
             false => most,
         };

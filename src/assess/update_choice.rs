@@ -163,25 +163,32 @@ impl Setup<'_> {
         let Simulation::LocalTraining { training, copies } = self.simulation() else {
             return None;
         };
-        (self.dataset.target.is_none() && self.scenario.known.is_none() && self.scenario.later_rounds.is_empty())
-            .then_some((training, copies))
+        self.replays_rows().then_some((training, copies))
+    }
+
+    /// Whether rows in their slots replay the client's update as the server simulates it:
+    /// classifying, with every cell unknown and one round.
+    fn replays_rows(&self) -> bool {
+        self.dataset.target.is_none() && self.scenario.known.is_none() && self.scenario.later_rounds.is_empty()
     }
 
     /// A FedSGD client's update is the gradient on its rows in their slots (each slot's label),
-    /// which the server simulates exactly: classifying, with every cell unknown and one round.
+    /// which the server simulates exactly where rows replay it (`replays_rows`).
     pub(crate) fn replays_gradient(&self) -> bool {
-        matches!(self.simulation(), Simulation::Gradient)
-            && self.dataset.target.is_none()
-            && self.scenario.known.is_none()
-            && self.scenario.later_rounds.is_empty()
+        matches!(self.simulation(), Simulation::Gradient) && self.replays_rows()
     }
 
-    /// Whether the batch leaves some of the directions a row of the encoding can take outside the
-    /// first layer's span (`SubspaceSummary::feasible`), so that the span tells rows apart.
-    pub(crate) fn span_leaves_directions(&self) -> bool {
-        self.subspace
-            .as_ref()
-            .is_some_and(|s| self.config.rows() < s.summary.feasible)
+    /// Whether FedSGD's choice may run here, and so wants the span's rows (`enumerate_span`): a
+    /// replayed gradient, the choice on, and a batch that leaves some of the directions a row of
+    /// the encoding can take outside the first layer's span (`SubspaceSummary::feasible`), so that
+    /// the span tells rows apart.
+    pub(crate) fn chooses_among_span_rows(&self) -> bool {
+        self.replays_gradient()
+            && self.config.priors().choice
+            && self
+                .subspace
+                .as_ref()
+                .is_some_and(|s| self.config.rows() < s.summary.feasible)
     }
 
     /// The client's local training where the server can simulate its update from rows in their
@@ -199,8 +206,8 @@ impl Setup<'_> {
         given: Option<LocalTraining>,
         span: Option<&'s SpanRows>,
         empty: bool,
+        gradient: bool,
     ) -> Option<(Option<usize>, Option<&'s SpanRows>)> {
-        let gradient = self.replays_gradient();
         let local_batch = match given.or_else(|| self.reshuffled()) {
             Some(training) => Some(training.local_batch),
             None if gradient => None,
@@ -217,7 +224,7 @@ impl Setup<'_> {
         // where the batch fills every direction a row of the encoding can take, the span holds
         // every row the table can, and a better fit of the update was not more cells right (three
         // held-out tables, [32, 32], B = 32, seeds 0-4: 66.9 -> 66.4 %, two seeds 7 points lower).
-        if gradient && !(span.is_some() && self.span_leaves_directions()) {
+        if gradient && !(span.is_some() && self.chooses_among_span_rows()) {
             return None;
         }
         Some((local_batch, span))
@@ -239,7 +246,7 @@ impl Setup<'_> {
     ) -> Result<Option<UpdateChoice>> {
         let given = self.known_order();
         let gradient = self.replays_gradient();
-        let Some((local_batch, span)) = self.choice_applies(given, span, rows.is_empty()) else {
+        let Some((local_batch, span)) = self.choice_applies(given, span, rows.is_empty(), gradient) else {
             return Ok(None);
         };
         let (dataset, n, d) = (self.dataset, rows.len(), self.dataset.d());
