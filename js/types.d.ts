@@ -739,7 +739,12 @@ rerun: Rerun | null,
  * A reshuffling client: an order of each epoch for the rows, chosen by the update
  * (`assess::epoch_orders`; not necessarily the client's); None for a client in a known order.
  */
-orders?: EpochOrders, };
+orders?: EpochOrders, 
+/**
+ * FedSGD among a crowded span's rows: the rows whose gradients' sum the update picks
+ * (`assess::span_pursuit`), tried before the rows one at a time; None where it did not run.
+ */
+pursuit?: Pursuit, };
 
 /**
  * The ensemble run again from the rows the update chose, pooled and chosen in turn.
@@ -778,6 +783,23 @@ fit_proposed: number, fit: number,
  * Client updates simulated for them.
  */
 simulations: number, };
+
+/**
+ * The batch picked among the span's rows by the update's sum (`assess::span_pursuit`).
+ */
+export type Pursuit = { 
+/**
+ * What the picks' gradients leave of the update (B·G), over its norm, as the search tracked it.
+ */
+residual: number, 
+/**
+ * 1 − cos of the picked rows' simulated update against the observed one.
+ */
+fit: number, 
+/**
+ * Whether they replaced the pooled rows: only where they fit better (and the choice searched).
+ */
+kept: boolean, };
 
 /**
  * What an Adam client's update says outright: which categories its rows hold, and no others

@@ -76,6 +76,7 @@ fn generated() -> String {
         declaration::<leakscope::assess::update_choice::UpdateChoice>(),
         declaration::<leakscope::assess::update_choice::Rerun>(),
         declaration::<leakscope::assess::update_choice::EpochOrders>(),
+        declaration::<leakscope::assess::update_choice::Pursuit>(),
         declaration::<leakscope::attack::priors::categories_held::CategoriesHeld>(),
         declaration::<leakscope::attack::priors::categories_held::FeatureHeld>(),
         declaration::<leakscope::table::determined::ReadFromCategory>(),

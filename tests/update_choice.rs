@@ -233,11 +233,14 @@ fn the_update_chooses_nothing_on_fedsgd_and_no_order_where_it_is_known() {
     assert_eq!((work.runs, work.replays), (1, 0));
 }
 
-/// FedSGD, the narrow network at B = 32 on the Adult sample (seed 0, 6 members, 600 steps): the
-/// pooled rows fit the update (1 − cos 0.042), so the update chooses among them and the span's
-/// rows, fits it better and scores more cells than the pooled rows (84.8 % against 82.1 %); the
-/// ensemble runs again from them. Trained 5 epochs, the pooled rows do not fit it (0.24): nothing
-/// is chosen and nothing runs again. The counted work holds both runs and every replay.
+/// FedSGD, the narrow network at B = 32 on the Adult sample (seed 1, 6 members, 600 steps): the
+/// first layer's span holds 71 rows. The rows whose gradients' sum comes nearest the update are
+/// picked among them (`assess::span_pursuit`: 0.058 of it left) and fit it better than the pooled
+/// rows (1 − cos 0.012 against 0.059), so the choice starts from them, fits better still and
+/// scores far more cells than the pooled rows (91.3 % against 77.5 %; without the picks, 79.0 %);
+/// the ensemble runs again from them. Trained 5 epochs, neither the
+/// pooled rows (0.11) nor the picks (0.16) fit it: nothing is chosen and nothing runs again. The
+/// counted work holds both runs and every replay.
 #[test]
 fn on_fedsgd_the_update_chooses_rows_only_where_the_pooled_rows_fit_it() {
     let data = adult();
@@ -246,16 +249,24 @@ fn on_fedsgd_the_update_chooses_rows_only_where_the_pooled_rows_fit_it() {
         ensemble: Some(6),
         iterations: 600,
         training_epochs: train_epochs,
-        seed: 0,
+        seed: 1,
         ..RunOptions::default()
     };
     let (chosen, pooled) = with_and_without(&data, &narrow(0));
     let choice = choice_of(&chosen, &pooled, "the pooled rows fit the update");
     assert!(choice.searched && choice.changed_rows > 0, "{choice:?}");
     assert!(choice.span_rows > 32, "the span's rows tried: {choice:?}");
+    let pursuit = choice
+        .pursuit
+        .clone()
+        .expect("the span's rows picked by the update's sum");
+    assert!(
+        pursuit.kept && pursuit.residual < 0.1 && pursuit.fit < 0.5 * choice.fit_before,
+        "{pursuit:?}"
+    );
     assert!(choice.fit_after < 0.5 * choice.fit_before, "{choice:?}");
     assert!(choice.rerun.is_some(), "the ensemble runs again from the rows chosen");
-    assert!(chosen.accuracy.total > pooled.accuracy.total + 0.02);
+    assert!(chosen.accuracy.total > pooled.accuracy.total + 0.08);
     let trained = run_options(&data, &narrow(5));
     let choice = trained
         .row_details()
@@ -267,6 +278,7 @@ fn on_fedsgd_the_update_chooses_rows_only_where_the_pooled_rows_fit_it() {
         !choice.searched && choice.changed_rows == 0 && choice.rerun.is_none(),
         "{choice:?}"
     );
+    assert!(choice.pursuit.as_ref().is_some_and(|p| !p.kept), "{choice:?}");
     let work = narrow(0).attack_config().unwrap().work(&data);
-    assert_eq!((work.runs, work.replays), (2, 2 * 2 * (1 + 4 * 32 * 32 + 6)));
+    assert_eq!((work.runs, work.replays), (2, 2 * 2 * (1 + 4 * 32 * 32 + 6 + 1)));
 }

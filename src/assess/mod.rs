@@ -18,6 +18,7 @@ mod second_layer;
 mod shadow_rows;
 mod span_fit;
 mod span_left;
+mod span_pursuit;
 pub mod stopping;
 pub mod table_prior;
 pub mod update_choice;

@@ -337,7 +337,8 @@ impl AttackConfig {
         let (runs, poolings) = (2, 2);
         let t = match &self.protocol {
             Protocol::Fedsgd if self.priors().choice && dataset.target.is_none() => {
-                let per_pooling = search_bounds::choice_replays(self.rows(), self.rows(), false) + self.members();
+                // The pursuit's rows (`assess::span_pursuit`) replayed once besides.
+                let per_pooling = search_bounds::choice_replays(self.rows(), self.rows(), false) + self.members() + 1;
                 return (runs, runs * poolings * per_pooling);
             }
             Protocol::Fedsgd => return (1, 0),

@@ -1,0 +1,398 @@
+//! The batch chosen among a crowded span's rows by the update as a whole (FedSGD). Where the
+//! first layer's span holds more rows than the update's fit can tell apart (`assess::span_fit`
+//! takes 2,048 columns; Adult [32, 32] at B = 32 holds 461-14,702 rows), the update still is the
+//! sum of the batch's rows' gradients, B·G = Σᵢ g(xᵢ, yᵢ), each a whole row of the span with a
+//! label. The pursuit picks, greedily, the row and label whose gradient lowers ‖B·G − Σ g‖ most,
+//! as many per label as the batch's slots hold, then lets each pick trade for the best other
+//! until none improves. A row's gradient with a label is, per layer, the outer product of its δ
+//! and the layer's input, so two gradients' inner product is Σₗ (δ·δ′)(a·a′ + 1): the search
+//! never forms them. This is a search, not a proof (rows of the span combine into others, and
+//! nothing says the sum is met once; where the span leaves continuous directions free, its rows
+//! are one point of each line, and the greedy stops in a minimum near the batch: Adult [32, 32],
+//! B = 32, untrained, 0.07-0.26 of the update left): the choice keeps its rows only where the
+//! client's update they simulate fits the observed one better than the pooled rows' and within
+//! the choice's threshold (`assess::update_choice`).
+use crate::assess::enumerated::SpanRows;
+use crate::assess::matching::match_rows;
+use crate::attack::inversion::setup::Setup;
+use crate::client::exact::fedsgd_exact;
+use crate::client::head::{Head, Model};
+use crate::client::network::Params;
+use crate::table::{Value, encode_rows};
+
+/// Rounds of trades at most; each visits every pick once.
+const MOST_ROUNDS: usize = 6;
+
+/// One candidate row's input to every layer and, per label, its δ at every layer's output (the
+/// first layer's first), each flat.
+fn row_atoms(params: &Params, model: Model, row: &[f64], classes: usize) -> (Vec<f64>, Vec<f64>) {
+    let layers = params.layers();
+    let pre = params.pre_activations_host(row, 1, model);
+    let mut inputs = row.to_vec();
+    for z in &pre[..layers - 1] {
+        inputs.extend(z.iter().map(|&v| model.activation.host(v)));
+    }
+    let logits = &pre[layers - 1];
+    let s = model.head.scale();
+    let mut deltas = Vec::new();
+    for c in 0..classes {
+        let out: Vec<f64> = match model.head {
+            Head::Sigmoid => vec![s * (1.0 / (1.0 + (-logits[0]).exp()) - c as f64)],
+            _ => {
+                let p = model.head.host_probabilities(logits);
+                (0..p.len()).map(|o| s * (p[o] - (o == c) as u8 as f64)).collect()
+            }
+        };
+        let mut per_layer = vec![out];
+        for l in (1..layers).rev() {
+            let back = crate::client::exact::back(params, model, &pre[l - 1], l, &per_layer[0]);
+            per_layer.insert(0, back);
+        }
+        deltas.extend(per_layer.into_iter().flatten());
+    }
+    (inputs, deltas)
+}
+
+/// Every candidate's `row_atoms`: a row's gradient with a label is, per layer, the outer product
+/// of the layer's input and δ (weights) and δ (biases).
+struct Atoms {
+    rows: usize,
+    classes: usize,
+    /// Offsets of layer l's input within a row's inputs, and of its δ within a label's deltas.
+    input_at: Vec<usize>,
+    delta_at: Vec<usize>,
+    inputs: Vec<f64>,
+    deltas: Vec<f64>,
+}
+
+impl Atoms {
+    fn new(params: &Params, rows: usize, classes: usize) -> Atoms {
+        let layers = params.layers();
+        let offsets = |sizes: &[usize]| -> Vec<usize> {
+            std::iter::once(0)
+                .chain(sizes.iter().scan(0, |s, &n| {
+                    *s += n;
+                    Some(*s)
+                }))
+                .collect()
+        };
+        Atoms {
+            rows: 0,
+            classes,
+            input_at: offsets(&params.sizes[..layers]),
+            delta_at: offsets(&params.sizes[1..]),
+            inputs: Vec::with_capacity(rows * params.sizes[..layers].iter().sum::<usize>()),
+            deltas: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, (inputs, deltas): (Vec<f64>, Vec<f64>)) {
+        self.inputs.extend(inputs);
+        self.deltas.extend(deltas);
+        self.rows += 1;
+    }
+
+    fn layers(&self) -> usize {
+        self.input_at.len() - 1
+    }
+
+    fn input(&self, i: usize, l: usize) -> &[f64] {
+        let len = self.input_at[self.layers()];
+        &self.inputs[i * len + self.input_at[l]..i * len + self.input_at[l + 1]]
+    }
+
+    fn delta(&self, i: usize, c: usize, l: usize) -> &[f64] {
+        let len = self.delta_at[self.layers()];
+        let at = (i * self.classes + c) * len;
+        &self.deltas[at + self.delta_at[l]..at + self.delta_at[l + 1]]
+    }
+
+    /// ‖g(i, c)‖².
+    fn norm(&self, i: usize, c: usize) -> f64 {
+        (0..self.layers())
+            .map(|l| dot(self.delta(i, c, l), self.delta(i, c, l)) * (dot(self.input(i, l), self.input(i, l)) + 1.0))
+            .sum()
+    }
+
+    /// ⟨g(i, c), T⟩ for `t` laid out as an update (every layer's weights [in, out], then biases).
+    fn against(&self, i: usize, c: usize, t: &[f64]) -> f64 {
+        let layers = self.layers();
+        let mut at = 0;
+        let mut sum = 0.0;
+        for l in 0..layers {
+            let (a, d) = (self.input(i, l), self.delta(i, c, l));
+            let out = d.len();
+            for (k, &v) in a.iter().enumerate().filter(|(_, v)| **v != 0.0) {
+                sum += v * dot(&t[at + k * out..at + (k + 1) * out], d);
+            }
+            at += a.len() * out;
+        }
+        for l in 0..layers {
+            let d = self.delta(i, c, l);
+            sum += dot(&t[at..at + d.len()], d);
+            at += d.len();
+        }
+        sum
+    }
+
+    /// `into` += sign · g(i, c), laid out as an update.
+    fn add_to(&self, i: usize, c: usize, sign: f64, into: &mut [f64]) {
+        let layers = self.layers();
+        let mut at = 0;
+        for l in 0..layers {
+            let (a, d) = (self.input(i, l), self.delta(i, c, l));
+            for &v in a {
+                into[at..at + d.len()]
+                    .iter_mut()
+                    .zip(d)
+                    .for_each(|(t, d)| *t += sign * v * d);
+                at += d.len();
+            }
+        }
+        for l in 0..layers {
+            let d = self.delta(i, c, l);
+            into[at..at + d.len()]
+                .iter_mut()
+                .zip(d)
+                .for_each(|(t, d)| *t += sign * d);
+            at += d.len();
+        }
+    }
+
+    /// ⟨g(i, c), g(j, e)⟩ for every (i, c), into `out` ([rows · classes]).
+    fn column(&self, j: usize, e: usize, out: &mut [f64]) {
+        let layers = self.layers();
+        let mut inner = vec![0.0; layers];
+        for i in 0..self.rows {
+            for (l, v) in inner.iter_mut().enumerate() {
+                *v = dot(self.input(i, l), self.input(j, l)) + 1.0;
+            }
+            for c in 0..self.classes {
+                out[i * self.classes + c] = (0..layers)
+                    .map(|l| dot(self.delta(i, c, l), self.delta(j, e, l)) * inner[l])
+                    .sum();
+            }
+        }
+    }
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// The search's state: the residual r = target − Σ picks (laid out as an update), and per atom
+/// ⟨r, g⟩ and ‖g‖².
+struct Search {
+    classes: usize,
+    atoms: Atoms,
+    against: Vec<f64>,
+    norms: Vec<f64>,
+    r: Vec<f64>,
+    column: Vec<f64>,
+}
+
+impl Search {
+    /// The pick k's gradient taken off the residual (`sign` 1) or given back (−1).
+    fn take(&mut self, k: usize, sign: f64) {
+        let (i, c) = (k / self.classes, k % self.classes);
+        self.atoms.column(i, c, &mut self.column);
+        self.against
+            .iter_mut()
+            .zip(&self.column)
+            .for_each(|(a, g)| *a -= sign * g);
+        self.atoms.add_to(i, c, -sign, &mut self.r);
+    }
+
+    /// What adding atom k lowers ‖r‖² by: 2⟨r, g⟩ − ‖g‖².
+    fn gain(&self, k: usize) -> f64 {
+        2.0 * self.against[k] - self.norms[k]
+    }
+
+    /// The atom of label c that lowers ‖r‖² most.
+    fn best_of(&self, c: usize) -> (usize, f64) {
+        (0..self.atoms.rows)
+            .map(|i| (i * self.classes + c, self.gain(i * self.classes + c)))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .expect("candidates")
+    }
+
+    /// Picks, `quota[c]` of label c, each the atom that lowers ‖r‖² most.
+    fn greedy(&mut self, quota: &[usize]) -> Vec<usize> {
+        let mut left = quota.to_vec();
+        let mut picks = Vec::new();
+        while let Some((k, _)) = (0..self.classes)
+            .filter(|&c| left[c] > 0)
+            .map(|c| self.best_of(c))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+        {
+            left[k % self.classes] -= 1;
+            self.take(k, 1.0);
+            picks.push(k);
+        }
+        picks
+    }
+
+    /// Each pick traded for the atom of its label that lowers ‖r‖² most, until none does.
+    fn trade(&mut self, picks: &mut [usize]) {
+        for _ in 0..MOST_ROUNDS {
+            let mut traded = false;
+            for pick in picks.iter_mut() {
+                let k = *pick;
+                self.take(k, -1.0);
+                let (best, gain) = self.best_of(k % self.classes);
+                *pick = if gain > self.gain(k) { best } else { k };
+                traded |= *pick != k;
+                self.take(*pick, 1.0);
+            }
+            if !traded {
+                break;
+            }
+        }
+    }
+}
+
+/// The pursuit's answer: per pick, the candidate and its label; and ‖B·G − Σ g‖ over ‖B·G‖.
+pub(crate) struct Pursued {
+    pub picks: Vec<(usize, usize)>,
+    pub residual: f64,
+}
+
+/// The rows among `candidates` (encoded) and labels whose gradients' sum comes nearest `target`
+/// (B·G less the settled rows' gradients, laid out as `ExactGradient::flat`), `quota[c]` rows of
+/// label c. None where there are no candidates or nothing to choose.
+pub(crate) fn pursue(
+    params: &Params,
+    model: Model,
+    candidates: &[Vec<f64>],
+    target: &[f64],
+    quota: &[usize],
+) -> Option<Pursued> {
+    let classes = quota.len();
+    if candidates.is_empty() || quota.iter().sum::<usize>() == 0 {
+        return None;
+    }
+    let mut atoms = Atoms::new(params, candidates.len(), classes);
+    for row in candidates {
+        atoms.push(row_atoms(params, model, row, classes));
+    }
+    let n = atoms.rows * classes;
+    let mut search = Search {
+        classes,
+        against: (0..n)
+            .map(|k| atoms.against(k / classes, k % classes, target))
+            .collect(),
+        norms: (0..n).map(|k| atoms.norm(k / classes, k % classes)).collect(),
+        atoms,
+        r: target.to_vec(),
+        column: vec![0.0; n],
+    };
+    let mut picks = search.greedy(quota);
+    search.trade(&mut picks);
+    Some(Pursued {
+        picks: picks.iter().map(|&k| (k / classes, k % classes)).collect(),
+        residual: (dot(&search.r, &search.r) / dot(target, target).max(f64::MIN_POSITIVE)).sqrt(),
+    })
+}
+
+impl Setup<'_> {
+    /// The pursuit's rows (`pursue`) among the span's for the slots of `rows` no proof settled
+    /// (`fixed` stay, their gradients taken off the update first), each slot's label kept, each
+    /// row placed at the slot of its label whose pooled row it differs from least, at its line's
+    /// point nearest that pooled row where the span leaves directions free; with the pursuit's
+    /// residual. None where the span holds no more rows than the slots left, or on a regression.
+    pub(crate) fn pursue_span_rows(
+        &self,
+        span: &SpanRows,
+        rows: &[Vec<Value>],
+        fixed: &[bool],
+    ) -> Option<(Vec<Vec<Value>>, f64)> {
+        let (params, model) = (&self.scenario.params, self.config.model());
+        let (labels, classes) = (&self.scenario.labels, self.dataset.classes.len());
+        let open: Vec<usize> = (0..rows.len()).filter(|&p| !fixed[p]).collect();
+        if model.head == Head::Linear || span.rows.len() <= open.len() || open.is_empty() {
+            return None;
+        }
+        let mut target = self.update_times(self.config.rows() as f64);
+        for p in (0..rows.len()).filter(|&p| fixed[p]) {
+            let x: Vec<f64> = encode_rows(self.dataset, &rows[p..p + 1])
+                .iter()
+                .map(|&v| v as f64)
+                .collect();
+            let y: Vec<f64> = model
+                .head
+                .targets(&labels[p..p + 1], classes)
+                .iter()
+                .map(|&v| v as f64)
+                .collect();
+            let g = fedsgd_exact(params, model, &x, &y, 1).flat();
+            target.iter_mut().zip(g).for_each(|(t, g)| *t -= g);
+        }
+        let mut quota = vec![0; classes];
+        open.iter().for_each(|&p| quota[labels[p]] += 1);
+        let pursued = pursue(params, model, &span.encoded, &target, &quota)?;
+        let mut out = rows.to_vec();
+        for c in 0..classes {
+            let slots: Vec<usize> = open.iter().copied().filter(|&p| labels[p] == c).collect();
+            let picked: Vec<usize> = (pursued.picks.iter())
+                .filter(|&&(_, label)| label == c)
+                .map(|&(i, _)| i)
+                .collect();
+            let found: Vec<Vec<Value>> = picked.iter().map(|&i| span.rows[i].clone()).collect();
+            let pooled: Vec<Vec<Value>> = slots.iter().map(|&p| rows[p].clone()).collect();
+            // Along the directions the span leaves free, the pooled row's values (the members'):
+            // the span's point of each line is only one of its rows.
+            for (slot, j) in slots.iter().zip(match_rows(&self.rules, &pooled, &found)) {
+                let near = encode_rows(self.dataset, &rows[*slot..*slot + 1]);
+                out[*slot] = span.point_near(self, picked[j], &near);
+            }
+        }
+        Some((out, pursued.residual))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::{Rng, SeedableRng, rngs::StdRng};
+
+    use super::*;
+
+    /// `count` rows of `d` values in [-2, 2], and the gradients' sum of `batch` (rows, labels).
+    fn problem(params: &Params, model: Model, rows: &[Vec<f64>], batch: &[(usize, usize)]) -> Vec<f64> {
+        let classes = params.sizes[params.layers()];
+        let mut target = vec![0.0; params.len()];
+        for &(i, label) in batch {
+            let y: Vec<f64> = model
+                .head
+                .targets(&[label], classes)
+                .iter()
+                .map(|&v| v as f64)
+                .collect();
+            let g = fedsgd_exact(params, model, &rows[i], &y, 1).flat();
+            target.iter_mut().zip(g).for_each(|(t, g)| *t += g);
+        }
+        target
+    }
+
+    fn rows(count: usize, d: usize, rng: &mut StdRng) -> Vec<Vec<f64>> {
+        (0..count)
+            .map(|_| (0..d).map(|_| rng.random_range(-2.0..2.0)).collect())
+            .collect()
+    }
+
+    /// Where the rows are points (no direction free), the pursuit picks the batch's rows with their
+    /// labels among rows that are not the batch's, and leaves nothing of the update.
+    #[test]
+    fn the_pursuit_picks_the_rows_whose_gradients_sum_to_the_update() {
+        let mut rng = StdRng::seed_from_u64(3);
+        let (d, model) = (6, Model::default());
+        let params = Params::init(&[d, 12, 12, 3], 7);
+        let candidates = rows(40, d, &mut rng);
+        let batch = [(3, 0), (8, 2), (15, 1), (21, 1), (30, 0)];
+        let target = problem(&params, model, &candidates, &batch);
+        let pursued = pursue(&params, model, &candidates, &target, &[2, 2, 1]).expect("picks");
+        let mut picked = pursued.picks;
+        picked.sort();
+        assert_eq!(picked, batch);
+        assert!(pursued.residual < 1e-9, "residual {}", pursued.residual);
+    }
+}
