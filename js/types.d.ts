@@ -797,7 +797,8 @@ residual: number,
  */
 fit: number, 
 /**
- * Whether they replaced the pooled rows: only where they fit better (and the choice searched).
+ * Whether they replaced the pooled rows: only where they fit better, within
+ * `UPDATE_FIT_THRESHOLD`, and the choice searched.
  */
 kept: boolean, };
 

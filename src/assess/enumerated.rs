@@ -27,6 +27,7 @@
 //!   of the span nearest it where one is near, so the ensemble pools onto them; such a pooled row
 //!   is consistent with the first layer (`Unproved::SpanHoldsMore`), and a candidate for the
 //!   second layer's certificate.
+use crate::assess::search_bounds::CROWD_PER_ROW;
 use crate::attack::inversion::setup::Setup;
 use crate::attack::priors::activation_span::{Unproved, present_categories};
 use crate::attack::priors::activity;
@@ -42,9 +43,6 @@ const ENCODED: f64 = 8.0;
 /// Rows of the span per row of the batch beyond which it is not searched further: the update's
 /// fit (`assess::span_fit`) takes that many at most.
 const MOST_PER_ROW: usize = 16;
-/// Rows of a crowded span per row of the batch the search still returns, for the update's choice
-/// alone (`enumerate_span`'s second answer): Adult [32, 32], B = 32, untrained, held 461-14,702 rows.
-const CROWD_PER_ROW: usize = 1024;
 /// A proof reads continuous values to what "proved" claims (in std, as the encoding's units are),
 /// as the second layer's certificate claims them.
 const PRECISE: f64 = crate::table::dataset::PROVED_WITHIN;

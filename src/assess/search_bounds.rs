@@ -1,6 +1,7 @@
 //! How far the update's choice of rows (`assess::update_choice`) and a reshuffling client's
 //! orders (`assess::epoch_orders`) search at most: the bounds their loops stop at, and the client
-//! updates they replay at most, which the attack's counted work includes (`plan::cost`).
+//! updates they replay at most, which the attack's counted work includes (`plan::cost`); and
+//! the rows and bytes FedSGD's pursuit among a crowded span's rows holds at most.
 
 /// Rows each row tries per sweep at most: whole rows first, then one-cell changes by their votes.
 pub const MOST_TRIED: usize = 32;
@@ -17,6 +18,46 @@ pub const MOST_PAIRS: usize = 2048;
 /// changed nothing) 0.040, and with the rows trading places in the orders as the choice changed
 /// them, the cells scored 94.2 against 94.6 %.
 pub const ROUNDS: usize = 8;
+
+/// Rows of a crowded first-layer span per row of the batch the span's search still returns, for
+/// the update's choice alone (`assess::enumerated`): Adult [32, 32], B = 32, untrained, held
+/// 461-14,702 rows.
+pub const CROWD_PER_ROW: usize = 1024;
+
+/// Whether FedSGD's pursuit among a crowded span's rows (`assess::span_pursuit`) runs on a
+/// network of these widths ([d, hidden..., outputs]) at a batch of `b`: only where the first
+/// layer is no wider than the batch. Wider, the span's own proofs and the certificates decide the
+/// rows, and the picks fitted nothing (Adult [100, 100], B = 32, trained 5 and 20 epochs, seeds
+/// 0-2: the picks left 0.40-0.99 of the update, 1 − cos 0.37-0.99, none kept).
+pub fn pursues(sizes: &[usize], b: usize) -> bool {
+    sizes.len() > 2 && sizes[1] <= b
+}
+
+/// Bytes the pursuit holds at most: past them it does not run (Adult [32, 32] at B = 32 holds at
+/// most 106 MB: 32,768 rows of 406 numbers).
+pub const MOST_PURSUIT_BYTES: u64 = 128 << 20;
+
+/// Bytes the pursuit holds for `rows` candidates with `classes` labels on a network of these
+/// widths: per row its encoding, every layer's input and each label's δ's, in f64.
+pub fn pursuit_bytes(rows: usize, sizes: &[usize], classes: usize) -> u64 {
+    // Saturating: absurd settings estimate as u64::MAX rather than wrap.
+    let sum = |s: &[usize]| s.iter().fold(0u64, |a, &n| a.saturating_add(n as u64));
+    let layers = sizes.len() - 1;
+    let per_row = (sizes[0] as u64)
+        .saturating_add(sum(&sizes[..layers]))
+        .saturating_add((classes as u64).saturating_mul(sum(&sizes[1..])));
+    (rows as u64).saturating_mul(per_row).saturating_mul(8)
+}
+
+/// Bytes the pursuit holds at most at a batch of `b`: for a crowded span's rows
+/// (`CROWD_PER_ROW` per row of the batch), within `MOST_PURSUIT_BYTES`; nothing where it does
+/// not run.
+pub fn pursuit_working_bytes(sizes: &[usize], b: usize, classes: usize) -> u64 {
+    match pursues(sizes, b) {
+        true => pursuit_bytes(CROWD_PER_ROW.saturating_mul(b), sizes, classes).min(MOST_PURSUIT_BYTES),
+        false => 0,
+    }
+}
 
 /// Pairs of `n` rows that lie in different local batches of `local_batch` rows.
 pub fn cross_batch_pairs(n: usize, local_batch: usize) -> usize {

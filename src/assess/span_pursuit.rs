@@ -14,6 +14,7 @@
 //! the choice's threshold (`assess::update_choice`).
 use crate::assess::enumerated::SpanRows;
 use crate::assess::matching::match_rows;
+use crate::assess::search_bounds::{MOST_PURSUIT_BYTES, pursues, pursuit_bytes};
 use crate::attack::inversion::setup::Setup;
 use crate::client::exact::fedsgd_exact;
 use crate::client::head::{Head, Model};
@@ -309,7 +310,12 @@ impl Setup<'_> {
         let (params, model) = (&self.scenario.params, self.config.model());
         let (labels, classes) = (&self.scenario.labels, self.dataset.classes.len());
         let open: Vec<usize> = (0..rows.len()).filter(|&p| !fixed[p]).collect();
-        if model.head == Head::Linear || span.rows.len() <= open.len() || open.is_empty() {
+        if !pursues(&params.sizes, self.config.rows())
+            || pursuit_bytes(span.rows.len(), &params.sizes, classes) > MOST_PURSUIT_BYTES
+            || model.head == Head::Linear
+            || span.rows.len() <= open.len()
+            || open.is_empty()
+        {
             return None;
         }
         let mut target = self.update_times(self.config.rows() as f64);

@@ -89,7 +89,8 @@ pub struct Pursuit {
     pub residual: f64,
     /// 1 − cos of the picked rows' simulated update against the observed one.
     pub fit: f64,
-    /// Whether they replaced the pooled rows: only where they fit better (and the choice searched).
+    /// Whether they replaced the pooled rows: only where they fit better, within
+    /// `UPDATE_FIT_THRESHOLD`, and the choice searched.
     pub kept: bool,
 }
 

@@ -300,12 +300,25 @@ impl AttackConfig {
 
     /// What the attack holds in memory at its peak (`plan::limits`).
     pub fn working_set(&self, dataset: &Dataset) -> WorkingSet {
+        let sizes = self.layer_sizes(dataset);
+        // FedSGD's choice among a crowded span's rows (`assess::span_pursuit`).
+        let priors = self.priors();
+        let pursues = self.protocol == Protocol::Fedsgd
+            && dataset.target.is_none()
+            && priors.choice
+            && priors.span
+            && self.members() > 0;
+        let pursuit_bytes = match pursues {
+            true => search_bounds::pursuit_working_bytes(&sizes, self.rows(), dataset.classes.len()),
+            false => 0,
+        };
         WorkingSet {
-            sizes: self.layer_sizes(dataset),
+            sizes,
             rows: self.rows(),
             members: self.members(),
             rows_per_member: self.rows_per_member(),
             local_steps: self.local_steps(),
+            pursuit_bytes,
         }
     }
 

@@ -25,6 +25,9 @@ pub struct WorkingSet {
     pub rows_per_member: usize,
     /// Local steps a member's loss unrolls (1 for FedSGD).
     pub local_steps: usize,
+    /// Bytes FedSGD's pursuit among a crowded span's rows holds at most
+    /// (`assess::span_pursuit::working_bytes`; 0 where it does not run).
+    pub pursuit_bytes: u64,
 }
 
 impl WorkingSet {
@@ -67,7 +70,10 @@ impl WorkingSet {
                 .saturating_add(params)
                 .saturating_add(trajectory),
         );
-        client.saturating_add(inversion).saturating_mul(4)
+        client
+            .saturating_add(inversion)
+            .saturating_mul(4)
+            .saturating_add(self.pursuit_bytes)
     }
 
     /// Refuse a working set past the engine's limit, saying what it holds and what to change.

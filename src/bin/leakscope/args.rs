@@ -130,9 +130,11 @@ pub struct AttackArgs {
     /// TabLeak: keep the pooled rows as pooled (by default, on FedAvg, and on FedSGD where the
     /// pooled rows fit the update, a pooled row changes to a member's row, a member's cell or a
     /// span row where the client's simulated update then fits the observed one better, and the
-    /// ensemble runs again from the rows chosen); on FedSGD, also leave the rows no proof reached
-    /// as pooled (by default the ensemble runs again on what the rows the update holds leave of
-    /// it).
+    /// ensemble runs again from the rows chosen; on FedSGD, where the first layer's span holds
+    /// more rows than the batch, the rows whose gradients' sum comes nearest the update are picked
+    /// among them first and start the choice where they fit it); on FedSGD, also leave the rows
+    /// no proof reached as pooled (by default the ensemble runs again on what the rows the update
+    /// holds leave of it).
     #[arg(long)]
     pub no_update_choice: bool,
     /// Run every member for all its iterations (by default a member whose best loss has gained
