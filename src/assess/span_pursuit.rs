@@ -16,7 +16,7 @@ use crate::assess::enumerated::SpanRows;
 use crate::assess::matching::match_rows;
 use crate::assess::search_bounds::{MOST_PURSUIT_BYTES, pursues, pursuit_bytes};
 use crate::attack::inversion::setup::Setup;
-use crate::client::exact::fedsgd_exact;
+use crate::client::exact::{self, fedsgd_exact, output_delta, row_trace};
 use crate::client::head::{Head, Model};
 use crate::client::network::Params;
 use crate::table::{Value, encode_rows};
@@ -25,33 +25,16 @@ use crate::table::{Value, encode_rows};
 const MOST_ROUNDS: usize = 6;
 
 /// One candidate row's input to every layer and, per label, its δ at every layer's output (the
-/// first layer's first), each flat.
+/// first layer's first), each flat (`client::exact`'s pass of one row).
 fn row_atoms(params: &Params, model: Model, row: &[f64], classes: usize) -> (Vec<f64>, Vec<f64>) {
-    let layers = params.layers();
-    let pre = params.pre_activations_host(row, 1, model);
-    let mut inputs = row.to_vec();
-    for z in &pre[..layers - 1] {
-        inputs.extend(z.iter().map(|&v| model.activation.host(v)));
-    }
-    let logits = &pre[layers - 1];
-    let s = model.head.scale();
-    let mut deltas = Vec::new();
-    for c in 0..classes {
-        let out: Vec<f64> = match model.head {
-            Head::Sigmoid => vec![s * (1.0 / (1.0 + (-logits[0]).exp()) - c as f64)],
-            _ => {
-                let p = model.head.host_probabilities(logits);
-                (0..p.len()).map(|o| s * (p[o] - (o == c) as u8 as f64)).collect()
-            }
-        };
-        let mut per_layer = vec![out];
-        for l in (1..layers).rev() {
-            let back = crate::client::exact::back(params, model, &pre[l - 1], l, &per_layer[0]);
-            per_layer.insert(0, back);
-        }
-        deltas.extend(per_layer.into_iter().flatten());
-    }
-    (inputs, deltas)
+    let (inputs, pre) = row_trace(params, model, row);
+    let logits = &pre[params.layers() - 1];
+    let deltas = (0..classes).flat_map(|c| {
+        let y: Vec<f64> = model.head.targets(&[c], classes).iter().map(|&v| v as f64).collect();
+        let out = output_delta(model, logits, &y, model.head.scale());
+        exact::deltas(params, model, &pre, out).into_iter().flatten()
+    });
+    (inputs.concat(), deltas.collect())
 }
 
 /// Every candidate's `row_atoms`: a row's gradient with a label is, per layer, the outer product

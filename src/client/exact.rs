@@ -29,36 +29,54 @@ pub fn fedsgd_exact(params: &Params, model: Model, x: &[f64], targets: &[f64], r
     let outputs = params.sizes[layers];
     let d = params.sizes[0];
     for r in 0..rows {
-        let row = &x[r * d..(r + 1) * d];
-        let pre = params.pre_activations_host(row, 1, model);
-        let mut inputs = vec![row.to_vec()];
-        for z in &pre[..layers - 1] {
-            inputs.push(z.iter().map(|&v| model.activation.host(v)).collect());
-        }
-        let logits = &pre[layers - 1];
+        let (inputs, pre) = row_trace(params, model, &x[r * d..(r + 1) * d]);
         let y = &targets[r * outputs..(r + 1) * outputs];
-        let scale = model.head.scale() / rows as f64;
-        let mut delta: Vec<f64> = match model.head {
-            Head::Softmax => {
-                let p = model.head.host_probabilities(logits);
-                (0..outputs).map(|c| scale * (p[c] - y[c])).collect()
-            }
-            Head::Sigmoid => vec![scale * (1.0 / (1.0 + (-logits[0]).exp()) - y[0])],
-            Head::Linear => vec![scale * (logits[0] - y[0])],
-        };
-        for l in (0..layers).rev() {
+        let out = output_delta(model, &pre[layers - 1], y, model.head.scale() / rows as f64);
+        for (l, delta) in deltas(params, model, &pre, out).iter().enumerate() {
             let fan_out = params.sizes[l + 1];
             for (i, &h) in inputs[l].iter().enumerate() {
                 let w = &mut weights[l][i * fan_out..(i + 1) * fan_out];
-                w.iter_mut().zip(&delta).for_each(|(g, d)| *g += h * d);
+                w.iter_mut().zip(delta).for_each(|(g, d)| *g += h * d);
             }
-            biases[l].iter_mut().zip(&delta).for_each(|(g, d)| *g += d);
-            if l > 0 {
-                delta = back(params, model, &pre[l - 1], l, &delta);
-            }
+            biases[l].iter_mut().zip(delta).for_each(|(g, d)| *g += d);
         }
     }
     ExactGradient { weights, biases }
+}
+
+/// One row's pass through the network: each layer's input (the row, then every hidden layer's
+/// activations) and each layer's pre-activations.
+pub fn row_trace(params: &Params, model: Model, row: &[f64]) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+    let pre = params.pre_activations_host(row, 1, model);
+    let mut inputs = vec![row.to_vec()];
+    for z in &pre[..params.layers() - 1] {
+        inputs.push(z.iter().map(|&v| model.activation.host(v)).collect());
+    }
+    (inputs, pre)
+}
+
+/// δ at the logits of a row with the head's `targets` y: `scale`·(p − y), a linear head's
+/// `scale`·(ŷ − y).
+pub fn output_delta(model: Model, logits: &[f64], y: &[f64], scale: f64) -> Vec<f64> {
+    match model.head {
+        Head::Softmax => {
+            let p = model.head.host_probabilities(logits);
+            p.iter().zip(y).map(|(p, y)| scale * (p - y)).collect()
+        }
+        Head::Sigmoid => vec![scale * (1.0 / (1.0 + (-logits[0]).exp()) - y[0])],
+        Head::Linear => vec![scale * (logits[0] - y[0])],
+    }
+}
+
+/// δ at every layer's output (the first layer's first) from δ at the logits `out`, back through
+/// the row's pre-activations `pre` (`row_trace`).
+pub fn deltas(params: &Params, model: Model, pre: &[Vec<f64>], out: Vec<f64>) -> Vec<Vec<f64>> {
+    let mut per_layer = vec![out];
+    for l in (1..params.layers()).rev() {
+        let below = back(params, model, &pre[l - 1], l, &per_layer[0]);
+        per_layer.insert(0, below);
+    }
+    per_layer
 }
 
 /// δ at layer `l − 1`'s pre-activations `pre` from δ at layer `l`'s, in float64.
