@@ -1011,7 +1011,8 @@ prior_fallback: boolean,
  * cells or the first layer's span's rows where the client's simulated update fits the
  * observed one better (`assess::update_choice`), then run the ensemble again from the rows
  * chosen and keep its rows where they fit better still (`assess::refine`). On FedSGD the
- * same where the pooled rows fit the update (1 − cos ≤ 0.05), the span's rows tried first;
+ * same where the pooled rows, or the rows the update's sum picks among a crowded span's
+ * (`assess::span_pursuit`), fit the update (1 − cos ≤ 0.05), the span's rows tried first;
  * and run it again on what the rows the update holds leave of it, for the rows left
  * (`assess::inverted_left`).
  */
