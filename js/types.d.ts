@@ -800,7 +800,18 @@ fit: number,
  * Whether they replaced the pooled rows: only where they fit better, within
  * `UPDATE_FIT_THRESHOLD`, and the choice searched.
  */
-kept: boolean, };
+kept: boolean, 
+/**
+ * Points of the span's rows and lines that the row test read as rows of the batch, each
+ * with its label (`assess::row_test`); None where the test did not hold (the first layer's
+ * rank uncertain, or more than one direction free).
+ */
+placed?: number, 
+/**
+ * Whether the picks were among those points (their sum fitted the update better than the
+ * span's rows').
+ */
+from_placed: boolean, };
 
 /**
  * What an Adam client's update says outright: which categories its rows hold, and no others

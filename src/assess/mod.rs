@@ -11,6 +11,7 @@ mod peeled;
 pub mod pooling;
 pub mod reconstruct;
 mod refine;
+mod row_test;
 pub mod rows;
 pub mod scoring;
 pub mod search_bounds;

@@ -14,13 +14,19 @@
 //! the choice's threshold (`assess::update_choice`).
 use crate::assess::enumerated::SpanRows;
 use crate::assess::matching::match_rows;
+use crate::assess::row_test::{Placed, RowTest};
 use crate::assess::search_bounds::{MOST_PURSUIT_BYTES, pursues, pursuit_bytes};
 use crate::attack::inversion::setup::Setup;
+use crate::attack::priors::spectrum::Precision;
 use crate::client::exact::{self, fedsgd_exact, output_delta, row_trace};
 use crate::client::head::{Head, Model};
 use crate::client::network::Params;
 use crate::table::{Value, encode_rows};
 
+/// A pursuit among the row test's points whose residual is within this share of the update
+/// leaves the span's rows as they are unsearched (the batch's rows sum to the update within float32's
+/// rounding, 1e-7; where a pick is off, 1e-2 and beyond).
+const PLACED_FITS: f64 = 1e-4;
 /// Rounds of trades at most; each visits every pick once.
 const MOST_ROUNDS: usize = 6;
 
@@ -168,6 +174,8 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 /// ⟨r, g⟩ and ‖g‖².
 struct Search {
     classes: usize,
+    /// Where each candidate holds one label only (a point the row test placed), its label.
+    only: Option<Vec<usize>>,
     atoms: Atoms,
     against: Vec<f64>,
     norms: Vec<f64>,
@@ -192,12 +200,12 @@ impl Search {
         2.0 * self.against[k] - self.norms[k]
     }
 
-    /// The atom of label c that lowers ‖r‖² most.
-    fn best_of(&self, c: usize) -> (usize, f64) {
+    /// The atom of label c that lowers ‖r‖² most (None where no candidate holds c).
+    fn best_of(&self, c: usize) -> Option<(usize, f64)> {
         (0..self.atoms.rows)
+            .filter(|&i| self.only.as_ref().is_none_or(|only| only[i] == c))
             .map(|i| (i * self.classes + c, self.gain(i * self.classes + c)))
             .max_by(|a, b| a.1.total_cmp(&b.1))
-            .expect("candidates")
     }
 
     /// Picks, `quota[c]` of label c, each the atom that lowers ‖r‖² most.
@@ -206,7 +214,7 @@ impl Search {
         let mut picks = Vec::new();
         while let Some((k, _)) = (0..self.classes)
             .filter(|&c| left[c] > 0)
-            .map(|c| self.best_of(c))
+            .filter_map(|c| self.best_of(c))
             .max_by(|a, b| a.1.total_cmp(&b.1))
         {
             left[k % self.classes] -= 1;
@@ -223,7 +231,7 @@ impl Search {
             for pick in picks.iter_mut() {
                 let k = *pick;
                 self.take(k, -1.0);
-                let (best, gain) = self.best_of(k % self.classes);
+                let (best, gain) = self.best_of(k % self.classes).unwrap_or((k, f64::NEG_INFINITY));
                 *pick = if gain > self.gain(k) { best } else { k };
                 traded |= *pick != k;
                 self.take(*pick, 1.0);
@@ -243,16 +251,23 @@ pub(crate) struct Pursued {
 
 /// The rows among `candidates` (encoded) and labels whose gradients' sum comes nearest `target`
 /// (B·G less the settled rows' gradients, laid out as `ExactGradient::flat`), `quota[c]` rows of
-/// label c. None where there are no candidates or nothing to choose.
+/// label c; where `only` gives each candidate one label, with that label alone. None where there
+/// are no candidates, nothing to choose, or too few of a label to fill its quota.
 pub(crate) fn pursue(
     params: &Params,
     model: Model,
     candidates: &[Vec<f64>],
+    only: Option<Vec<usize>>,
     target: &[f64],
     quota: &[usize],
 ) -> Option<Pursued> {
     let classes = quota.len();
     if candidates.is_empty() || quota.iter().sum::<usize>() == 0 {
+        return None;
+    }
+    if let Some(only) = &only
+        && (0..classes).any(|c| quota[c] > 0 && !only.contains(&c))
+    {
         return None;
     }
     let mut atoms = Atoms::new(params, candidates.len(), classes);
@@ -262,6 +277,7 @@ pub(crate) fn pursue(
     let n = atoms.rows * classes;
     let mut search = Search {
         classes,
+        only,
         against: (0..n)
             .map(|k| atoms.against(k / classes, k % classes, target))
             .collect(),
@@ -278,18 +294,23 @@ pub(crate) fn pursue(
     })
 }
 
+/// The pursuit's rows in the attack's slots, what their gradients leave of the update, the points
+/// the row test placed on the span's lines (None where it did not hold), and whether the picks
+/// are among those points.
+pub(crate) struct SpanPicks {
+    pub rows: Vec<Vec<Value>>,
+    pub residual: f64,
+    pub placed: Option<usize>,
+    pub from_placed: bool,
+}
+
 impl Setup<'_> {
     /// The pursuit's rows (`pursue`) among the span's for the slots of `rows` no proof settled
     /// (`fixed` stay, their gradients taken off the update first), each slot's label kept, each
     /// row placed at the slot of its label whose pooled row it differs from least, at its line's
     /// point nearest that pooled row where the span leaves directions free; with the pursuit's
     /// residual. None where the span holds no more rows than the slots left, or on a regression.
-    pub(crate) fn pursue_span_rows(
-        &self,
-        span: &SpanRows,
-        rows: &[Vec<Value>],
-        fixed: &[bool],
-    ) -> Option<(Vec<Vec<Value>>, f64)> {
+    pub(crate) fn pursue_span_rows(&self, span: &SpanRows, rows: &[Vec<Value>], fixed: &[bool]) -> Option<SpanPicks> {
         let (params, model) = (&self.scenario.params, self.config.model());
         let (labels, classes) = (&self.scenario.labels, self.dataset.classes.len());
         let open: Vec<usize> = (0..rows.len()).filter(|&p| !fixed[p]).collect();
@@ -318,7 +339,26 @@ impl Setup<'_> {
         }
         let mut quota = vec![0; classes];
         open.iter().for_each(|&p| quota[labels[p]] += 1);
-        let pursued = pursue(params, model, &span.encoded, &target, &quota)?;
+        // The points the row test places first; the span's rows as they are where it places
+        // none, or where their sum fits the update better.
+        let placed = self.placed_rows(span);
+        let points = placed.as_ref().map(Vec::len);
+        let placed = placed.and_then(|placed| {
+            let encoded: Vec<Vec<f64>> = placed.iter().map(|p| p.row.clone()).collect();
+            let only = placed.iter().map(|p| p.label).collect();
+            let pursued = pursue(params, model, &encoded, Some(only), &target, &quota)?;
+            Some((placed, pursued))
+        });
+        let whole = match &placed {
+            Some((_, p)) if p.residual <= PLACED_FITS => None,
+            _ => pursue(params, model, &span.encoded, None, &target, &quota),
+        };
+        let (pursued, placed) = match (placed, whole) {
+            (Some((placed, p)), Some(w)) if p.residual < w.residual => (p, Some(placed)),
+            (Some((placed, p)), None) => (p, Some(placed)),
+            (_, Some(w)) => (w, None),
+            (None, None) => return None,
+        };
         let mut out = rows.to_vec();
         for c in 0..classes {
             let slots: Vec<usize> = open.iter().copied().filter(|&p| labels[p] == c).collect();
@@ -326,16 +366,53 @@ impl Setup<'_> {
                 .filter(|&&(_, label)| label == c)
                 .map(|&(i, _)| i)
                 .collect();
-            let found: Vec<Vec<Value>> = picked.iter().map(|&i| span.rows[i].clone()).collect();
+            let found: Vec<Vec<Value>> = match &placed {
+                Some(placed) => (picked.iter())
+                    .map(|&i| (self.dataset).decode(&placed[i].row.iter().map(|&v| v as f32).collect::<Vec<_>>()))
+                    .collect(),
+                None => picked.iter().map(|&i| span.rows[i].clone()).collect(),
+            };
             let pooled: Vec<Vec<Value>> = slots.iter().map(|&p| rows[p].clone()).collect();
-            // Along the directions the span leaves free, the pooled row's values (the members'):
-            // the span's point of each line is only one of its rows.
             for (slot, j) in slots.iter().zip(match_rows(&self.rules, &pooled, &found)) {
-                let near = encode_rows(self.dataset, &rows[*slot..*slot + 1]);
-                out[*slot] = span.point_near(self, picked[j], &near);
+                out[*slot] = match placed {
+                    Some(_) => found[j].clone(),
+                    // Along the directions the span leaves free, the pooled row's values (the
+                    // members'): the span's point of each line is only one of its rows.
+                    None => span.point_near(self, picked[j], &encode_rows(self.dataset, &rows[*slot..*slot + 1])),
+                };
             }
         }
-        Some((out, pursued.residual))
+        Some(SpanPicks {
+            from_placed: placed.is_some(),
+            rows: out,
+            residual: pursued.residual,
+            placed: points,
+        })
+    }
+
+    /// The points of the crowded span's rows and lines that the row test reads as the batch's
+    /// (`assess::row_test`), with their labels. None where the test does not hold (the first
+    /// layer's rank uncertain) or the span leaves more than one direction free.
+    fn placed_rows(&self, span: &SpanRows) -> Option<Vec<Placed>> {
+        let (params, model) = (&self.scenario.params, self.config.model());
+        let observed = &self.scenario.observed;
+        let precision = Precision::of((0..params.layers()).flat_map(|l| observed.weight(l)).copied());
+        let test = RowTest::new(
+            &self.update_times(self.config.rows() as f64),
+            params,
+            precision,
+            self.config.rows(),
+        )?;
+        let continuous: Vec<usize> = (self.layout.blocks.iter()).filter(|b| !b.2).map(|b| b.0).collect();
+        let bounds = (&self.layout.lo[..], &self.layout.hi[..]);
+        let classes = self.dataset.classes.len();
+        let placed = crate::parallel::map(&span.encoded, |row| {
+            test.place(params, model, classes, row, &span.free, &continuous, bounds)
+        });
+        placed
+            .into_iter()
+            .collect::<Option<Vec<_>>>()
+            .map(|p| p.into_iter().flatten().collect())
     }
 }
 
@@ -378,7 +455,7 @@ mod tests {
         let candidates = rows(40, d, &mut rng);
         let batch = [(3, 0), (8, 2), (15, 1), (21, 1), (30, 0)];
         let target = problem(&params, model, &candidates, &batch);
-        let pursued = pursue(&params, model, &candidates, &target, &[2, 2, 1]).expect("picks");
+        let pursued = pursue(&params, model, &candidates, None, &target, &[2, 2, 1]).expect("picks");
         let mut picked = pursued.picks;
         picked.sort();
         assert_eq!(picked, batch);

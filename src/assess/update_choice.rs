@@ -92,6 +92,16 @@ pub struct Pursuit {
     /// Whether they replaced the pooled rows: only where they fit better, within
     /// `UPDATE_FIT_THRESHOLD`, and the choice searched.
     pub kept: bool,
+    /// Points of the span's rows and lines that the row test read as rows of the batch, each
+    /// with its label (`assess::row_test`); None where the test did not hold (the first layer's
+    /// rank uncertain, or more than one direction free).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub placed: Option<usize>,
+    /// Whether the picks were among those points (their sum fitted the update better than the
+    /// span's rows').
+    #[serde(default)]
+    pub from_placed: bool,
 }
 
 /// Orders of a reshuffling client's epochs for the reconstruction's rows, as the update chose
@@ -174,7 +184,12 @@ impl UpdateChoice {
         let pursuit = match &self.pursuit {
             None => String::new(),
             Some(p) => format!(
-                "the span's rows whose gradients' sum comes nearest the update left {:.1e} of it and fitted {:.1e}{}; ",
+                "{}the span's rows whose gradients' sum comes nearest the update{} left {:.1e} of it and fitted {:.1e}{}; ",
+                match p.placed {
+                    Some(n) => format!("the row test read {n} points of the span's lines as rows of the batch; "),
+                    None => String::new(),
+                },
+                if p.from_placed { " (among those points)" } else { "" },
                 p.residual,
                 p.fit,
                 match p.kept {
@@ -274,13 +289,16 @@ impl Setup<'_> {
         fixed: &[bool],
         first: f32,
     ) -> Result<Option<(Vec<Vec<Value>>, Vec<f32>, Pursuit)>> {
-        let Some((found, residual)) = span.and_then(|span| self.pursue_span_rows(span, rows, fixed)) else {
+        let Some(picks) = span.and_then(|span| self.pursue_span_rows(span, rows, fixed)) else {
             return Ok(None);
         };
+        let found = picks.rows;
         let encoded = encode_rows(self.dataset, &found);
         let fit = self.projected_losses(encoded.clone(), 1).await?[0];
         let pursuit = Pursuit {
-            residual,
+            residual: picks.residual,
+            placed: picks.placed,
+            from_placed: picks.from_placed,
             fit: fit as f64,
             kept: fit < first * (1.0 - BETTER) && (fit as f64) <= UPDATE_FIT_THRESHOLD,
         };
