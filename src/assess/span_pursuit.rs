@@ -209,9 +209,17 @@ impl Search {
     }
 
     /// Picks, `quota[c]` of label c, each the atom that lowers ‖r‖² most.
-    fn greedy(&mut self, quota: &[usize]) -> Vec<usize> {
+    fn greedy(&mut self, quota: &[usize], first: &[usize]) -> Vec<usize> {
         let mut left = quota.to_vec();
         let mut picks = Vec::new();
+        for &k in first {
+            if left[k % self.classes] == 0 {
+                continue;
+            }
+            left[k % self.classes] -= 1;
+            self.take(k, 1.0);
+            picks.push(k);
+        }
         while let Some((k, _)) = (0..self.classes)
             .filter(|&c| left[c] > 0)
             .filter_map(|c| self.best_of(c))
@@ -258,6 +266,7 @@ pub(crate) fn pursue(
     model: Model,
     candidates: &[Vec<f64>],
     only: Option<Vec<usize>>,
+    first: &[usize],
     target: &[f64],
     quota: &[usize],
 ) -> Option<Pursued> {
@@ -286,7 +295,12 @@ pub(crate) fn pursue(
         r: target.to_vec(),
         column: vec![0.0; n],
     };
-    let mut picks = search.greedy(quota);
+    // Candidates taken first, each with the label it holds alone.
+    let first: Vec<usize> = match &search.only {
+        Some(only) => first.iter().map(|&i| i * classes + only[i]).collect(),
+        None => Vec::new(),
+    };
+    let mut picks = search.greedy(quota, &first);
     search.trade(&mut picks);
     Some(Pursued {
         picks: picks.iter().map(|&k| (k / classes, k % classes)).collect(),
@@ -339,19 +353,20 @@ impl Setup<'_> {
         }
         let mut quota = vec![0; classes];
         open.iter().for_each(|&p| quota[labels[p]] += 1);
-        // The points the row test places first; the span's rows as they are where it places
-        // none, or where their sum fits the update better.
-        let placed = self.placed_rows(span);
-        let points = placed.as_ref().map(Vec::len);
-        let placed = placed.and_then(|placed| {
+        // The points the row test places first (those that read as rows of the batch of one
+        // another taken first); the span's rows as they are where it places none, or where
+        // their sum fits the update better.
+        let placed = self.placed_rows(span, &quota);
+        let points = placed.as_ref().map(|(p, _)| p.len());
+        let placed = placed.and_then(|(placed, first)| {
             let encoded: Vec<Vec<f64>> = placed.iter().map(|p| p.row.clone()).collect();
             let only = placed.iter().map(|p| p.label).collect();
-            let pursued = pursue(params, model, &encoded, Some(only), &target, &quota)?;
+            let pursued = pursue(params, model, &encoded, Some(only), &first, &target, &quota)?;
             Some((placed, pursued))
         });
         let whole = match &placed {
             Some((_, p)) if p.residual <= PLACED_FITS => None,
-            _ => pursue(params, model, &span.encoded, None, &target, &quota),
+            _ => pursue(params, model, &span.encoded, None, &[], &target, &quota),
         };
         let (pursued, placed) = match (placed, whole) {
             (Some((placed, p)), Some(w)) if p.residual < w.residual => (p, Some(placed)),
@@ -391,9 +406,10 @@ impl Setup<'_> {
     }
 
     /// The points of the crowded span's rows and lines that the row test reads as the batch's
-    /// (`assess::row_test`), with their labels. None where the test does not hold (the first
+    /// (`assess::row_test`), with their labels, and those of them that read as rows of the batch
+    /// of one another (`RowTest::mutual`) within the labels' `quota`. None where the test does not hold (the first
     /// layer's rank uncertain) or the span leaves more than one direction free.
-    fn placed_rows(&self, span: &SpanRows) -> Option<Vec<Placed>> {
+    fn placed_rows(&self, span: &SpanRows, quota: &[usize]) -> Option<(Vec<Placed>, Vec<usize>)> {
         let (params, model) = (&self.scenario.params, self.config.model());
         let observed = &self.scenario.observed;
         let precision = Precision::of((0..params.layers()).flat_map(|l| observed.weight(l)).copied());
@@ -409,10 +425,14 @@ impl Setup<'_> {
         let placed = crate::parallel::map(&span.encoded, |row| {
             test.place(params, model, classes, row, &span.free, &continuous, bounds)
         });
-        placed
+        let placed: Vec<Placed> = placed
             .into_iter()
-            .collect::<Option<Vec<_>>>()
-            .map(|p| p.into_iter().flatten().collect())
+            .collect::<Option<Vec<_>>>()?
+            .into_iter()
+            .flatten()
+            .collect();
+        let mutual = test.mutual(params, model, &placed, quota);
+        Some((placed, mutual))
     }
 }
 
@@ -455,7 +475,7 @@ mod tests {
         let candidates = rows(40, d, &mut rng);
         let batch = [(3, 0), (8, 2), (15, 1), (21, 1), (30, 0)];
         let target = problem(&params, model, &candidates, &batch);
-        let pursued = pursue(&params, model, &candidates, None, &target, &[2, 2, 1]).expect("picks");
+        let pursued = pursue(&params, model, &candidates, None, &[], &target, &[2, 2, 1]).expect("picks");
         let mut picked = pursued.picks;
         picked.sort();
         assert_eq!(picked, batch);
