@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use crate::assess::enumerated::SpanRows;
 use crate::assess::epochs::average_epochs;
 use crate::assess::pooling::{ReadFrom, lower_median, pool};
-use crate::assess::update_choice::UpdateChoice;
+use crate::assess::update_choice::{AT_ROUNDING, UpdateChoice};
 use crate::assess::{entropy, matching::match_rows};
 use crate::attack::inversion::ensemble::Members;
 use crate::attack::inversion::setup::Setup;
@@ -208,9 +208,15 @@ impl Setup<'_> {
     }
 
     /// The rows no proof reached peeled off the update (`assess::peeled`), then the span's rows
-    /// left placed among those still left (`assess::span_left`).
+    /// left placed among those still left (`assess::span_left`), where the chosen rows do not
+    /// explain the update already (`update_choice::AT_ROUNDING`).
     async fn finish(&self, recon: Reconstruction, span_rows: Option<&SpanRows>) -> Result<Reconstruction> {
         let mut recon = self.peel_rest(recon);
+        // Rows the update's choice found to explain the update to its rounding leave nothing
+        // to place.
+        if recon.chosen.as_ref().is_some_and(|c| c.fit_after <= AT_ROUNDING) {
+            return Ok(recon);
+        }
         self.place_span_rows_left(span_rows, &mut recon).await?;
         Ok(recon)
     }
