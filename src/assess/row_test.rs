@@ -35,7 +35,7 @@ const SMOOTH_PIECES: usize = 8;
 /// direction carries its rounding into columns it does not move (1e-5 where a row sits at its
 /// column's bound, as most capital gains do), which would end the line at the row.
 const SLACK: f64 = 1e-3;
-/// Bisection steps per root (the range over 2²⁰).
+/// Bisection steps per root (the interval scanned over 2⁴⁰).
 const BISECT: usize = 40;
 
 /// One hidden layer's update as the test reads it: (A⁺)ᵀ = UΣ⁻¹Vᵀ, [in + 1, out], and A's
