@@ -339,7 +339,7 @@ impl SpanRows {
             return self.rows[best].clone();
         }
         let layout = &setup.layout;
-        let continuous: Vec<usize> = layout.blocks.iter().filter(|b| !b.2).map(|b| b.0).collect();
+        let continuous = layout.continuous();
         let at = |row: &dyn Fn(usize) -> f64| {
             nalgebra::DVector::from_iterator(continuous.len(), continuous.iter().map(|&j| row(j)))
         };

@@ -112,6 +112,12 @@ impl Reconstruction {
     pub fn all_settled(&self) -> bool {
         (0..self.rows.len()).all(|i| self.settled(i))
     }
+
+    /// Whether the rows the update chose explain it to its rounding (`update_choice::AT_ROUNDING`):
+    /// no later step fits it better there but by rounding, so none runs.
+    pub fn explains_update(&self) -> bool {
+        self.chosen.as_ref().is_some_and(|c| c.fit_after <= AT_ROUNDING)
+    }
 }
 
 /// Pooled rows, their cells' entropy, a regression's pooled labels, and each row's members as
@@ -214,7 +220,7 @@ impl Setup<'_> {
         let mut recon = self.peel_rest(recon);
         // Rows the update's choice found to explain the update to its rounding leave nothing
         // to place.
-        if recon.chosen.as_ref().is_some_and(|c| c.fit_after <= AT_ROUNDING) {
+        if recon.explains_update() {
             return Ok(recon);
         }
         self.place_span_rows_left(span_rows, &mut recon).await?;

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use crate::assess::reconstruct::Reconstruction;
-use crate::assess::update_choice::{AT_ROUNDING, Rerun, UPDATE_FIT_THRESHOLD, UpdateChoice};
+use crate::assess::update_choice::{Rerun, UPDATE_FIT_THRESHOLD, UpdateChoice};
 use crate::attack::inversion::Simulation;
 use crate::attack::inversion::driver::Progress;
 use crate::attack::inversion::ensemble::Members;
@@ -123,7 +123,8 @@ impl Setup<'_> {
         recon
             .chosen
             .as_ref()
-            .is_some_and(|c| (if gradient { c.searched } else { c.fit_before <= gate }) && c.fit_after > AT_ROUNDING)
+            .is_some_and(|c| if gradient { c.searched } else { c.fit_before <= gate })
+            && !recon.explains_update()
             && recon.rows.len() * copies == self.config.rows_per_member()
             && !recon.all_settled()
     }

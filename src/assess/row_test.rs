@@ -17,7 +17,7 @@ use nalgebra::{DMatrix, DVector};
 
 use crate::attack::priors::spectrum::{Precision, Rank, Spectrum};
 use crate::client::activation::Activation;
-use crate::client::exact::{self, output_delta, row_trace};
+use crate::client::exact::{label_deltas, row_trace};
 use crate::client::head::Model;
 use crate::client::network::Params;
 
@@ -110,7 +110,6 @@ impl RowTest {
     /// A's column space over its norm.
     fn read(&self, params: &Params, model: Model, row: &[f64], classes: usize) -> Vec<(Vec<f64>, Vec<f64>)> {
         let (inputs, pre) = row_trace(params, model, row);
-        let logits = &pre[params.layers() - 1];
         let inputs: Vec<DVector<f64>> = (inputs.iter().take(self.layers.len()))
             .map(|a| DVector::from_iterator(a.len() + 1, a.iter().copied().chain([1.0])))
             .collect();
@@ -119,9 +118,7 @@ impl RowTest {
             .collect();
         (0..classes)
             .map(|c| {
-                let y: Vec<f64> = model.head.targets(&[c], classes).iter().map(|&v| v as f64).collect();
-                let out = output_delta(model, logits, &y, model.head.scale());
-                let deltas = exact::deltas(params, model, &pre, out);
+                let deltas = label_deltas(params, model, &pre, c, classes);
                 let reads = (self.layers.iter().zip(&inputs).zip(&deltas))
                     .map(|((t, a), d)| a.dot(&(&t.pinv_t * DVector::from_column_slice(d))))
                     .collect();
@@ -145,15 +142,7 @@ impl RowTest {
             .iter()
             .map(|p| {
                 let (_, pre) = row_trace(params, model, &p.row);
-                let logits = &pre[params.layers() - 1];
-                let y: Vec<f64> = model
-                    .head
-                    .targets(&[p.label], classes)
-                    .iter()
-                    .map(|&v| v as f64)
-                    .collect();
-                let out = output_delta(model, logits, &y, model.head.scale());
-                let delta = exact::deltas(params, model, &pre, out).swap_remove(0);
+                let delta = label_deltas(params, model, &pre, p.label, classes).swap_remove(0);
                 let a = DVector::from_iterator(p.row.len() + 1, p.row.iter().copied().chain([1.0]));
                 (first.pinv_t.tr_mul(&a), DVector::from_vec(delta))
             })
@@ -178,10 +167,10 @@ impl RowTest {
 
     /// How many times a row of the batch may be held: once, or twice where the rank is below the
     /// batch's (a pair of equal rows; more are rarer than the rank tells apart).
-    fn times(&self) -> Vec<usize> {
+    fn times(&self) -> &'static [usize] {
         match self.rank < self.batch {
-            true => vec![1, 2],
-            false => vec![1],
+            true => &[1, 2],
+            false => &[1],
         }
     }
 
@@ -236,7 +225,7 @@ impl RowTest {
                         .collect();
                     let reads: Vec<Vec<(Vec<f64>, Vec<f64>)>> =
                         ts.iter().map(|&t| self.read(params, model, &at(t), classes)).collect();
-                    for (label, times) in (0..classes).flat_map(|c| self.times().into_iter().map(move |k| (c, k))) {
+                    for (label, times) in (0..classes).flat_map(|c| self.times().iter().map(move |&k| (c, k))) {
                         let want = 1.0 / times as f64;
                         let g = |t: f64| self.read(params, model, &at(t), classes)[label].0[0] - want;
                         for k in 1..ts.len() {
@@ -271,7 +260,7 @@ impl RowTest {
             };
             let held = match only {
                 Some((c, times)) => c == label && read_as(times),
-                None => self.times().into_iter().any(read_as),
+                None => self.times().iter().any(|&k| read_as(k)),
             };
             if held {
                 placed.push(Placed { row: x.clone(), label });

@@ -201,7 +201,7 @@ impl Setup<'_> {
     /// point on its columns' grids as decoding puts it: ‖r − g‖², the row and its gradient g.
     fn best_along_free(&self, span: &SpanRows, k: usize, y: usize, r: &[f64]) -> (f64, Vec<Value>, Vec<f64>) {
         let (dataset, layout) = (self.dataset, &self.layout);
-        let continuous: Vec<usize> = layout.blocks.iter().filter(|b| !b.2).map(|b| b.0).collect();
+        let continuous = layout.continuous();
         let free = &span.free;
         let f = free.ncols();
         let at = DVector::from_iterator(continuous.len(), continuous.iter().map(|&j| span.encoded[k][j]));

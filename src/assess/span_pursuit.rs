@@ -18,7 +18,7 @@ use crate::assess::row_test::{Placed, RowTest};
 use crate::assess::search_bounds::{MOST_PURSUIT_BYTES, pursues, pursuit_bytes};
 use crate::attack::inversion::setup::Setup;
 use crate::attack::priors::spectrum::Precision;
-use crate::client::exact::{self, fedsgd_exact, output_delta, row_trace};
+use crate::client::exact::{fedsgd_exact, label_deltas, row_trace};
 use crate::client::head::{Head, Model};
 use crate::client::network::Params;
 use crate::table::{Value, encode_rows};
@@ -34,12 +34,7 @@ const MOST_ROUNDS: usize = 6;
 /// first layer's first), each flat (`client::exact`'s pass of one row).
 fn row_atoms(params: &Params, model: Model, row: &[f64], classes: usize) -> (Vec<f64>, Vec<f64>) {
     let (inputs, pre) = row_trace(params, model, row);
-    let logits = &pre[params.layers() - 1];
-    let deltas = (0..classes).flat_map(|c| {
-        let y: Vec<f64> = model.head.targets(&[c], classes).iter().map(|&v| v as f64).collect();
-        let out = output_delta(model, logits, &y, model.head.scale());
-        exact::deltas(params, model, &pre, out).into_iter().flatten()
-    });
+    let deltas = (0..classes).flat_map(|c| label_deltas(params, model, &pre, c, classes).into_iter().flatten());
     (inputs.concat(), deltas.collect())
 }
 
@@ -208,7 +203,8 @@ impl Search {
             .max_by(|a, b| a.1.total_cmp(&b.1))
     }
 
-    /// Picks, `quota[c]` of label c, each the atom that lowers ‖r‖² most.
+    /// Picks, `quota[c]` of label c: the atoms `first` (within the quota), then each the atom
+    /// that lowers ‖r‖² most.
     fn greedy(&mut self, quota: &[usize], first: &[usize]) -> Vec<usize> {
         let mut left = quota.to_vec();
         let mut picks = Vec::new();
@@ -259,7 +255,8 @@ pub(crate) struct Pursued {
 
 /// The rows among `candidates` (encoded) and labels whose gradients' sum comes nearest `target`
 /// (B·G less the settled rows' gradients, laid out as `ExactGradient::flat`), `quota[c]` rows of
-/// label c; where `only` gives each candidate one label, with that label alone. None where there
+/// label c; where `only` gives each candidate one label, with that label alone, the candidates
+/// `first` taken before the greedy's own (ignored without `only`). None where there
 /// are no candidates, nothing to choose, or too few of a label to fill its quota.
 pub(crate) fn pursue(
     params: &Params,
@@ -419,7 +416,7 @@ impl Setup<'_> {
             precision,
             self.config.rows(),
         )?;
-        let continuous: Vec<usize> = (self.layout.blocks.iter()).filter(|b| !b.2).map(|b| b.0).collect();
+        let continuous = self.layout.continuous();
         let bounds = (&self.layout.lo[..], &self.layout.hi[..]);
         let classes = self.dataset.classes.len();
         let placed = crate::parallel::map(&span.encoded, |row| {

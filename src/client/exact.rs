@@ -68,6 +68,20 @@ pub fn output_delta(model: Model, logits: &[f64], y: &[f64], scale: f64) -> Vec<
     }
 }
 
+/// δ at every layer's output (the first layer's first) of a classifier's row traced as `pre`
+/// (`row_trace`) with label `label` of `classes`, the loss as the client's (the head's targets
+/// and scale).
+pub fn label_deltas(params: &Params, model: Model, pre: &[Vec<f64>], label: usize, classes: usize) -> Vec<Vec<f64>> {
+    let y: Vec<f64> = model
+        .head
+        .targets(&[label], classes)
+        .iter()
+        .map(|&v| v as f64)
+        .collect();
+    let out = output_delta(model, &pre[params.layers() - 1], &y, model.head.scale());
+    deltas(params, model, pre, out)
+}
+
 /// δ at every layer's output (the first layer's first) from δ at the logits `out`, back through
 /// the row's pre-activations `pre` (`row_trace`).
 pub fn deltas(params: &Params, model: Model, pre: &[Vec<f64>], out: Vec<f64>) -> Vec<Vec<f64>> {

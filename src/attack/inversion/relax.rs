@@ -51,6 +51,11 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// The encoded columns of the continuous features, in order.
+    pub fn continuous(&self) -> Vec<usize> {
+        self.blocks.iter().filter(|b| !b.2).map(|b| b.0).collect()
+    }
+
     pub fn of(dataset: &Dataset) -> Layout {
         let (lo, hi) = dataset.bounds();
         Layout {

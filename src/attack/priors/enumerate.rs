@@ -129,7 +129,7 @@ pub struct Found {
 /// nearest point's.
 pub fn continuous_precision(basis: &DMatrix<f64>, layout: &Layout) -> f64 {
     let d = layout.d();
-    let continuous: Vec<usize> = layout.blocks.iter().filter(|b| !b.2).map(|b| b.0).collect();
+    let continuous = layout.continuous();
     if continuous.is_empty() {
         return f64::INFINITY;
     }
@@ -323,7 +323,7 @@ pub fn rows_in_span(
         free,
     };
     let q = DMatrix::<f64>::identity(d, d) - basis * basis.transpose();
-    let continuous: Vec<usize> = layout.blocks.iter().filter(|b| !b.2).map(|b| b.0).collect();
+    let continuous = layout.continuous();
     let qc = DMatrix::from_fn(d, continuous.len(), |i, k| q[(i, continuous[k])]);
     let (free, uc, determined) = continuous_directions(&q, &qc);
     // L = Q less the directions the continuous values reach; what a category leaves there, the

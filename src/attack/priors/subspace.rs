@@ -267,7 +267,7 @@ impl Subspace {
     /// The exact decoder of rows in this span for an encoding (see `RowDecoder`).
     pub fn row_decoder<'a>(&'a self, layout: &'a Layout) -> RowDecoder<'a> {
         let u = self.basis_matrix();
-        let continuous: Vec<usize> = layout.blocks.iter().filter(|b| !b.2).map(|b| b.0).collect();
+        let continuous = layout.continuous();
         let u_cont = DMatrix::from_fn(continuous.len(), self.prior_rank, |i, j| u[(continuous[i], j)]);
         // The hyperplane vᵀx = 1 as v̂ᵀx = β with ‖v̂‖ = 1, so its misfit is a distance as Qx is.
         let (v_hat, beta) = match &self.hyperplane {
