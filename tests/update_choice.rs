@@ -12,6 +12,7 @@ use leakscope::client::activation::Activation;
 use leakscope::client::fedavg::LocalOrder;
 use leakscope::client::head::Task;
 use leakscope::options::ProtocolKind;
+use leakscope::report::Provenance;
 use leakscope::runtime::StepEngine;
 use leakscope::table::Dataset;
 use leakscope::{Report, RunOptions};
@@ -240,8 +241,10 @@ fn the_update_chooses_nothing_on_fedsgd_and_no_order_where_it_is_known() {
 /// again, and the cells are far more right than the pooled rows' (99.1 % against 77.5 %; with the
 /// rerun and the rows placed after it, 81.9 %). Trained 5 epochs the pooled rows do not fit it
 /// (0.11), but the pursuit among the 59 points the row test places does (−3e-8): the choice
-/// starts from them, and nothing runs again (the fallback still puts every cell on the table's
-/// prior there: 60.0 %). The counted work holds both runs and every replay.
+/// starts from them, nothing runs again, and the rows the update sees (every one here) are
+/// consistent with it, so none falls back to the table's prior (before, the fallback put every
+/// cell there: 60.0 % where the rows were 100 % right). The counted work holds both runs and
+/// every replay.
 #[test]
 fn on_fedsgd_the_update_chooses_rows_only_where_the_pooled_rows_fit_it() {
     let data = adult();
@@ -287,6 +290,12 @@ fn on_fedsgd_the_update_chooses_rows_only_where_the_pooled_rows_fit_it() {
         "{choice:?}"
     );
     assert!(choice.fit_before > 0.05 && choice.fit_after <= AT_ROUNDING && choice.rerun.is_none());
+    let consistent = trained
+        .provenance
+        .iter()
+        .find(|g| g.provenance == Provenance::Consistent);
+    assert!(consistent.is_some_and(|g| g.rows == 32), "{:?}", trained.provenance);
+    assert!(trained.accuracy.total > 0.99, "{}", trained.accuracy.total);
     let work = narrow(0).attack_config().unwrap().work(&data);
     assert_eq!((work.runs, work.replays), (2, 2 * 2 * (1 + 4 * 32 * 32 + 6 + 1)));
 }

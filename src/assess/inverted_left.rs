@@ -8,8 +8,8 @@
 //! rows take the open slots where the reconstruction then explains the update better (1 − cos
 //! of the whole update). They are never proved (r carries the rounding of the rows held and the
 //! error of any consistent one); where the reconstruction then explains the update to near its
-//! rounding (`EXPLAINED`) they are consistent with it, and otherwise stay the ensemble's rows,
-//! which the fallback judges as before. Measured in docs/results/rounds.md (Adult [32, 32],
+//! rounding (`seen_rows::EXPLAINED`) those the update sees are consistent with it
+//! (`assess::seen_rows`), and the others stay the ensemble's rows, which the fallback judges. Measured in docs/results/rounds.md (Adult [32, 32],
 //! B = 16, trained 1 and 5 epochs: 99.2 → 100 % and 98.1 → 98.7 % of cells).
 use crate::assess::reconstruct::Reconstruction;
 use crate::attack::inversion::driver::Progress;
@@ -23,11 +23,6 @@ use crate::error::Result;
 use crate::report::Provenance;
 use crate::scenario::Scenario;
 use crate::table::Value;
-
-/// The largest 1 − cos of the whole update at which the rows found are called consistent with
-/// it: about a hundred times what float32's rounding leaves of the batch's own rows (4e-9 to
-/// 8e-8 on Adult [32, 32], B = 16, trained 5 and 20 epochs).
-const EXPLAINED: f64 = 1e-5;
 
 impl Setup<'_> {
     /// `recon` with its open rows (those the ensemble alone gave) replaced by the ensemble's rows
@@ -49,7 +44,7 @@ impl Setup<'_> {
             return Ok(recon);
         }
         let label_of = self.labels_paired(&recon);
-        let before = self.fit_paired(&recon.rows, &label_of);
+        let before = self.fits_without(&recon.rows, &[], &label_of).0;
         let found = self.invert_open(&recon.rows, &open, &label_of, progress).await?;
         let (mut rows, mut entropy) = (recon.rows.clone(), recon.entropy.clone());
         for (n, &i) in found.slots.iter().enumerate() {
@@ -58,21 +53,15 @@ impl Setup<'_> {
                 e[i] = f[n].clone();
             }
         }
-        let fit = self.fit_paired(&rows, &label_of);
+        let fit = self.fits_without(&rows, &[], &label_of).0;
         if !(fit < before) {
             return Ok(recon);
         }
         recon.rows = rows;
         recon.entropy = entropy;
-        for &i in &open {
-            (recon.provenance[i], recon.unproved[i]) = match fit <= EXPLAINED {
-                true => (
-                    Provenance::Consistent,
-                    Some(Unproved::InvertedLeft { left: open.len(), fit }),
-                ),
-                false => (Provenance::Ensemble, None),
-            };
-        }
+        // Consistent where the update sees them (`assess::seen_rows`).
+        let left = open.len();
+        self.hold_seen(&mut recon, &open, &label_of, |fit| Unproved::InvertedLeft { left, fit });
         recon.row_labels = self.labels_of_rows(&recon.rows);
         Ok(recon)
     }
@@ -148,20 +137,9 @@ impl Setup<'_> {
             && self.scenario.later_rounds.is_empty()
     }
 
-    /// 1 − cos of the update and the one `rows` send, each with its label in `label_of`: the
-    /// update less what every row leaves of it (`left_by_held` with none open).
-    fn fit_paired(&self, rows: &[Vec<Value>], label_of: &[usize]) -> f64 {
-        let target = self.update_times(rows.len() as f64);
-        let left = self.left_by_held(rows, &[], label_of);
-        let sent: Vec<f64> = target.iter().zip(&left).map(|(t, l)| t - l).collect();
-        let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
-        let dot: f64 = sent.iter().zip(&target).map(|(a, b)| a * b).sum();
-        1.0 - dot / (norm(&sent) * norm(&target)).max(f64::MIN_POSITIVE)
-    }
-
     /// `flat` (laid out as `ExactGradient::flat`: every layer's weights, then the biases) times
     /// `scale`, as an update.
-    fn update_of(&self, flat: &[f64], scale: f64) -> Update {
+    pub(super) fn update_of(&self, flat: &[f64], scale: f64) -> Update {
         let params = &self.scenario.params;
         let mut at = 0;
         let mut take = |n: usize| {

@@ -118,6 +118,13 @@ impl Reconstruction {
     pub fn explains_update(&self) -> bool {
         self.chosen.as_ref().is_some_and(|c| c.fit_after <= AT_ROUNDING)
     }
+
+    /// Whether the rows explain the update to its rounding and the update holds every one
+    /// (proved, or consistent: seen by it, `assess::seen_rows`): nothing after the pooling
+    /// changes them (no rerun, no rows inverted or placed again, no fallback).
+    pub fn held_by_fit(&self) -> bool {
+        self.explains_update() && self.provenance.iter().all(|p| p.held_by_update())
+    }
 }
 
 /// Pooled rows, their cells' entropy, a regression's pooled labels, and each row's members as
@@ -215,12 +222,19 @@ impl Setup<'_> {
 
     /// The rows no proof reached peeled off the update (`assess::peeled`), then the span's rows
     /// left placed among those still left (`assess::span_left`), where the chosen rows do not
-    /// explain the update already (`update_choice::AT_ROUNDING`).
+    /// explain the update already (`update_choice::AT_ROUNDING`); where they do, those the update
+    /// sees are consistent with it (`assess::seen_rows`).
     async fn finish(&self, recon: Reconstruction, span_rows: Option<&SpanRows>) -> Result<Reconstruction> {
         let mut recon = self.peel_rest(recon);
         // Rows the update's choice found to explain the update to its rounding leave nothing
         // to place.
         if recon.explains_update() {
+            let open: Vec<usize> = (0..recon.rows.len())
+                .filter(|&i| recon.provenance[i] == Provenance::Ensemble)
+                .collect();
+            let label_of = self.labels_paired(&recon);
+            let chosen = open.len();
+            self.hold_seen(&mut recon, &open, &label_of, |fit| Unproved::ChosenFit { chosen, fit });
             return Ok(recon);
         }
         self.place_span_rows_left(span_rows, &mut recon).await?;

@@ -47,7 +47,8 @@ pub const UPDATE_FIT_THRESHOLD: f64 = 5e-2;
 /// 1 − cos at or below which the chosen rows explain the update to float32's rounding (the
 /// batch's own rows fit it to 4e-9 to 8e-8 as the attack computes it: Adult [32, 32], B = 16,
 /// trained 5 and 20 epochs): two fits that low differ by rounding alone, so nothing runs again to
-/// fit "better" (`assess::refine`, `assess::inverted_left`, `assess::span_left`). On the Adult
+/// fit "better" (`assess::refine`, `assess::inverted_left`, `assess::span_left`), and the rows
+/// the update sees are consistent with it (`assess::seen_rows`). On the Adult
 /// sample, seed 1, after the chosen rows (the batch's own) fitted −3e-9, the rerun and the rows
 /// placed again took the attack to 81.9 % of cells; kept to them, 99.1 %. At 2e-5 (Adult B = 16,
 /// trained 5 epochs, seed 0) the rows placed after still took the cells from 97.3 to 100 %.
@@ -181,11 +182,15 @@ impl UpdateChoice {
             ),
             true => format!(
                 "the update chose {} of the rows (members' rows or cells{}, or rows trading places): 1 − cos {:.1e} → \
-                 {:.1e}, {} client updates simulated",
+                 {:.1e}{}, {} client updates simulated",
                 self.changed_rows,
                 if self.span_rows > 0 { ", span rows" } else { "" },
                 self.fit_before,
                 self.fit_after,
+                match self.fit_after <= AT_ROUNDING {
+                    true => " (its float32 rounding: nothing runs again)",
+                    false => "",
+                },
                 self.simulations
             ),
         };

@@ -258,10 +258,19 @@ fn accuracy(r: &Report, s: &mut String) {
         }
         labels(r, s);
         if let Some(steps) = r.row_details().and_then(|d| d.answered_after) {
-            // Rows near a batch row (consistent) settle the attack as proved ones do.
-            let settled = match r.provenance.iter().any(|g| g.provenance != Provenance::Proved) {
-                true => "proved or placed near a batch row",
-                false => "proved",
+            // Rows near a batch row, or held by rows that explain the update to its rounding
+            // (consistent), settle the attack as proved ones do.
+            let explained = (r.row_details().and_then(|d| d.chosen.as_ref()))
+                .is_some_and(|c| c.fit_after <= crate::assess::update_choice::AT_ROUNDING);
+            let settled = match (
+                r.provenance.iter().any(|g| g.provenance != Provenance::Proved),
+                explained,
+            ) {
+                (false, _) => "proved",
+                (true, false) => "proved or placed near a batch row",
+                (true, true) => {
+                    "proved or held by rows that explain the update to its float32 rounding (consistent with it, not proved)"
+                }
             };
             let _ = writeln!(
                 s,

@@ -46,6 +46,11 @@ pub enum Unproved {
     /// gave, where the whole reconstruction then fits the update to 1 − cos `fit`, near its
     /// float32 rounding (`assess::inverted_left`): other rows may leave the same.
     InvertedLeft { left: usize, fit: f64 },
+    /// One of the `chosen` rows no proof reached among those the update's choice picked
+    /// (`assess::update_choice`), with which the reconstruction fits the update to 1 − cos `fit`,
+    /// its float32 rounding, and whose gradient the update sees (`assess::seen_rows`): other rows
+    /// may fit it as well.
+    ChosenFit { chosen: usize, fit: f64 },
 }
 
 impl Unproved {
@@ -99,6 +104,12 @@ impl Unproved {
                  near its float32 rounding, and other rows may fit it as well",
                 if left == 1 { "" } else { "s" },
                 if left == 1 { "s" } else { "" }
+            ),
+            Unproved::ChosenFit { chosen, fit } => format!(
+                "it is one of {chosen} row{} the update's fit chose, with which the reconstruction fits the whole \
+                 update to 1 − cos {fit:.1e}, its float32 rounding, and the update sees it (a guess in its place \
+                 fits worse): other rows may fit as well",
+                if chosen == 1 { "" } else { "s" }
             ),
             Unproved::SpanFitted { found, loose } => format!(
                 "it is one of the batch's rows as the first layer's span gives them ({found} rows found there, the \
