@@ -412,7 +412,12 @@ categories_held: CategoriesHeld | null,
  * pooled row's category (`table::determined`) where no member's row was solved in the first
  * layer's span.
  */
-determined: Array<ReadFromCategory>, };
+determined: Array<ReadFromCategory>, 
+/**
+ * A simulated FedSGD client: the rows of its batch whose gradient shows in its update, and
+ * the cells right on those and the others (`assess::seen_rows`; null elsewhere).
+ */
+shown?: RowsShown, };
 
 export type ReconstructionReport = { 
 /**
@@ -812,6 +817,23 @@ placed?: number,
  * span's rows').
  */
 from_placed: boolean, };
+
+/**
+ * What a simulated FedSGD client's update shows of its own batch (`Setup::rows_shown`): the
+ * rows whose gradient shows in it, and the cells the attack got right on those and on the
+ * others. A row the update does not show is one no attack on this update can tell from any row
+ * the network is as sure of: the figure bounds every attacker, not only this one.
+ */
+export type RowsShown = { 
+/**
+ * The batch's rows, and those whose gradient shows in the update (1 − cos of the update
+ * against the batch's own rows' without the row at least `SEEN`).
+ */
+rows: number, shown: number, 
+/**
+ * Share of cells right on the rows shown and on the others (null where there are none).
+ */
+accuracy_shown: number | null, accuracy_hidden: number | null, };
 
 /**
  * What an Adam client's update says outright: which categories its rows hold, and no others

@@ -296,6 +296,14 @@ fn on_fedsgd_the_update_chooses_rows_only_where_the_pooled_rows_fit_it() {
         .find(|g| g.provenance == Provenance::Consistent);
     assert!(consistent.is_some_and(|g| g.rows == 32), "{:?}", trained.provenance);
     assert!(trained.accuracy.total > 0.99, "{}", trained.accuracy.total);
+    // Checked against the client's rows: its update shows every one of them.
+    let shown = trained
+        .row_details()
+        .unwrap()
+        .shown
+        .clone()
+        .expect("a simulated FedSGD client");
+    assert_eq!((shown.rows, shown.shown), (32, 32));
     let work = narrow(0).attack_config().unwrap().work(&data);
     assert_eq!((work.runs, work.replays), (2, 2 * 2 * (1 + 4 * 32 * 32 + 6 + 1)));
 }

@@ -122,14 +122,18 @@ impl Setup<'_> {
         })
     }
 
-    /// Whether the rows left may be inverted again: a FedSGD classifier's update, undefended and
-    /// of one round with no cells known (so that it is the mean of its rows' gradients and
-    /// nothing else), inverted by a relaxed ensemble with the update's choice on.
+    /// Whether the rows left may be inverted again: an update that is the mean of its rows'
+    /// gradients (`sums_row_gradients`), inverted by a relaxed ensemble with the update's choice
+    /// on.
     pub(crate) fn may_invert_left(&self) -> bool {
+        self.config.priors().choice && self.inverts.relaxed && self.sums_row_gradients()
+    }
+
+    /// Whether the update is the mean of its rows' gradients and nothing else: a FedSGD
+    /// classifier's, undefended, of one round, with no cells known.
+    pub(crate) fn sums_row_gradients(&self) -> bool {
         let config = self.config;
-        config.priors().choice
-            && self.inverts.relaxed
-            && config.protocol == Protocol::Fedsgd
+        config.protocol == Protocol::Fedsgd
             && config.defence.is_none()
             && config.head != Head::Linear
             && self.dataset.target.is_none()

@@ -5,6 +5,7 @@ use crate::assess::fallback::{Calibration, FallbackSummary, keep_held, mix};
 use crate::assess::matching::Rule;
 use crate::assess::reconstruct::{Reconstruction, why_not_proved};
 use crate::assess::scoring::score;
+use crate::assess::seen_rows::RowsShown;
 use crate::assess::table_prior::ColumnValues;
 use crate::attack::baselines::{random_rows, random_values};
 use crate::attack::inversion::driver::Progress;
@@ -99,10 +100,12 @@ impl Setup<'_> {
         report.model_accuracy = self.scenario.model_accuracy;
         report.not_applied.extend(recon.not_applied.iter().cloned());
         report.set_provenance(&recon.provenance, &why_not_proved(&recon.unproved), &scored.assignment);
+        let truth_labels: Vec<usize> = truth.indices.iter().map(|&i| dataset.labels[i]).collect();
         if let Some(labels) = &recon.row_labels {
-            let truth_labels: Vec<usize> = truth.indices.iter().map(|&i| dataset.labels[i]).collect();
             report.set_row_labels(&dataset.classes, labels, &scored.assignment, &truth_labels);
         }
+        let shown = (self.rows_shown(&truth.rows, &truth_labels))
+            .map(|shown| RowsShown::of(&shown, report.rows.iter().map(|r| &r.correct[..])));
         let labels = calibration.and_then(|c| c.labels);
         let mut prior_labels = 0;
         if let (Some(l), Some((values, _))) = (labels.filter(|l| l.falls_back()), recon.values.as_mut()) {
@@ -138,6 +141,7 @@ impl Setup<'_> {
             chosen: recon.chosen,
             categories_held: self.categories_held(),
             determined: self.determined.iter().map(|d| d.described(self.dataset)).collect(),
+            shown,
         });
         report.member_steps = recon.steps;
         Ok(report)
@@ -273,6 +277,7 @@ impl Setup<'_> {
                 chosen: recon.chosen,
                 categories_held: self.categories_held_against(truth),
                 determined: self.determined.iter().map(|d| d.described(self.dataset)).collect(),
+                shown: None,
             },
             seconds,
         );

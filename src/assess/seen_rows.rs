@@ -6,6 +6,9 @@
 //! Each such row is taken out of the sum: where the whole fit stays within `SEEN` without it,
 //! its gradient is below what the update shows, and it stays the ensemble's, which the fallback
 //! judges. (Swapping it for another row would test the other row's gradient, not its own.)
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
 use crate::assess::reconstruct::Reconstruction;
 use crate::assess::update_choice::AT_ROUNDING;
 use crate::attack::inversion::setup::Setup;
@@ -25,7 +28,72 @@ pub(super) const EXPLAINED: f64 = 1e-5;
 /// read 1.9e-8, the whole fit's own, and was wrong in every cell but two.
 pub(super) const SEEN: f64 = 10.0 * AT_ROUNDING;
 
+/// What a simulated FedSGD client's update shows of its own batch (`Setup::rows_shown`): the
+/// rows whose gradient shows in it, and the cells the attack got right on those and on the
+/// others. A row the update does not show is one no attack on this update can tell from any row
+/// the network is as sure of: the figure bounds every attacker, not only this one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct RowsShown {
+    /// The batch's rows, and those whose gradient shows in the update (1 − cos of the update
+    /// against the batch's own rows' without the row at least `SEEN`).
+    pub rows: usize,
+    pub shown: usize,
+    /// Share of cells right on the rows shown and on the others (null where there are none).
+    pub accuracy_shown: Option<f64>,
+    pub accuracy_hidden: Option<f64>,
+}
+
+impl RowsShown {
+    /// `shown` (per row of the batch) with the cells right on each (`correct`, in the same order).
+    pub fn of<'a>(shown: &[bool], correct: impl Iterator<Item = &'a [bool]>) -> RowsShown {
+        let mut cells = [[0usize; 2]; 2];
+        for (&shown, correct) in shown.iter().zip(correct) {
+            cells[shown as usize][0] += correct.iter().filter(|&&c| c).count();
+            cells[shown as usize][1] += correct.len();
+        }
+        let share = |[right, all]: [usize; 2]| (all > 0).then(|| right as f64 / all as f64);
+        RowsShown {
+            rows: shown.len(),
+            shown: shown.iter().filter(|&&s| s).count(),
+            accuracy_shown: share(cells[1]),
+            accuracy_hidden: share(cells[0]),
+        }
+    }
+
+    /// The report's sentence.
+    pub fn sentence(&self) -> String {
+        let pct = |a: Option<f64>| a.map_or("—".to_string(), |a| format!("{:.1}%", 100.0 * a));
+        match self.shown == self.rows {
+            true => "the update shows every row of the batch (checked against the client's rows: each one's gradient \
+                     stands clear of the update's float32 rounding)"
+                .to_string(),
+            false => format!(
+                "the update shows {} of the batch's {} rows: the other {}'s gradients lie below its float32 rounding (the \
+                 network is sure of them), so no attack on this update can tell them from other rows it is as sure of \
+                 (checked against the client's rows; cells right: {} on the rows shown, {} on the others)",
+                self.shown,
+                self.rows,
+                self.rows - self.shown,
+                pct(self.accuracy_shown),
+                pct(self.accuracy_hidden)
+            ),
+        }
+    }
+}
+
 impl Setup<'_> {
+    /// Which of the batch's own rows (`truth`, each with its label) the update shows, where the
+    /// update is the sum of their gradients (`sums_row_gradients`) and they explain it to
+    /// `EXPLAINED` (None elsewhere: a client whose update is not that sum).
+    pub(crate) fn rows_shown(&self, truth: &[Vec<Value>], labels: &[usize]) -> Option<Vec<bool>> {
+        if !self.sums_row_gradients() || truth.is_empty() {
+            return None;
+        }
+        let all: Vec<usize> = (0..truth.len()).collect();
+        let (fit, without) = self.fits_without(truth, &all, labels);
+        (fit <= EXPLAINED).then(|| without.iter().map(|&w| w >= SEEN).collect())
+    }
+
     /// For each row of `open`, 1 − cos of the update and the one `rows` send without that row
     /// (each row with its label in `label_of`); and the fit of `rows` as they are. Row by row,
     /// each open row's gradient computed again: a wide network's gradients, all held at once,
@@ -108,6 +176,10 @@ mod tests {
             let mut labels = setup
                 .labels_of_rows(&rows)
                 .expect("the batch's own rows explain its update");
+            // The client's own update shows most of its rows, not those the network is sure of.
+            let own = setup.rows_shown(&rows, &labels).expect("a FedSGD classifier's update");
+            let count = own.iter().filter(|&&s| s).count();
+            assert!(count >= rows.len() / 2 && count < rows.len(), "{own:?}");
             let norm = |g: Vec<f64>| g.iter().map(|v| v * v).sum::<f64>();
             let surest = (0..data.n())
                 .map(|k| (k, norm(setup.row_gradient(&data.rows[k], data.labels[k]))))
@@ -152,5 +224,22 @@ mod tests {
                 assert_eq!(recon.unproved[i].is_some(), seen[i], "row {i}");
             }
         });
+    }
+
+    /// The cells right on the rows shown and on the others, and the sentence that says so.
+    #[test]
+    fn the_rows_shown_split_the_cells_right() {
+        let correct = [vec![true, true], vec![true, false], vec![false, false]];
+        let shown = RowsShown::of(&[true, true, false], correct.iter().map(|c| &c[..]));
+        assert_eq!((shown.rows, shown.shown), (3, 2));
+        assert_eq!((shown.accuracy_shown, shown.accuracy_hidden), (Some(0.75), Some(0.0)));
+        assert!(
+            shown.sentence().contains("shows 2 of the batch's 3 rows"),
+            "{}",
+            shown.sentence()
+        );
+        let every = RowsShown::of(&[true], correct.iter().map(|c| &c[..]));
+        assert_eq!((every.accuracy_shown, every.accuracy_hidden), (Some(1.0), None));
+        assert!(every.sentence().starts_with("the update shows every row"));
     }
 }

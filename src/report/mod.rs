@@ -230,6 +230,11 @@ pub struct RowDetails {
     /// layer's span.
     #[serde(default)]
     pub determined: Vec<crate::table::determined::ReadFromCategory>,
+    /// A simulated FedSGD client: the rows of its batch whose gradient shows in its update, and
+    /// the cells right on those and the others (`assess::seen_rows`; null elsewhere).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub shown: Option<crate::assess::seen_rows::RowsShown>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
