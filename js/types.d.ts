@@ -819,15 +819,15 @@ placed?: number,
 from_placed: boolean, };
 
 /**
- * What a simulated FedSGD client's update shows of its own batch (`Setup::rows_shown`): the
+ * What a simulated FedSGD client's update shows of its own batch (`assess::seen_rows`): the
  * rows whose gradient shows in it, and the cells the attack got right on those and on the
  * others. A row the update does not show is one no attack on this update can tell from any row
  * the network is as sure of: the figure bounds every attacker, not only this one.
  */
 export type RowsShown = { 
 /**
- * The batch's rows, and those whose gradient shows in the update (1 − cos of the update
- * against the batch's own rows' without the row at least `SEEN`).
+ * The batch's rows, and those whose gradient shows in the update (the batch's own rows
+ * fit it less well without the row, beyond its float32 rounding).
  */
 rows: number, shown: number, 
 /**

@@ -77,7 +77,7 @@ fn generated() -> String {
         declaration::<leakscope::assess::update_choice::Rerun>(),
         declaration::<leakscope::assess::update_choice::EpochOrders>(),
         declaration::<leakscope::assess::update_choice::Pursuit>(),
-        declaration::<leakscope::assess::seen_rows::RowsShown>(),
+        declaration::<leakscope::report::shown::RowsShown>(),
         declaration::<leakscope::attack::priors::categories_held::CategoriesHeld>(),
         declaration::<leakscope::attack::priors::categories_held::FeatureHeld>(),
         declaration::<leakscope::table::determined::ReadFromCategory>(),

@@ -16,7 +16,7 @@ pub mod rows;
 pub mod scoring;
 pub mod search_bounds;
 mod second_layer;
-pub mod seen_rows;
+mod seen_rows;
 mod shadow_rows;
 mod span_fit;
 mod span_left;

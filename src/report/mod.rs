@@ -16,6 +16,7 @@ use crate::table::{ColumnKind, Dataset, Value};
 
 pub mod provenance;
 pub mod reconstruction;
+pub mod shown;
 pub mod text;
 
 pub use provenance::{PROVENANCES, Provenance, ProvenanceGroup, ReasonCount, SecondLayerSummary, reason_counts};
@@ -234,7 +235,7 @@ pub struct RowDetails {
     /// the cells right on those and the others (`assess::seen_rows`; null elsewhere).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
-    pub shown: Option<crate::assess::seen_rows::RowsShown>,
+    pub shown: Option<shown::RowsShown>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]

@@ -147,6 +147,31 @@ fn labels(r: &Report, s: &mut String) {
     }
 }
 
+/// Where the attack answered early, why it could.
+fn answered_early(r: &Report, s: &mut String) {
+    if let Some(steps) = r.row_details().and_then(|d| d.answered_after) {
+        // Rows near a batch row, or held by rows that explain the update to its rounding
+        // (consistent), settle the attack as proved ones do.
+        let explained = (r.row_details().and_then(|d| d.chosen.as_ref()))
+            .is_some_and(|c| c.fit_after <= crate::assess::update_choice::AT_ROUNDING);
+        let settled = match (
+            r.provenance.iter().any(|g| g.provenance != Provenance::Proved),
+            explained,
+        ) {
+            (false, _) => "proved",
+            (true, false) => "proved or placed near a batch row",
+            (true, true) => {
+                "proved or held by rows that explain the update to its float32 rounding (consistent with it, not proved)"
+            }
+        };
+        let _ = writeln!(
+            s,
+            "every row was {settled} after {steps} steps: the attack answered then, without its other {}",
+            r.config.iterations.saturating_sub(steps)
+        );
+    }
+}
+
 /// What fell back to the table's marginals, and why: the shadow client's choice, and where the
 /// reconstruction explains the update no better than the marginals, that the attack ran out of
 /// strength.
@@ -257,27 +282,7 @@ fn accuracy(r: &Report, s: &mut String) {
             let _ = writeln!(s, "{line}");
         }
         labels(r, s);
-        if let Some(steps) = r.row_details().and_then(|d| d.answered_after) {
-            // Rows near a batch row, or held by rows that explain the update to its rounding
-            // (consistent), settle the attack as proved ones do.
-            let explained = (r.row_details().and_then(|d| d.chosen.as_ref()))
-                .is_some_and(|c| c.fit_after <= crate::assess::update_choice::AT_ROUNDING);
-            let settled = match (
-                r.provenance.iter().any(|g| g.provenance != Provenance::Proved),
-                explained,
-            ) {
-                (false, _) => "proved",
-                (true, false) => "proved or placed near a batch row",
-                (true, true) => {
-                    "proved or held by rows that explain the update to its float32 rounding (consistent with it, not proved)"
-                }
-            };
-            let _ = writeln!(
-                s,
-                "every row was {settled} after {steps} steps: the attack answered then, without its other {}",
-                r.config.iterations.saturating_sub(steps)
-            );
-        }
+        answered_early(r, s);
         if let Some(e) = r.row_details().and_then(|d| d.ensemble.as_ref()) {
             let _ = writeln!(s, "{}", ensemble_line(e));
         }
