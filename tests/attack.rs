@@ -264,7 +264,8 @@ fn rows_the_whole_span_leaves_consistent_are_proved_on_the_rows_lefts_own() {
 /// the ensemble's rows are a trained network's hardest case. The fallback keeps the ensemble's
 /// cells only where its shadow client shows a sure gain (`gain_lower_bound`), and the attack
 /// never scores below the random guess on the same batch (the best of the shadow's candidates,
-/// before: seed 3 58.7 % against 62.5 %).
+/// before: seed 3 58.7 % against 62.5 %). Where rows that explain the update to its rounding
+/// hold every row (`assess::seen_rows`), nothing falls back.
 #[test]
 fn on_a_trained_narrow_network_the_attack_never_scores_below_guessing() {
     let data = dataset("adult-sample.csv", "salary");
@@ -278,10 +279,22 @@ fn on_a_trained_narrow_network_the_attack_never_scores_below_guessing() {
                 ..Default::default()
             },
         );
-        let f = r
-            .row_details()
-            .and_then(|d| d.fallback.clone())
-            .expect("no row proved: the fallback ran");
+        let held = |row: &leakscope::report::RowReport| {
+            use leakscope::report::Provenance;
+            matches!(row.provenance, Some(Provenance::Proved | Provenance::Consistent))
+        };
+        let Some(f) = r.row_details().and_then(|d| d.fallback.clone()) else {
+            assert!(
+                r.rows.iter().all(held),
+                "seed {seed}: nothing fell back, yet the update holds not every row"
+            );
+            eprintln!(
+                "  seed {seed}: {:.3} against {:.3}, every row held",
+                r.accuracy.total, r.random_baseline
+            );
+            assert!(r.accuracy.total >= r.random_baseline - 1e-9, "seed {seed}");
+            continue;
+        };
         eprintln!(
             "  seed {seed}: {:.3} against {:.3}, shadow {:.3} / {:.3} / {:.3}, norms {:.3} / {:.3}, {} cells fell back",
             r.accuracy.total,

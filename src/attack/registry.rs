@@ -319,6 +319,7 @@ impl AttackConfig {
             rows_per_member: self.rows_per_member(),
             local_steps: self.local_steps(),
             pursuit_bytes,
+            shows_rows: self.protocol == Protocol::Fedsgd && dataset.target.is_none(),
         }
     }
 

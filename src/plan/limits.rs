@@ -28,6 +28,10 @@ pub struct WorkingSet {
     /// Bytes FedSGD's pursuit among a crowded span's rows holds at most
     /// (`assess::span_pursuit::working_bytes`; 0 where it does not run).
     pub pursuit_bytes: u64,
+    /// Whether the report checks which rows a FedSGD classifier's update shows
+    /// (`assess::seen_rows`): the rows' gradients summed, the received update, and one row's
+    /// gradient twice over, in f64.
+    pub shows_rows: bool,
 }
 
 impl WorkingSet {
@@ -70,8 +74,11 @@ impl WorkingSet {
                 .saturating_add(params)
                 .saturating_add(trajectory),
         );
+        // Four f64 vectors of the parameters' size: eight f32 units each.
+        let shown = if self.shows_rows { params.saturating_mul(8) } else { 0 };
         client
             .saturating_add(inversion)
+            .saturating_add(shown)
             .saturating_mul(4)
             .saturating_add(self.pursuit_bytes)
     }
