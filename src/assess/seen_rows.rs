@@ -1,12 +1,15 @@
-//! Which rows a FedSGD update sees. Where a reconstruction explains the update to about its
-//! rounding, the rows no proof reached are consistent with it, but only those whose gradient the
-//! fit pins: a trained network's confident row (its residual p − y near 0) sends a gradient
-//! smaller than what the reconstruction leaves unexplained, and any row as confident fits in its
-//! place (Adult [32, 32], B = 16, trained 20 epochs, seed 5: the whole update fitted to 1.9e-8
-//! with three of its rows wrong). Each such row is taken out of the sum (in float64): where the
-//! fit does not rise past `seen`'s bound without it, the fit says nothing of it, and it stays
+//! Which rows a FedSGD update sees. Where the rows the update chose explain it to its rounding
+//! (`Reconstruction::explains_update`), the rows no proof reached are consistent with it, but
+//! only those whose gradient the fit pins: a trained network's confident row (its residual
+//! p − y near 0) sends a gradient smaller than what the reconstruction leaves unexplained, and
+//! any row as confident fits in its place (Adult [32, 32], B = 16, trained 20 epochs, seed 5: the
+//! rows inverted alone fitted the whole update to 1.9e-8, and one of them, wrong in 12 of 14
+//! cells, raised the fit by nothing). Each such row is taken out of the sum (in float64): where
+//! the fit does not rise past `seen`'s bound without it, the fit says nothing of it, and it stays
 //! the ensemble's, which the fallback judges. (Swapping it for another row would test the other
-//! row's gradient, not its own.)
+//! row's gradient, not its own.) The rows inverted alone (`assess::inverted_left`) stay
+//! consistent wherever the whole fit is explained: held to this test, rows of theirs 71-79 %
+//! right fell to the marginals.
 use crate::assess::reconstruct::Reconstruction;
 use crate::attack::inversion::setup::Setup;
 use crate::attack::priors::activation_span::Unproved;
