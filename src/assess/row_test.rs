@@ -338,7 +338,7 @@ mod tests {
     use rand::{Rng, SeedableRng, rngs::StdRng};
 
     use super::*;
-    use crate::client::exact::fedsgd_exact;
+    use crate::client::exact::row_gradient;
 
     /// A batch of `labels.len()` rows of `d` values in [-2, 2] and B·G, their gradients' sum.
     fn batch(params: &Params, model: Model, labels: &[usize], rng: &mut StdRng) -> (Vec<Vec<f64>>, Vec<f64>) {
@@ -348,8 +348,7 @@ mod tests {
             .collect();
         let mut sum = vec![0.0; params.len()];
         for (x, &c) in rows.iter().zip(labels) {
-            let y: Vec<f64> = model.head.targets(&[c], classes).iter().map(|&v| v as f64).collect();
-            let g = fedsgd_exact(params, model, x, &y, 1).flat();
+            let g = row_gradient(params, model, x, c, classes);
             sum.iter_mut().zip(g).for_each(|(s, g)| *s += g);
         }
         (rows, sum)

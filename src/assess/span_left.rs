@@ -25,7 +25,7 @@ use crate::assess::update_choice::{UPDATE_FIT_THRESHOLD, move_entropy};
 use crate::attack::inversion::setup::Setup;
 use crate::attack::priors::activation_span::Unproved;
 use crate::attack::priors::enumerate;
-use crate::client::exact::fedsgd_exact;
+use crate::client::exact;
 use crate::client::head::Head;
 use crate::config::Protocol;
 use crate::error::Result;
@@ -180,20 +180,13 @@ impl Setup<'_> {
 
     /// A row's FedSGD gradient with label `label`, as the update lays it out (every layer's
     /// weights, then the biases), in float64.
-    pub(super) fn row_gradient(&self, row: &[Value], label: usize) -> Vec<f64> {
-        let model = self.config.model();
+    pub(crate) fn row_gradient(&self, row: &[Value], label: usize) -> Vec<f64> {
         let x: Vec<f64> = encode_rows(self.dataset, std::slice::from_ref(&row.to_vec()))
             .iter()
             .map(|&v| v as f64)
             .collect();
-        let targets: Vec<f64> = model
-            .head
-            .targets(&[label], self.dataset.classes.len())
-            .iter()
-            .map(|&v| v as f64)
-            .collect();
-        let g = fedsgd_exact(&self.scenario.params, model, &x, &targets, 1);
-        g.flat()
+        let (params, classes) = (&self.scenario.params, self.dataset.classes.len());
+        exact::row_gradient(params, self.config.model(), &x, label, classes)
     }
 
     /// The span's row `k` with label `y` and its values along the free directions that leave the

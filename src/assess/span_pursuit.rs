@@ -18,7 +18,7 @@ use crate::assess::row_test::{Placed, RowTest};
 use crate::assess::search_bounds::{MOST_PURSUIT_BYTES, pursues, pursuit_bytes};
 use crate::attack::inversion::setup::Setup;
 use crate::attack::priors::spectrum::Precision;
-use crate::client::exact::{fedsgd_exact, label_deltas, row_trace};
+use crate::client::exact::{label_deltas, row_trace};
 use crate::client::head::{Head, Model};
 use crate::client::network::Params;
 use crate::table::{Value, encode_rows};
@@ -335,17 +335,7 @@ impl Setup<'_> {
         }
         let mut target = self.update_times(self.config.rows() as f64);
         for p in (0..rows.len()).filter(|&p| fixed[p]) {
-            let x: Vec<f64> = encode_rows(self.dataset, &rows[p..p + 1])
-                .iter()
-                .map(|&v| v as f64)
-                .collect();
-            let y: Vec<f64> = model
-                .head
-                .targets(&labels[p..p + 1], classes)
-                .iter()
-                .map(|&v| v as f64)
-                .collect();
-            let g = fedsgd_exact(params, model, &x, &y, 1).flat();
+            let g = self.row_gradient(&rows[p], labels[p]);
             target.iter_mut().zip(g).for_each(|(t, g)| *t -= g);
         }
         let mut quota = vec![0; classes];
@@ -438,19 +428,14 @@ mod tests {
     use rand::{Rng, SeedableRng, rngs::StdRng};
 
     use super::*;
+    use crate::client::exact::row_gradient;
 
     /// `count` rows of `d` values in [-2, 2], and the gradients' sum of `batch` (rows, labels).
     fn problem(params: &Params, model: Model, rows: &[Vec<f64>], batch: &[(usize, usize)]) -> Vec<f64> {
         let classes = params.sizes[params.layers()];
         let mut target = vec![0.0; params.len()];
         for &(i, label) in batch {
-            let y: Vec<f64> = model
-                .head
-                .targets(&[label], classes)
-                .iter()
-                .map(|&v| v as f64)
-                .collect();
-            let g = fedsgd_exact(params, model, &rows[i], &y, 1).flat();
+            let g = row_gradient(params, model, &rows[i], label, classes);
             target.iter_mut().zip(g).for_each(|(t, g)| *t += g);
         }
         target

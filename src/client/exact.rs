@@ -44,6 +44,22 @@ pub fn fedsgd_exact(params: &Params, model: Model, x: &[f64], targets: &[f64], r
     ExactGradient { weights, biases }
 }
 
+/// The head's targets of one classifier row of label `label` of `classes`, in float64.
+pub fn label_targets(model: Model, label: usize, classes: usize) -> Vec<f64> {
+    model
+        .head
+        .targets(&[label], classes)
+        .iter()
+        .map(|&v| v as f64)
+        .collect()
+}
+
+/// One classifier row's gradient (`x` encoded) with label `label` of `classes`, laid out as the
+/// update lays it out (`ExactGradient::flat`).
+pub fn row_gradient(params: &Params, model: Model, x: &[f64], label: usize, classes: usize) -> Vec<f64> {
+    fedsgd_exact(params, model, x, &label_targets(model, label, classes), 1).flat()
+}
+
 /// One row's pass through the network: each layer's input (the row, then every hidden layer's
 /// activations) and each layer's pre-activations.
 pub fn row_trace(params: &Params, model: Model, row: &[f64]) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
@@ -72,12 +88,7 @@ pub fn output_delta(model: Model, logits: &[f64], y: &[f64], scale: f64) -> Vec<
 /// (`row_trace`) with label `label` of `classes`, the loss as the client's (the head's targets
 /// and scale).
 pub fn label_deltas(params: &Params, model: Model, pre: &[Vec<f64>], label: usize, classes: usize) -> Vec<Vec<f64>> {
-    let y: Vec<f64> = model
-        .head
-        .targets(&[label], classes)
-        .iter()
-        .map(|&v| v as f64)
-        .collect();
+    let y = label_targets(model, label, classes);
     let out = output_delta(model, &pre[params.layers() - 1], &y, model.head.scale());
     deltas(params, model, pre, out)
 }
