@@ -28,16 +28,28 @@ use crate::table::Value;
 impl Setup<'_> {
     /// `recon` with its open rows (those the ensemble alone gave) replaced by the ensemble's rows
     /// of what the held rows leave, where they explain the update better (consistent where they
-    /// explain it to `EXPLAINED`); as it was where that does not apply (`may_invert_left`, `opens`).
+    /// explain it to `EXPLAINED`); then, where the update is still not explained, the consistent
+    /// rows it does not support inverted with them (`assess::misfits`). As it was where that does
+    /// not apply (`may_invert_left`, `opens`).
     pub(super) async fn invert_left(
         &self,
-        mut recon: Reconstruction,
+        recon: Reconstruction,
         progress: &mut dyn FnMut(&Progress) -> bool,
     ) -> Result<Reconstruction> {
         // Rows that explain the update to its rounding leave nothing to invert.
         if !self.may_invert_left() || recon.rows.len() != self.config.rows() || recon.explains_update() {
             return Ok(recon);
         }
+        let recon = self.invert_open_rows(recon, progress).await?;
+        self.reopen_misfits(recon, progress).await
+    }
+
+    /// `invert_left` on the rows the ensemble alone gave.
+    async fn invert_open_rows(
+        &self,
+        mut recon: Reconstruction,
+        progress: &mut dyn FnMut(&Progress) -> bool,
+    ) -> Result<Reconstruction> {
         let open: Vec<usize> = (0..recon.rows.len())
             .filter(|&i| !recon.provenance[i].held_by_update())
             .collect();
@@ -79,7 +91,7 @@ impl Setup<'_> {
 
     /// The ensemble's rows of what the rows of `rows` not `open` leave of the update, each with
     /// its label in `label_of` (the open rows' labels a smaller batch's).
-    async fn invert_open(
+    pub(super) async fn invert_open(
         &self,
         rows: &[Vec<Value>],
         open: &[usize],
@@ -169,14 +181,14 @@ impl Setup<'_> {
 }
 
 /// Whether `open` rows may be inverted alone: some held, some open, none fallen back.
-fn opens(recon: &Reconstruction, open: &[usize]) -> bool {
+pub(super) fn opens(recon: &Reconstruction, open: &[usize]) -> bool {
     !open.is_empty() && open.len() < recon.rows.len() && recon.provenance.iter().all(|p| *p != Provenance::Prior)
 }
 
 /// What `invert_open` found: the open slots in the order of the rows found, those rows, and
 /// their cells' entropy.
-struct Found {
-    slots: Vec<usize>,
-    rows: Vec<Vec<Value>>,
-    entropy: Option<Vec<Vec<Option<f64>>>>,
+pub(super) struct Found {
+    pub(super) slots: Vec<usize>,
+    pub(super) rows: Vec<Vec<Value>>,
+    pub(super) entropy: Option<Vec<Vec<Option<f64>>>>,
 }

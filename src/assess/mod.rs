@@ -6,6 +6,7 @@ pub mod epochs;
 pub mod fallback;
 mod inverted_left;
 pub mod matching;
+mod misfits;
 mod paired_labels;
 mod peeled;
 pub mod pooling;
