@@ -320,8 +320,11 @@ pub fn calibrate(
             };
             let mixed = scored(t);
             let bound = gain_lower_bound(rules, &mixed, &base, z);
-            // Ties keep the earlier candidate: no fallback, then the deciles.
-            if bound > best.0 + 1e-12 {
+            // Ties keep the earlier candidate: no fallback, then the deciles. A surer bound
+            // alone is no gain: a candidate that scores no better on the shadow batch than the
+            // best so far only has fewer cells that differ (the bound's error narrows with
+            // them), and on the client it falls back cells for nothing.
+            if bound > best.0 + 1e-12 && mixed.accuracy.total > best.2 + 1e-12 {
                 best = (bound, t, mixed.accuracy.total);
             }
         }
