@@ -121,13 +121,10 @@ async fn run_timed(
     };
     let seconds = start.elapsed().as_secs_f64();
     // The stages after the inversion (a rerun, the shadow, its rerun) each start their steps
-    // again: each new phase counts on from where the last one planned to end.
-    let (mut stage, mut phase) = (0, None::<String>);
+    // again: each new stage counts on from where the last one planned to end.
+    let mut stages = Stages::default();
     let mut staged = |p: &Progress| {
-        if phase.as_ref().is_some_and(|last| *last != p.phase) {
-            stage += 1;
-        }
-        phase = Some(p.phase.clone());
+        let stage = stages.of(p);
         progress(&at(first + iterations * (1 + stage), p))
     };
     let report = assess(&setup, inverted, seconds, &mut staged).await?;
@@ -136,6 +133,26 @@ async fn run_timed(
         seconds: start.elapsed().as_secs_f64(),
         ..report
     })
+}
+
+/// The stages of a run after its inversion, as its progress reports them: a new one where the
+/// phase changes, or where its steps start again within one phase (the rows left inverted
+/// again round after round, `assess::misfits`), so that progress never goes back.
+#[derive(Default)]
+struct Stages {
+    stage: usize,
+    last: Option<(String, usize)>,
+}
+
+impl Stages {
+    /// The stage `p` belongs to, counted from 0.
+    fn of(&mut self, p: &Progress) -> usize {
+        if (self.last.as_ref()).is_some_and(|(phase, step)| *phase != p.phase || p.step < *step) {
+            self.stage += 1;
+        }
+        self.last = Some((p.phase.clone(), p.step));
+        self.stage
+    }
 }
 
 /// The whole ensemble inverted, or by its stopping rule where the setup runs it so (the setup
@@ -628,6 +645,25 @@ pub async fn time_steps(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A phase that starts its steps again is a stage of its own, as a new phase is.
+    #[test]
+    fn progress_counts_a_phase_that_starts_again_as_a_new_stage() {
+        let at = |phase: &str, step: usize| Progress {
+            phase: phase.into(),
+            step,
+            of: 100,
+            loss: None,
+            elapsed: 0.0,
+        };
+        let mut stages = Stages::default();
+        let seen: Vec<usize> = [("refine", 10), ("refine", 20), ("rows left", 5), ("rows left", 9)]
+            .into_iter()
+            .chain([("rows left", 3), ("rows left", 8), ("shadow", 1)])
+            .map(|(phase, step)| stages.of(&at(phase, step)))
+            .collect();
+        assert_eq!(seen, [0, 0, 1, 1, 2, 2, 3]);
+    }
 
     #[test]
     fn the_warm_up_runs_the_default_attack_on_its_table() {

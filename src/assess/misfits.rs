@@ -134,7 +134,6 @@ mod tests {
             // last layer pairs the swapped row, of the other class's look, with the wrong one).
             recon.row_labels = Some(labels.clone());
             let misfit = setup.fits_without(&rows, &[], &labels).0;
-
             assert!(misfit > EXPLAINED, "{misfit}");
             let out = pollster::block_on(setup.reopen_misfits(recon, &mut |_: &Progress| true)).unwrap();
             let fit = setup.fits_without(&out.rows, &[], &labels).0;
