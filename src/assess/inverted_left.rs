@@ -59,13 +59,7 @@ impl Setup<'_> {
         let label_of = self.labels_paired(&recon);
         let before = self.fits_without(&recon.rows, &[], &label_of).0;
         let found = self.invert_open(&recon.rows, &open, &label_of, progress).await?;
-        let (mut rows, mut entropy) = (recon.rows.clone(), recon.entropy.clone());
-        for (n, &i) in found.slots.iter().enumerate() {
-            rows[i] = found.rows[n].clone();
-            if let (Some(e), Some(f)) = (entropy.as_mut(), found.entropy.as_ref()) {
-                e[i] = f[n].clone();
-            }
-        }
+        let (rows, entropy) = found.placed_over(&recon.rows, &recon.entropy);
         let fit = self.fits_without(&rows, &[], &label_of).0;
         if !(fit < before) {
             return Ok(recon);
@@ -188,7 +182,24 @@ pub(super) fn opens(recon: &Reconstruction, open: &[usize]) -> bool {
 /// What `invert_open` found: the open slots in the order of the rows found, those rows, and
 /// their cells' entropy.
 pub(super) struct Found {
-    pub(super) slots: Vec<usize>,
-    pub(super) rows: Vec<Vec<Value>>,
-    pub(super) entropy: Option<Vec<Vec<Option<f64>>>>,
+    slots: Vec<usize>,
+    rows: Vec<Vec<Value>>,
+    entropy: Entropy,
+}
+
+/// Each row's cells' entropy, where the ensemble gave them.
+type Entropy = Option<Vec<Vec<Option<f64>>>>;
+
+impl Found {
+    /// `rows` and their `entropy` with the rows found in their slots.
+    pub(super) fn placed_over(&self, rows: &[Vec<Value>], entropy: &Entropy) -> (Vec<Vec<Value>>, Entropy) {
+        let (mut rows, mut entropy) = (rows.to_vec(), entropy.clone());
+        for (n, &i) in self.slots.iter().enumerate() {
+            rows[i] = self.rows[n].clone();
+            if let (Some(e), Some(f)) = (entropy.as_mut(), self.entropy.as_ref()) {
+                e[i] = f[n].clone();
+            }
+        }
+        (rows, entropy)
+    }
 }

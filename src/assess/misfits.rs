@@ -64,20 +64,12 @@ impl Setup<'_> {
                 break;
             }
             let found = self.invert_open(&rows, &open, &label_of, progress).await?;
-            let mut again = rows.clone();
-            for (n, &i) in found.slots.iter().enumerate() {
-                again[i] = found.rows[n].clone();
-            }
+            let (again, again_entropy) = found.placed_over(&rows, &entropy);
             let again_fit = self.fits_without(&again, &[], &label_of).0;
             if !(again_fit < fit) {
                 break;
             }
-            (rows, fit) = (again, again_fit);
-            for (n, &i) in found.slots.iter().enumerate() {
-                if let (Some(e), Some(f)) = (entropy.as_mut(), found.entropy.as_ref()) {
-                    e[i] = f[n].clone();
-                }
-            }
+            (rows, entropy, fit) = (again, again_entropy, again_fit);
         }
         let reopened = open.iter().any(|&i| recon.provenance[i] == Provenance::Consistent);
         if !(fit <= EXPLAINED) || !reopened {
@@ -103,27 +95,13 @@ mod tests {
     /// found in its place is the batch's and explains the update, and the others stay.
     #[test]
     fn a_consistent_row_the_update_does_not_hold_is_found_again() {
-        let config = crate::config::AttackConfig {
-            batch_size: 16,
-            hidden: vec![32, 32],
-            training_epochs: 20,
-            seed: 3,
-            ..Default::default()
-        };
-        crate::assess::with_sample_setup(config, |setup| {
+        crate::assess::with_trained_sample_batch(|setup, truth, labels, norms| {
             let data = setup.dataset;
-            let truth = setup.scenario.truth.as_ref().unwrap().rows.clone();
-            let labels = setup
-                .labels_of_rows(&truth)
-                .expect("the batch's own rows explain its update");
             let (b, swapped) = (truth.len(), 4);
-            let norm = |g: Vec<f64>| g.iter().map(|v| v * v).sum::<f64>();
             let loudest = (0..data.n())
                 .filter(|&k| data.labels[k] == labels[swapped] && !truth.contains(&data.rows[k]))
-                .map(|k| (k, norm(setup.row_gradient(&data.rows[k], data.labels[k]))))
-                .max_by(|a, b| a.1.total_cmp(&b.1))
-                .unwrap()
-                .0;
+                .max_by(|&a, &b| norms[a].total_cmp(&norms[b]))
+                .unwrap();
             let mut rows = truth.clone();
             rows[swapped] = data.rows[loudest].clone();
             let mut recon = pollster::block_on(setup.reconstruction(None, &mut |_: &Progress| true)).unwrap();

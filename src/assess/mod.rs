@@ -39,3 +39,37 @@ pub(crate) fn with_sample_setup<T>(
         &runtime, &data, &config, scenario,
     ))
 }
+
+/// `f` on the Adult sample's batch of 16 on a [32, 32] network trained 20 epochs (seed 3), with
+/// the batch's rows, the labels its update gives them, and each table row's squared gradient
+/// norm with its own label: where the tests of rows a trained network's update pins or does not
+/// pin find a row it is sure of, or unsure of.
+#[cfg(test)]
+pub(crate) fn with_trained_sample_batch<T>(
+    f: impl FnOnce(&crate::attack::inversion::setup::Setup, Vec<Vec<crate::table::Value>>, Vec<usize>, Vec<f64>) -> T,
+) -> T {
+    let config = crate::config::AttackConfig {
+        batch_size: 16,
+        hidden: vec![32, 32],
+        training_epochs: 20,
+        seed: 3,
+        ..Default::default()
+    };
+    with_sample_setup(config, |setup| {
+        let data = setup.dataset;
+        let rows = setup.scenario.truth.as_ref().unwrap().rows.clone();
+        let labels = setup
+            .labels_of_rows(&rows)
+            .expect("the batch's own rows explain its update");
+        let norms = (0..data.n())
+            .map(|k| {
+                setup
+                    .row_gradient(&data.rows[k], data.labels[k])
+                    .iter()
+                    .map(|v| v * v)
+                    .sum()
+            })
+            .collect();
+        f(setup, rows, labels, norms)
+    })
+}

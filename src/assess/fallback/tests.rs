@@ -73,28 +73,22 @@ fn uncertain_wrong_cells_fall_back_and_certain_right_ones_stay() {
 #[test]
 fn a_surer_bound_without_a_gain_falls_nothing_back() {
     let unsure = vec![Some(0.9), Some(3.0)];
-    let (truth, rows, prior, entropy): (Vec<_>, Vec<_>, Vec<_>, Vec<_>) = (0..40u32)
-        .map(|i| {
-            // Every row its own (the scoring matches rows), the guess's and the wrong ones apart.
-            let (right, wrong, guess) = (row(i, i as f64), row(100 + i, 1e3), row(200 + i, 2e3));
-            match i {
-                // The ensemble sure and right, the guess wrong.
-                0..30 => (right.clone(), right, guess, vec![Some(0.1), Some(0.2)]),
-                // Unsure: right where the guess is wrong, and the other way round, as often.
-                _ if i % 2 == 0 => (right.clone(), right, guess, unsure.clone()),
-                _ => (right.clone(), wrong, right, unsure.clone()),
-            }
-        })
-        .fold(
-            Default::default(),
-            |(mut t, mut r, mut p, mut e): (Vec<_>, Vec<_>, Vec<_>, Vec<_>), x| {
-                t.push(x.0);
-                r.push(x.1);
-                p.push(x.2);
-                e.push(x.3);
-                (t, r, p, e)
-            },
-        );
+    let (mut truth, mut rows, mut prior, mut entropy) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for i in 0..40u32 {
+        // Every row its own (the scoring matches rows), the guess's and the wrong ones apart.
+        let (right, wrong, guess) = (row(i, i as f64), row(100 + i, 1e3), row(200 + i, 2e3));
+        truth.push(right.clone());
+        let (row, prior_row, e) = match i {
+            // The ensemble sure and right, the guess wrong.
+            0..30 => (right, guess, vec![Some(0.1), Some(0.2)]),
+            // Unsure: right where the guess is wrong, and the other way round, as often.
+            _ if i % 2 == 0 => (right, guess, unsure.clone()),
+            _ => (wrong, right, unsure.clone()),
+        };
+        rows.push(row);
+        prior.push(prior_row);
+        entropy.push(e);
+    }
     let (t, [ensemble, _, chosen]) = calibrate(&rules(), &truth, &rows, &entropy, &prior, &[false; 40]);
     assert_eq!(ensemble, 0.875);
     assert_eq!(
