@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""Where an Adam client's update leads an inversion that starts near the client's own rows.
+
+A measurement for issue 45, not part of the engine: it asks whether the exact loss of an Adam
+(or any torch.optim) client has a basin around the true rows that gradient descent can stay in
+or return to, and whether a smooth stand-in for the client (the sum of its local batches'
+gradients at θ0, which Adam's update follows in sign) leads to the rows from afar.
+
+The client is one scripts/export_update.py wrote into DIR (rows in the given order). Its rows are
+read back from the table (update.safetensors' table_rows), encoded as the encoding says, and
+replayed differentiably in float64: torch.optim.Adam's own rule (bias-corrected moments,
+denominator √v̂ + ε) written out so that the replay has a second-order gradient. The attacker's
+rows are relaxed as TabLeak's are (a softmax per categorical feature, its one-hot standardised
+as the encoding says; continuous cells free, in standardised units) and optimised by Adam at
+--lr on 1 − cos(simulated update, received update) for --steps steps, from
+
+  --noise η ≥ 0   the true rows: continuous cells plus η·N(0, 1), categorical logits 10·one-hot
+                  plus 3η·N(0, 1)
+  --noise -1      random rows (N(0, 0.25) in every input)
+
+and with --model gsum the stand-in for the client instead of its replay, the last --refine
+steps on the replay. Every 100 steps it prints the loss and the rows' cell accuracy (Hungarian
+matching on the share of wrong cells; a continuous cell right within 0.319 standard deviations,
+SPEC §6), and once, up front, how far the stand-in's signs agree with the update's, per tensor.
+
+  python3 scripts/adam_basin.py DIR --csv ../shared/datasets/adult.csv --encoding DIR/../encoding.json \
+      --noise 0.3 --steps 500 --lr 0.001
+
+Needs torch, scipy and safetensors. Handles clients of scripts/export_update.py's default network
+(ReLU, two hidden layers, softmax head) trained with Adam (its default betas).
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+import torch
+from safetensors import safe_open
+from safetensors.torch import load_file
+from scipy.optimize import linear_sum_assignment
+
+sys.dont_write_bytecode = True  # no scripts/__pycache__ in the work tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import export_update  # noqa: E402
+
+BETAS = (0.9, 0.999)
+
+
+def forward(p, x):
+    h = torch.relu(x @ p["0.weight"].T + p["0.bias"])
+    h = torch.relu(h @ p["2.weight"].T + p["2.bias"])
+    return h @ p["4.weight"].T + p["4.bias"]
+
+
+class Client:
+    def __init__(self, weights, labels, meta, eps):
+        self.w0, self.y, self.eps = weights, labels, eps
+        self.lr = float(meta["client_lr"])
+        self.local_batch = int(meta["local_batch"])
+        self.epochs = int(meta["local_epochs"])
+
+    def batches(self, x):
+        for start in range(0, len(self.y), self.local_batch):
+            yield x[start : start + self.local_batch], self.y[start : start + self.local_batch]
+
+    def adam(self, x):
+        """θ0 − θE under Adam, differentiable in x (torch.optim.Adam's rule, weight decay 0)."""
+        p = {k: v.clone().requires_grad_(True) for k, v in self.w0.items()}
+        m = {k: torch.zeros_like(v) for k, v in p.items()}
+        v2 = {k: torch.zeros_like(v) for k, v in p.items()}
+        t = 0
+        for _ in range(self.epochs):
+            for xb, yb in self.batches(x):
+                t += 1
+                keys = list(p)
+                loss = torch.nn.functional.cross_entropy(forward(p, xb), yb)
+                grads = torch.autograd.grad(loss, [p[k] for k in keys], create_graph=True)
+                step = {}
+                for k, g in zip(keys, grads):
+                    m[k] = BETAS[0] * m[k] + (1 - BETAS[0]) * g
+                    v2[k] = BETAS[1] * v2[k] + (1 - BETAS[1]) * g * g
+                    # 1e-300 keeps √'s derivative finite where a unit saw no gradient yet.
+                    denom = torch.sqrt(v2[k] + 1e-300) / math.sqrt(1 - BETAS[1] ** t) + self.eps
+                    step[k] = p[k] - self.lr / (1 - BETAS[0] ** t) * m[k] / denom
+                p = step
+        return {k: self.w0[k] - p[k] for k in self.w0}
+
+    def gradient_sum(self, x):
+        """The stand-in: Σ over local batches of their mean loss's gradient at θ0."""
+        p = {k: v.clone().requires_grad_(True) for k, v in self.w0.items()}
+        keys = list(p)
+        total = {k: 0.0 for k in keys}
+        for xb, yb in self.batches(x):
+            loss = torch.nn.functional.cross_entropy(forward(p, xb), yb)
+            for k, g in zip(keys, torch.autograd.grad(loss, [p[k] for k in keys], create_graph=True)):
+                total[k] = total[k] + g
+        return total
+
+
+def flat(u):
+    return torch.cat([u[k].flatten() for k in sorted(u)])
+
+
+class Rows:
+    """The encoding's relaxation: continuous cells free, a softmax per categorical feature."""
+
+    def __init__(self, encoding):
+        self.mean, self.std = torch.tensor(encoding["mean"]), torch.tensor(encoding["std"])
+        feats = encoding["features"]
+        self.cont = [f["offset"] for f in feats if f["kind"] == "continuous"]
+        self.cats = [(f["offset"], len(f["categories"])) for f in feats if f["kind"] == "categorical"]
+
+    def decode(self, z):
+        x = torch.zeros_like(z)
+        for c in self.cont:
+            x[:, c] = z[:, c]
+        for o, k in self.cats:
+            x[:, o : o + k] = (torch.softmax(z[:, o : o + k], -1) - self.mean[o : o + k]) / self.std[o : o + k]
+        return x
+
+    def start(self, truth, noise):
+        n, d = truth.shape
+        if noise < 0:
+            return torch.randn(n, d) * 0.5
+        z = torch.zeros(n, d)
+        for c in self.cont:
+            z[:, c] = truth[:, c] + noise * torch.randn(n)
+        for o, k in self.cats:
+            one_hot = (truth[:, o : o + k] * self.std[o : o + k] + self.mean[o : o + k]).round()
+            z[:, o : o + k] = 10 * one_hot + 3 * noise * torch.randn(n, k)
+        return z
+
+    def accuracy(self, x, truth):
+        n = len(truth)
+        features = len(self.cont) + len(self.cats)
+        cost = torch.zeros(n, n)
+        for i in range(n):
+            wrong = sum((x[i, c] - truth[:, c]).abs() > 0.319 for c in self.cont)
+            for o, k in self.cats:
+                wrong = wrong + (x[i, o : o + k].argmax() != truth[:, o : o + k].argmax(1)).double()
+            cost[i] = wrong / features
+        r, c = linear_sum_assignment(cost.numpy())
+        return 1 - cost[r, c].mean().item()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("client", help="a directory scripts/export_update.py wrote (an Adam FedAvg client, rows in order)")
+    ap.add_argument("--csv", required=True)
+    ap.add_argument("--encoding", required=True)
+    ap.add_argument("--noise", type=float, default=-1.0)
+    ap.add_argument("--steps", type=int, default=500)
+    ap.add_argument("--lr", type=float, default=0.001)
+    ap.add_argument("--model", choices=["adam", "gsum"], default="adam")
+    ap.add_argument("--refine", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    torch.set_default_dtype(torch.float64)
+    torch.manual_seed(args.seed)
+    with open(args.encoding) as f:
+        encoding = json.load(f)
+    with safe_open(os.path.join(args.client, "update.safetensors"), "pt") as f:
+        meta = f.metadata()
+    if meta.get("optimizer") != "adam" or "local_order" in meta:
+        sys.exit("an Adam client whose rows come in the given order")
+    update = {k: v.double() for k, v in load_file(os.path.join(args.client, "update.safetensors")).items()}
+    weights = {k: v.double() for k, v in load_file(os.path.join(args.client, "weights.safetensors")).items()}
+    header, rows = export_update.read_rows(args.csv, encoding)
+    batch = [rows[i] for i in json.loads(meta["table_rows"])]
+    truth = torch.tensor([export_update.encode(r, header, encoding) for r in batch])
+    at = header.index(encoding["label"])
+    labels = torch.tensor([encoding["classes"].index(r[at]) for r in batch])
+    client = Client(weights, labels, meta, float(meta.get("adam_eps", 1e-8)))
+    target = flat(update)
+    replay = flat(client.adam(truth))
+    print(f"replay at the true rows: 1 − cos {1 - torch.cosine_similarity(replay, target, 0).item():.2e}")
+    stand_in = client.gradient_sum(truth)
+    for k in sorted(update):
+        a, b = stand_in[k].flatten(), update[k].flatten()
+        print(f"stand-in {k}: signs agree {(a.sign() == b.sign()).double().mean().item():.3f}, "
+              f"cos {torch.cosine_similarity(a, b, 0).item():.3f}")
+    rows_of = Rows(encoding)
+    z = rows_of.start(truth, args.noise).requires_grad_(True)
+    opt = torch.optim.Adam([z], lr=args.lr)
+    for it in range(args.steps + 1):
+        opt.zero_grad()
+        x = rows_of.decode(z)
+        exact = args.model == "adam" or it >= args.steps - args.refine
+        simulated = flat(client.adam(x) if exact else client.gradient_sum(x))
+        loss = 1 - torch.cosine_similarity(simulated, target, 0)
+        if it % 100 == 0:
+            print(f"step {it}: 1 − cos {loss.item():.4f} ({'replay' if exact else 'stand-in'}), "
+                  f"cells right {rows_of.accuracy(x.detach(), truth):.3f}", flush=True)
+        loss.backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    main()
