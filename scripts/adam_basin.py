@@ -162,8 +162,8 @@ def main():
         encoding = json.load(f)
     with safe_open(os.path.join(args.client, "update.safetensors"), "pt") as f:
         meta = f.metadata()
-    if meta.get("optimizer") != "adam" or "local_order" in meta:
-        sys.exit("an Adam client whose rows come in the given order")
+    if meta.get("optimizer") != "adam" or "local_order" in meta or "weight_decay" in meta or "betas" in meta:
+        sys.exit("an Adam client with torch's default betas, no weight decay, rows in the given order")
     update = {k: v.double() for k, v in load_file(os.path.join(args.client, "update.safetensors")).items()}
     weights = {k: v.double() for k, v in load_file(os.path.join(args.client, "weights.safetensors")).items()}
     header, rows = export_update.read_rows(args.csv, encoding)
