@@ -27,7 +27,7 @@ SPEC §6), and once, up front, how far the stand-in's signs agree with the updat
       --noise 0.3 --steps 500 --lr 0.001
 
 Needs torch, scipy and safetensors. Handles clients of scripts/export_update.py's default network
-(ReLU, two hidden layers, softmax head) trained with Adam (its default betas).
+(ReLU hidden layers of any widths, softmax head) trained with Adam (its default betas).
 """
 import argparse
 import json
@@ -47,15 +47,16 @@ import export_update  # noqa: E402
 BETAS = (0.9, 0.999)
 
 
-def forward(p, x):
-    h = torch.relu(x @ p["0.weight"].T + p["0.bias"])
-    h = torch.relu(h @ p["2.weight"].T + p["2.bias"])
-    return h @ p["4.weight"].T + p["4.bias"]
-
-
 class Client:
     def __init__(self, weights, labels, meta, eps):
         self.w0, self.y, self.eps = weights, labels, eps
+        # export_update's network, its parameters passed in (torch.func) so that they can be
+        # functions of the rows; it seeds torch to build the network, so the caller's draws are
+        # kept apart.
+        hidden = [weights[f"{2 * i}.weight"].shape[0] for i in range(len(weights) // 2 - 1)]
+        inputs, classes = weights["0.weight"].shape[1], weights[f"{2 * len(hidden)}.weight"].shape[0]
+        with torch.random.fork_rng():
+            self.model = export_update.network(inputs, hidden, classes, 0).double()
         self.lr = float(meta["client_lr"])
         self.local_batch = int(meta["local_batch"])
         self.epochs = int(meta["local_epochs"])
@@ -74,7 +75,7 @@ class Client:
             for xb, yb in self.batches(x):
                 t += 1
                 keys = list(p)
-                loss = torch.nn.functional.cross_entropy(forward(p, xb), yb)
+                loss = export_update.loss_of("softmax", torch.func.functional_call(self.model, p, (xb,)), yb)
                 grads = torch.autograd.grad(loss, [p[k] for k in keys], create_graph=True)
                 step = {}
                 for k, g in zip(keys, grads):
@@ -92,7 +93,7 @@ class Client:
         keys = list(p)
         total = {k: 0.0 for k in keys}
         for xb, yb in self.batches(x):
-            loss = torch.nn.functional.cross_entropy(forward(p, xb), yb)
+            loss = export_update.loss_of("softmax", torch.func.functional_call(self.model, p, (xb,)), yb)
             for k, g in zip(keys, torch.autograd.grad(loss, [p[k] for k in keys], create_graph=True)):
                 total[k] = total[k] + g
         return total

@@ -147,7 +147,11 @@ struct Stages {
 impl Stages {
     /// The stage `p` belongs to, counted from 0.
     fn of(&mut self, p: &Progress) -> usize {
-        if (self.last.as_ref()).is_some_and(|(phase, step)| *phase != p.phase || p.step < *step) {
+        if self
+            .last
+            .as_ref()
+            .is_some_and(|(phase, step)| *phase != p.phase || p.step < *step)
+        {
             self.stage += 1;
         }
         self.last = Some((p.phase.clone(), p.step));
@@ -657,9 +661,17 @@ mod tests {
             elapsed: 0.0,
         };
         let mut stages = Stages::default();
-        let seen: Vec<usize> = [("refine", 10), ("refine", 20), ("rows left", 5), ("rows left", 9)]
+        let reported = [
+            ("refine", 10),
+            ("refine", 20),
+            ("rows left", 5),
+            ("rows left", 9),
+            ("rows left", 3),
+            ("rows left", 8),
+            ("shadow", 1),
+        ];
+        let seen: Vec<usize> = reported
             .into_iter()
-            .chain([("rows left", 3), ("rows left", 8), ("shadow", 1)])
             .map(|(phase, step)| stages.of(&at(phase, step)))
             .collect();
         assert_eq!(seen, [0, 0, 1, 1, 2, 2, 3]);
