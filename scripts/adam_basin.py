@@ -19,7 +19,8 @@ as the encoding says; continuous cells free, in standardised units) and optimise
   --noise -1      random rows (N(0, 0.25) in every input)
 
 and with --model gsum the stand-in for the client instead of its replay, the last --refine
-steps on the replay. Every 100 steps it prints the loss and the rows' cell accuracy (Hungarian
+steps on the replay. With --eps-from E the replay's ε starts at E and falls geometrically to the
+client's over the first --anneal share of the steps (a smoothed sign where gradients are small). Every 100 steps it prints the loss and the rows' cell accuracy (Hungarian
 matching on the share of wrong cells; a continuous cell right within 0.319 standard deviations,
 SPEC §6), and once, up front, how far the stand-in's signs agree with the update's, per tensor.
 
@@ -65,8 +66,10 @@ class Client:
         for start in range(0, len(self.y), self.local_batch):
             yield x[start : start + self.local_batch], self.y[start : start + self.local_batch]
 
-    def adam(self, x):
-        """θ0 − θE under Adam, differentiable in x (torch.optim.Adam's rule, weight decay 0)."""
+    def adam(self, x, eps=None):
+        """θ0 − θE under Adam, differentiable in x (torch.optim.Adam's rule, weight decay 0), with
+        eps in place of the client's where given (a smoothed replay)."""
+        eps = self.eps if eps is None else eps
         p = {k: v.clone().requires_grad_(True) for k, v in self.w0.items()}
         m = {k: torch.zeros_like(v) for k, v in p.items()}
         v2 = {k: torch.zeros_like(v) for k, v in p.items()}
@@ -82,7 +85,7 @@ class Client:
                     m[k] = BETAS[0] * m[k] + (1 - BETAS[0]) * g
                     v2[k] = BETAS[1] * v2[k] + (1 - BETAS[1]) * g * g
                     # 1e-300 keeps √'s derivative finite where a unit saw no gradient yet.
-                    denom = torch.sqrt(v2[k] + 1e-300) / math.sqrt(1 - BETAS[1] ** t) + self.eps
+                    denom = torch.sqrt(v2[k] + 1e-300) / math.sqrt(1 - BETAS[1] ** t) + eps
                     step[k] = p[k] - self.lr / (1 - BETAS[0] ** t) * m[k] / denom
                 p = step
         return {k: self.w0[k] - p[k] for k in self.w0}
@@ -156,6 +159,8 @@ def main():
     ap.add_argument("--model", choices=["adam", "gsum"], default="adam")
     ap.add_argument("--refine", type=int, default=0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--eps-from", type=float, help="replay with this eps first, annealed geometrically to the client's")
+    ap.add_argument("--anneal", type=float, default=0.8, help="share of the steps the annealing takes")
     args = ap.parse_args()
     torch.set_default_dtype(torch.float64)
     torch.manual_seed(args.seed)
@@ -188,10 +193,14 @@ def main():
         opt.zero_grad()
         x = rows_of.decode(z)
         exact = args.model == "adam" or it >= args.steps - args.refine
-        simulated = flat(client.adam(x) if exact else client.gradient_sum(x))
+        eps = client.eps
+        if args.eps_from:
+            share = min(1.0, it / max(1.0, args.anneal * args.steps))
+            eps = math.exp(math.log(args.eps_from) * (1 - share) + math.log(client.eps) * share)
+        simulated = flat(client.adam(x, eps) if exact else client.gradient_sum(x))
         loss = 1 - torch.cosine_similarity(simulated, target, 0)
         if it % 100 == 0:
-            print(f"step {it}: 1 − cos {loss.item():.4f} ({'replay' if exact else 'stand-in'}), "
+            print(f"step {it}: 1 − cos {loss.item():.4f} ({'replay' if exact else 'stand-in'}, eps {eps:.1e}), "
                   f"cells right {rows_of.accuracy(x.detach(), truth):.3f}", flush=True)
         loss.backward()
         opt.step()
