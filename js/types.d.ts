@@ -849,7 +849,12 @@ held: number, categories: number,
  * Against the client's rows, where at hand: categories read wrongly (held but absent, or
  * absent but held); null without them.
  */
-misread: number | null, };
+misread: number | null, 
+/**
+ * Rows whose every category was then read by the units it reaches
+ * (`attack::priors::rows_by_category`) and put in the reconstruction (provenance `read`).
+ */
+rows_read: number, };
 
 /**
  * One categorical feature's categories the update shows held.
@@ -888,7 +893,7 @@ log10_chance: number, };
 /**
  * How a reconstructed row was obtained.
  */
-export type Provenance = "proved" | "consistent" | "ensemble" | "prior";
+export type Provenance = "proved" | "consistent" | "read" | "ensemble" | "prior";
 
 /**
  * The rows of one provenance and how many of their cells are right.

@@ -8,6 +8,8 @@ use leakscope::RunOptions;
 use leakscope::client::activation::Activation;
 use leakscope::client::optimizer::OptimizerKind;
 use leakscope::options::ProtocolKind;
+use leakscope::report::{Provenance, RowReport};
+use leakscope::table::{Dataset, FeatureKind, Value};
 
 /// A FedAvg client of 32 rows in local batches of 8 under `optimizer` (lr 1e-3), attacked
 /// briefly: the reading needs no optimisation, only the update.
@@ -53,6 +55,84 @@ fn an_adam_update_shows_exactly_the_categories_its_rows_hold() {
             }
         }
     }
+}
+
+/// The rows read by the units their categories reach (`attack::priors::rows_by_category`): on
+/// both bundled tables' Adam and AdamW clients, every row read is a row of `read` provenance, and
+/// their categorical cells are right far more often than the marginals' likeliest category is;
+/// no row read or guessed holds a category the update shows no row holds.
+#[test]
+fn rows_read_by_their_categories_hold_the_rows_categories() {
+    let tables = [
+        dataset("adult-sample.csv", "salary"),
+        dataset("german-credit.csv", "credit_risk"),
+    ];
+    for data in &tables {
+        let categorical: Vec<usize> = (data.features.iter().enumerate())
+            .filter(|(_, f)| matches!(f.kind, FeatureKind::Categorical { .. }))
+            .map(|(i, _)| i)
+            .collect();
+        // The likeliest category of each feature in the table: the guess a read row must beat.
+        let mode: Vec<String> = categorical.iter().map(|&f| likeliest(data, f)).collect();
+        let (mut right, mut guessed, mut cells, mut read) = (0, 0, 0, 0);
+        for (optimizer, decay, epochs) in [(OptimizerKind::Adam, 0.0, 1), (OptimizerKind::Adamw, 0.01, 3)] {
+            for seed in 0..3 {
+                // Rows are read into cells that fell back to the marginals: the fallback on.
+                let options = RunOptions {
+                    prior_fallback: true,
+                    ..client(optimizer, decay, epochs, seed)
+                };
+                let report = run_options(data, &options);
+                let held = report.row_details().and_then(|d| d.categories_held.clone()).unwrap();
+                let rows: Vec<_> = (report.rows.iter())
+                    .filter(|r| r.provenance == Some(Provenance::Read))
+                    .collect();
+                assert_eq!(rows.len(), held.rows_read);
+                for (k, &f) in categorical.iter().enumerate() {
+                    let shown = &held.features[k].held;
+                    let guessed = |r: &&RowReport| matches!(r.provenance, Some(Provenance::Read | Provenance::Prior));
+                    let rows = report.rows.iter().filter(guessed);
+                    assert!(rows.clone().count() > 0);
+                    assert!(
+                        rows.clone().all(|r| shown.contains(&r.reconstructed[f])),
+                        "{}",
+                        held.features[k].feature
+                    );
+                }
+                read += rows.len();
+                for r in rows {
+                    for (k, &f) in categorical.iter().enumerate() {
+                        cells += 1;
+                        right += r.correct[f] as usize;
+                        guessed += (r.truth[f] == mode[k]) as usize;
+                    }
+                }
+            }
+        }
+        let (right, guessed) = (right as f64 / cells as f64, guessed as f64 / cells as f64);
+        eprintln!(
+            "{}: {read} rows read, categories right {right:.3}, the likeliest {guessed:.3}",
+            data.label
+        );
+        assert!(read >= 12, "{read} rows read in six clients");
+        // Measured: Adult 0.747 against 0.577, German Credit 0.677 against 0.560.
+        assert!(right >= 0.65 && right >= guessed + 0.08, "{right} against {guessed}");
+    }
+}
+
+/// The table's most frequent value of categorical feature `f`, as the report writes it.
+fn likeliest(data: &Dataset, f: usize) -> String {
+    let FeatureKind::Categorical { categories } = &data.features[f].kind else {
+        unreachable!()
+    };
+    let mut counts = vec![0usize; categories.len()];
+    for row in &data.rows {
+        if let Value::Cat(c) = row[f] {
+            counts[c as usize] += 1;
+        }
+    }
+    let best = (0..counts.len()).max_by_key(|&k| counts[k]).unwrap();
+    categories[best].clone()
 }
 
 #[test]

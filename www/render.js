@@ -91,6 +91,7 @@ export function renderSchema(tbody, schema, state, onChange) {
 export const PROVENANCE = {
   proved: 'proved',
   consistent: 'consistent with the update, not proved',
+  read: 'categories read from the update, not proved',
   ensemble: 'from the ensemble',
   prior: 'from the marginals',
 };

@@ -1,4 +1,5 @@
 //! Assessment: match ensemble members, pool them, measure confidence, score against the truth.
+mod category_rows;
 pub mod entropy;
 mod enumerated;
 pub mod epoch_orders;

@@ -80,6 +80,7 @@ impl Setup<'_> {
             values.read(dataset, &self.rules, &mut recon.rows, entropy, &open, k);
         }
         let mask = calibration.and_then(|c| fall_back(&mut recon, &c, &self.rules, &random_guess));
+        let read = self.put_rows_by_category(&mut recon, dataset, mask.as_ref().map(|m| m.1.as_slice()));
         let scored = score(&self.rules, &truth.rows, &recon.rows);
         let fallback = mask.map(|(c, mask)| FallbackSummary::of(&c, &mask, Some(&scored)));
         let random = score(&self.rules, &truth.rows, &random_guess);
@@ -139,7 +140,7 @@ impl Setup<'_> {
             answered_after: None,
             ensemble: self.rounds.clone(),
             chosen: recon.chosen,
-            categories_held: self.categories_held(),
+            categories_held: self.categories_held().map(|c| c.with_rows_read(read)),
             determined: self.determined.iter().map(|d| d.described(self.dataset)).collect(),
             shown,
         });
@@ -247,7 +248,8 @@ impl Setup<'_> {
         Ok(UpdateFit::of(distance as f64))
     }
 
-    /// The report of a received update's reconstruction (`assess_received`); `truth`: the
+    /// The report of a received update's reconstruction (`assess_received`), with the rows read
+    /// by category that the caller's fallback let in (`put_rows_by_category`); `truth`: the
     /// client's rows where they are at hand (`received::truth`), which the categories the update
     /// shows held are checked against.
     pub fn received_report(
@@ -258,6 +260,7 @@ impl Setup<'_> {
         truth: Option<&[Vec<Value>]>,
         seconds: f64,
     ) -> ReconstructionReport {
+        let read = recon.provenance.iter().filter(|&&p| p == Provenance::Read).count();
         let mut report = ReconstructionReport::build(
             self.dataset,
             self.config,
@@ -275,7 +278,9 @@ impl Setup<'_> {
                 answered_after: None,
                 ensemble: self.rounds.clone(),
                 chosen: recon.chosen,
-                categories_held: self.categories_held_against(truth),
+                categories_held: self
+                    .categories_held_against(truth)
+                    .map(|c| c.with_rows_read(Some(read))),
                 determined: self.determined.iter().map(|d| d.described(self.dataset)).collect(),
                 shown: None,
             },

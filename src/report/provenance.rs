@@ -15,6 +15,10 @@ pub enum Provenance {
     /// under which that proves a row of the batch do not hold (the row says why): near-twins,
     /// dead units, a label the update does not give.
     Consistent,
+    /// Its categories read off an Adam client's update by the first-layer units they reach
+    /// (`attack::priors::rows_by_category`), not proved; its continuous cells the ensemble's or
+    /// the marginals'.
+    Read,
     /// Pooled from the ensemble (some cells may have fallen back to the marginals).
     Ensemble,
     /// Every cell from the table's marginals (the random guess's draw).
@@ -68,6 +72,7 @@ impl Provenance {
         match self {
             Provenance::Proved => "proved",
             Provenance::Consistent => "consistent with the update, not proved",
+            Provenance::Read => "categories read from the update, not proved",
             Provenance::Ensemble => "from the ensemble",
             Provenance::Prior => "from the marginals",
         }
@@ -81,9 +86,10 @@ impl Provenance {
 }
 
 /// Every provenance, strongest first.
-pub const PROVENANCES: [Provenance; 4] = [
+pub const PROVENANCES: [Provenance; 5] = [
     Provenance::Proved,
     Provenance::Consistent,
+    Provenance::Read,
     Provenance::Ensemble,
     Provenance::Prior,
 ];

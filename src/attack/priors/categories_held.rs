@@ -36,7 +36,7 @@ use crate::table::{Dataset, FeatureKind, Value};
 const DEPARTS: f64 = 0.1;
 /// Units that must depart before a category is read as held: on the clients above an absent
 /// category's column departed at one unit at most, a held one's at 21 or more.
-const UNITS: usize = 3;
+pub const UNITS: usize = 3;
 /// Float32 rounding of θ0 and θE, in units of the parameters' own size.
 const ROUNDING: f64 = 8.0 * f32::EPSILON as f64;
 
@@ -50,6 +50,28 @@ pub fn held_columns(
     training: &LocalTraining,
     n: usize,
 ) -> Option<Vec<bool>> {
+    Some(held_of(&departing_units(params, observed, layout, training, n)?))
+}
+
+/// Per input column, whether its category is read as held, from `departing_units`' sets.
+pub fn held_of(units: &[Vec<bool>]) -> Vec<bool> {
+    units
+        .iter()
+        .map(|u| u.iter().filter(|&&d| d).count() >= UNITS)
+        .collect()
+}
+
+/// Per input column, the first layer's units at which its update departs from the bias's
+/// negative: for a categorical column, units where some row holding its category is active (a
+/// subset of them: where the rows' share of the unit's gradient changes no sign or ratio of its
+/// steps, Adam's update cannot tell); all false for a continuous column. `None` as `held_columns`.
+pub fn departing_units(
+    params: &Params,
+    observed: &Update,
+    layout: &Layout,
+    training: &LocalTraining,
+    n: usize,
+) -> Option<Vec<Vec<bool>>> {
     let opt = &training.optimizer;
     let decoupled = match opt.kind {
         OptimizerKind::Adam if opt.weight_decay == 0.0 => 0.0,
@@ -72,18 +94,18 @@ pub fn held_columns(
         let gap = (u - sign * bias[j]).abs();
         gap > ROUNDING * (w.abs() + b0[j].abs() as f64 + u.abs()) && gap > DEPARTS * bias[j].abs()
     };
-    let mut held = vec![false; d];
+    let mut units = vec![vec![false; h]; d];
     for &(offset, width, categorical) in &layout.blocks {
         if categorical {
             for c in offset..offset + width {
                 // The factor's sign: −1 for a standardised column (μ > 0); a column left
                 // unstandardised (μ stated 0) has no gradient where no row holds its category.
                 let sign = if layout.mean[c] > 0.0 { -1.0 } else { 0.0 };
-                held[c] = (0..h).filter(|&j| departs(c, sign, j)).count() >= UNITS;
+                units[c] = (0..h).map(|j| departs(c, sign, j)).collect();
             }
         }
     }
-    Some(held)
+    Some(units)
 }
 
 impl Setup<'_> {
@@ -136,6 +158,10 @@ pub struct CategoriesHeld {
     /// Against the client's rows, where at hand: categories read wrongly (held but absent, or
     /// absent but held); null without them.
     pub misread: Option<usize>,
+    /// Rows whose every category was then read by the units it reaches
+    /// (`attack::priors::rows_by_category`) and put in the reconstruction (provenance `read`).
+    #[serde(default)]
+    pub rows_read: usize,
 }
 
 impl CategoriesHeld {
@@ -167,6 +193,15 @@ impl CategoriesHeld {
             categories: features.iter().map(|f| f.of).sum(),
             features,
             misread: truth.map(|_| misread),
+            rows_read: 0,
+        }
+    }
+
+    /// The summary with the rows read by category (`Setup::put_rows_by_category`), where read.
+    pub fn with_rows_read(self, read: Option<usize>) -> CategoriesHeld {
+        CategoriesHeld {
+            rows_read: read.unwrap_or(0),
+            ..self
         }
     }
 
@@ -177,10 +212,17 @@ impl CategoriesHeld {
             Some(k) => format!("; against the client's rows {k} categories are read wrongly"),
             None => String::new(),
         };
+        let rows = match self.rows_read {
+            0 => String::new(),
+            k => format!(
+                "; {k} rows' every category read by the first-layer units its rarer categories reach \
+                 (not proved; their continuous cells are the ensemble's or the marginals')"
+            ),
+        };
         format!(
             "the update shows outright which categories the rows hold: {} of the encoding's {}, and no others \
              (read from the first layer's update, where Adam leaves a category no row holds as the bias's \
-             negative){check}",
+             negative){check}{rows}",
             self.held, self.categories
         )
     }

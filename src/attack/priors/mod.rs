@@ -7,6 +7,7 @@
 //! - `enumerate`: every row the encoding can hold in a span (the first layer's), exactly;
 //! - `activation_span`: the second layer's certificate, a row proved from G₂'s column space;
 //! - `peel`: proved rows taken off the update, and the rest attacked again;
+//! - `rows_by_category`: an Adam client's rows read by the units their categories reach;
 //! - `row_labels`: each proved row's label, from the last layer's gradient;
 //! - `spectrum`: the one numerical basis their ranks and spans are read on (the update's precision).
 pub mod activation_span;
@@ -17,5 +18,6 @@ pub mod known;
 pub mod labels;
 pub mod peel;
 pub mod row_labels;
+pub mod rows_by_category;
 pub mod spectrum;
 pub mod subspace;
