@@ -709,7 +709,13 @@ unlike_shadow: boolean,
  * The shadow client's rows were rows of the table outside the batch, each of its slot's
  * label (`assess::shadow_rows`); false: drawn from the marginals.
  */
-shadow_of_table: boolean, };
+shadow_of_table: boolean, 
+/**
+ * An Adam client's rows read by category: their gain in right cells over the marginals' guess
+ * on shadow clients, less two standard errors (`assess::category_rows`; they are put in only
+ * above 0; null where the reading does not hold).
+ */
+read_gain: number | null, };
 
 /**
  * What the search did, as the report states it (`RowDetails::chosen`).
@@ -854,7 +860,13 @@ misread: number | null,
  * Rows whose every category was then read by the units it reaches
  * (`attack::priors::rows_by_category`) and put in the reconstruction (provenance `read`).
  */
-rows_read: number, };
+rows_read: number, 
+/**
+ * What the rows read gained over the marginals' guess on shadow clients, less two standard
+ * errors, as a share of cells (`assess::category_rows`): they are put in only above 0; null
+ * where no fallback ran.
+ */
+read_gain: number | null, };
 
 /**
  * One categorical feature's categories the update shows held.

@@ -57,16 +57,18 @@ fn an_adam_update_shows_exactly_the_categories_its_rows_hold() {
     }
 }
 
-/// The rows read by the units their categories reach (`attack::priors::rows_by_category`): on
-/// both bundled tables' Adam and AdamW clients, every row read is a row of `read` provenance, and
+/// The rows read by the units their categories reach (`attack::priors::rows_by_category`), put
+/// in where shadow clients show them a sure gain over the marginals (`assess::category_rows`): on
+/// both bundled tables' Adam and AdamW clients, every row put in is a row of `read` provenance, and
 /// their categorical cells are right far more often than the marginals' likeliest category is;
-/// no row read or guessed holds a category the update shows no row holds.
+/// where rows are put in, no row read or guessed holds a category the update shows no row holds.
 #[test]
 fn rows_read_by_their_categories_hold_the_rows_categories() {
     let tables = [
         dataset("adult-sample.csv", "salary"),
         dataset("german-credit.csv", "credit_risk"),
     ];
+    let mut read_on = Vec::new();
     for data in &tables {
         let categorical: Vec<usize> = (data.features.iter().enumerate())
             .filter(|(_, f)| matches!(f.kind, FeatureKind::Categorical { .. }))
@@ -84,17 +86,25 @@ fn rows_read_by_their_categories_hold_the_rows_categories() {
                 };
                 let report = run_options(data, &options);
                 let held = report.row_details().and_then(|d| d.categories_held.clone()).unwrap();
+                let gain = held.read_gain.expect("the fallback ran, and with it the shadows");
+                eprintln!(
+                    "{optimizer:?} E={epochs} seed {seed}: {} rows read, shadow gain {gain:+.4}",
+                    held.rows_read
+                );
                 let rows: Vec<_> = (report.rows.iter())
                     .filter(|r| r.provenance == Some(Provenance::Read))
                     .collect();
                 assert_eq!(rows.len(), held.rows_read);
-                for (k, &f) in categorical.iter().enumerate() {
+                assert!(rows.is_empty() || gain > 0.0);
+                for (k, &f) in categorical.iter().enumerate().filter(|_| !rows.is_empty()) {
                     let shown = &held.features[k].held;
                     let guessed = |r: &&RowReport| matches!(r.provenance, Some(Provenance::Read | Provenance::Prior));
-                    let rows = report.rows.iter().filter(guessed);
-                    assert!(rows.clone().count() > 0);
                     assert!(
-                        rows.clone().all(|r| shown.contains(&r.reconstructed[f])),
+                        report
+                            .rows
+                            .iter()
+                            .filter(guessed)
+                            .all(|r| shown.contains(&r.reconstructed[f])),
                         "{}",
                         held.features[k].feature
                     );
@@ -109,15 +119,19 @@ fn rows_read_by_their_categories_hold_the_rows_categories() {
                 }
             }
         }
-        let (right, guessed) = (right as f64 / cells as f64, guessed as f64 / cells as f64);
-        eprintln!(
-            "{}: {read} rows read, categories right {right:.3}, the likeliest {guessed:.3}",
-            data.label
-        );
-        assert!(read >= 12, "{read} rows read in six clients");
-        // Measured: Adult 0.747 against 0.577, German Credit 0.677 against 0.560.
-        assert!(right >= 0.65 && right >= guessed + 0.08, "{right} against {guessed}");
+        read_on.push(read);
+        if read > 0 {
+            let (right, guessed) = (right as f64 / cells as f64, guessed as f64 / cells as f64);
+            eprintln!(
+                "{}: {read} rows read, categories right {right:.3}, the likeliest {guessed:.3}",
+                data.label
+            );
+            // Measured: Adult 0.747 against 0.577, German Credit 0.677 against 0.560.
+            assert!(right >= 0.65 && right >= guessed + 0.08, "{right} against {guessed}");
+        }
     }
+    // Adult's sample: rows read and put in on some client (not vacuous).
+    assert!(read_on[0] >= 12, "{read_on:?}");
 }
 
 /// The table's most frequent value of categorical feature `f`, as the report writes it.

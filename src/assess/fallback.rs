@@ -86,6 +86,11 @@ pub struct FallbackSummary {
     /// label (`assess::shadow_rows`); false: drawn from the marginals.
     #[serde(default)]
     pub shadow_of_table: bool,
+    /// An Adam client's rows read by category: their gain in right cells over the marginals' guess
+    /// on shadow clients, less two standard errors (`assess::category_rows`; they are put in only
+    /// above 0; null where the reading does not hold).
+    #[serde(default)]
+    pub read_gain: Option<f64>,
 }
 
 /// Entropy thresholds per kind of column: a cell above its kind's falls back.
@@ -197,7 +202,7 @@ fn least_entropy(categorical: bool) -> f64 {
 /// 0-9) shadows whose ensemble scored from 7 points below the guess to barely above it (+0.2)
 /// chose thresholds that kept cells, and the client's rows then scored up to 6.2 points below
 /// guessing; with the bound, 9 of those 30 attacks below guessing became 2.
-const LOWER_BOUND_Z: f64 = 2.0;
+pub(crate) const LOWER_BOUND_Z: f64 = 2.0;
 
 /// The z of `gain_lower_bound` where the ensemble's open cells, kept whole, score no better on
 /// the shadow batch than the marginal guess: a mix's gain there rests only on which cells its
@@ -242,12 +247,11 @@ const UNEXPLAINED: f64 = 0.25;
 /// `z` standard errors of the paired per-cell difference (`LOWER_BOUND_Z`, or `selection_z`). A cell that falls back with
 /// another (`Rule::follows`) is one decision with it: their differences count as one, or the
 /// pair would pass for two independent cells and narrow the bound.
-fn gain_lower_bound(rules: &[Rule], candidate: &Scored, base: &Scored, z: f64) -> f64 {
+pub(crate) fn gain_lower_bound(rules: &[Rule], candidate: &[Vec<bool>], base: &[Vec<bool>], z: f64) -> f64 {
     let diff = |a: bool, b: bool| a as i8 as f64 - b as i8 as f64;
     let d: Vec<f64> = candidate
-        .correct
         .iter()
-        .zip(&base.correct)
+        .zip(base)
         .flat_map(|(a, b)| {
             (0..rules.len()).filter(|&f| rules[f].follows.is_none()).map(move |f| {
                 let tied = (0..rules.len()).filter(|&g| rules[g].follows == Some(f));
@@ -319,7 +323,7 @@ pub fn calibrate(
                 continuous,
             };
             let mixed = scored(t);
-            let bound = gain_lower_bound(rules, &mixed, &base, z);
+            let bound = gain_lower_bound(rules, &mixed.correct, &base.correct, z);
             // Ties keep the earlier candidate: no fallback, then the deciles. A surer bound
             // alone is no gain: a candidate that scores no better on the shadow batch than the
             // best so far only has fewer cells that differ (the bound's error narrows with
@@ -361,6 +365,10 @@ pub struct Calibration {
     pub shadow_of_table: bool,
     /// Whether the client's update holds some of its rows (`assess::rows::fall_back` sets it).
     pub holds_rows: bool,
+    /// An Adam client's rows read by category (`assess::category_rows`): their gain in right
+    /// cells over the marginals' guess on shadow clients, less two standard errors; they are put
+    /// in only where it is above 0 (None: the reading does not hold).
+    pub read_gain: Option<f64>,
 }
 
 impl Calibration {
@@ -613,6 +621,7 @@ impl Setup<'_> {
             shadow_open: held.iter().filter(|&&h| !h).count(),
             shadow_rows: held.len(),
             shadow_of_table,
+            read_gain: self.read_gain_on_shadows(marginals).await?,
             holds_rows: false,
         }))
     }
@@ -643,6 +652,7 @@ impl FallbackSummary {
             untested: c.untested(),
             unlike_shadow: c.unlike_shadow(),
             shadow_of_table: c.shadow_of_table,
+            read_gain: c.read_gain,
         }
     }
 }

@@ -80,9 +80,10 @@ impl Setup<'_> {
             values.read(dataset, &self.rules, &mut recon.rows, entropy, &open, k);
         }
         let mask = calibration.and_then(|c| fall_back(&mut recon, &c, &self.rules, &random_guess));
-        let read = self.put_rows_by_category(&mut recon, dataset, mask.as_ref().map(|m| m.1.as_slice()));
+        let read = self.put_rows_by_category(&mut recon, dataset, mask.as_ref().map(|(c, m)| (c, m.as_slice())));
         let scored = score(&self.rules, &truth.rows, &recon.rows);
         let fallback = mask.map(|(c, mask)| FallbackSummary::of(&c, &mask, Some(&scored)));
+        let read_gain = fallback.as_ref().and_then(|f| f.read_gain);
         let random = score(&self.rules, &truth.rows, &random_guess);
         let settled: Vec<bool> = (0..recon.rows.len()).map(|i| recon.settled(i)).collect();
         let mut report = build_report(
@@ -140,7 +141,7 @@ impl Setup<'_> {
             answered_after: None,
             ensemble: self.rounds.clone(),
             chosen: recon.chosen,
-            categories_held: self.categories_held().map(|c| c.with_rows_read(read)),
+            categories_held: self.categories_held().map(|c| c.with_rows_read(read, read_gain)),
             determined: self.determined.iter().map(|d| d.described(self.dataset)).collect(),
             shown,
         });
@@ -261,6 +262,7 @@ impl Setup<'_> {
         seconds: f64,
     ) -> ReconstructionReport {
         let read = recon.provenance.iter().filter(|&&p| p == Provenance::Read).count();
+        let read_gain = fallback.as_ref().and_then(|f| f.read_gain);
         let mut report = ReconstructionReport::build(
             self.dataset,
             self.config,
@@ -280,7 +282,7 @@ impl Setup<'_> {
                 chosen: recon.chosen,
                 categories_held: self
                     .categories_held_against(truth)
-                    .map(|c| c.with_rows_read(Some(read))),
+                    .map(|c| c.with_rows_read(Some(read), read_gain)),
                 determined: self.determined.iter().map(|d| d.described(self.dataset)).collect(),
                 shown: None,
             },

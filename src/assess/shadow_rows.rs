@@ -22,7 +22,11 @@ impl Setup<'_> {
     /// The shadow client's rows: rows of the table outside the batch where it holds them
     /// (`population_rows`), else drawn from `marginals`; and whether they are the table's.
     pub(crate) fn shadow_rows(&self, marginals: &Dataset) -> (Vec<Vec<Value>>, bool) {
-        let seed = seed_for(self.config.seed, 14);
+        self.shadow_rows_seeded(marginals, seed_for(self.config.seed, 14))
+    }
+
+    /// `shadow_rows`, drawn by `seed`.
+    pub(crate) fn shadow_rows_seeded(&self, marginals: &Dataset, seed: u64) -> (Vec<Vec<Value>>, bool) {
         match self.population_rows(marginals, seed) {
             Some(rows) => (rows, true),
             None => (random_rows(marginals, self.config.rows(), seed), false),

@@ -162,7 +162,7 @@ pub async fn attack_received_against(
         Some(c) => fall_back(&mut recon, &c, &rules, &guess),
         None => None,
     };
-    setup.put_rows_by_category(&mut recon, truth, fallback.as_ref().map(|m| m.1.as_slice()));
+    setup.put_rows_by_category(&mut recon, truth, fallback.as_ref().map(|(c, m)| (c, m.as_slice())));
     let scored = score(&rules, &truth.rows, &recon.rows);
     let fallback = fallback.map(|(c, mask)| FallbackSummary::of(&c, &mask, Some(&scored)));
     let accuracy = scored.accuracy;

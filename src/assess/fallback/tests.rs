@@ -158,6 +158,7 @@ fn an_exhausted_attack_keeps_only_the_rows_the_span_holds_to_the_shadows_thresho
         shadow_rows: 3,
         shadow_of_table: true,
         holds_rows: true,
+        read_gain: None,
     };
     let held = [false, true, false];
     // A cell without an entropy falls back where its kind has a threshold.
@@ -291,8 +292,8 @@ fn a_tied_pair_counts_once_in_the_gains_bound() {
     let mut tied = rules();
     tied[1].follows = Some(0);
     let (c, b) = (score(&rules(), &truth, &candidate), score(&rules(), &truth, &base));
-    assert!(gain_lower_bound(&rules(), &c, &b, LOWER_BOUND_Z) > 0.0);
-    assert!(gain_lower_bound(&tied, &c, &b, LOWER_BOUND_Z) < 0.0);
+    assert!(gain_lower_bound(&rules(), &c.correct, &b.correct, LOWER_BOUND_Z) > 0.0);
+    assert!(gain_lower_bound(&tied, &c.correct, &b.correct, LOWER_BOUND_Z) < 0.0);
 }
 
 #[test]

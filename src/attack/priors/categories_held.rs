@@ -162,6 +162,11 @@ pub struct CategoriesHeld {
     /// (`attack::priors::rows_by_category`) and put in the reconstruction (provenance `read`).
     #[serde(default)]
     pub rows_read: usize,
+    /// What the rows read gained over the marginals' guess on shadow clients, less two standard
+    /// errors, as a share of cells (`assess::category_rows`): they are put in only above 0; null
+    /// where no fallback ran.
+    #[serde(default)]
+    pub read_gain: Option<f64>,
 }
 
 impl CategoriesHeld {
@@ -194,13 +199,16 @@ impl CategoriesHeld {
             features,
             misread: truth.map(|_| misread),
             rows_read: 0,
+            read_gain: None,
         }
     }
 
-    /// The summary with the rows read by category (`Setup::put_rows_by_category`), where read.
-    pub fn with_rows_read(self, read: Option<usize>) -> CategoriesHeld {
+    /// The summary with the rows read by category (`Setup::put_rows_by_category`), where read,
+    /// and their gain on shadow clients.
+    pub fn with_rows_read(self, read: Option<usize>, gain: Option<f64>) -> CategoriesHeld {
         CategoriesHeld {
             rows_read: read.unwrap_or(0),
+            read_gain: gain,
             ..self
         }
     }
@@ -212,11 +220,20 @@ impl CategoriesHeld {
             Some(k) => format!("; against the client's rows {k} categories are read wrongly"),
             None => String::new(),
         };
-        let rows = match self.rows_read {
-            0 => String::new(),
-            k => format!(
+        let rows = match (self.rows_read, self.read_gain) {
+            (0, Some(g)) if g <= 0.0 => format!(
+                "; rows read by the first-layer units their rarer categories reach were not put in: on shadow \
+                 clients they gained no sure ground over the marginals ({:+.1} points, less two standard errors)",
+                100.0 * g
+            ),
+            (0, _) => String::new(),
+            (k, g) => format!(
                 "; {k} rows' every category read by the first-layer units its rarer categories reach \
-                 (not proved; their continuous cells are the ensemble's or the marginals')"
+                 (not proved; their continuous cells the marginals'{})",
+                g.map_or(String::new(), |g| format!(
+                    "; on shadow clients they gained {:+.1} points over the marginals, less two standard errors",
+                    100.0 * g
+                ))
             ),
         };
         format!(
