@@ -314,7 +314,13 @@ export function renderSummary(box, info, report, attack) {
   const held = d.kind === 'rows' ? d.categories_held : null;
   if (held) {
     const check = held.misread == null ? '' : held.misread === 0 ? '; against your rows every category is read right' : `; against your rows ${held.misread} categories are read wrongly`;
-    setting.push(`the update shows outright which categories the rows hold: ${held.held} of the encoding's ${held.categories}, and no others (Adam leaves a category no row holds as the first layer's bias update, negated)${check}`);
+    const gain = (g) => `${g >= 0 ? '+' : ''}${(100 * g).toFixed(1)} points over the marginals, less two standard errors`;
+    const read = held.rows_read
+      ? `; ${held.rows_read} rows' every category read by the first-layer units its rarer categories reach (not proved; their continuous cells the marginals'${held.read_gain != null ? `; on shadow clients they gained ${gain(held.read_gain)}` : ''})`
+      : held.read_gain != null && held.read_gain <= 0
+        ? `; rows read by the first-layer units their rarer categories reach were not put in: on shadow clients they gained no sure ground (${gain(held.read_gain)})`
+        : '';
+    setting.push(`the update shows outright which categories the rows hold: ${held.held} of the encoding's ${held.categories}, and no others (Adam leaves a category no row holds as the first layer's bias update, negated)${check}${read}`);
   }
   for (const r of d.kind === 'rows' ? d.determined ?? [] : []) {
     setting.push(`${r.column} read from ${r.by}: every row of the table with the same ${r.by} has the same ${r.column} (${r.categories} categories), so the attack takes it from the ${r.by} it recovers`);

@@ -222,13 +222,18 @@ fn fallback_lines(f: &crate::assess::fallback::FallbackSummary, s: &mut String) 
         );
     }
     if let (Some(recon), Some(prior)) = (f.update_fit, f.prior_fit) {
+        // An Adam client's rows read by category take the categorical cells of rows that fell back.
+        let read = match f.read_gain.is_some_and(|g| g > 0.0) {
+            true => ", but for the categories of the rows read by the units they reach",
+            false => "",
+        };
         let _ = match f.exhausted {
             true => writeln!(
                 s,
                 "the attack ran out of strength, not necessarily the client's rows their exposure: its \
                  reconstruction explains the update no better than rows drawn from the table's marginals \
                  (1 − cos {recon:.3} against {prior:.3}), so every cell of the rows the update's span does not hold \
-                 is the marginals' guess"
+                 is the marginals' guess{read}"
             ),
             false if f.prior_cells > 0 => writeln!(
                 s,

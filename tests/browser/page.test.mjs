@@ -661,6 +661,12 @@ test('FedAvg with Adam from the form: the client\'s optimiser reaches the engine
     assert.equal(held.misread, 0, JSON.stringify(held));
     assert.ok(held.held > 0 && held.held < held.categories, JSON.stringify(held));
     assert.match(await page.textContent('#results-info'), new RegExp(`${held.held} of the encoding's ${held.categories}, and no others`));
+    // Rows read by their categories: the shadows' gain is reported, and the page says what came of it.
+    assert.notEqual(held.read_gain, null, JSON.stringify(held));
+    const readRows = report.rows.filter((r) => r.provenance === 'read').length;
+    assert.equal(readRows, held.rows_read, JSON.stringify(held));
+    if (held.rows_read > 0) assert.match(await page.textContent('#results-info'), new RegExp(`${held.rows_read} rows' every category read`));
+    if (held.read_gain <= 0) assert.match(await page.textContent('#results-info'), /were not put in: on shadow clients they gained no sure ground/);
     assert.ok(report.rows.length === 4, JSON.stringify(report.rows.length));
     assert.deepEqual(problems, []);
   } finally {
