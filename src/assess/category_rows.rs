@@ -10,10 +10,8 @@ use crate::assess::reconstruct::Reconstruction;
 use crate::assess::scoring::score;
 use crate::attack::baselines::random_rows;
 use crate::attack::inversion::setup::Setup;
-use crate::attack::priors::categories_held::{departing_units, held_of};
+use crate::attack::priors::categories_held::held_of;
 use crate::attack::priors::rows_by_category::{CategoricalFeature, ReadRow, read_rows};
-use crate::client::activation::Activation;
-use crate::config::Protocol;
 use crate::error::Result;
 use crate::report::Provenance;
 use crate::seed::seed_for;
@@ -36,20 +34,7 @@ impl Setup<'_> {
     /// `categories_held`: an Adam or AdamW FedAvg client with a ReLU network and no perturbing
     /// defence); None elsewhere.
     pub fn rows_by_category(&self) -> Option<Reading> {
-        let Protocol::Fedavg(training) = self.config.protocol else {
-            return None;
-        };
-        if self.config.activation != Activation::Relu || self.perturbed() {
-            return None;
-        }
-        let scenario = &self.scenario;
-        let units = departing_units(
-            &scenario.params,
-            &scenario.observed,
-            &self.layout,
-            &training,
-            self.config.rows(),
-        )?;
+        let units = self.units_departing()?;
         let held = held_of(&units);
         let features: Vec<CategoricalFeature> = (self.dataset.features.iter().enumerate())
             .filter_map(|(feature, f)| match &f.kind {
@@ -74,7 +59,7 @@ impl Setup<'_> {
     /// categories) a batch's guess already held 82-83 % of the categories and the rows read no
     /// more (seed 2: 65.1 % with them, 65.9 % guessing).
     pub async fn read_gain_on_shadows(&self, marginals: &Dataset) -> Result<Option<f64>> {
-        if self.rows_by_category().is_none() {
+        if self.units_departing().is_none() {
             return Ok(None);
         }
         let (mut guessed, mut with_read) = (Vec::new(), Vec::new());
@@ -150,16 +135,22 @@ impl Setup<'_> {
             .collect();
         let read = &read[..read.len().min(open.len())];
         let into = self.assign_read(rows, features, read, &open);
+        let shown = |f: &CategoricalFeature, v: Value| matches!(v, Value::Cat(k) if held[f.offset + k as usize]);
+        // Per feature, the values of `marginals`' rows that hold a category shown held.
+        let from: Vec<Vec<Value>> = (features.iter())
+            .map(|f| {
+                let values = marginals.rows.iter().map(|r| r[f.feature]);
+                values.filter(|&v| shown(f, v)).collect()
+            })
+            .collect();
         let mut rng = StdRng::seed_from_u64(seed_for(self.config.seed, STREAM));
         for i in (0..rows.len()).filter(|i| !into.contains(i)) {
-            for f in features {
-                let shown = |v: Value| matches!(v, Value::Cat(k) if held[f.offset + k as usize]);
-                if !fell[i][f.feature] || shown(rows[i][f.feature]) {
+            for (f, from) in features.iter().zip(&from) {
+                if !fell[i][f.feature] || shown(f, rows[i][f.feature]) {
                     continue;
                 }
-                let from: Vec<&Vec<Value>> = marginals.rows.iter().filter(|r| shown(r[f.feature])).collect();
                 if !from.is_empty() {
-                    rows[i][f.feature] = from[rng.random_range(0..from.len())][f.feature];
+                    rows[i][f.feature] = from[rng.random_range(0..from.len())];
                 }
             }
         }

@@ -118,6 +118,13 @@ impl Setup<'_> {
 
     /// `categories_held`, checked against `truth` (the client's rows in this attack's encoding).
     pub fn categories_held_against(&self, truth: Option<&[Vec<Value>]>) -> Option<CategoriesHeld> {
+        let held = held_of(&self.units_departing()?);
+        Some(CategoriesHeld::of(self.dataset, &held, truth))
+    }
+
+    /// `departing_units` of this client's update, where the reading holds: a FedAvg client with a
+    /// ReLU network and no defence perturbing its update (and Adam's or AdamW's steps).
+    pub fn units_departing(&self) -> Option<Vec<Vec<bool>>> {
         let Protocol::Fedavg(training) = self.config.protocol else {
             return None;
         };
@@ -125,14 +132,13 @@ impl Setup<'_> {
             return None;
         }
         let scenario = &self.scenario;
-        let held = held_columns(
+        departing_units(
             &scenario.params,
             &scenario.observed,
             &self.layout,
             &training,
             self.config.rows(),
-        )?;
-        Some(CategoriesHeld::of(self.dataset, &held, truth))
+        )
     }
 }
 
