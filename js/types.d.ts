@@ -417,7 +417,13 @@ determined: Array<ReadFromCategory>,
  * A simulated FedSGD client: the rows of its batch whose gradient shows in its update, and
  * the cells right on those and the others (`assess::seen_rows`; null elsewhere).
  */
-shown?: RowsShown, };
+shown?: RowsShown, 
+/**
+ * A FedAvg client whose rows are at hand and whose recipe replays: the cells of its batch
+ * its update shows, and the cells right on those and the others (`assess::cells_shown`;
+ * null elsewhere).
+ */
+cells_shown?: CellsShown, };
 
 export type ReconstructionReport = { 
 /**
@@ -840,6 +846,38 @@ rows: number, shown: number,
  * Share of cells right on the rows shown and on the others (null where there are none).
  */
 accuracy_shown: number | null, accuracy_hidden: number | null, };
+
+/**
+ * What a FedAvg client's update shows of its own batch, cell by cell (`assess::cells_shown`):
+ * the cells whose move just past their scoring tolerance moves the client's replayed update
+ * clear of what its own rows leave, and the cells right on those and on the others. A cell the
+ * update does not show is one no attack on it can pin down at the scoring's resolution; where
+ * it shows nearly every cell and the attack is near guessing, the attack, not the update, ran
+ * out.
+ */
+export type CellsShown = { 
+/**
+ * The batch's cells, those moved (within their column's range; a random draw of them where
+ * `drawn`), and those shown.
+ */
+cells: number, tested: number, shown: number, 
+/**
+ * ‖replay − update‖ / ‖update‖ of the client's own rows, against which each move is measured.
+ */
+own_gap: number, 
+/**
+ * The least change of that gap among the moves that show (null where none shows).
+ */
+least_shown: number | null, 
+/**
+ * Share of cells right among those shown and among the others moved (null where there are
+ * none).
+ */
+accuracy_shown: number | null, accuracy_hidden: number | null, 
+/**
+ * Whether the cells moved are a random draw (replaying every cell would take too long).
+ */
+drawn: boolean, };
 
 /**
  * What an Adam client's update says outright: which categories its rows hold, and no others

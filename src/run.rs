@@ -62,7 +62,9 @@ async fn assess(
         Flow::Rows => {
             let recon = setup.reconstruction(inverted, progress).await?;
             let calibration = setup.fallback(&recon, progress).await?;
-            setup.report_rows(recon, calibration, seconds)
+            let mut report = setup.report_rows(recon, calibration, seconds)?;
+            setup.put_cells_shown(&mut report).await?;
+            Ok(report)
         }
         Flow::Attribute(a) => {
             let inverted = inverted.ok_or_else(|| Error::Config("the attribute attack inverts".into()))?;

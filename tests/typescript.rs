@@ -78,6 +78,7 @@ fn generated() -> String {
         declaration::<leakscope::assess::update_choice::EpochOrders>(),
         declaration::<leakscope::assess::update_choice::Pursuit>(),
         declaration::<leakscope::report::shown::RowsShown>(),
+        declaration::<leakscope::report::shown::CellsShown>(),
         declaration::<leakscope::attack::priors::categories_held::CategoriesHeld>(),
         declaration::<leakscope::attack::priors::categories_held::FeatureHeld>(),
         declaration::<leakscope::table::determined::ReadFromCategory>(),

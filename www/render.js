@@ -322,6 +322,21 @@ export function renderSummary(box, info, report, attack) {
         : '';
     setting.push(`the update shows outright which categories the rows hold: ${held.held} of the encoding's ${held.categories}, and no others (Adam leaves a category no row holds as the first layer's bias update, negated)${check}${read}`);
   }
+  // What the update shows of the batch, checked against the client's rows: beside the figure,
+  // whether the attack or the update ran out.
+  const rowsShown = d.kind === 'rows' ? d.shown : null;
+  if (rowsShown) {
+    setting.push(rowsShown.shown === rowsShown.rows
+      ? "the update shows every row of the batch (each one's gradient stands clear of its float32 rounding)"
+      : `the update shows ${rowsShown.shown} of the batch's ${rowsShown.rows} rows: the others' gradients lie below its float32 rounding, so no attack on this update can tell them from rows the network is as sure of`);
+  }
+  const cellsShown = d.kind === 'rows' ? d.cells_shown : null;
+  if (cellsShown) {
+    const hidden = cellsShown.tested - cellsShown.shown;
+    const by = cellsShown.least_shown != null ? ` by ${cellsShown.least_shown.toExponential(1)} of its norm or more` : '';
+    const drawn = cellsShown.drawn ? ` (a random draw of the batch's ${cellsShown.cells}, the check's time limit)` : '';
+    setting.push(`the update shows ${cellsShown.shown} of the ${cellsShown.tested} cells moved${drawn}, each on its own (each cell of your rows moved just past its scoring tolerance, or to another category, moves the client's replayed update${by}): ${hidden ? `the other ${hidden} move it by less, so no attack on this update can pin them down` : "what the attack misses there is its own limit, not the update's"}`);
+  }
   for (const r of d.kind === 'rows' ? d.determined ?? [] : []) {
     setting.push(`${r.column} read from ${r.by}: every row of the table with the same ${r.by} has the same ${r.column} (${r.categories} categories), so the attack takes it from the ${r.by} it recovers`);
   }

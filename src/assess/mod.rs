@@ -1,5 +1,6 @@
 //! Assessment: match ensemble members, pool them, measure confidence, score against the truth.
 mod category_rows;
+pub mod cells_shown;
 pub mod entropy;
 mod enumerated;
 pub mod epoch_orders;

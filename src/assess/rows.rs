@@ -144,6 +144,7 @@ impl Setup<'_> {
             categories_held: self.categories_held().map(|c| c.with_rows_read(read, read_gain)),
             determined: self.determined.iter().map(|d| d.described(self.dataset)).collect(),
             shown,
+            cells_shown: None,
         });
         report.member_steps = recon.steps;
         Ok(report)
@@ -285,6 +286,7 @@ impl Setup<'_> {
                     .map(|c| c.with_rows_read(Some(read), read_gain)),
                 determined: self.determined.iter().map(|d| d.described(self.dataset)).collect(),
                 shown: None,
+                cells_shown: None,
             },
             seconds,
         );

@@ -236,6 +236,12 @@ pub struct RowDetails {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub shown: Option<shown::RowsShown>,
+    /// A FedAvg client whose rows are at hand and whose recipe replays: the cells of its batch
+    /// its update shows, and the cells right on those and the others (`assess::cells_shown`;
+    /// null elsewhere).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub cells_shown: Option<shown::CellsShown>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]

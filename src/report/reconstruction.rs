@@ -292,6 +292,9 @@ impl ReconstructionReport {
             if let Some(c) = &self.details.categories_held {
                 let _ = writeln!(s, "{}", c.sentence());
             }
+            if let Some(c) = &self.details.cells_shown {
+                let _ = writeln!(s, "{}", c.sentence());
+            }
             for d in &self.details.determined {
                 let _ = writeln!(s, "{}", d.sentence());
             }

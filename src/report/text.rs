@@ -300,6 +300,9 @@ fn accuracy(r: &Report, s: &mut String) {
         if let Some(shown) = r.row_details().and_then(|d| d.shown.as_ref()) {
             let _ = writeln!(s, "{}", shown.sentence());
         }
+        if let Some(shown) = r.row_details().and_then(|d| d.cells_shown.as_ref()) {
+            let _ = writeln!(s, "{}", shown.sentence());
+        }
         for d in r.row_details().map_or(&[][..], |d| &d.determined[..]) {
             let _ = writeln!(s, "{}", d.sentence());
         }

@@ -668,6 +668,10 @@ test('FedAvg with Adam from the form: the client\'s optimiser reaches the engine
     if (held.rows_read > 0) assert.match(await page.textContent('#results-info'), new RegExp(`${held.rows_read} rows' every category read`));
     if (held.read_gain <= 0) assert.match(await page.textContent('#results-info'), /were not put in: on shadow clients they gained no sure ground/);
     assert.ok(report.rows.length === 4, JSON.stringify(report.rows.length));
+    // What the update determines beside what the attack recovers: its cells, checked against the rows.
+    const cells = report.details.cells_shown;
+    assert.equal(cells.cells, 4 * report.features.length, JSON.stringify(cells));
+    assert.match(await page.textContent('#results-info'), new RegExp(`the update shows ${cells.shown} of the ${cells.tested} cells moved, each on its own`));
     assert.deepEqual(problems, []);
   } finally {
     await browser.close();

@@ -1,0 +1,97 @@
+//! What a FedAvg client's update shows of its own batch, cell by cell (`assess::cells_shown`),
+//! checked against the simulated client's own rows and reported beside what the attack recovers:
+//! an Adam client's update pins every cell while a short attack stays near guessing, and a
+//! client the check cannot replay says nothing.
+mod common;
+
+use common::{dataset, run_options};
+use leakscope::RunOptions;
+use leakscope::client::fedavg::LocalOrder;
+use leakscope::client::optimizer::OptimizerKind;
+use leakscope::options::ProtocolKind;
+
+/// A FedAvg client of 32 rows in local batches of 8 under Adam (lr 1e-3), attacked briefly.
+fn adam_client(seed: u64) -> RunOptions {
+    RunOptions {
+        protocol: ProtocolKind::Fedavg,
+        batch_size: 32,
+        local_batch: 8,
+        local_epochs: 1,
+        client_lr: 1e-3,
+        optimizer: OptimizerKind::Adam,
+        iterations: 20,
+        ensemble: Some(2),
+        prior_fallback: false,
+        seed,
+        ..RunOptions::default()
+    }
+}
+
+#[test]
+fn an_adam_update_shows_every_cell_of_its_batch() {
+    for data in [
+        dataset("adult-sample.csv", "salary"),
+        dataset("german-credit.csv", "credit_risk"),
+    ] {
+        for seed in 0..2 {
+            let report = run_options(&data, &adam_client(seed));
+            let cells = (report.row_details())
+                .and_then(|d| d.cells_shown.clone())
+                .expect("a replayable FedAvg client with its rows at hand");
+            eprintln!("{} seed {seed}: {cells:?}", data.label);
+            assert_eq!(cells.cells, 32 * data.features.len());
+            assert!(cells.tested * 10 >= cells.cells * 9, "{cells:?}");
+            assert!(cells.shown * 100 >= cells.tested * 95, "{cells:?}");
+            assert!(
+                cells.own_gap < 1e-6 && cells.least_shown.is_some_and(|m| m >= 1e-6),
+                "{cells:?}"
+            );
+            // The cells right split between those shown and the others add up to the report's.
+            let right = cells.accuracy_shown.unwrap_or(0.0) * cells.shown as f64
+                + cells.accuracy_hidden.unwrap_or(0.0) * (cells.cells - cells.shown) as f64;
+            assert!((right / cells.cells as f64 - report.accuracy.total).abs() < 1e-9);
+            let text = leakscope::report::text::render_text(&report, 0);
+            let said = format!(
+                "the update shows {0} of the {0} cells moved (every one of the batch's",
+                cells.shown
+            );
+            assert!(text.contains(&said), "{text}");
+            assert!(!cells.drawn);
+        }
+    }
+}
+
+#[test]
+fn a_client_the_check_cannot_replay_says_nothing() {
+    let data = dataset("adult-sample.csv", "salary");
+    let cases = [
+        (
+            "FedSGD (its rows are checked whole)",
+            RunOptions {
+                protocol: ProtocolKind::Fedsgd,
+                optimizer: OptimizerKind::default(),
+                ..adam_client(0)
+            },
+        ),
+        (
+            "reshuffled",
+            RunOptions {
+                local_order: LocalOrder::Shuffled,
+                ..adam_client(0)
+            },
+        ),
+        (
+            "noised",
+            RunOptions {
+                noise: 0.01,
+                clip: Some(1.0),
+                ..adam_client(0)
+            },
+        ),
+    ];
+    for (what, options) in cases {
+        let report = run_options(&data, &options);
+        let details = report.row_details().expect("a rows attack");
+        assert!(details.cells_shown.is_none(), "{what}: {:?}", details.cells_shown);
+    }
+}
