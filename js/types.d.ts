@@ -862,9 +862,10 @@ export type CellsShown = {
  */
 cells: number, tested: number, shown: number, 
 /**
- * ‖replay − update‖ / ‖update‖ of the client's own rows, against which each move is measured.
+ * ‖replay − update‖ / ‖update‖ of the client's own rows, against which each move is measured,
+ * and the least gap a move must add beyond it besides (float32's rounding, over ten times).
  */
-own_gap: number, 
+own_gap: number, floor: number, 
 /**
  * The least change of that gap among the moves that show (null where none shows).
  */
@@ -877,7 +878,12 @@ accuracy_shown: number | null, accuracy_hidden: number | null,
 /**
  * Whether the cells moved are a random draw (replaying every cell would take too long).
  */
-drawn: boolean, };
+drawn: boolean, 
+/**
+ * Whether the client reshuffles its rows and was replayed in its own orders, which the
+ * server is not told: the cells the update pins given the order.
+ */
+own_orders: boolean, };
 
 /**
  * What an Adam client's update says outright: which categories its rows hold, and no others

@@ -37,6 +37,11 @@ impl Truth {
     }
 }
 
+/// The simulated client's round seed: its defence's randomness and its reshuffled orders.
+pub fn client_round_seed(config: &AttackConfig) -> u64 {
+    seed_for(config.seed, 3)
+}
+
 /// The simulated client: its network, the update it sent, the rows it trained on.
 pub struct Client {
     pub params: Params,
@@ -80,7 +85,7 @@ impl Client {
             protocol: config.protocol,
             clients: config.clients,
             defence: config.defence,
-            seed: seed_for(config.seed, 3),
+            seed: client_round_seed(config),
             model: config.model(),
         };
         let targets = dataset.targets(&batch, head);

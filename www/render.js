@@ -335,7 +335,7 @@ export function renderSummary(box, info, report, attack) {
     const hidden = cellsShown.tested - cellsShown.shown;
     const by = cellsShown.least_shown != null ? ` by ${cellsShown.least_shown.toExponential(1)} of its norm or more` : '';
     const drawn = cellsShown.drawn ? ` (a random draw of the batch's ${cellsShown.cells}, the check's time limit)` : '';
-    setting.push(`the update shows ${cellsShown.shown} of the ${cellsShown.tested} cells moved${drawn}, each on its own (each cell of your rows moved just past its scoring tolerance, or to another category, moves the client's replayed update${by}): ${hidden ? `the other ${hidden} move it by less, so no attack on this update can pin them down` : "what the attack misses there is its own limit, not the update's"}`);
+    setting.push(`the update shows ${cellsShown.shown} of the ${cellsShown.tested} cells moved${drawn}, each on its own (each cell of your rows moved just past its scoring tolerance, or to another category, moves the client's replayed update${by}${cellsShown.own_orders ? ", replayed in the orders the client drew, which the server is not told" : ''}): ${hidden ? `the other ${hidden} move it by less, so no attack on this update can pin them down` : "what the attack misses there is its own limit, not the update's"}`);
   }
   for (const r of d.kind === 'rows' ? d.determined ?? [] : []) {
     setting.push(`${r.column} read from ${r.by}: every row of the table with the same ${r.by} has the same ${r.column} (${r.categories} categories), so the attack takes it from the ${r.by} it recovers`);

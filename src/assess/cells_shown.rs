@@ -16,10 +16,11 @@
 use crate::attack::inversion::setup::Setup;
 use crate::client::simulate::{Round, simulate_round_in_orders};
 use crate::client::update::Update;
-use crate::config::Protocol;
+use crate::config::{Protocol, Unreplayable};
 use crate::error::Result;
 use crate::report::shown::CellsShown;
 use crate::report::{AttackDetails, Report};
+use crate::scenario::client_round_seed;
 use crate::seed::seed_for;
 use crate::table::batch::encode_rows;
 use crate::table::{FeatureKind, Value};
@@ -48,6 +49,8 @@ pub struct CellMoves {
     pub moved: Vec<Vec<Option<f64>>>,
     /// Whether the cells moved are a random draw of those that can move (`MOST_REPLAYED_STEPS`).
     pub drawn: bool,
+    /// Whether a reshuffling client was replayed in its own orders, which the server is not told.
+    pub own_orders: bool,
 }
 
 impl CellMoves {
@@ -70,7 +73,14 @@ impl CellMoves {
 
     /// The report's summary, with the cells right (`correct`, per row of the batch and feature).
     pub fn summary<'a>(&self, correct: impl Iterator<Item = &'a [bool]>) -> CellsShown {
-        CellsShown::of(&self.shown(), correct, self.own, self.least_shown(), self.drawn)
+        CellsShown {
+            own_gap: self.own,
+            floor: FLOOR,
+            least_shown: self.least_shown(),
+            drawn: self.drawn,
+            own_orders: self.own_orders,
+            ..CellsShown::of(&self.shown(), correct)
+        }
     }
 }
 
@@ -100,27 +110,39 @@ fn moved_number(v: f64, tolerance: f64, min: f64, max: f64, decimals: u32) -> Op
 impl Setup<'_> {
     /// Per row of `truth` (the client's rows, in order, with their `labels`) and feature, the
     /// replay's gap with the cell moved (None: no move of it stays in its column's range); and
-    /// the gap of the client's own rows' replay. None where the client is not FedAvg (FedSGD's rows are
-    /// checked whole, `assess::seen_rows`), cannot be replayed (reshuffled, noised), or is a
-    /// regression's.
-    pub async fn cells_shown(&self, truth: &[Vec<Value>], labels: &[usize]) -> Result<Option<CellMoves>> {
+    /// the gap of the client's own rows' replay. A client that reshuffles its rows is replayed in
+    /// its own orders where `orders_seed` (its round's seed: a simulated client's) draws them as
+    /// it drew them; the server is not told them, so the check then says what the update pins
+    /// given the order. None where the client is not FedAvg (FedSGD's rows are checked whole,
+    /// `assess::seen_rows`), cannot be replayed (noised; reshuffled in orders not known here),
+    /// or is a regression's.
+    pub async fn cells_shown(
+        &self,
+        truth: &[Vec<Value>],
+        labels: &[usize],
+        orders_seed: Option<u64>,
+    ) -> Result<Option<CellMoves>> {
         let config = self.config;
         let head = config.model().head;
         let Protocol::Fedavg(training) = config.protocol else {
             return Ok(None);
         };
-        if config.unreplayable(truth.len()).is_some()
-            || head == crate::client::head::Head::Linear
-            || truth.is_empty()
-            || truth.len() != labels.len()
-        {
+        // 0: nothing drawn (the order given, no noise).
+        let seed = match (config.unreplayable(truth.len()), orders_seed) {
+            (None, _) => 0,
+            (Some(Unreplayable::Reshuffled), Some(seed)) => seed.max(1),
+            _ => return Ok(None),
+        };
+        if head == crate::client::head::Head::Linear || truth.is_empty() || truth.len() != labels.len() {
             return Ok(None);
         }
+        // Drawn orders come from `seed` as the simulated client drew them; clipping alone is
+        // deterministic, replayed as stated.
         let round = Round {
             protocol: config.protocol,
             clients: config.clients.max(1),
             defence: config.defence,
-            seed: 0,
+            seed,
             model: config.model(),
         };
         let (params, observed) = (&self.scenario.params, &self.scenario.observed);
@@ -152,7 +174,12 @@ impl Setup<'_> {
             moved[i][f] = Some(gap(&rows).await?);
             rows[i][f] = truth[i][f];
         }
-        Ok(Some(CellMoves { own, moved, drawn }))
+        Ok(Some(CellMoves {
+            own,
+            moved,
+            drawn,
+            own_orders: seed != 0,
+        }))
     }
 
     /// `value` of feature `f` moved just past its scoring tolerance (`moved_number`), or to the
@@ -173,7 +200,8 @@ impl Setup<'_> {
 
 impl Setup<'_> {
     /// `report` (a simulated client's, scored against its batch) with the cells its update shows
-    /// (`cells_shown`), where they can be checked.
+    /// (`cells_shown`, a reshuffling client replayed in the orders it drew), where they can be
+    /// checked.
     pub async fn put_cells_shown(&self, report: &mut Report) -> Result<()> {
         let Some(truth) = &self.scenario.truth else {
             return Ok(());
@@ -182,7 +210,10 @@ impl Setup<'_> {
         if truth.indices.len() != truth.rows.len() {
             return Ok(());
         }
-        let Some(moves) = self.cells_shown(&truth.rows, &labels).await? else {
+        let Some(moves) = self
+            .cells_shown(&truth.rows, &labels, Some(client_round_seed(self.config)))
+            .await?
+        else {
             return Ok(());
         };
         let summary = moves.summary(report.rows.iter().map(|r| &r.correct[..]));
@@ -224,7 +255,7 @@ mod tests {
             let truth = setup.scenario.truth.as_ref().unwrap();
             let labels: Vec<usize> = truth.indices.iter().map(|&i| data.labels[i]).collect();
             assert!(labels.contains(&0) && labels.contains(&1), "{labels:?}");
-            let moves = pollster::block_on(setup.cells_shown(&truth.rows, &labels))
+            let moves = pollster::block_on(setup.cells_shown(&truth.rows, &labels, None))
                 .unwrap()
                 .unwrap();
             let shown = moves.shown();
@@ -247,7 +278,7 @@ mod tests {
             let observed = pollster::block_on(simulate_round_in_orders(&params, &x, &targets, &round, None)).unwrap();
             let scenario = Scenario::of_update(params, observed, labels.clone());
             let sure = Setup::new(setup.runtime, data, &config, scenario);
-            let moves = pollster::block_on(sure.cells_shown(&truth.rows, &labels))
+            let moves = pollster::block_on(sure.cells_shown(&truth.rows, &labels, None))
                 .unwrap()
                 .unwrap();
             let shown = moves.shown();

@@ -169,7 +169,7 @@ pub async fn attack_received_against(
     let random_baseline = score(&rules, &truth.rows, &guess).accuracy.total;
     let count = |p: Provenance| recon.provenance.iter().filter(|&&q| q == p).count();
     let (rows_proved, rows_consistent) = (count(Provenance::Proved), count(Provenance::Consistent));
-    let cells_shown = (setup.cells_shown(&truth.rows, &truth.labels).await?)
+    let cells_shown = (setup.cells_shown(&truth.rows, &truth.labels, None).await?)
         .map(|moves| moves.summary(scored.correct.iter().map(|c| &c[..])));
     let seconds = start.elapsed().as_secs_f64();
     let mut reconstruction = setup.received_report(recon, fit, fallback, Some(&truth.rows), seconds);

@@ -76,8 +76,10 @@ pub struct CellsShown {
     pub cells: usize,
     pub tested: usize,
     pub shown: usize,
-    /// ‖replay − update‖ / ‖update‖ of the client's own rows, against which each move is measured.
+    /// ‖replay − update‖ / ‖update‖ of the client's own rows, against which each move is measured,
+    /// and the least gap a move must add beyond it besides (float32's rounding, over ten times).
     pub own_gap: f64,
+    pub floor: f64,
     /// The least change of that gap among the moves that show (null where none shows).
     pub least_shown: Option<f64>,
     /// Share of cells right among those shown and among the others moved (null where there are
@@ -86,18 +88,16 @@ pub struct CellsShown {
     pub accuracy_hidden: Option<f64>,
     /// Whether the cells moved are a random draw (replaying every cell would take too long).
     pub drawn: bool,
+    /// Whether the client reshuffles its rows and was replayed in its own orders, which the
+    /// server is not told: the cells the update pins given the order.
+    pub own_orders: bool,
 }
 
 impl CellsShown {
-    /// `shown` (per row of the batch and feature; None: not moved) with the cells right on each
-    /// (`correct`, in the same order), the own rows' gap and the least move shown.
-    pub fn of<'a>(
-        shown: &[Vec<Option<bool>>],
-        correct: impl Iterator<Item = &'a [bool]>,
-        own_gap: f64,
-        least_shown: Option<f64>,
-        drawn: bool,
-    ) -> CellsShown {
+    /// The counts of `shown` (per row of the batch and feature; None: not moved) with the cells
+    /// right on each (`correct`, in the same order); the check's own figures (gaps, draw, orders)
+    /// are the caller's to set.
+    pub fn of<'a>(shown: &[Vec<Option<bool>>], correct: impl Iterator<Item = &'a [bool]>) -> CellsShown {
         let mut cells = [[0usize; 2]; 2];
         let (mut all, mut tested, mut seen) = (0, 0, 0);
         for (row, correct) in shown.iter().zip(correct) {
@@ -115,11 +115,13 @@ impl CellsShown {
             cells: all,
             tested,
             shown: seen,
-            own_gap,
-            least_shown,
+            own_gap: 0.0,
+            floor: 0.0,
+            least_shown: None,
             accuracy_shown: share(cells[1]),
             accuracy_hidden: share(cells[0]),
-            drawn,
+            drawn: false,
+            own_orders: false,
         }
     }
 
@@ -137,6 +139,10 @@ impl CellsShown {
                 self.cells
             ),
         };
+        let orders = match self.own_orders {
+            true => ", replayed in the orders the client drew, which the server is not told",
+            false => "",
+        };
         let what = match self.tested - self.shown {
             0 => {
                 "the update pins every cell moved, each on its own, so what the attack misses there is its own limit, \
@@ -150,12 +156,12 @@ impl CellsShown {
         format!(
             "the update shows {} of the {} cells moved ({moved}), each on its own: each, moved just past its scoring \
              tolerance or to another category, moves the client's replayed update{by} beyond twice the {:.1e} its own \
-             rows leave and {:.0e} (checked against the client's rows); cells right: {} of those shown, {} of the \
+             rows leave and {:.0e} (checked against the client's rows{orders}); cells right: {} of those shown, {} of the \
              others; {what}",
             self.shown,
             self.tested,
             self.own_gap,
-            crate::assess::cells_shown::FLOOR,
+            self.floor,
             pct(self.accuracy_shown),
             pct(self.accuracy_hidden),
         )
@@ -192,7 +198,12 @@ mod tests {
             vec![Some(true), Some(true), None],
             vec![Some(false), Some(true), Some(true)],
         ];
-        let cells = CellsShown::of(&shown, correct.iter().map(|c| &c[..]), 1e-5, Some(3e-3), false);
+        let cells = CellsShown {
+            own_gap: 1e-5,
+            floor: 1e-6,
+            least_shown: Some(3e-3),
+            ..CellsShown::of(&shown, correct.iter().map(|c| &c[..]))
+        };
         assert_eq!((cells.cells, cells.tested, cells.shown), (6, 5, 4));
         // Shown: true, false, true, true; the other moved: false (the cell not moved counts in neither).
         assert_eq!((cells.accuracy_shown, cells.accuracy_hidden), (Some(0.75), Some(0.0)));
@@ -203,7 +214,10 @@ mod tests {
         );
         assert!(s.contains("by 3.0e-3 of its norm or more"), "{s}");
         assert!(s.contains("the other 1 move it by less"), "{s}");
-        let every = CellsShown::of(&shown[..1], correct.iter().map(|c| &c[..]), 0.0, Some(1e-4), true);
+        let every = CellsShown {
+            drawn: true,
+            ..CellsShown::of(&shown[..1], correct.iter().map(|c| &c[..]))
+        };
         assert!(
             every.sentence().contains("pins every cell moved, each on its own"),
             "{}",
