@@ -11,7 +11,8 @@ one thread per attack (RAYON_NUM_THREADS=1), --jobs attacks at a time, and print
 per table: the mean cell accuracy (accuracy.total) ± its std over the seeds, the guessing baseline
 (random_baseline), the lowest gain over guessing of any seed, rows proved per batch, and seconds per
 attack (the report's own `seconds`, the attack without the CLI's start). Every report's summary is
-a JSON line in OUT/results.jsonl.
+a JSON line in OUT/results.jsonl, with what each update shows of its batch (`details.shown`'s rows,
+`details.cells_shown`'s cells) where the attack reports it.
 
   python3 scripts/bench_rounds.py --leakscope ~/.cache/leakscope/target/debug/leakscope \\
       --table adult=../shared/datasets/adult.csv:salary \\
@@ -76,10 +77,25 @@ def run(binary, out, table, setting, epochs, seed, extra):
     with open(report) as f:
         r = json.load(f)
     prov = {p["provenance"]: p["rows"] for p in r.get("provenance") or []}
+    details = r.get("details") or {}
+    # What the update shows of the batch: a FedSGD client's rows, a FedAvg client's cells moved.
+    shown = details.get("shown") or {}
+    cells = details.get("cells_shown") or {}
     row.update(accuracy=r["accuracy"]["total"], guessing=r.get("random_baseline"), seconds=r.get("seconds"),
                proved=prov.get("proved", 0), consistent=prov.get("consistent", 0),
-               prior=((r.get("details") or {}).get("fallback") or {}).get("prior_cells"))
+               prior=(details.get("fallback") or {}).get("prior_cells"),
+               rows_shown=shown.get("shown"), cells_shown=cells.get("shown"), cells_moved=cells.get("tested"))
     return row
+
+
+def shown_of(rows):
+    """What the updates show of their batches, summed over the attacks: rows (FedSGD) or cells
+    moved (FedAvg), where the attacks report it."""
+    cells = [r for r in rows if r.get("cells_moved")]
+    if cells:
+        return f"{sum(r['cells_shown'] for r in cells)} of {sum(r['cells_moved'] for r in cells)} cells"
+    counted = [r for r in rows if r.get("rows_shown") is not None]
+    return f"{sum(r['rows_shown'] for r in counted)} rows" if counted else ""
 
 
 def main():
@@ -115,22 +131,22 @@ def main():
             print(json.dumps(row), file=sys.stderr)
     for name, _ in tables:
         print(f"\n{name}\n")
-        print("| setting | E | seeds | accuracy | guessing | lowest gain | rows proved | s / attack | errors |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        print("| setting | E | seeds | accuracy | guessing | lowest gain | rows proved | shown | s / attack | errors |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for s in a.settings.split(","):
             epochs = seeds(a.epochs) if a.epochs else SETTINGS[s][2]
             for e in epochs:
                 rows = [r for r in results if r["table"] == name and r["setting"] == s and r["epochs"] == e]
                 ok = [r for r in rows if "error" not in r]
                 if not ok:
-                    print(f"| {s} | {e} | 0 | | | | | | {len(rows)} |")
+                    print(f"| {s} | {e} | 0 | | | | | | | {len(rows)} |")
                     continue
                 acc = [r["accuracy"] for r in ok]
                 sd = statistics.pstdev(acc) if len(acc) > 1 else 0.0
                 gain = min(r["accuracy"] - r["guessing"] for r in ok)
                 print(f"| {s} | {e} | {len(ok)} | {100 * statistics.mean(acc):.1f} ± {100 * sd:.1f} % "
                       f"| {100 * statistics.mean(r['guessing'] for r in ok):.1f} % | {100 * gain:+.1f} "
-                      f"| {statistics.mean(r['proved'] for r in ok):.1f} "
+                      f"| {statistics.mean(r['proved'] for r in ok):.1f} | {shown_of(ok)} "
                       f"| {statistics.mean(r['seconds'] for r in ok):.1f} | {len(rows) - len(ok)} |")
 
 

@@ -359,7 +359,11 @@ def _scored(scored: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     scored = scored or {}
     acc = scored.get("accuracy") or {}
     # The cells the server took from the marginals where a shadow client said guessing wins.
-    fallback = ((scored.get("reconstruction") or {}).get("details") or {}).get("fallback") or {}
+    details = (scored.get("reconstruction") or {}).get("details") or {}
+    fallback = details.get("fallback") or {}
+    # What the round's update shows of the client's batch, cell by cell, checked against its rows
+    # (a FedAvg client the engine can replay: its rows in the order given, no noise).
+    cells = details.get("cells_shown") or {}
     return {
         "accuracy": acc.get("total"),
         "categorical": acc.get("categorical"),
@@ -379,6 +383,8 @@ def _scored(scored: Optional[Dict[str, Any]]) -> Dict[str, Any]:
         # the shadow's thresholds do not speak for it, and the rows the update does not hold fell
         # back whole.
         "unlike_shadow": fallback.get("unlike_shadow", False if scored else None),
+        "cells_shown": cells.get("shown"),
+        "cells_moved": cells.get("tested"),
     }
 
 
