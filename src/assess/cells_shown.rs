@@ -127,10 +127,10 @@ impl Setup<'_> {
         let Protocol::Fedavg(training) = config.protocol else {
             return Ok(None);
         };
-        // 0: nothing drawn (the order given, no noise).
-        let seed = match (config.unreplayable(truth.len()), orders_seed) {
-            (None, _) => 0,
-            (Some(Unreplayable::Reshuffled), Some(seed)) => seed.max(1),
+        // The round's seed draws nothing where the order is given and there is no noise.
+        let (seed, own_orders) = match (config.unreplayable(truth.len()), orders_seed) {
+            (None, _) => (0, false),
+            (Some(Unreplayable::Reshuffled), Some(seed)) => (seed, true),
             _ => return Ok(None),
         };
         if head == crate::client::head::Head::Linear || truth.is_empty() || truth.len() != labels.len() {
@@ -178,7 +178,7 @@ impl Setup<'_> {
             own,
             moved,
             drawn,
-            own_orders: seed != 0,
+            own_orders,
         }))
     }
 
@@ -196,9 +196,7 @@ impl Setup<'_> {
             _ => None,
         }
     }
-}
 
-impl Setup<'_> {
     /// `report` (a simulated client's, scored against its batch) with the cells its update shows
     /// (`cells_shown`, a reshuffling client replayed in the orders it drew), where they can be
     /// checked.

@@ -153,17 +153,20 @@ impl CellsShown {
                 "the other {n} move it by less: no attack on this update can pin them down at the scoring's resolution"
             ),
         };
+        let right = match self.tested == self.shown {
+            true => format!("{} of them", pct(self.accuracy_shown)),
+            false => format!(
+                "{} of those shown, {} of the others",
+                pct(self.accuracy_shown),
+                pct(self.accuracy_hidden)
+            ),
+        };
         format!(
             "the update shows {} of the {} cells moved ({moved}), each on its own: each, moved just past its scoring \
-             tolerance or to another category, moves the client's replayed update{by} beyond twice the {:.1e} its own \
-             rows leave and {:.0e} (checked against the client's rows{orders}); cells right: {} of those shown, {} of the \
-             others; {what}",
-            self.shown,
-            self.tested,
-            self.own_gap,
-            self.floor,
-            pct(self.accuracy_shown),
-            pct(self.accuracy_hidden),
+             tolerance or to another category, moves the client's replayed update{by} farther from the update than \
+             its own rows' replay (which leaves {:.1e}) by that again and {:.0e} (checked against the client's \
+             rows{orders}); cells right: {right}; {what}",
+            self.shown, self.tested, self.own_gap, self.floor,
         )
     }
 }
