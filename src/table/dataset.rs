@@ -39,6 +39,21 @@ pub struct DatasetOptions {
     pub task: Task,
 }
 
+/// A continuous column the table determines from a categorical one (`table::determined` reads
+/// them off a table's rows; an encoding states them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Determined {
+    /// The continuous feature (its index among the features)...
+    pub column: usize,
+    /// ...the categorical feature it follows...
+    pub by: usize,
+    /// ...and its value for each of that feature's categories (None: no row of the table holds
+    /// the category, and the column is left as the members read it).
+    pub values: Vec<Option<f64>>,
+    /// log₁₀ of the chance that an independent column would show it (below log₁₀ `CHANCE`).
+    pub log10_chance: f64,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Dataset {
     pub features: Vec<Feature>,
@@ -65,6 +80,10 @@ pub struct Dataset {
     /// leakscope's terms (`pipeline`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pipeline: Option<Pipeline>,
+    /// Continuous columns a categorical one determines, as the dataset's encoding states them
+    /// (empty: read off the rows, `table::determined`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub determined: Vec<Determined>,
 }
 
 enum Column {
@@ -193,6 +212,7 @@ impl Dataset {
             dropped,
             warnings,
             pipeline: None,
+            determined: Vec::new(),
         };
         dataset.fit_standardisation();
         Ok(dataset)

@@ -21,23 +21,16 @@ use super::{Dataset, FeatureKind, Value};
 /// constant within every category.
 pub const CHANCE: f64 = 1e-6;
 
-/// A continuous column the table determines from a categorical one.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Determined {
-    /// The continuous feature (its index among the features)...
-    pub column: usize,
-    /// ...the categorical feature it follows...
-    pub by: usize,
-    /// ...and its value for each of that feature's categories (None: no row of the table holds
-    /// the category, and the column is left as the members read it).
-    pub values: Vec<Option<f64>>,
-    /// log₁₀ of the chance that an independent column would show it (below log₁₀ `CHANCE`).
-    pub log10_chance: f64,
-}
+pub use super::dataset::Determined;
 
 /// Every continuous column of `dataset` that one of its categorical columns determines (the one
-/// that shows it least by chance, where several do).
+/// that shows it least by chance, where several do); those its encoding states where it states
+/// them (`Encoding::determined`: the server read them off its own table, and a received update's
+/// dataset has no rows to read them from).
 pub fn determined_columns(dataset: &Dataset) -> Vec<Determined> {
+    if !dataset.determined.is_empty() {
+        return dataset.determined.clone();
+    }
     let features = &dataset.features;
     let mut found: Vec<Determined> = Vec::new();
     for (column, f) in features.iter().enumerate() {

@@ -5,6 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::dataset::{Dataset, FeatureKind, MAX_DECIMALS, MAX_ENCODED_WIDTH, Target};
+use super::determined::{CHANCE, Determined, determined_columns};
+use super::feature::Feature;
 use super::pipeline::{Coding, EncodedFeature, Pipeline};
 use crate::client::activation::Activation;
 use crate::client::head::Head;
@@ -37,6 +39,24 @@ pub struct Encoding {
     /// but not the activation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<StatedModel>,
+    /// Continuous columns the server's table determines from a categorical one (`education-num`
+    /// is a code of `education`), read off that table when the encoding was written: a received
+    /// update's attack reads them from the category it recovers, as a simulated one does.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub determined: Vec<StatedDetermined>,
+}
+
+/// A continuous column an encoding states its table determines from a categorical one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatedDetermined {
+    /// The continuous feature's name...
+    pub column: String,
+    /// ...the categorical feature's it follows...
+    pub by: String,
+    /// ...its value for each of that feature's categories, in their order (null: no row held it)...
+    pub values: Vec<Option<f64>>,
+    /// ...and log₁₀ of the chance that a column independent of the category would show it.
+    pub log10_chance: f64,
 }
 
 /// A model as stated beside an encoding or by a caller; each part optional.
@@ -103,6 +123,15 @@ impl Encoding {
             mean,
             std,
             model: None,
+            determined: (determined_columns(dataset).into_iter())
+                .map(|d| StatedDetermined {
+                    column: dataset.features[d.column].name.clone(),
+                    by: dataset.features[d.by].name.clone(),
+                    values: d.values,
+                    // JSON has no −∞: a chance below 1e-999 is stated as that.
+                    log10_chance: d.log10_chance.max(-999.0),
+                })
+                .collect(),
         }
     }
 
@@ -204,6 +233,9 @@ impl Encoding {
                 (features, mean, std, Some(pipeline))
             }
         };
+        let determined = (self.determined.iter())
+            .map(|d| d.resolved(&features))
+            .collect::<Result<Vec<_>>>()?;
         Ok(Dataset {
             features,
             label: self.label,
@@ -217,6 +249,54 @@ impl Encoding {
             dropped: 0,
             warnings: Vec::new(),
             pipeline,
+            determined,
+        })
+    }
+}
+
+impl StatedDetermined {
+    /// The column as the dataset's features index it, checked: a continuous column, a categorical
+    /// one it follows, a value (or null) for each of its categories, each within the column's
+    /// range.
+    fn resolved(&self, features: &[Feature]) -> Result<Determined> {
+        let fail = |m: String| {
+            Err(Error::Config(format!(
+                "encoding: determined column {:?}: {m}",
+                self.column
+            )))
+        };
+        let find = |name: &str| features.iter().position(|f| f.name == name);
+        let (Some(column), Some(by)) = (find(&self.column), find(&self.by)) else {
+            return fail(format!("{:?} or {:?} is not a feature", self.column, self.by));
+        };
+        let FeatureKind::Continuous { min, max, .. } = features[column].kind else {
+            return fail("is not a continuous feature".into());
+        };
+        let FeatureKind::Categorical { categories } = &features[by].kind else {
+            return fail(format!("{:?} is not a categorical feature", self.by));
+        };
+        if self.values.len() != categories.len() {
+            return fail(format!(
+                "{} values for the {} categories of {:?}",
+                self.values.len(),
+                categories.len(),
+                self.by
+            ));
+        }
+        if let Some(v) = self.values.iter().flatten().find(|v| !(min..=max).contains(*v)) {
+            return fail(format!("the value {v} is outside the column's range [{min}, {max}]"));
+        }
+        if !(self.log10_chance <= CHANCE.log10()) {
+            return fail(format!(
+                "log10_chance {} is not below log10 of {CHANCE:e}: the table does not show it beyond chance",
+                self.log10_chance
+            ));
+        }
+        Ok(Determined {
+            column,
+            by,
+            values: self.values.clone(),
+            log10_chance: self.log10_chance,
         })
     }
 }
@@ -379,5 +459,41 @@ mod tests {
             (Some(vec![]), Some(Activation::Tanh), None)
         );
         assert!(serde_json::from_str::<StatedModel>(r#"{"activaton": "relu"}"#).is_err());
+    }
+
+    /// The Adult sample's encoding states that its education-num is a code of its education; the
+    /// dataset read back from the file (no rows) reads the same columns as the table, and a
+    /// statement the features do not bear out is refused by name.
+    #[test]
+    fn the_columns_a_table_determines_travel_in_its_encoding() {
+        let data = crate::table::adult_sample();
+        let enc = Encoding::of(&data);
+        let stated: Vec<(&str, &str)> = enc.determined.iter().map(|d| (&d.column[..], &d.by[..])).collect();
+        assert_eq!(stated, [("education-num", "education")]);
+        let text = serde_json::to_string(&enc).unwrap();
+        let back = serde_json::from_str::<Encoding>(&text).unwrap().into_dataset().unwrap();
+        assert!(back.rows.is_empty());
+        let (ours, theirs) = (determined_columns(&back), determined_columns(&data));
+        assert_eq!(ours.len(), 1);
+        assert_eq!(
+            (ours[0].column, ours[0].by, &ours[0].values),
+            (theirs[0].column, theirs[0].by, &theirs[0].values)
+        );
+        let refused = |edit: &dyn Fn(&mut StatedDetermined)| {
+            let mut bad = enc.clone();
+            edit(&mut bad.determined[0]);
+            bad.into_dataset().unwrap_err().to_string()
+        };
+        assert!(refused(&|d| d.column = "nope".into()).contains("is not a feature"));
+        assert!(refused(&|d| d.column = "workclass".into()).contains("is not a continuous feature"));
+        assert!(refused(&|d| d.by = "age".into()).contains("\"age\" is not a categorical feature"));
+        assert!(
+            refused(&|d| {
+                d.values.pop();
+            })
+            .contains("15 values for the 16 categories")
+        );
+        assert!(refused(&|d| d.values[0] = Some(99.0)).contains("outside the column's range"));
+        assert!(refused(&|d| d.log10_chance = -1.0).contains("not below"));
     }
 }
