@@ -108,6 +108,13 @@ def test_the_record_is_the_clis_attack_on_the_same_update(recipe, cli, tmp_path)
     assert record["accuracy"] == theirs["accuracy"]["total"]
     assert record["rows_proved"] == theirs["rows_proved"]
     assert record["gain_over_random"] == pytest.approx(theirs["gain_over_random"])
+    # What the update shows of the batch, cell by cell: a FedAvg client's, checked against its rows.
+    shown = theirs["reconstruction"]["details"].get("cells_shown")
+    if recipe["protocol"] == "fedavg":
+        assert (record["cells_shown"], record["cells_moved"]) == (shown["shown"], shown["tested"])
+        assert record["cells_moved"] > 0
+    else:
+        assert shown is None and record["cells_shown"] is None and record["cells_moved"] is None
     assert read_records(tmp_path / "records.jsonl") is not None
 
 
