@@ -3,32 +3,12 @@
 //! bundled tables, and said nowhere the reading does not hold.
 mod common;
 
-use common::{dataset, run_options};
+use common::{brief_fedavg_client as client, dataset, run_options};
 use leakscope::RunOptions;
 use leakscope::client::activation::Activation;
 use leakscope::client::optimizer::OptimizerKind;
-use leakscope::options::ProtocolKind;
 use leakscope::report::{Provenance, RowReport};
 use leakscope::table::{Dataset, FeatureKind, Value};
-
-/// A FedAvg client of 32 rows in local batches of 8 under `optimizer` (lr 1e-3), attacked
-/// briefly: the reading needs no optimisation, only the update.
-fn client(optimizer: OptimizerKind, weight_decay: f64, epochs: usize, seed: u64) -> RunOptions {
-    RunOptions {
-        protocol: ProtocolKind::Fedavg,
-        batch_size: 32,
-        local_batch: 8,
-        local_epochs: epochs,
-        client_lr: 1e-3,
-        optimizer,
-        weight_decay,
-        iterations: 20,
-        ensemble: Some(2),
-        prior_fallback: false,
-        seed,
-        ..RunOptions::default()
-    }
-}
 
 #[test]
 fn an_adam_update_shows_exactly_the_categories_its_rows_hold() {

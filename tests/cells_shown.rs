@@ -4,7 +4,7 @@
 //! client the check cannot replay says nothing.
 mod common;
 
-use common::{dataset, run_options};
+use common::{brief_fedavg_client, dataset, run_options};
 use leakscope::RunOptions;
 use leakscope::client::fedavg::LocalOrder;
 use leakscope::client::optimizer::OptimizerKind;
@@ -12,19 +12,7 @@ use leakscope::options::ProtocolKind;
 
 /// A FedAvg client of 32 rows in local batches of 8 under Adam (lr 1e-3), attacked briefly.
 fn adam_client(seed: u64) -> RunOptions {
-    RunOptions {
-        protocol: ProtocolKind::Fedavg,
-        batch_size: 32,
-        local_batch: 8,
-        local_epochs: 1,
-        client_lr: 1e-3,
-        optimizer: OptimizerKind::Adam,
-        iterations: 20,
-        ensemble: Some(2),
-        prior_fallback: false,
-        seed,
-        ..RunOptions::default()
-    }
+    brief_fedavg_client(OptimizerKind::Adam, 0.0, 1, seed)
 }
 
 #[test]

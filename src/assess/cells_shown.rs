@@ -15,7 +15,6 @@
 //! cell: two wrong cells that cancel in the update are not excluded.
 use crate::attack::inversion::setup::Setup;
 use crate::client::simulate::{Round, simulate_round_in_orders};
-use crate::client::update::Update;
 use crate::config::{Protocol, Unreplayable};
 use crate::error::Result;
 use crate::report::shown::CellsShown;
@@ -84,20 +83,6 @@ impl CellMoves {
     }
 }
 
-/// ‖a − b‖ / ‖b‖ in float64 (∞ where b is zero and a is not).
-fn relative_gap(a: &Update, b: &Update) -> f64 {
-    let (mut diff, mut norm) = (0f64, 0f64);
-    for (a, b) in a.values().zip(b.values()) {
-        diff += (a as f64 - b as f64).powi(2);
-        norm += (b as f64).powi(2);
-    }
-    match norm > 0.0 {
-        true => (diff / norm).sqrt(),
-        false if diff == 0.0 => 0.0,
-        false => f64::INFINITY,
-    }
-}
-
 /// `v` moved just past `tolerance`: up, rounded up to `decimals`, where that stays within
 /// [min, max]; else down; None where neither does (a column narrower than its tolerance).
 fn moved_number(v: f64, tolerance: f64, min: f64, max: f64, decimals: u32) -> Option<f64> {
@@ -150,7 +135,7 @@ impl Setup<'_> {
         let gap = async |rows: &[Vec<Value>]| -> Result<f64> {
             let x = encode_rows(self.dataset, rows);
             let replayed = simulate_round_in_orders(params, &x, &targets, &round, None).await?;
-            Ok(relative_gap(&replayed, observed))
+            Ok(replayed.relative_gap(observed))
         };
         // Every cell that can move, or a draw of them where replaying all would take too long.
         let mut cells: Vec<(usize, usize, Value)> = (0..truth.len())
@@ -158,7 +143,7 @@ impl Setup<'_> {
             .filter_map(|(i, f)| self.moved_cell(truth[i][f], f).map(|v| (i, f, v)))
             .collect();
         let per_client = truth.len() / round.clients;
-        let steps = training.epochs * per_client.div_ceil(training.local_batch.max(1)) * round.clients;
+        let steps = training.schedule(per_client).len() * round.clients;
         let most = (MOST_REPLAYED_STEPS / steps.max(1)).max(1);
         let drawn = cells.len() > most;
         if drawn {

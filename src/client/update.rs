@@ -104,6 +104,20 @@ impl Update {
         weights.into_iter().flatten().chain(biases.into_iter().flatten())
     }
 
+    /// ‖self − other‖ / ‖other‖ in float64 (0 where both are zero, ∞ where only `other` is).
+    pub fn relative_gap(&self, other: &Update) -> f64 {
+        let (mut diff, mut norm) = (0f64, 0f64);
+        for (a, b) in self.values().zip(other.values()) {
+            diff += (a as f64 - b as f64).powi(2);
+            norm += (b as f64).powi(2);
+        }
+        match norm > 0.0 {
+            true => (diff / norm).sqrt(),
+            false if diff == 0.0 => 0.0,
+            false => f64::INFINITY,
+        }
+    }
+
     /// Number of scalars.
     pub fn len(&self) -> usize {
         self.layers.iter().map(|t| t.weight.len() + t.bias.len()).sum()

@@ -158,14 +158,5 @@ async fn replay_gap(
         orders,
     )
     .await?;
-    let (mut diff, mut norm) = (0f64, 0f64);
-    for (a, b) in replayed.values().zip(received.update.values()) {
-        diff += (a as f64 - b as f64).powi(2);
-        norm += (b as f64).powi(2);
-    }
-    Ok(match norm > 0.0 {
-        true => (diff / norm).sqrt(),
-        false if diff == 0.0 => 0.0,
-        false => f64::INFINITY,
-    })
+    Ok(replayed.relative_gap(&received.update))
 }

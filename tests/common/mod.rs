@@ -27,6 +27,32 @@ pub fn adult() -> Dataset {
     dataset("adult-sample.csv", "salary")
 }
 
+/// A FedAvg client of 32 rows in local batches of 8 under `optimizer` (lr 1e-3), attacked
+/// briefly (a two-member, 20-step ensemble, no fallback): what reads the update itself needs no
+/// optimisation.
+#[allow(dead_code)]
+pub fn brief_fedavg_client(
+    optimizer: leakscope::client::optimizer::OptimizerKind,
+    weight_decay: f64,
+    epochs: usize,
+    seed: u64,
+) -> leakscope::RunOptions {
+    leakscope::RunOptions {
+        protocol: leakscope::options::ProtocolKind::Fedavg,
+        batch_size: 32,
+        local_batch: 8,
+        local_epochs: epochs,
+        client_lr: 1e-3,
+        optimizer,
+        weight_decay,
+        iterations: 20,
+        ensemble: Some(2),
+        prior_fallback: false,
+        seed,
+        ..leakscope::RunOptions::default()
+    }
+}
+
 /// The attack `options` describe, on the CPU, run to its report.
 #[allow(dead_code)]
 pub fn run_options(data: &Dataset, options: &leakscope::RunOptions) -> leakscope::Report {
