@@ -298,13 +298,36 @@ def _assemble(
         features.append(feature)
         mean += b.mean
         std += b.std
-    out = {**own, "features": features, "mean": [float(m) for m in mean], "std": [float(s) for s in std]}
+    out = {
+        **own,
+        "features": features,
+        "mean": [float(m) for m in mean],
+        "std": [float(s) for s in std],
+        "determined": _determined(own, features),
+    }
     if classes is not None:
         given = category_texts(list(classes), own["classes"], own["label"])
         missing = [c for c in own["classes"] if c not in given]
         if missing:
             raise ValueError(f"{who}: the table's label holds {missing!r}, which classes= leaves out")
         out["classes"] = given
+    return out
+
+
+def _determined(own: Dict[str, Any], features: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The continuous columns leakscope's reading of the table found determined by a categorical
+    one (`own["determined"]`: a value per category in the table's sorted order), each value moved
+    to its category's place in the encoder's order, which may differ (numbers as categories sort
+    as numbers in scikit-learn, as text here)."""
+    theirs = {f["name"]: f for f in own["features"]}
+    ours = {f["name"]: f for f in features}
+    out: List[Dict[str, Any]] = []
+    for d in own.get("determined", []):
+        column, by = ours.get(d["column"]), ours.get(d["by"])
+        if column is None or by is None or column["kind"] != "continuous" or by["kind"] != "categorical":
+            continue
+        value = dict(zip(theirs[d["by"]]["categories"], d["values"]))
+        out.append({**d, "values": [value.get(c) for c in by["categories"]]})
     return out
 
 

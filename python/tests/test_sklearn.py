@@ -148,6 +148,29 @@ def test_get_dummies_encodes_as_pandas(table, drop_first):
     assert_same_inputs(path, enc, dummies.to_numpy(dtype=float))
 
 
+def test_a_determined_column_follows_its_category_in_the_encoders_order():
+    """A continuous column the table determines from a categorical one travels in the encoding
+    with a value per category in the encoder's order: numbers as categories sort as numbers in
+    scikit-learn and pandas, as text in leakscope's own reading ("10" before "2")."""
+    rng = np.random.default_rng(0)
+    grade = rng.integers(1, 13, 300)
+    table = pd.DataFrame({"grade": grade, "score": 10.0 * grade + 0.5, "noise": rng.normal(size=300).round(2),
+                          "label": rng.choice(["no", "yes"], 300)})
+    csv = table.to_csv(index=False).encode()
+    ct = ColumnTransformer([("cat", OneHotEncoder(sparse_output=False), ["grade"]),
+                            ("num", StandardScaler(), ["score", "noise"])]).fit(table.drop(columns="label"))
+    dummies = pd.get_dummies(table, columns=["grade"], drop_first=True)
+    for enc in (leakscope.encoding_from_sklearn(ct, label="label", table=csv),
+                leakscope.encoding_from_dummies(dummies, table=csv, label="label")):
+        grades = next(f for f in enc["features"] if f["name"] == "grade")["categories"]
+        assert grades[:3] == ["1", "2", "3"], grades
+        (determined,) = enc["determined"]
+        assert (determined["column"], determined["by"]) == ("score", "grade")
+        assert determined["values"] == [10.0 * int(g) + 0.5 for g in grades]
+    own = leakscope.encoding(csv, "label", kinds={"grade": "categorical"})
+    assert own["determined"][0]["values"][:2] == [10.5, 100.5], "leakscope's own order: text"
+
+
 def adult():
     frame = complete(ADULT, "salary")
     cat, num = columns(frame, "salary")
