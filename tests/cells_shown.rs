@@ -7,6 +7,7 @@ mod common;
 use common::{brief_fedavg_client, dataset, run_options};
 use leakscope::RunOptions;
 use leakscope::client::fedavg::LocalOrder;
+use leakscope::client::head::Task;
 use leakscope::client::optimizer::OptimizerKind;
 use leakscope::options::ProtocolKind;
 
@@ -102,4 +103,24 @@ fn a_client_the_check_cannot_replay_says_nothing() {
         let details = report.row_details().expect("a rows attack");
         assert!(details.cells_shown.is_none(), "{what}: {:?}", details.cells_shown);
     }
+}
+
+/// A regression's client (one linear output, the squared error on the standardised label) is
+/// replayed on its own values: its update shows its cells as a classifier's does.
+#[test]
+fn a_regressions_update_shows_its_cells() {
+    let data = common::dataset_as("adult-sample.csv", "hours-per-week", Task::Regression);
+    let options = RunOptions {
+        task: Task::Regression,
+        ..adam_client(0)
+    };
+    let report = run_options(&data, &options);
+    let cells = (report.row_details())
+        .and_then(|d| d.cells_shown.clone())
+        .expect("a replayable regression client with its rows at hand");
+    eprintln!("{cells:?}");
+    assert_eq!(cells.cells, 32 * data.features.len());
+    assert!(cells.tested * 10 >= cells.cells * 9, "{cells:?}");
+    assert!(cells.shown * 100 >= cells.tested * 90, "{cells:?}");
+    assert!(cells.own_gap < 1e-6, "{cells:?}");
 }

@@ -92,20 +92,28 @@ fn moved_number(v: f64, tolerance: f64, min: f64, max: f64, decimals: u32) -> Op
     [up, down].into_iter().find(|m| (min..=max).contains(m))
 }
 
+/// The orders a reshuffling client visited its rows in, where they are known: drawn from its
+/// round's seed as the simulator drew them, or given (of the client's rows: a received update's
+/// orders, confirmed by replaying the recipe in them).
+#[derive(Debug, Clone, Copy)]
+pub enum KnownOrders<'a> {
+    Drawn(u64),
+    Given(&'a [Vec<usize>]),
+}
+
 impl Setup<'_> {
-    /// Per row of `truth` (the client's rows, in order, with their `labels`) and feature, the
+    /// Per row of `truth` (the client's rows, in order, with the loss's `targets`: the head's, or a
+    /// regression's standardised values, `Dataset::targets`) and feature, the
     /// replay's gap with the cell moved (None: no move of it stays in its column's range); and
     /// the gap of the client's own rows' replay. A client that reshuffles its rows is replayed in
-    /// its own orders where `orders_seed` (its round's seed: a simulated client's) draws them as
-    /// it drew them; the server is not told them, so the check then says what the update pins
-    /// given the order. None where the client is not FedAvg (FedSGD's rows are checked whole,
-    /// `assess::seen_rows`), cannot be replayed (noised; reshuffled in orders not known here),
-    /// or is a regression's.
+    /// its own orders where they are known (`KnownOrders`); the check then says what the update
+    /// pins given the order. None where the client is not FedAvg (FedSGD's rows are checked whole,
+    /// `assess::seen_rows`) or cannot be replayed (noised; reshuffled in orders not known here).
     pub async fn cells_shown(
         &self,
         truth: &[Vec<Value>],
-        labels: &[usize],
-        orders_seed: Option<u64>,
+        targets: &[f32],
+        orders: Option<KnownOrders<'_>>,
     ) -> Result<Option<CellMoves>> {
         let config = self.config;
         let head = config.model().head;
@@ -113,12 +121,14 @@ impl Setup<'_> {
             return Ok(None);
         };
         // The round's seed draws nothing where the order is given and there is no noise.
-        let (seed, own_orders) = match (config.unreplayable(truth.len()), orders_seed) {
-            (None, _) => (0, false),
-            (Some(Unreplayable::Reshuffled), Some(seed)) => (seed, true),
+        let (seed, given) = match (config.unreplayable(truth.len()), orders) {
+            (None, _) => (0, None),
+            (Some(Unreplayable::Reshuffled), Some(KnownOrders::Drawn(seed))) => (seed, None),
+            (Some(Unreplayable::Reshuffled), Some(KnownOrders::Given(o))) if config.clients <= 1 => (0, Some(o)),
             _ => return Ok(None),
         };
-        if head == crate::client::head::Head::Linear || truth.is_empty() || truth.len() != labels.len() {
+        let own_orders = config.unreplayable(truth.len()).is_some();
+        if truth.is_empty() || targets.len() != truth.len() * head.outputs(self.dataset.classes.len()) {
             return Ok(None);
         }
         // Drawn orders come from `seed` as the simulated client drew them; clipping alone is
@@ -131,10 +141,9 @@ impl Setup<'_> {
             model: config.model(),
         };
         let (params, observed) = (&self.scenario.params, &self.scenario.observed);
-        let targets = head.targets(labels, self.dataset.classes.len());
         let gap = async |rows: &[Vec<Value>]| -> Result<f64> {
             let x = encode_rows(self.dataset, rows);
-            let replayed = simulate_round_in_orders(params, &x, &targets, &round, None).await?;
+            let replayed = simulate_round_in_orders(params, &x, targets, &round, given).await?;
             Ok(replayed.relative_gap(observed))
         };
         // Every cell that can move, or a draw of them where replaying all would take too long.
@@ -189,12 +198,16 @@ impl Setup<'_> {
         let Some(truth) = &self.scenario.truth else {
             return Ok(());
         };
-        let labels: Vec<usize> = truth.indices.iter().map(|&i| self.dataset.labels[i]).collect();
         if truth.indices.len() != truth.rows.len() {
             return Ok(());
         }
+        let targets = self.dataset.targets(&truth.indices, self.config.model().head);
         let Some(moves) = self
-            .cells_shown(&truth.rows, &labels, Some(client_round_seed(self.config)))
+            .cells_shown(
+                &truth.rows,
+                &targets,
+                Some(KnownOrders::Drawn(client_round_seed(self.config))),
+            )
             .await?
         else {
             return Ok(());
@@ -238,7 +251,8 @@ mod tests {
             let truth = setup.scenario.truth.as_ref().unwrap();
             let labels: Vec<usize> = truth.indices.iter().map(|&i| data.labels[i]).collect();
             assert!(labels.contains(&0) && labels.contains(&1), "{labels:?}");
-            let moves = pollster::block_on(setup.cells_shown(&truth.rows, &labels, None))
+            let targets = config.model().head.targets(&labels, data.classes.len());
+            let moves = pollster::block_on(setup.cells_shown(&truth.rows, &targets, None))
                 .unwrap()
                 .unwrap();
             let shown = moves.shown();
@@ -256,12 +270,11 @@ mod tests {
                 seed: 0,
                 model: config.model(),
             };
-            let targets = config.model().head.targets(&labels, data.classes.len());
             let x = encode_rows(data, &truth.rows);
             let observed = pollster::block_on(simulate_round_in_orders(&params, &x, &targets, &round, None)).unwrap();
             let scenario = Scenario::of_update(params, observed, labels.clone());
             let sure = Setup::new(setup.runtime, data, &config, scenario);
-            let moves = pollster::block_on(sure.cells_shown(&truth.rows, &labels, None))
+            let moves = pollster::block_on(sure.cells_shown(&truth.rows, &targets, None))
                 .unwrap()
                 .unwrap();
             let shown = moves.shown();
@@ -274,6 +287,44 @@ mod tests {
                     _ => assert!(seen * 10 >= tested * 9, "row {i}, of label 1: {row:?}"),
                 }
             }
+        });
+    }
+
+    /// A reshuffling client's orders, given (as a received update's confirmed ones are), replay
+    /// it as its own drawn orders do; other orders leave its own rows far from the update, and
+    /// without orders it is not checked.
+    #[test]
+    fn a_reshuffling_client_is_checked_in_its_orders_given_or_drawn() {
+        let training = LocalTraining {
+            epochs: 2,
+            local_batch: 4,
+            lr: 0.05,
+            optimizer: Default::default(),
+            order: crate::client::fedavg::LocalOrder::Shuffled,
+        };
+        let config = AttackConfig {
+            batch_size: 8,
+            hidden: vec![16],
+            protocol: Protocol::Fedavg(training),
+            seed: 3,
+            ..Default::default()
+        };
+        crate::assess::with_sample_setup(config.clone(), |setup| {
+            let data = setup.dataset;
+            let truth = setup.scenario.truth.as_ref().unwrap();
+            let targets = data.targets(&truth.indices, config.model().head);
+            let seed = client_round_seed(&config);
+            let check = |orders| pollster::block_on(setup.cells_shown(&truth.rows, &targets, orders)).unwrap();
+            let drawn = check(Some(KnownOrders::Drawn(seed))).expect("drawn orders");
+            let own = crate::client::fedavg::shuffled_orders(8, 2, seed_for(seed, 16));
+            let given = check(Some(KnownOrders::Given(&own))).expect("given orders");
+            assert_eq!(given, drawn);
+            assert!(given.own < FLOOR && given.own_orders, "{given:?}");
+            let mut wrong = own.clone();
+            wrong[1].swap(0, 7);
+            let wrong = check(Some(KnownOrders::Given(&wrong))).expect("given orders");
+            assert!(wrong.own > 1e3 * FLOOR, "{}", wrong.own);
+            assert_eq!(check(None), None);
         });
     }
 

@@ -85,6 +85,14 @@ pub async fn check_recipe(config: &AttackConfig, received: &ReceivedUpdate, trut
     })
 }
 
+/// `orders` of the reconstructed `rows` as orders of the client's own rows (`truth`), each
+/// reconstructed row standing for the client's row matched to it.
+pub fn orders_of_truth(truth: &Dataset, rows: &[Vec<Value>], orders: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    // matched[i]: the client's row matched to reconstructed row i.
+    let matched = match_rows(&Rule::of(&truth.features), rows, &truth.rows);
+    orders.iter().map(|o| o.iter().map(|&i| matched[i]).collect()).collect()
+}
+
 /// A reshuffling client's recipe checked after the attack: the client's rows replayed in the
 /// orders the update chose for the reconstructed `rows` (`UpdateChoice::orders`), each
 /// reconstructed row standing for the client's row matched to it. A replay within the tolerance
@@ -103,9 +111,7 @@ pub async fn check_recipe_in_orders(
     if rows.len() != truth.n() || config.unreplayable(truth.n()) != Some(Unreplayable::Reshuffled) {
         return Ok(None);
     }
-    // matched[i]: the client's row matched to reconstructed row i.
-    let matched = match_rows(&Rule::of(&truth.features), rows, &truth.rows);
-    let orders: Vec<Vec<usize>> = orders.iter().map(|o| o.iter().map(|&i| matched[i]).collect()).collect();
+    let orders = orders_of_truth(truth, rows, orders);
     let gap = replay_gap(config, received, truth, Some(&orders)).await?;
     let recipe = training.describe();
     Ok(Some(match gap <= RECIPE_TOLERANCE {

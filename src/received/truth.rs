@@ -6,7 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::ReceivedUpdate;
-use super::recipe::{RecipeCheck, check_recipe, check_recipe_in_orders};
+use super::recipe::{RecipeCheck, check_recipe, check_recipe_in_orders, orders_of_truth};
+use crate::assess::cells_shown::KnownOrders;
 use crate::assess::fallback::FallbackSummary;
 use crate::assess::rows::fall_back;
 use crate::assess::scoring::{Accuracy, score};
@@ -144,10 +145,16 @@ pub async fn attack_received_against(
     let (setup, inverted) = invert_in_dataset_terms(runtime, dataset, config, &in_terms, progress).await?;
     // The report's rows are formatted text: score the pooled rows themselves, reconstructed once.
     let mut recon = setup.reconstruct(inverted, progress).await?;
-    // A reshuffling client's recipe, checkable now in the orders the update chose.
+    // A reshuffling client's recipe, checkable now in the orders the update chose; where the
+    // replay in them confirms it, they are the client's, and what its update shows is checked in
+    // them.
+    let mut confirmed_orders = None;
     if let Some(orders) = recon.chosen.as_ref().and_then(|c| c.orders_of_rows())
         && let Some(check) = check_recipe_in_orders(config, &in_terms, truth, &recon.rows, &orders.order).await?
     {
+        if check.matches == Some(true) {
+            confirmed_orders = Some(orders_of_truth(truth, &recon.rows, &orders.order));
+        }
         recipe_check = check;
     }
     let fit = setup.update_fit(&recon).await?;
@@ -169,7 +176,9 @@ pub async fn attack_received_against(
     let random_baseline = score(&rules, &truth.rows, &guess).accuracy.total;
     let count = |p: Provenance| recon.provenance.iter().filter(|&&q| q == p).count();
     let (rows_proved, rows_consistent) = (count(Provenance::Proved), count(Provenance::Consistent));
-    let cells_shown = (setup.cells_shown(&truth.rows, &truth.labels, None).await?)
+    let targets = truth.targets(&(0..truth.n()).collect::<Vec<_>>(), config.model().head);
+    let orders = confirmed_orders.as_deref().map(KnownOrders::Given);
+    let cells_shown = (setup.cells_shown(&truth.rows, &targets, orders).await?)
         .map(|moves| moves.summary(scored.correct.iter().map(|c| &c[..])));
     let seconds = start.elapsed().as_secs_f64();
     let mut reconstruction = setup.received_report(recon, fit, fallback, Some(&truth.rows), seconds);
