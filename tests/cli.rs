@@ -644,6 +644,18 @@ fn an_audit_in_shares_merges_into_the_same_report_as_one_run() {
     };
     let noisy = noise_row(0.1);
     assert_eq!(noisy["overRounds"]["rounds"], 100);
+    // The FedAvg study's rows say what share of the cells each update shows on its own (each
+    // client replayed cell by cell); a FedSGD or noised setting's, nothing.
+    let rows = audit["rows"].as_array().unwrap();
+    for r in rows.iter().filter(|r| r["attack"] == "tableak") {
+        let shown = &r["cellsShown"];
+        match r["point"]["study"].as_str().unwrap() {
+            "fedavg" => assert!(shown.as_f64().is_some_and(|s| s > 0.5 && s <= 1.0), "{r}"),
+            "batchSize" | "noise" => assert!(shown.is_null(), "{r}"),
+            _ => {}
+        }
+    }
+    assert!(stdout.contains("| cells shown % |"), "{stdout}");
     // Beside it, the ε 50 canaries measure through the same DP-FedAvg: at σ = 0.1 over 100 rounds
     // they separate from the held-out ones entirely, so their ε is a floor ("≥").
     let canaries = &noisy["canaries"];

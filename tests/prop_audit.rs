@@ -8,6 +8,7 @@ mod support;
 
 use leakscope::AttackKind;
 use leakscope::audit::{AuditOptions, AuditReport, CellResult, Shard, ShardResults, TableInfo, merge, render_table};
+use leakscope::config::Protocol;
 use leakscope::table::{Dataset, DatasetOptions, parse_csv};
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -85,6 +86,7 @@ fn shares(options: &AuditOptions, count: usize, seed: u64) -> Vec<ShardResults> 
                         epsilon: c.config.defence.map(|_| 1.0 + x(k, 100)),
                         model_accuracy: (c.config.training_epochs > 0).then(|| x(k, 101)),
                         epoch_prior: None,
+                        cells_shown: matches!(c.config.protocol, Protocol::Fedavg(_)).then(|| x(k, 103)),
                         seconds: x(k, 102),
                         backend: "cpu".into(),
                     }

@@ -72,6 +72,7 @@ export function renderAudit(report, targets, attacks) {
       'ε against the server',
       audit.options.canaries ? `ε ${audit.options.canaries} canaries measure (95 %)` : 'ε canaries measure (none run)',
       'model accuracy',
+      'cells the update shows',
     ),
     el(
       'tbody',
@@ -91,6 +92,7 @@ export function renderAudit(report, targets, attacks) {
           el('td', { class: 'num', 'data-epsilon': 'server', text: epsilon(r.overRounds?.epsilon_against_server) }),
           el('td', { class: 'num', 'data-epsilon': 'canaries', text: measured(r.canaries?.every_round) }),
           el('td', { class: 'num', text: pct(r.modelAccuracy) }),
+          el('td', { class: 'num', 'data-shown': '', text: pct(r.cellsShown) }),
         ),
       ),
     ),

@@ -4,6 +4,7 @@
 //! found, `svg` draws it; a shard of the grid runs anywhere and `merge` joins the shares.
 pub mod grid;
 pub mod pool;
+mod shown;
 pub mod summary;
 pub mod svg;
 
@@ -178,7 +179,7 @@ pub fn render_table(audit: &Audit) -> String {
     let pm = |m: &summary::MeanStd| format!("{:.1} ± {:.1}", 100.0 * m.mean, 100.0 * m.std);
     let _ = writeln!(
         s,
-        "| setting | attack | batches | accuracy % | categorical % | continuous % | random % | ε | ε over {} rounds, q = {} (against the server) | ε canaries measure{} | model % |",
+        "| setting | attack | batches | accuracy % | categorical % | continuous % | random % | ε | ε over {} rounds, q = {} (against the server) | ε canaries measure{} | model % | cells shown % |",
         audit.options.rounds,
         audit.options.sample_rate,
         match audit.options.canaries {
@@ -186,11 +187,11 @@ pub fn render_table(audit: &Audit) -> String {
             k => format!(" ({k} inserted, every round seen; 95 % interval)"),
         }
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in &audit.rows {
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {:.1} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} |",
             r.point.label(),
             r.attack,
             r.batches,
@@ -206,6 +207,7 @@ pub fn render_table(audit: &Audit) -> String {
             )),
             r.canaries.as_ref().map_or("—".into(), |c| c.every_round.brief()),
             r.model_accuracy.map_or("—".into(), |m| format!("{:.1}", 100.0 * m)),
+            r.cells_shown.map_or("—".into(), |m| format!("{:.1}", 100.0 * m)),
         );
     }
     let _ = writeln!(

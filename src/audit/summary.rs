@@ -32,6 +32,10 @@ pub struct CellResult {
     pub epsilon: Option<f64>,
     pub model_accuracy: Option<f64>,
     pub epoch_prior: Option<f64>,
+    /// Share of the cells moved that the update shows on its own (`report::shown::CellsShown`;
+    /// null where the check does not apply: FedSGD, noise, orders not known).
+    #[serde(default)]
+    pub cells_shown: Option<f64>,
     pub seconds: f64,
     /// What ran it (shards may run on different machines).
     pub backend: String,
@@ -50,6 +54,9 @@ impl CellResult {
             epsilon: r.privacy.and_then(|p| p.epsilon),
             model_accuracy: r.model_accuracy,
             epoch_prior: r.row_details().and_then(|d| d.epoch_prior),
+            cells_shown: (r.row_details().and_then(|d| d.cells_shown.as_ref()))
+                .filter(|c| c.tested > 0)
+                .map(|c| c.shown as f64 / c.tested as f64),
             seconds: r.seconds,
             backend: r.backend.label.clone(),
         }
@@ -125,6 +132,9 @@ pub struct SummaryRow {
     pub canaries: Option<CanaryAudit>,
     /// Training: the network's accuracy on the table.
     pub model_accuracy: Option<f64>,
+    /// FedAvg: the mean share of the cells moved that each batch's update shows on its own.
+    #[serde(default)]
+    pub cells_shown: Option<f64>,
 }
 
 /// How much one column leaks: TabLeak at the reference setting against guessing.
@@ -253,6 +263,7 @@ pub fn summarise(
                 over_rounds: of.first().and_then(|r| r.epsilon).and(over_rounds(options, point)),
                 canaries: canaries.clone(),
                 model_accuracy: MeanStd::of(&values(&|r| r.model_accuracy)).map(|m| m.mean),
+                cells_shown: MeanStd::of(&values(&|r| r.cells_shown)).map(|m| m.mean),
             });
         }
     }
@@ -419,6 +430,15 @@ fn verdict(
             }
         }
     }
+    let shown = (rows.iter().filter(|r| r.attack == attack))
+        .map(|r| super::shown::ShownPoint {
+            label: r.point.label(),
+            accuracy: r.accuracy.mean,
+            random: r.random.mean,
+            shown: r.cells_shown,
+        })
+        .collect::<Vec<_>>();
+    sentences.extend(super::shown::shown_sentence(&attack.to_string(), &shown, SAFE_MARGIN));
     if features.len() >= 2 {
         let top: Vec<String> = features
             .iter()
