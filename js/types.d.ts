@@ -886,9 +886,12 @@ drawn: boolean,
 own_orders: boolean, };
 
 /**
- * What an Adam client's update says outright: which categories its rows hold, and no others
+ * What an Adam client's update says outright: which categories its rows hold
  * (`attack::priors::categories_held`). Read, not proved: measured right on every category of 40
- * clients, and checked here against the client's rows where they are at hand.
+ * classifiers' clients, and checked here against the client's rows where they are at hand. A
+ * category not shown is held by no row, or only by rows whose first-layer gradient is too small
+ * for the update to show: a regression's row whose label the network nearly predicts (the Adult
+ * sample's hours-per-week, seed 0: one such category of 98).
  */
 export type CategoriesHeld = { features: Array<FeatureHeld>, 
 /**
@@ -900,6 +903,10 @@ held: number, categories: number,
  * absent but held); null without them.
  */
 misread: number | null, 
+/**
+ * Of those, the categories some row holds that the update does not show held.
+ */
+missed: number | null, 
 /**
  * Rows whose every category was then read by the units it reaches
  * (`attack::priors::rows_by_category`) and put in the reconstruction (provenance `read`).
@@ -1814,7 +1821,12 @@ perFeatureEntropy: Array<number | null>,
 /**
  * Rows drawn from the marginals, scored on the same batch.
  */
-randomAccuracy: number, epsilon: number | null, modelAccuracy: number | null, epochPrior: number | null, seconds: number, 
+randomAccuracy: number, epsilon: number | null, modelAccuracy: number | null, epochPrior: number | null, 
+/**
+ * Share of the cells moved that the update shows on its own (`report::shown::CellsShown`;
+ * null where the check does not apply: FedSGD, noise, orders not known).
+ */
+cellsShown: number | null, seconds: number, 
 /**
  * What ran it (shards may run on different machines).
  */
@@ -1892,7 +1904,11 @@ canaries: CanaryAudit | null,
 /**
  * Training: the network's accuracy on the table.
  */
-modelAccuracy: number | null, };
+modelAccuracy: number | null, 
+/**
+ * FedAvg: the mean share of the cells moved that each batch's update shows on its own.
+ */
+cellsShown: number | null, };
 
 /**
  * Mean and sample standard deviation.

@@ -172,3 +172,42 @@ fn nothing_is_read_where_the_reading_does_not_hold() {
         );
     }
 }
+
+/// A regression's Adam client: a row whose label the network nearly predicts sends the first
+/// layer so small a δ that its categories may not show, so the reading never claims a category
+/// no row holds, a category a row holds may go unshown, and the report says both.
+#[test]
+fn a_regressions_update_shows_no_category_its_rows_do_not_hold() {
+    let data = common::dataset_as(
+        "adult-sample.csv",
+        "hours-per-week",
+        leakscope::client::head::Task::Regression,
+    );
+    for seed in 0..3 {
+        let options = RunOptions {
+            task: leakscope::client::head::Task::Regression,
+            ..client(OptimizerKind::Adam, 0.0, 1, seed)
+        };
+        let report = run_options(&data, &options);
+        let held = (report.row_details())
+            .and_then(|d| d.categories_held.clone())
+            .expect("an Adam client's update is read");
+        eprintln!("seed {seed}: {held:?}");
+        assert_eq!(
+            held.misread, held.missed,
+            "a category shown that no row holds: {held:?}"
+        );
+        assert!(0 < held.held && held.held < held.categories, "{held:?}");
+        let text = leakscope::report::text::render_text(&report, 0);
+        assert!(
+            text.contains("one it does not show is held by no row, or only by rows whose first-layer gradient"),
+            "{text}"
+        );
+        if held.missed.unwrap() > 0 {
+            assert!(
+                text.contains("held by a row but not shown, 0 shown but held by none"),
+                "{text}"
+            );
+        }
+    }
+}

@@ -313,14 +313,14 @@ export function renderSummary(box, info, report, attack) {
   }
   const held = d.kind === 'rows' ? d.categories_held : null;
   if (held) {
-    const check = held.misread == null ? '' : held.misread === 0 ? '; against your rows every category is read right' : `; against your rows ${held.misread} categories are read wrongly`;
+    const check = held.misread == null ? '' : held.misread === 0 ? '; against your rows every category is read right' : `; against your rows ${held.misread === 1 ? '1 category is' : `${held.misread} categories are`} read wrongly: ${held.missed ?? 0} held by a row but not shown, ${held.misread - (held.missed ?? 0)} shown but held by none`;
     const gain = (g) => `${g >= 0 ? '+' : ''}${(100 * g).toFixed(1)} points over the marginals, less two standard errors`;
     const read = held.rows_read
       ? `; ${held.rows_read} rows' every category read by the first-layer units its rarer categories reach (not proved; their continuous cells the marginals'${held.read_gain != null ? `; on shadow clients they gained ${gain(held.read_gain)}` : ''})`
       : held.read_gain != null && held.read_gain <= 0
         ? `; rows read by the first-layer units their rarer categories reach were not put in: on shadow clients they gained no sure ground (${gain(held.read_gain)})`
         : '';
-    setting.push(`the update shows outright which categories the rows hold: ${held.held} of the encoding's ${held.categories}, and no others (Adam leaves a category no row holds as the first layer's bias update, negated)${check}${read}`);
+    setting.push(`the update shows which categories the rows hold: ${held.held} of the encoding's ${held.categories} (Adam leaves a category no row holds as the first layer's bias update, negated); one it does not show is held by no row, or only by rows whose first-layer gradient is too small for the update to show (a row whose label the network nearly predicts, or is sure of)${check}${read}`);
   }
   // What the update shows of the batch, checked against the client's rows: beside the figure,
   // whether the attack or the update ran out.
