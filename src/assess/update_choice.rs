@@ -512,7 +512,11 @@ fn tries(
 ) -> Vec<Vec<Value>> {
     let dataset = setup.dataset;
     let mut out: Vec<Vec<Value>> = Vec::new();
-    let push = |r: Vec<Value>, out: &mut Vec<Vec<Value>>| {
+    // A row the table's determined columns do not follow is no row of the table.
+    let push = |mut r: Vec<Value>, out: &mut Vec<Vec<Value>>| {
+        for d in &setup.determined {
+            d.follow(&mut r);
+        }
         if r != row && !out.contains(&r) && out.len() < MOST_TRIED {
             out.push(r);
         }

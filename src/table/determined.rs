@@ -122,6 +122,16 @@ pub struct ReadFromCategory {
 }
 
 impl Determined {
+    /// `row`'s column set to its category's value, as every row of the table holds it (a
+    /// category no row of the table holds leaves it as it is).
+    pub fn follow(&self, row: &mut [Value]) {
+        if let Value::Cat(k) = row[self.by]
+            && let Some(Some(v)) = self.values.get(k as usize)
+        {
+            row[self.column] = Value::Num(*v);
+        }
+    }
+
     pub fn described(&self, dataset: &Dataset) -> ReadFromCategory {
         ReadFromCategory {
             column: dataset.features[self.column].name.clone(),
