@@ -190,9 +190,7 @@ impl Setup<'_> {
             for (f, &k) in features.iter().zip(&r.categories) {
                 row[f.feature] = Value::Cat(k);
                 for d in self.determined.iter().filter(|d| d.by == f.feature) {
-                    if let Some(v) = d.values[k as usize] {
-                        row[d.column] = Value::Num(v);
-                    }
+                    d.follow(row);
                 }
             }
         }

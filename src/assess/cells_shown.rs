@@ -120,14 +120,14 @@ impl Setup<'_> {
         let Protocol::Fedavg(training) = config.protocol else {
             return Ok(None);
         };
-        // The round's seed draws nothing where the order is given and there is no noise.
-        let (seed, given) = match (config.unreplayable(truth.len()), orders) {
-            (None, _) => (0, None),
-            (Some(Unreplayable::Reshuffled), Some(KnownOrders::Drawn(seed))) => (seed, None),
-            (Some(Unreplayable::Reshuffled), Some(KnownOrders::Given(o))) if config.clients <= 1 => (0, Some(o)),
+        // The round's seed draws nothing where the order is given and there is no noise; a
+        // reshuffling client is replayed in its own orders.
+        let (seed, given, own_orders) = match (config.unreplayable(truth.len()), orders) {
+            (None, _) => (0, None, false),
+            (Some(Unreplayable::Reshuffled), Some(KnownOrders::Drawn(seed))) => (seed, None, true),
+            (Some(Unreplayable::Reshuffled), Some(KnownOrders::Given(o))) if config.clients <= 1 => (0, Some(o), true),
             _ => return Ok(None),
         };
-        let own_orders = config.unreplayable(truth.len()).is_some();
         if truth.is_empty() || targets.len() != truth.len() * head.outputs(self.dataset.classes.len()) {
             return Ok(None);
         }
@@ -227,25 +227,27 @@ mod tests {
     use crate::config::AttackConfig;
     use crate::scenario::Scenario;
 
+    /// A FedAvg client of 8 rows on [16], `epochs` epochs of local batches of 4 at lr 0.05.
+    fn client_of_8(epochs: usize, order: crate::client::fedavg::LocalOrder, seed: u64) -> AttackConfig {
+        let training = LocalTraining {
+            order,
+            ..LocalTraining::sgd(epochs, 4, 0.05)
+        };
+        AttackConfig {
+            batch_size: 8,
+            hidden: vec![16],
+            protocol: Protocol::Fedavg(training),
+            seed,
+            ..Default::default()
+        }
+    }
+
     /// A FedAvg client's update shows every cell of its batch; where the network is sure of a
     /// row (its output saturated, so the row sends no gradient), no cell of that row shows, while
     /// the rows it is unsure of still show theirs.
     #[test]
     fn a_row_the_network_is_sure_of_shows_no_cell() {
-        let training = LocalTraining {
-            epochs: 1,
-            local_batch: 4,
-            lr: 0.05,
-            optimizer: Default::default(),
-            order: Default::default(),
-        };
-        let config = AttackConfig {
-            batch_size: 8,
-            hidden: vec![16],
-            protocol: Protocol::Fedavg(training),
-            seed: 2,
-            ..Default::default()
-        };
+        let config = client_of_8(1, Default::default(), 2);
         crate::assess::with_sample_setup(config.clone(), |setup| {
             let data = setup.dataset;
             let truth = setup.scenario.truth.as_ref().unwrap();
@@ -295,20 +297,7 @@ mod tests {
     /// without orders it is not checked.
     #[test]
     fn a_reshuffling_client_is_checked_in_its_orders_given_or_drawn() {
-        let training = LocalTraining {
-            epochs: 2,
-            local_batch: 4,
-            lr: 0.05,
-            optimizer: Default::default(),
-            order: crate::client::fedavg::LocalOrder::Shuffled,
-        };
-        let config = AttackConfig {
-            batch_size: 8,
-            hidden: vec![16],
-            protocol: Protocol::Fedavg(training),
-            seed: 3,
-            ..Default::default()
-        };
+        let config = client_of_8(2, crate::client::fedavg::LocalOrder::Shuffled, 3);
         crate::assess::with_sample_setup(config.clone(), |setup| {
             let data = setup.dataset;
             let truth = setup.scenario.truth.as_ref().unwrap();

@@ -194,9 +194,11 @@ impl CategoriesHeld {
             };
             let shown = |k: usize| held[feature.offset + k];
             if let Some(rows) = truth {
-                let holds = |k: usize| rows.iter().any(|r| r[f] == Value::Cat(k as u32));
-                misread += (0..categories.len()).filter(|&k| shown(k) != holds(k)).count();
-                missed += (0..categories.len()).filter(|&k| !shown(k) && holds(k)).count();
+                for k in 0..categories.len() {
+                    let holds = rows.iter().any(|r| r[f] == Value::Cat(k as u32));
+                    misread += (shown(k) != holds) as usize;
+                    missed += (!shown(k) && holds) as usize;
+                }
             }
             features.push(FeatureHeld {
                 feature: feature.name.clone(),
