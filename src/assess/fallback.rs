@@ -23,7 +23,7 @@ use super::table_prior::{ColumnValues, SPREADS};
 use crate::attack::baselines::{likeliest_value, random_rows};
 use crate::attack::inversion::driver::Progress;
 use crate::attack::inversion::setup::Setup;
-use crate::config::{MemberRange, Unreplayable};
+use crate::config::MemberRange;
 use crate::error::Result;
 use crate::seed::seed_for;
 use crate::table::{Dataset, Value};
@@ -240,12 +240,8 @@ const UNLIKE_SHADOW_FIT: f64 = 3.0;
 /// guess's, are explained updates, whatever their ratio (a linear regression on one row: 3.4e-6
 /// against the shadow's 6e-7, every cell right; Adult [32, 32] untrained, seed 9: 0.061 against
 /// 0.018, the guess's about 1, 67 % right against 64 % guessing). The two kept below guessing
-/// above left 0.74 and 0.53 of the guess's. A reshuffling client (Flower's recipe, Adult [32, 32]
-/// trained 1 and 3 epochs, seeds 0-9, its rows in the orders its update chose): where its rows
-/// left at most 0.06 of the guess's, the cells kept gained 5-14 points; from 0.11 to 0.27 they
-/// gained -5.8 to +5.4 by the shadow drawn (seed 6: -0.4, -0.4, 0 and -2.0 over four draws, its
-/// shadows' fits 0.008-0.054 against its 0.137), so such fits are not explained.
-const UNEXPLAINED: f64 = 0.1;
+/// above left 0.74 and 0.53 of the guess's.
+const UNEXPLAINED: f64 = 0.25;
 
 /// The gain in right cells of `candidate` over `base` (both scored on the same true rows), less
 /// `z` standard errors of the paired per-cell difference (`LOWER_BOUND_Z`, or `selection_z`). A cell that falls back with
@@ -554,10 +550,15 @@ impl Setup<'_> {
             return Ok(None);
         };
         let prior = random_rows(dataset, config.rows(), seed_for(config.seed, 15));
+        // A reshuffling client's fits are read in the orders its update chose (`Setup::fallback_on`),
+        // but its shadow's are not weighed against them (`Calibration::unlike_shadow`): there the
+        // ratio did not tell kept cells that gain from those that lose (Flower's recipe on
+        // [32, 32], Adult trained one epoch, seeds 0 and 6: 20 and 17 times the shadow's, +4.9
+        // and -0.4 points; German Credit trained one and three epochs, seeds 5 and 0: 4.2 and
+        // 4.8 times, +20 and +21 points).
         let shadow_fit = match config.unreplayable(config.rows()) {
             None => Some(shadow.update_fit(&recon).await?.distance),
-            Some(Unreplayable::Reshuffled) => shadow.fit_in_chosen_orders(&recon).await?,
-            Some(Unreplayable::Randomised) => None,
+            Some(_) => None,
         };
         let held: Vec<bool> = recon.provenance.iter().map(|p| p.held_by_update()).collect();
         // Where the client's update holds some of its rows, the ensemble's rows left beside them

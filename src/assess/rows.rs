@@ -173,9 +173,8 @@ impl Setup<'_> {
     /// call the attack exhausted). The fits are read where the server replays the client's
     /// update, a reshuffling client's in the orders its update chose for the rows (in an order
     /// not chosen, our rows and the marginals' fitted alike badly, and 93 %-right rows were
-    /// thrown away); without them a shadow far easier than the client's batch spoke for it
-    /// (Flower's recipe, Adult [32, 32] trained one epoch, seed 6: its rows fitted 0.137, the
-    /// shadow's 0.008, and the cells kept scored below guessing).
+    /// thrown away), so that its report says how far the update is from explained and an
+    /// attack that explains it no better than the marginals is called exhausted.
     pub async fn fallback_on(
         &self,
         recon: &Reconstruction,
@@ -206,16 +205,6 @@ impl Setup<'_> {
             Some(Unreplayable::Randomised) => None,
         };
         Ok(Some(Calibration { fits, ..c }))
-    }
-
-    /// How far a reshuffling client's update is from explained by `recon`'s rows in the orders
-    /// the update chose for them (`assess::epoch_orders`); None where it chose none.
-    pub(crate) async fn fit_in_chosen_orders(&self, recon: &Reconstruction) -> Result<Option<f64>> {
-        let Some(orders) = chosen_orders(recon) else {
-            return Ok(None);
-        };
-        let x = encode_rows(self.dataset, &recon.rows);
-        Ok(Some(self.losses_in_orders(x, 1, Some(orders)).await?[0] as f64))
     }
 
     /// How far the update is from explained, 1 − cos: by `recon`'s rows (with the labels used),
