@@ -344,6 +344,13 @@ export function renderSummary(box, info, report, attack) {
   if (fallback) {
     const p = (v) => (v == null ? '–' : `${(100 * v).toFixed(1)} %`);
     setting.push(`${fallback.prior_cells} of ${fallback.cells} cells fell back to the table's marginals (${fallback.prior_rows} whole rows), as a shadow client the server simulated chose (its rows ${fallback.shadow_of_table ? "the table's own outside this batch, each of the label the server gave its slot" : 'drawn from the marginals'}, its update's norm ${fallback.shadow_update_norm.toFixed(3)} against this one's ${fallback.update_norm.toFixed(3)}): there the ensemble alone scored ${p(fallback.shadow_ensemble)}, the marginals ${p(fallback.shadow_prior)}, the mix ${p(fallback.shadow_chosen)}, a gain kept only where it is sure${fallback.prior_spread != null ? `; the ensemble's continuous cells were read with the table's own values as their prior (each moved to the value the table makes likeliest within ${fallback.prior_spread} of the members' spread), which the shadow client showed to gain` : ''}${fallback.untested && !fallback.exhausted && fallback.prior_cells ? '; its update held every row of its batch, so no row the ensemble gave was tested there, and every cell of the rows this update does not hold is the guess' : ''}${fallback.unlike_shadow && !fallback.exhausted && fallback.prior_cells ? `; its reconstruction explained its update to 1 − cos ${fallback.shadow_update_fit.toFixed(3)}, this one explains this update only to ${fallback.update_fit.toFixed(3)}, so its thresholds do not speak for this batch and every cell of the rows the update does not hold is the guess` : ''}`);
+    // How far the update is from explained, as the text report says it (`report::text`).
+    if (fallback.update_fit != null && fallback.prior_fit != null && (fallback.exhausted || fallback.prior_cells)) {
+      const fits = `1 − cos ${fallback.update_fit.toFixed(3)} against rows drawn from the marginals' ${fallback.prior_fit.toFixed(3)}`;
+      setting.push(fallback.exhausted
+        ? `the attack ran out of strength, not necessarily your rows their exposure: its reconstruction explains the update no better than rows drawn from the marginals (${fits}), so every cell of the rows the update's span does not hold is the marginals' guess`
+        : `where cells fell back, the attack, not necessarily your client, ran out of strength: the reconstruction explains the update to ${fits}`);
+    }
   }
   if (report.member_steps.length) {
     const ms = report.member_steps;
