@@ -678,12 +678,15 @@ prior_rows: number,
 ensemble_cell_accuracy: number | null, prior_cell_accuracy: number | null, 
 /**
  * How far the update is from explained (1 − cos between the update the rows would send and
- * the one received) by the reconstruction, and by the marginal guess's rows.
+ * the one received) by the reconstruction, and by the marginal guess's rows; a reshuffling
+ * client's in the orders its update chose for the rows (null where none were chosen, or
+ * where a defence randomises the update).
  */
 update_fit: number | null, prior_fit: number | null, 
 /**
  * The same for the shadow client's reconstruction of its own update: how well the attack
- * explained the batch its thresholds were chosen on.
+ * explained the batch its thresholds were chosen on (null for a reshuffling client: not
+ * weighed against its fit, `Calibration::unlike_shadow`).
  */
 shadow_update_fit: number | null, 
 /**

@@ -57,11 +57,14 @@ pub struct FallbackSummary {
     pub ensemble_cell_accuracy: Option<f64>,
     pub prior_cell_accuracy: Option<f64>,
     /// How far the update is from explained (1 − cos between the update the rows would send and
-    /// the one received) by the reconstruction, and by the marginal guess's rows.
+    /// the one received) by the reconstruction, and by the marginal guess's rows; a reshuffling
+    /// client's in the orders its update chose for the rows (null where none were chosen, or
+    /// where a defence randomises the update).
     pub update_fit: Option<f64>,
     pub prior_fit: Option<f64>,
     /// The same for the shadow client's reconstruction of its own update: how well the attack
-    /// explained the batch its thresholds were chosen on.
+    /// explained the batch its thresholds were chosen on (null for a reshuffling client: not
+    /// weighed against its fit, `Calibration::unlike_shadow`).
     pub shadow_update_fit: Option<f64>,
     /// The L2 norms of the client's update and of the shadow client's: on a trained network the
     /// shadow's rows, drawn column by column, are ones it is less sure of than the client's, and
