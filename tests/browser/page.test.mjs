@@ -698,6 +698,25 @@ test('the Adult sample\'s education-num, a code of its education, is read from t
   }
 });
 
+test('a network trained before the round: where cells fall back, the page says how far the update is from explained', async () => {
+  const { browser, page, problems } = await openPage({ webgpu: false });
+  try {
+    await upload(page, join(root, 'data', 'adult-sample.csv'));
+    // Trained 20 epochs first, B = 32 (seed 2): the proofs leave rows, and some of their cells fall back.
+    await page.click('#federation summary');
+    await settings(page, { batchSize: 32, trainingEpochs: 20, ensemble: 4, iterations: 200, seed: 2 });
+    await runToEnd(page);
+    assert.equal(await page.locator('#error').isHidden(), true, await page.textContent('#error'));
+    const fallback = (await downloadReport(page)).details.fallback;
+    assert.ok(fallback && fallback.prior_cells > 0 && fallback.update_fit != null && !fallback.exhausted, JSON.stringify(fallback));
+    const said = `where cells fell back, the attack, not necessarily your client, ran out of strength: the reconstruction explains the update to 1 − cos ${fallback.update_fit.toFixed(3)} against rows drawn from the marginals' ${fallback.prior_fit.toFixed(3)}`;
+    assert.ok((await page.textContent('#results-info')).includes(said), await page.textContent('#results-info'));
+    assert.deepEqual(problems, []);
+  } finally {
+    await browser.close();
+  }
+});
+
 test('a batch too large for the second layer\'s certificate: the page says why, and up to which batch size it proves', async () => {
   const { browser, page, problems } = await openPage({ webgpu: false });
   try {
