@@ -724,7 +724,13 @@ shadow_of_table: boolean,
  * on shadow clients, less two standard errors (`assess::category_rows`; they are put in only
  * above 0; null where the reading does not hold).
  */
-read_gain: number | null, };
+read_gain: number | null, 
+/**
+ * The cells that fell back in rows that kept others were imputed from the table's rows most
+ * like them on the cells kept, not drawn from the marginals (`assess::imputed`): the shadow
+ * client scored better so.
+ */
+imputed: boolean, };
 
 /**
  * What the search did, as the report states it (`RowDetails::chosen`).

@@ -197,6 +197,7 @@ fn a_reshuffling_clients_fallback_weighs_its_rows_in_the_orders_its_update_chose
         iterations: 300,
         ..RunOptions::default()
     };
+    let mut imputed = Vec::new();
     for seed in 0..2 {
         let report = run_options(
             &data,
@@ -234,7 +235,14 @@ fn a_reshuffling_clients_fallback_weighs_its_rows_in_the_orders_its_update_chose
             "the reconstruction explains the update to 1 − cos {fit:.3} (rows drawn from the marginals: {prior:.3})"
         );
         assert!(f.prior_cells > 0 && text.contains(&said), "{f:?}\n{text}");
+        // Where the shadow showed it gains, the cells that fell back in rows that kept others were
+        // imputed from the table's rows like them (`assess::imputed`), and the report says so.
+        let imputed_said = text.contains("imputed from the table's rows most like them");
+        assert_eq!(f.imputed, imputed_said, "{text}");
+        imputed.push(f.imputed);
+        assert!(report.accuracy.total >= report.random_accuracy.total, "seed {seed}");
     }
+    assert!(imputed.contains(&true), "{imputed:?}");
 }
 
 /// An attack's stages (the early answer's steps, the full run, a shadow client's run) reach its

@@ -12,14 +12,17 @@
 //! thresholds that send every cell to it score the random baseline exactly; on the shadow batch
 //! the chosen mix scores at least as well as the guess, and better only by a gain it is sure of.
 //! Where the server holds the table's rows, the continuous cells the thresholds keep are then read
-//! with the table's own values as their prior, at a width the shadow chooses (`assess::table_prior`).
+//! with the table's own values as their prior, at a width the shadow chooses (`assess::table_prior`),
+//! and the cells that fall back in rows that keep others are imputed from the table's rows most
+//! like them where the shadow gains so (`assess::imputed`).
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
+pub use super::imputed::mix;
 use super::matching::Rule;
 use super::scoring::Scored;
 use super::scoring::score;
-use super::table_prior::{ColumnValues, SPREADS};
+use super::table_prior::{ShadowCells, TableReads};
 use crate::attack::baselines::{likeliest_value, random_rows};
 use crate::attack::inversion::driver::Progress;
 use crate::attack::inversion::setup::Setup;
@@ -94,6 +97,11 @@ pub struct FallbackSummary {
     /// above 0; null where the reading does not hold).
     #[serde(default)]
     pub read_gain: Option<f64>,
+    /// The cells that fell back in rows that kept others were imputed from the table's rows most
+    /// like them on the cells kept, not drawn from the marginals (`assess::imputed`): the shadow
+    /// client scored better so.
+    #[serde(default)]
+    pub imputed: bool,
 }
 
 /// Entropy thresholds per kind of column: a cell above its kind's falls back.
@@ -140,21 +148,6 @@ impl Thresholds {
             })
             .collect()
     }
-}
-
-/// `rows` with the masked cells taken from `prior` (row i's from prior row i).
-pub fn mix(rows: &[Vec<Value>], prior: &[Vec<Value>], mask: &[Vec<bool>]) -> Vec<Vec<Value>> {
-    rows.iter()
-        .zip(prior)
-        .zip(mask)
-        .map(|((row, guess), m)| {
-            row.iter()
-                .zip(guess)
-                .zip(m)
-                .map(|((&v, &g), &fall)| if fall { g } else { v })
-                .collect()
-        })
-        .collect()
 }
 
 /// `mask` with the rows the update holds (`held`) left whole: such rows never fall back, on the
@@ -372,6 +365,9 @@ pub struct Calibration {
     /// cells over the marginals' guess on shadow clients, less two standard errors; they are put
     /// in only where it is above 0 (None: the reading does not hold).
     pub read_gain: Option<f64>,
+    /// The cells that fall back in rows that keep others are imputed from the table's rows most
+    /// like them (`assess::imputed`), where that served the shadow client better than the draw.
+    pub imputed: bool,
 }
 
 impl Calibration {
@@ -573,33 +569,27 @@ impl Setup<'_> {
         let set_aside: Vec<bool> = held.iter().map(|&h| h && client_holds_rows).collect();
         let (thresholds, mut shadow_scores) =
             calibrate(&self.rules, &truth.rows, &recon.rows, entropy, &prior, &set_aside);
-        // The table's prior on the continuous cells the thresholds keep, at the width that serves
-        // the shadow best, where the server holds the table's rows (`assess::table_prior`). The
-        // cells that fall back are the same whatever the prior does to the others: a choice that
-        // only moves cells the shadow's thresholds keep cannot take the attack below guessing where
-        // every cell falls back.
-        let prior_spread = match shadow_of_table {
+        // The table's own rows read where the server holds them, as they served the shadow
+        // (`assess::table_prior::TableReads`).
+        let mask = keep_held(thresholds.mask(&self.rules, entropy), &set_aside);
+        let batch = self.scenario.truth.as_ref().map_or(&[][..], |t| &t.indices[..]);
+        let reads = match shadow_of_table {
             true => {
-                let indices = self.scenario.truth.as_ref().map_or(&[][..], |t| &t.indices[..]);
-                let values = ColumnValues::of(dataset, indices).without(&truth.rows);
                 let open: Vec<bool> = held.iter().map(|h| !h).collect();
-                let mask = keep_held(thresholds.mask(&self.rules, entropy), &set_aside);
-                let mut best = (shadow_scores[2], None);
-                for k in SPREADS {
-                    let mut rows = recon.rows.clone();
-                    values.read(dataset, &self.rules, &mut rows, entropy, &open, k);
-                    let right = score(&self.rules, &truth.rows, &mix(&rows, &prior, &mask))
-                        .accuracy
-                        .total;
-                    if right > best.0 + 1e-12 {
-                        best = (right, Some(k));
-                    }
-                }
-                shadow_scores[2] = best.0;
-                best.1
+                let shadow = ShadowCells {
+                    truth: &truth.rows,
+                    rows: &recon.rows,
+                    entropy,
+                    open: &open,
+                    prior: &prior,
+                    mask: &mask,
+                };
+                TableReads::chosen_on(dataset, &self.rules, batch, &shadow, shadow_scores[2])
             }
-            false => None,
+            false => TableReads::default(),
         };
+        shadow_scores[2] = shadow_scores[2].max(reads.shadow_score);
+        let (prior_spread, imputed) = (reads.spread, reads.imputed);
         let labels = match (&recon.values, &dataset.target, likeliest_value(dataset)) {
             (Some((values, _)), Some(target), Some(prior_value)) => {
                 let assignment = score(&self.rules, &truth.rows, &recon.rows).assignment;
@@ -632,6 +622,7 @@ impl Setup<'_> {
             shadow_of_table,
             read_gain: self.read_gain_on_shadows(marginals).await?,
             holds_rows: false,
+            imputed,
         }))
     }
 }
@@ -662,6 +653,7 @@ impl FallbackSummary {
             unlike_shadow: c.unlike_shadow(),
             shadow_of_table: c.shadow_of_table,
             read_gain: c.read_gain,
+            imputed: c.imputed,
         }
     }
 }

@@ -6,6 +6,7 @@ mod enumerated;
 pub mod epoch_orders;
 pub mod epochs;
 pub mod fallback;
+mod imputed;
 mod inverted_left;
 pub mod matching;
 mod misfits;

@@ -81,6 +81,11 @@ impl Setup<'_> {
             values.read(dataset, &self.rules, &mut recon.rows, entropy, &open, k);
         }
         let mask = calibration.and_then(|c| fall_back(&mut recon, &c, &self.rules, &random_guess));
+        // The cells that fell back, in rows that kept others, imputed where the shadow chose it.
+        if let Some((_, mask)) = mask.as_ref().filter(|(c, _)| c.imputed) {
+            let sample = super::imputed::Sample::of(dataset, &truth.indices, &[]);
+            recon.rows = super::imputed::impute(&self.rules, &recon.rows, mask, &sample);
+        }
         let read = self.put_rows_by_category(&mut recon, dataset, mask.as_ref().map(|(c, m)| (c, m.as_slice())));
         let scored = score(&self.rules, &truth.rows, &recon.rows);
         let fallback = mask.map(|(c, mask)| FallbackSummary::of(&c, &mask, Some(&scored)));

@@ -16,11 +16,71 @@
 use std::collections::HashSet;
 
 use crate::assess::entropy::continuous_spread;
+use crate::assess::imputed::{Sample, impute, mix};
 use crate::assess::matching::Rule;
 use crate::table::{Dataset, Value};
 
 /// The widths the shadow client tries, in members' spreads.
 pub const SPREADS: [f64; 2] = [0.5, 1.0];
+
+/// The shadow client's batch as its fallback left it: its true rows, the ensemble's rows with
+/// their entropies, the rows its update does not hold (`open`), the marginals' guess and the
+/// cells its thresholds send to it (`mask`).
+pub struct ShadowCells<'a> {
+    pub truth: &'a [Vec<Value>],
+    pub rows: &'a [Vec<Value>],
+    pub entropy: &'a [Vec<Option<f64>>],
+    pub open: &'a [bool],
+    pub prior: &'a [Vec<Value>],
+    pub mask: &'a [Vec<bool>],
+}
+
+/// How the server reads its sample of the table into a reconstruction, chosen on its shadow
+/// client: the width of the prior on the continuous cells kept (`ColumnValues::read`; None: not
+/// read) and whether the cells that fall back are imputed from rows like theirs
+/// (`assess::imputed`); with the shadow's cells right so (0 where neither served it).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TableReads {
+    pub spread: Option<f64>,
+    pub imputed: bool,
+    pub shadow_score: f64,
+}
+
+impl TableReads {
+    /// Each read where it serves the shadow better than without (`score`: the shadow's cells
+    /// right after its thresholds alone). The cells that fall back are the same whatever the
+    /// prior does to the others, and a row whose every cell falls back is never imputed: a choice
+    /// that only moves cells the shadow's thresholds keep, or cells of rows that keep some,
+    /// cannot take the attack below guessing where every cell falls back. `batch`: the client's
+    /// rows in the table, which the server's sample leaves out, as it leaves out the shadow's.
+    pub fn chosen_on(
+        dataset: &Dataset,
+        rules: &[Rule],
+        batch: &[usize],
+        shadow: &ShadowCells,
+        score: f64,
+    ) -> TableReads {
+        let right = |rows: &[Vec<Value>]| crate::assess::scoring::score(rules, shadow.truth, rows).accuracy.total;
+        let values = ColumnValues::of(dataset, batch).without(shadow.truth);
+        let mut best = (score, None, shadow.rows.to_vec());
+        for k in SPREADS {
+            let mut rows = shadow.rows.to_vec();
+            values.read(dataset, rules, &mut rows, shadow.entropy, shadow.open, k);
+            let r = right(&mix(&rows, shadow.prior, shadow.mask));
+            if r > best.0 + 1e-12 {
+                best = (r, Some(k), rows);
+            }
+        }
+        let sample = Sample::of(dataset, batch, shadow.truth);
+        let mixed = mix(&best.2, shadow.prior, shadow.mask);
+        let imputed = right(&impute(rules, &mixed, shadow.mask, &sample));
+        TableReads {
+            spread: best.1,
+            imputed: imputed > best.0 + 1e-12,
+            shadow_score: best.0.max(imputed),
+        }
+    }
+}
 
 /// `values`' distinct values, sorted, and how many times each occurs.
 fn counted(mut values: Vec<f64>) -> (Vec<f64>, Vec<f64>) {

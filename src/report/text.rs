@@ -205,6 +205,13 @@ fn fallback_lines(f: &crate::assess::fallback::FallbackSummary, s: &mut String) 
              showed to gain"
         );
     }
+    if f.imputed {
+        let _ = writeln!(
+            s,
+            "the cells that fell back in rows that kept others were imputed from the table's rows most like \
+             them on the cells kept, not drawn from the marginals, which the shadow client showed to gain"
+        );
+    }
     if f.untested && !f.exhausted && f.prior_cells > 0 {
         let _ = writeln!(
             s,

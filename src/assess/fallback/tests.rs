@@ -159,6 +159,7 @@ fn an_exhausted_attack_keeps_only_the_rows_the_span_holds_to_the_shadows_thresho
         shadow_of_table: true,
         holds_rows: true,
         read_gain: None,
+        imputed: false,
     };
     let held = [false, true, false];
     // A cell without an entropy falls back where its kind has a threshold.

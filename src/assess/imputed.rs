@@ -1,0 +1,237 @@
+//! The cells that fell back, in rows that kept others, imputed from the table's rows most like them.
+//!
+//! Where the fallback (`assess::fallback`) keeps some of a row's cells and sends the rest to the
+//! marginals' guess, the guess is a draw from each column's marginal, blind to the rest of the
+//! row. A server holding a sample of the population (the table's rows outside the client's batch,
+//! as its shadow client does) knows better: a row kept as a 25-year-old own-child is unlikely to
+//! earn a capital gain or work 60 hours. Each such cell becomes the value likeliest among the
+//! k sample rows that agree most with the row's kept cells (k-nearest-neighbour
+//! imputation, k = √n): the commonest category, or the continuous value whose scoring window
+//! (`Rule::tolerance` either side) holds the most of them. A row whose every cell fell back keeps
+//! the draw, so an attack whose every cell falls back still scores the random baseline exactly.
+//! The server imputes only where its shadow client showed it gains (`Calibration::imputed`,
+//! chosen by `table_prior::TableReads`); elsewhere the cells are the draw's (`mix`).
+use std::collections::HashSet;
+
+use super::matching::Rule;
+use crate::table::{Dataset, Value};
+
+/// `rows` with the masked cells taken from `prior` (row i's from prior row i).
+pub fn mix(rows: &[Vec<Value>], prior: &[Vec<Value>], mask: &[Vec<bool>]) -> Vec<Vec<Value>> {
+    rows.iter()
+        .zip(prior)
+        .zip(mask)
+        .map(|((row, guess), m)| {
+            row.iter()
+                .zip(guess)
+                .zip(m)
+                .map(|((&v, &g), &fall)| if fall { g } else { v })
+                .collect()
+        })
+        .collect()
+}
+
+/// The server's sample of the population: the table's rows, less the client's batch and (for
+/// the shadow client) the shadow's own rows.
+pub struct Sample<'a> {
+    rows: Vec<&'a [Value]>,
+}
+
+impl<'a> Sample<'a> {
+    /// `dataset`'s rows but those at `excluded` (the client's batch) and any equal to one of
+    /// `also` (a shadow client's own rows, which its imputation must not find).
+    pub fn of(dataset: &'a Dataset, excluded: &[usize], also: &[Vec<Value>]) -> Sample<'a> {
+        let excluded: HashSet<usize> = excluded.iter().copied().collect();
+        let rows = (0..dataset.n())
+            .filter(|i| !excluded.contains(i))
+            .map(|i| &dataset.rows[i][..])
+            .filter(|r| !also.iter().any(|a| a[..] == **r))
+            .collect();
+        Sample { rows }
+    }
+
+    /// How many rows each imputation reads: √n, at least one.
+    fn k(&self) -> usize {
+        ((self.rows.len() as f64).sqrt().ceil() as usize).clamp(1, self.rows.len().max(1))
+    }
+
+    /// The `k` rows agreeing with `row` on the most of the `kept` features (ties: the table's
+    /// order).
+    fn nearest(&self, rules: &[Rule], row: &[Value], kept: &[usize]) -> Vec<&'a [Value]> {
+        let mut scored: Vec<(usize, usize)> = self
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let disagree = kept.iter().filter(|&&f| !rules[f].agrees(r[f], row[f])).count();
+                (disagree, i)
+            })
+            .collect();
+        let k = self.k().min(scored.len());
+        if k == 0 {
+            return Vec::new();
+        }
+        scored.select_nth_unstable(k - 1);
+        scored.truncate(k);
+        scored.sort_unstable();
+        scored.iter().map(|&(_, i)| self.rows[i]).collect()
+    }
+}
+
+/// The likeliest value of feature `f` among `rows`: the commonest category (ties: the lowest),
+/// or the value whose window of ± the rule's tolerance holds the most rows (ties: the lowest).
+fn likeliest(rule: &Rule, rows: &[&[Value]], f: usize) -> Option<Value> {
+    if rows.is_empty() {
+        return None;
+    }
+    if rule.categorical {
+        let mut counts: Vec<(u32, usize)> = Vec::new();
+        for r in rows {
+            let Value::Cat(c) = r[f] else { continue };
+            match counts.iter_mut().find(|(k, _)| *k == c) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((c, 1)),
+            }
+        }
+        return counts
+            .iter()
+            .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+            .map(|&(c, _)| Value::Cat(c));
+    }
+    let mut values: Vec<f64> = rows.iter().map(|r| r[f].num()).collect();
+    values.sort_by(f64::total_cmp);
+    // Two pointers: for each value v, the rows within [v - t, v + t].
+    let t = rule.tolerance + 1e-9;
+    let (mut lo, mut hi, mut best) = (0, 0, (0, values[0]));
+    for &v in &values {
+        while values[lo] < v - t {
+            lo += 1;
+        }
+        while hi < values.len() && values[hi] <= v + t {
+            hi += 1;
+        }
+        if hi - lo > best.0 {
+            best = (hi - lo, v);
+        }
+    }
+    Some(Value::Num(best.1))
+}
+
+/// `rows` with each cell `mask` sends to the guess, in a row that keeps some cells, imputed from
+/// `sample` (module doc). A column that falls back with another (`Rule::follows`, a column the
+/// table determines from a category) is read among the neighbours holding the category imputed.
+pub fn impute(rules: &[Rule], rows: &[Vec<Value>], mask: &[Vec<bool>], sample: &Sample) -> Vec<Vec<Value>> {
+    rows.iter()
+        .zip(mask)
+        .map(|(row, fell)| {
+            let kept: Vec<usize> = (0..row.len()).filter(|&f| !fell[f]).collect();
+            if kept.is_empty() || kept.len() == row.len() {
+                return row.clone();
+            }
+            let near = sample.nearest(rules, row, &kept);
+            let mut out = row.clone();
+            // Categories first, so that a column following one reads it as imputed.
+            let order = (0..row.len()).filter(|&f| rules[f].follows.is_none());
+            for f in order.chain((0..row.len()).filter(|&f| rules[f].follows.is_some())) {
+                if !fell[f] {
+                    continue;
+                }
+                let among: Vec<&[Value]> = match rules[f].follows {
+                    Some(g) => {
+                        let same: Vec<&[Value]> = near.iter().copied().filter(|r| r[g] == out[g]).collect();
+                        if same.is_empty() { near.clone() } else { same }
+                    }
+                    None => near.clone(),
+                };
+                if let Some(v) = likeliest(&rules[f], &among, f) {
+                    out[f] = v;
+                }
+            }
+            out
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules() -> Vec<Rule> {
+        vec![
+            Rule {
+                categorical: true,
+                tolerance: 0.0,
+                follows: None,
+            },
+            Rule {
+                categorical: false,
+                tolerance: 1.0,
+                follows: None,
+            },
+        ]
+    }
+
+    /// A cell that fell back, in a row that kept another, takes the likeliest value among the
+    /// sample's rows that agree with the kept cell; a row whose every cell fell back, or none,
+    /// is left as it is.
+    #[test]
+    fn a_fallen_cell_takes_the_likeliest_value_among_rows_like_its_kept_cells() {
+        let mut rows: Vec<Vec<Value>> = Vec::new();
+        // Category 0: values near 10; category 1: values near 50 (and two stray 10s).
+        for i in 0..40 {
+            rows.push(vec![Value::Cat(0), Value::Num(10.0 + (i % 3) as f64 * 0.5)]);
+            rows.push(vec![Value::Cat(1), Value::Num(50.0 + (i % 2) as f64)]);
+        }
+        rows.push(vec![Value::Cat(1), Value::Num(10.0)]);
+        rows.push(vec![Value::Cat(1), Value::Num(10.0)]);
+        let sample = Sample {
+            rows: rows.iter().map(|r| &r[..]).collect(),
+        };
+        let batch = vec![
+            vec![Value::Cat(1), Value::Num(0.0)],
+            vec![Value::Cat(0), Value::Num(0.0)],
+            vec![Value::Cat(0), Value::Num(0.0)],
+            vec![Value::Cat(1), Value::Num(0.0)],
+        ];
+        let mask = vec![
+            vec![false, true],
+            vec![false, true],
+            vec![true, true],
+            vec![false, false],
+        ];
+        let out = impute(&rules(), &batch, &mask, &sample);
+        assert!(
+            matches!(out[0][1], Value::Num(v) if (49.0..=51.0).contains(&v)),
+            "{:?}",
+            out[0]
+        );
+        assert!(
+            matches!(out[1][1], Value::Num(v) if (9.0..=11.0).contains(&v)),
+            "{:?}",
+            out[1]
+        );
+        assert_eq!(out[2], batch[2]);
+        assert_eq!(out[3], batch[3]);
+        // The continuous cell kept and the category fallen: the commonest category near 50.
+        let out = impute(
+            &rules(),
+            &[vec![Value::Cat(0), Value::Num(50.5)]],
+            &[vec![true, false]],
+            &sample,
+        );
+        assert_eq!(out[0][0], Value::Cat(1));
+    }
+
+    /// The shadow's own rows are not in its sample (it cannot find them), nor the client's batch.
+    #[test]
+    fn the_sample_leaves_out_the_batch_and_the_shadows_rows() {
+        let data = crate::table::adult_sample();
+        let own = vec![data.rows[3].clone()];
+        let sample = Sample::of(&data, &[0, 1], &own);
+        let kept = (2..data.n()).filter(|&i| data.rows[i] != own[0]).count();
+        assert_eq!(sample.rows.len(), kept);
+        assert!(!sample.rows.iter().any(|r| **r == own[0][..]));
+        assert!(std::ptr::eq(sample.rows[0].as_ptr(), data.rows[2].as_ptr()));
+        assert_eq!(sample.k(), (kept as f64).sqrt().ceil() as usize);
+    }
+}
