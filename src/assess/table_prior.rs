@@ -38,7 +38,7 @@ pub struct ShadowCells<'a> {
 /// How the server reads its sample of the table into a reconstruction, chosen on its shadow
 /// client: the width of the prior on the continuous cells kept (`ColumnValues::read`; None: not
 /// read) and whether the cells that fall back are imputed from rows like theirs
-/// (`assess::imputed`); with the shadow's cells right so (0 where neither served it).
+/// (`assess::imputed`); with the shadow's cells right so (0 where the server holds no table).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct TableReads {
     pub spread: Option<f64>,
