@@ -136,14 +136,15 @@ pub fn impute(rules: &[Rule], rows: &[Vec<Value>], mask: &[Vec<bool>], sample: &
                 if !fell[f] {
                     continue;
                 }
-                let among: Vec<&[Value]> = match rules[f].follows {
+                let same: Vec<&[Value]>;
+                let among = match rules[f].follows {
                     Some(g) => {
-                        let same: Vec<&[Value]> = near.iter().copied().filter(|r| r[g] == out[g]).collect();
-                        if same.is_empty() { near.clone() } else { same }
+                        same = near.iter().copied().filter(|r| r[g] == out[g]).collect();
+                        if same.is_empty() { &near } else { &same }
                     }
-                    None => near.clone(),
+                    None => &near,
                 };
-                if let Some(v) = likeliest(&rules[f], &among, f) {
+                if let Some(v) = likeliest(&rules[f], among, f) {
                     out[f] = v;
                 }
             }
