@@ -302,6 +302,13 @@ format: string, attack: AttackKind, backend: BackendInfo, seconds: number, confi
  */
 random_baseline: number, random_accuracy: Accuracy, gain_over_random: number, 
 /**
+ * Total accuracy of rows of the table outside the batch, drawn without the update (the mean
+ * of 8 draws, `attack::baselines::table_rows`): what a server holding the table's other rows
+ * (as the fallback's shadow client and imputation assume) guesses with no update. On a
+ * simulated client of a table; null elsewhere.
+ */
+table_baseline: number | null, 
+/**
  * Share of the batch's labels the server had right (1 with known labels; a regression's:
  * within tolerance, `regression`).
  */
@@ -730,7 +737,14 @@ read_gain: number | null,
  * like them on the cells kept, not drawn from the marginals (`assess::imputed`): the shadow
  * client scored better so.
  */
-imputed: boolean, };
+imputed: boolean, 
+/**
+ * Where it imputed, on a simulated client: the accuracy the same imputation gives around
+ * kept cells drawn from the marginals instead of read from the update (`imputed::without_update`,
+ * the mean of 8 draws). What the server's table alone gives it: the gain over guessing up to
+ * this figure is the table's, not the update's.
+ */
+imputed_without_update: number | null, };
 
 /**
  * What the search did, as the report states it (`RowDetails::chosen`).

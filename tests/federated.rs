@@ -240,6 +240,14 @@ fn a_reshuffling_clients_fallback_weighs_its_rows_in_the_orders_its_update_chose
         let imputed_said = text.contains("imputed from the table's rows most like them");
         assert_eq!(f.imputed, imputed_said, "{text}");
         imputed.push(f.imputed);
+        // ...and what the same imputation gives with nothing from the update, where it imputed.
+        let control_said = text.contains("the same imputation around kept cells drawn from the marginals");
+        assert_eq!(f.imputed_without_update.is_some(), f.imputed, "{f:?}");
+        assert_eq!(control_said, f.imputed, "{text}");
+        // What the server's table alone guesses, beside the marginals' draw.
+        let t = report.table_baseline.expect("a simulated client of a table");
+        assert!((0.0..=1.0).contains(&t), "{t}");
+        assert!(text.contains("rows of the table drawn without the update"), "{text}");
         assert!(report.accuracy.total >= report.random_accuracy.total, "seed {seed}");
     }
     assert!(imputed.contains(&true), "{imputed:?}");

@@ -102,6 +102,12 @@ pub struct FallbackSummary {
     /// client scored better so.
     #[serde(default)]
     pub imputed: bool,
+    /// Where it imputed, on a simulated client: the accuracy the same imputation gives around
+    /// kept cells drawn from the marginals instead of read from the update (`imputed::without_update`,
+    /// the mean of 8 draws). What the server's table alone gives it: the gain over guessing up to
+    /// this figure is the table's, not the update's.
+    #[serde(default)]
+    pub imputed_without_update: Option<f64>,
 }
 
 /// Entropy thresholds per kind of column: a cell above its kind's falls back.
@@ -654,6 +660,7 @@ impl FallbackSummary {
             shadow_of_table: c.shadow_of_table,
             read_gain: c.read_gain,
             imputed: c.imputed,
+            imputed_without_update: None,
         }
     }
 }

@@ -6,7 +6,7 @@ use crate::assess::matching::Rule;
 use crate::assess::reconstruct::{Reconstruction, why_not_proved};
 use crate::assess::scoring::score;
 use crate::assess::table_prior::ColumnValues;
-use crate::attack::baselines::{random_rows, random_values};
+use crate::attack::baselines::{random_rows, random_values, table_rows};
 use crate::attack::inversion::driver::Progress;
 use crate::attack::inversion::ensemble::Members;
 use crate::attack::inversion::setup::Setup;
@@ -82,13 +82,27 @@ impl Setup<'_> {
         }
         let mask = calibration.and_then(|c| fall_back(&mut recon, &c, &self.rules, &random_guess));
         // The cells that fell back, in rows that kept others, imputed where the shadow chose it.
+        // With it, what the same imputation gives with no information from the update.
+        let mut without_update = None;
         if let Some((_, mask)) = mask.as_ref().filter(|(c, _)| c.imputed) {
             let sample = super::imputed::Sample::of(dataset, &truth.indices, &[]);
             recon.rows = super::imputed::impute(&self.rules, &recon.rows, mask, &sample);
+            without_update = Some(super::imputed::without_update(
+                dataset,
+                &self.rules,
+                &truth.rows,
+                mask,
+                &random_guess,
+                &sample,
+                config.seed,
+            ));
         }
         let read = self.put_rows_by_category(&mut recon, dataset, mask.as_ref().map(|(c, m)| (c, m.as_slice())));
         let scored = score(&self.rules, &truth.rows, &recon.rows);
-        let fallback = mask.map(|(c, mask)| FallbackSummary::of(&c, &mask, Some(&scored)));
+        let fallback = mask.map(|(c, mask)| FallbackSummary {
+            imputed_without_update: without_update,
+            ..FallbackSummary::of(&c, &mask, Some(&scored))
+        });
         let read_gain = fallback.as_ref().and_then(|f| f.read_gain);
         let random = score(&self.rules, &truth.rows, &random_guess);
         let settled: Vec<bool> = (0..recon.rows.len()).map(|i| recon.settled(i)).collect();
@@ -106,6 +120,7 @@ impl Setup<'_> {
             seconds,
         );
         report.model_accuracy = self.scenario.model_accuracy;
+        report.table_baseline = table_baseline(dataset, &self.rules, &truth.rows, &truth.indices, config.seed);
         report.not_applied.extend(recon.not_applied.iter().cloned());
         report.set_provenance(&recon.provenance, &why_not_proved(&recon.unproved), &scored.assignment);
         let truth_labels: Vec<usize> = truth.indices.iter().map(|&i| dataset.labels[i]).collect();
@@ -416,4 +431,23 @@ fn chosen_orders(recon: &Reconstruction) -> Option<&[Vec<usize>]> {
     (recon.chosen.as_ref())
         .and_then(|c| c.orders_of_rows())
         .map(|o| &o.order[..])
+}
+
+/// The accuracy against `truth` of rows of the table outside the batch (`indices`), drawn without
+/// the update (`baselines::table_rows`): the mean of `CONTROL_DRAWS` draws (streams of their own);
+/// None where the table has too few rows outside the batch.
+fn table_baseline(
+    dataset: &Dataset,
+    rules: &[Rule],
+    truth: &[Vec<Value>],
+    indices: &[usize],
+    seed: u64,
+) -> Option<f64> {
+    let draws = super::imputed::CONTROL_DRAWS;
+    let mut total = 0.0;
+    for d in 0..draws {
+        let rows = table_rows(dataset, indices, truth.len(), seed_for(seed, 50 + d))?;
+        total += score(rules, truth, &rows).accuracy.total;
+    }
+    Some(total / draws as f64)
 }

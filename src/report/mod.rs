@@ -257,6 +257,12 @@ pub struct Report {
     pub random_baseline: f64,
     pub random_accuracy: Accuracy,
     pub gain_over_random: f64,
+    /// Total accuracy of rows of the table outside the batch, drawn without the update (the mean
+    /// of 8 draws, `attack::baselines::table_rows`): what a server holding the table's other rows
+    /// (as the fallback's shadow client and imputation assume) guesses with no update. On a
+    /// simulated client of a table; null elsewhere.
+    #[serde(default)]
+    pub table_baseline: Option<f64>,
     /// Share of the batch's labels the server had right (1 with known labels; a regression's:
     /// within tolerance, `regression`).
     pub label_accuracy: f64,
@@ -401,6 +407,7 @@ pub fn build_report(
         accuracy: scored.accuracy.clone(),
         random_baseline: random.total,
         random_accuracy: random,
+        table_baseline: None,
         label_accuracy,
         regression: None,
         features,

@@ -212,6 +212,15 @@ fn fallback_lines(f: &crate::assess::fallback::FallbackSummary, s: &mut String) 
              them on the cells kept, not drawn from the marginals, which the shadow client showed to gain"
         );
     }
+    if let Some(w) = f.imputed_without_update {
+        let _ = writeln!(
+            s,
+            "the same imputation around kept cells drawn from the marginals, with nothing from the update, \
+             scores {} of these rows' cells (the mean of 8 draws): up to that figure, the gain over guessing \
+             is the table's, not the update's",
+            pct(Some(w))
+        );
+    }
     if f.untested && !f.exhausted && f.prior_cells > 0 {
         let _ = writeln!(
             s,
@@ -269,6 +278,15 @@ fn accuracy(r: &Report, s: &mut String) {
         pct(Some(r.random_baseline)),
         100.0 * r.gain_over_random
     );
+    if let Some(t) = r.table_baseline {
+        let _ = writeln!(
+            s,
+            "rows of the table drawn without the update (what a server holding the table's other rows guesses; \
+             the mean of 8 draws) {} → gain {:+.1} points over them",
+            pct(Some(t)),
+            100.0 * (a.total - t)
+        );
+    }
     if !r.provenance.is_empty() {
         let groups: Vec<String> = r
             .provenance
