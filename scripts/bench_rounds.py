@@ -9,9 +9,10 @@ For each table × setting × E × seed it runs
 
 one thread per attack (RAYON_NUM_THREADS=1), --jobs attacks at a time, and prints a markdown table
 per table: the mean cell accuracy (accuracy.total) ± its std over the seeds, the guessing baseline
-(random_baseline), the lowest gain over guessing of any seed, rows proved per batch, and seconds per
-attack (the report's own `seconds`, the attack without the CLI's start). Every report's summary is
-a JSON line in OUT/results.jsonl, with what each update shows of its batch (`details.shown`'s rows,
+(random_baseline), the table's own rows drawn without the update (table_baseline), the lowest gain
+over guessing of any seed, rows proved per batch, and seconds per attack (the report's own
+`seconds`, the attack without the CLI's start). Every report's summary is a JSON line in
+OUT/results.jsonl, with what each update shows of its batch (`details.shown`'s rows,
 `details.cells_shown`'s cells) where the attack reports it.
 
   python3 scripts/bench_rounds.py --leakscope ~/.cache/leakscope/target/debug/leakscope \\
@@ -83,9 +84,17 @@ def run(binary, out, table, setting, epochs, seed, extra):
     cells = details.get("cells_shown") or {}
     row.update(accuracy=r["accuracy"]["total"], guessing=r.get("random_baseline"), seconds=r.get("seconds"),
                proved=prov.get("proved", 0), consistent=prov.get("consistent", 0),
-               prior=(details.get("fallback") or {}).get("prior_cells"),
+               prior=(details.get("fallback") or {}).get("prior_cells"), table_rows=r.get("table_baseline"),
+               imputed_without_update=(details.get("fallback") or {}).get("imputed_without_update"),
                rows_shown=shown.get("shown"), cells_shown=cells.get("shown"), cells_moved=cells.get("tested"))
     return row
+
+
+def table_rows_of(rows):
+    """The mean accuracy of rows of the table drawn without the update (`table_baseline`), where
+    the reports give it."""
+    given = [r["table_rows"] for r in rows if r.get("table_rows") is not None]
+    return f"{100 * statistics.mean(given):.1f} %" if given else ""
 
 
 def shown_of(rows):
@@ -131,21 +140,23 @@ def main():
             print(json.dumps(row), file=sys.stderr)
     for name, _ in tables:
         print(f"\n{name}\n")
-        print("| setting | E | seeds | accuracy | guessing | lowest gain | rows proved | shown | s / attack | errors |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+        print("| setting | E | seeds | accuracy | guessing | the table's rows | lowest gain | rows proved | shown "
+              "| s / attack | errors |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for s in a.settings.split(","):
             epochs = seeds(a.epochs) if a.epochs else SETTINGS[s][2]
             for e in epochs:
                 rows = [r for r in results if r["table"] == name and r["setting"] == s and r["epochs"] == e]
                 ok = [r for r in rows if "error" not in r]
                 if not ok:
-                    print(f"| {s} | {e} | 0 | | | | | | | {len(rows)} |")
+                    print(f"| {s} | {e} | 0 | | | | | | | | {len(rows)} |")
                     continue
                 acc = [r["accuracy"] for r in ok]
                 sd = statistics.pstdev(acc) if len(acc) > 1 else 0.0
                 gain = min(r["accuracy"] - r["guessing"] for r in ok)
                 print(f"| {s} | {e} | {len(ok)} | {100 * statistics.mean(acc):.1f} ± {100 * sd:.1f} % "
-                      f"| {100 * statistics.mean(r['guessing'] for r in ok):.1f} % | {100 * gain:+.1f} "
+                      f"| {100 * statistics.mean(r['guessing'] for r in ok):.1f} % | {table_rows_of(ok)} "
+                      f"| {100 * gain:+.1f} "
                       f"| {statistics.mean(r['proved'] for r in ok):.1f} | {shown_of(ok)} "
                       f"| {statistics.mean(r['seconds'] for r in ok):.1f} | {len(rows) - len(ok)} |")
 
