@@ -18,7 +18,7 @@
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-pub use super::imputed::mix;
+pub use super::imputed::{CONTROL_DRAWS, mix};
 use super::matching::Rule;
 use super::scoring::Scored;
 use super::scoring::score;

@@ -6,7 +6,7 @@ use crate::assess::matching::Rule;
 use crate::assess::reconstruct::{Reconstruction, why_not_proved};
 use crate::assess::scoring::score;
 use crate::assess::table_prior::ColumnValues;
-use crate::attack::baselines::{random_rows, random_values, table_rows};
+use crate::attack::baselines::{random_rows, random_values, rows_outside, table_rows};
 use crate::attack::inversion::driver::Progress;
 use crate::attack::inversion::ensemble::Members;
 use crate::attack::inversion::setup::Setup;
@@ -443,10 +443,10 @@ fn table_baseline(
     indices: &[usize],
     seed: u64,
 ) -> Option<f64> {
-    let draws = super::imputed::CONTROL_DRAWS;
+    let (draws, outside) = (super::imputed::CONTROL_DRAWS, rows_outside(dataset, indices));
     let mut total = 0.0;
     for d in 0..draws {
-        let rows = table_rows(dataset, indices, truth.len(), seed_for(seed, 50 + d))?;
+        let rows = table_rows(dataset, &outside, truth.len(), seed_for(seed, 50 + d))?;
         total += score(rules, truth, &rows).accuracy.total;
     }
     Some(total / draws as f64)

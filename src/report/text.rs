@@ -2,6 +2,7 @@
 use std::fmt::Write;
 
 use super::{Provenance, Report, confidence_mark, fmt_epsilon, pct};
+use crate::assess::fallback::CONTROL_DRAWS;
 use crate::config::{LabelMode, Protocol};
 use crate::table::ColumnKind;
 
@@ -216,8 +217,8 @@ fn fallback_lines(f: &crate::assess::fallback::FallbackSummary, s: &mut String) 
         let _ = writeln!(
             s,
             "the same imputation around kept cells drawn from the marginals, with nothing from the update, \
-             scores {} of these rows' cells (the mean of 8 draws): up to that figure, the gain over guessing \
-             is the table's, not the update's",
+             scores {} of these rows' cells (the mean of {CONTROL_DRAWS} draws): up to that figure, the gain \
+             over guessing is the table's, not the update's",
             pct(Some(w))
         );
     }
@@ -282,7 +283,7 @@ fn accuracy(r: &Report, s: &mut String) {
         let _ = writeln!(
             s,
             "rows of the table drawn without the update (what a server holding the table's other rows guesses; \
-             the mean of 8 draws) {} → gain {:+.1} points over them",
+             the mean of {CONTROL_DRAWS} draws) {} → gain {:+.1} points over them",
             pct(Some(t)),
             100.0 * (a.total - t)
         );
