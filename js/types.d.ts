@@ -302,10 +302,12 @@ format: string, attack: AttackKind, backend: BackendInfo, seconds: number, confi
  */
 random_baseline: number, random_accuracy: Accuracy, gain_over_random: number, 
 /**
- * Total accuracy of rows of the table outside the batch, drawn without the update (the mean
- * of 8 draws, `attack::baselines::table_rows`): what a server holding the table's other rows
- * (as the fallback's shadow client and imputation assume) guesses with no update. On a
- * simulated client of a table; null elsewhere.
+ * Total accuracy of the table's guess: rows of the table outside the batch chosen, without
+ * the update, as a set like a batch of the slots' labels (`assess::table_guess`): what a
+ * server holding the table's other rows (as the fallback's shadow client and imputation
+ * assume) guesses with no update, and where it holds them the rows the fallback puts in,
+ * so that an attack whose every cell falls back scores this exactly. On a simulated client
+ * of a table; null elsewhere.
  */
 table_baseline: number | null, 
 /**
@@ -652,12 +654,12 @@ export type RoundChange = { members: number, changed: number, };
  */
 export type FallbackSummary = { 
 /**
- * Accuracy on the shadow batch of the ensemble alone, of the marginal guess alone, and of
+ * Accuracy on the shadow batch of the ensemble alone, of the guess alone (the table's where the server holds its rows, else the marginals' draw), and of
  * the mix chosen (the server knows the shadow batch's truth, not the client's).
  */
 shadow_ensemble: number, shadow_prior: number, shadow_chosen: number, 
 /**
- * A categorical cell whose entropy is above this falls back to the marginal guess (null:
+ * A categorical cell whose entropy is above this falls back to the guess (null:
  * none does).
  */
 categorical_above: number | null, 
@@ -671,21 +673,21 @@ continuous_above: number | null,
  */
 prior_spread: number | null, 
 /**
- * Cells of the client's batch taken from the marginal guess, of all its cells.
+ * Cells of the client's batch taken from the guess, of all its cells.
  */
 prior_cells: number, cells: number, 
 /**
- * Rows whose every cell came from the marginal guess.
+ * Rows whose every cell came from the guess.
  */
 prior_rows: number, 
 /**
  * On a simulated client, the share of right cells among those from the ensemble and among
- * those from the marginal guess (null where there were none or no truth).
+ * those from the guess (null where there were none or no truth).
  */
 ensemble_cell_accuracy: number | null, prior_cell_accuracy: number | null, 
 /**
  * How far the update is from explained (1 − cos between the update the rows would send and
- * the one received) by the reconstruction, and by the marginal guess's rows; a reshuffling
+ * the one received) by the reconstruction, and by the guess's rows; a reshuffling
  * client's in the orders its update chose for the rows (null where none were chosen, or
  * where a defence randomises the update).
  */
@@ -704,7 +706,7 @@ shadow_update_fit: number | null,
  */
 update_norm: number, shadow_update_norm: number, 
 /**
- * The reconstruction explains the update no better than the marginal guess does: the
+ * The reconstruction explains the update no better than the guess does: the
  * attack ran out of strength, and every cell of the rows neither proved nor held by the
  * update's span fell back (`assess::rows::fall_back`).
  */

@@ -231,9 +231,11 @@ fn a_reshuffling_clients_fallback_weighs_its_rows_in_the_orders_its_update_chose
         // Cells fell back on both batches (123 and 101 of 448): the report says how far the
         // update is from explained.
         let text = leakscope::report::text::render_text(&report, 0);
-        let said = format!(
-            "the reconstruction explains the update to 1 − cos {fit:.3} (rows drawn from the marginals: {prior:.3})"
-        );
+        let rows = match f.shadow_of_table {
+            true => "the table's guess",
+            false => "rows drawn from the marginals",
+        };
+        let said = format!("the reconstruction explains the update to 1 − cos {fit:.3} ({rows}: {prior:.3})");
         assert!(f.prior_cells > 0 && text.contains(&said), "{f:?}\n{text}");
         // Where the shadow showed it gains, the cells that fell back in rows that kept others were
         // imputed from the table's rows like them (`assess::imputed`), and the report says so.
@@ -247,7 +249,10 @@ fn a_reshuffling_clients_fallback_weighs_its_rows_in_the_orders_its_update_chose
         // What the server's table alone guesses, beside the marginals' draw.
         let t = report.table_baseline.expect("a simulated client of a table");
         assert!((0.0..=1.0).contains(&t), "{t}");
-        assert!(text.contains("rows of the table drawn without the update"), "{text}");
+        assert!(
+            text.contains("the table's guess, rows of it chosen without the update"),
+            "{text}"
+        );
         assert!(report.accuracy.total >= report.random_accuracy.total, "seed {seed}");
     }
     assert!(imputed.contains(&true), "{imputed:?}");

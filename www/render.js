@@ -93,7 +93,7 @@ export const PROVENANCE = {
   consistent: 'consistent with the update, not proved',
   read: 'categories read from the update, not proved',
   ensemble: 'from the ensemble',
-  prior: 'from the marginals',
+  prior: 'guessed without the update',
 };
 
 // The reconstructed row's header: the server's row, and how it was obtained.
@@ -226,7 +226,7 @@ export function renderSummary(box, info, report, attack) {
   } else if (cf) {
     // CAFE: every shared row, aligned by its index; how well each step recovered.
     box.replaceChildren(
-      card('cells recovered', pct(a.total), `random guessing: ${pct(report.random_baseline)}${report.table_baseline != null ? `; the table's rows, no update: ${pct(report.table_baseline)}` : ''}`, a.total > report.random_baseline ? 'leak' : ''),
+      card('cells recovered', pct(a.total), `random guessing: ${pct(report.random_baseline)}${report.table_baseline != null ? `; the table's guess, no update: ${pct(report.table_baseline)}` : ''}`, a.total > report.random_baseline ? 'leak' : ''),
       card('rows fully recovered', `${Math.round(a.exact_rows * report.rows.length)} / ${report.rows.length}`, 'every cell right'),
       card('rounds', String(cf.rounds), `of ${cf.batch} indices; ${cf.covered} of ${cf.rows} rows sampled`),
       card('step I error', cf.step1_error.toExponential(1), '∇U per row, relative'),
@@ -234,7 +234,7 @@ export function renderSummary(box, info, report, attack) {
       ...(cf.fake_gradients === null ? [] : [card('training loss', cf.training_loss_fake.toFixed(3), `with fake gradients; ${cf.training_loss.toFixed(3)} without`)]),
     );
   } else box.replaceChildren(
-    card('overall accuracy', pct(a.total), `random guessing: ${pct(report.random_baseline)}${report.table_baseline != null ? `; the table's rows, no update: ${pct(report.table_baseline)}` : ''}`, a.total > report.random_baseline ? 'leak' : ''),
+    card('overall accuracy', pct(a.total), `random guessing: ${pct(report.random_baseline)}${report.table_baseline != null ? `; the table's guess, no update: ${pct(report.table_baseline)}` : ''}`, a.total > report.random_baseline ? 'leak' : ''),
     card('categorical', pct(a.categorical), `random: ${pct(r.categorical)}`),
     card('continuous', pct(a.continuous), `random: ${pct(r.continuous)} (within tolerance)`),
     card('rows fully recovered', `${Math.round(a.exact_rows * report.rows.length)} / ${report.rows.length}`, 'every cell right'),
@@ -343,12 +343,17 @@ export function renderSummary(box, info, report, attack) {
   const fallback = d.kind === 'rows' ? d.fallback : null;
   if (fallback) {
     const p = (v) => (v == null ? '–' : `${(100 * v).toFixed(1)} %`);
-    setting.push(`${fallback.prior_cells} of ${fallback.cells} cells fell back to the table's marginals (${fallback.prior_rows} whole rows), as a shadow client the server simulated chose (its rows ${fallback.shadow_of_table ? "the table's own outside this batch, each of the label the server gave its slot" : 'drawn from the marginals'}, its update's norm ${fallback.shadow_update_norm.toFixed(3)} against this one's ${fallback.update_norm.toFixed(3)}): there the ensemble alone scored ${p(fallback.shadow_ensemble)}, the marginals ${p(fallback.shadow_prior)}, the mix ${p(fallback.shadow_chosen)}, a gain kept only where it is sure${fallback.prior_spread != null ? `; the ensemble's continuous cells were read with the table's own values as their prior (each moved to the value the table makes likeliest within ${fallback.prior_spread} of the members' spread), which the shadow client showed to gain` : ''}${fallback.imputed ? "; the cells that fell back in rows that kept others were imputed from the table's rows most like them on the cells kept, not drawn from the marginals, which the shadow client showed to gain" + (fallback.imputed_without_update != null ? ` (the same imputation around kept cells drawn from the marginals, with nothing from the update, scores ${p(fallback.imputed_without_update)}: up to that, the gain over guessing is the table's, not the update's)` : '') : ''}${fallback.untested && !fallback.exhausted && fallback.prior_cells ? '; its update held every row of its batch, so no row the ensemble gave was tested there, and every cell of the rows this update does not hold is the guess' : ''}${fallback.unlike_shadow && !fallback.exhausted && fallback.prior_cells ? `; its reconstruction explained its update to 1 − cos ${fallback.shadow_update_fit.toFixed(3)}, this one explains this update only to ${fallback.update_fit.toFixed(3)}, so its thresholds do not speak for this batch and every cell of the rows the update does not hold is the guess` : ''}`);
+    // Where the server holds the table's rows, cells fall back to its guess from them, else to
+    // the marginals' draw (the engine's report::text says the same).
+    const [to, guess, rows] = fallback.shadow_of_table
+      ? ["the table's guess (rows of the table outside this batch, chosen without the update)", "the table's guess", "the table's guess"]
+      : ["the table's marginals", "the marginals' guess", 'rows drawn from the marginals'];
+    setting.push(`${fallback.prior_cells} of ${fallback.cells} cells fell back to ${to} (${fallback.prior_rows} whole rows), as a shadow client the server simulated chose (its rows ${fallback.shadow_of_table ? "the table's own outside this batch, each of the label the server gave its slot" : 'drawn from the marginals'}, its update's norm ${fallback.shadow_update_norm.toFixed(3)} against this one's ${fallback.update_norm.toFixed(3)}): there the ensemble alone scored ${p(fallback.shadow_ensemble)}, ${guess} ${p(fallback.shadow_prior)}, the mix ${p(fallback.shadow_chosen)}, a gain kept only where it is sure${fallback.prior_spread != null ? `; the ensemble's continuous cells were read with the table's own values as their prior (each moved to the value the table makes likeliest within ${fallback.prior_spread} of the members' spread), which the shadow client showed to gain` : ''}${fallback.imputed ? "; the cells that fell back in rows that kept others were imputed from the table's rows most like them on the cells kept, not left to the guess, which the shadow client showed to gain" + (fallback.imputed_without_update != null ? ` (the same imputation around kept cells drawn from the marginals, with nothing from the update, scores ${p(fallback.imputed_without_update)}: up to that, the gain over guessing is the table's, not the update's)` : '') : ''}${fallback.untested && !fallback.exhausted && fallback.prior_cells ? '; its update held every row of its batch, so no row the ensemble gave was tested there, and every cell of the rows this update does not hold is the guess' : ''}${fallback.unlike_shadow && !fallback.exhausted && fallback.prior_cells ? `; its reconstruction explained its update to 1 − cos ${fallback.shadow_update_fit.toFixed(3)}, this one explains this update only to ${fallback.update_fit.toFixed(3)}, so its thresholds do not speak for this batch and every cell of the rows the update does not hold is the guess` : ''}`);
     // How far the update is from explained, as the text report says it (`report::text`).
     if (fallback.update_fit != null && fallback.prior_fit != null && (fallback.exhausted || fallback.prior_cells)) {
-      const fits = `1 − cos ${fallback.update_fit.toFixed(3)} against rows drawn from the marginals' ${fallback.prior_fit.toFixed(3)}`;
+      const fits = `1 − cos ${fallback.update_fit.toFixed(3)} against ${rows}' ${fallback.prior_fit.toFixed(3)}`;
       setting.push(fallback.exhausted
-        ? `the attack ran out of strength, not necessarily your rows their exposure: its reconstruction explains the update no better than rows drawn from the marginals (${fits}), so every cell of the rows the update's span does not hold is the marginals' guess`
+        ? `the attack ran out of strength, not necessarily your rows their exposure: its reconstruction explains the update no better than ${rows} (${fits}), so every cell of the rows the update's span does not hold is ${guess}`
         : `where cells fell back, the attack, not necessarily your client, ran out of strength: the reconstruction explains the update to ${fits}`);
     }
   }

@@ -8,9 +8,11 @@
 //! ensemble's cell, keeping the ensemble's cells only where the gain is sure
 //! (`gain_lower_bound`), and applies those thresholds cell by cell to the real reconstruction,
 //! unless the client's reconstruction explains its update far worse than the shadow's did its
-//! own (`Calibration::unlike_shadow`). The marginal guess is the random baseline's own draw, so
-//! thresholds that send every cell to it score the random baseline exactly; on the shadow batch
-//! the chosen mix scores at least as well as the guess, and better only by a gain it is sure of.
+//! own (`Calibration::unlike_shadow`). The guess is the table's where the server holds its rows
+//! (`assess::table_guess`: rows outside the batch chosen as a set like a batch, the report's
+//! `table_baseline`), else the random baseline's own draw, so thresholds that send every cell to
+//! it score that baseline exactly; on the shadow batch the chosen mix scores at least as well as
+//! the guess (made for the shadow as for the client), and better only by a gain it is sure of.
 //! Where the server holds the table's rows, the continuous cells the thresholds keep are then read
 //! with the table's own values as their prior, at a width the shadow chooses (`assess::table_prior`),
 //! and the cells that fall back in rows that keep others are imputed from the table's rows most
@@ -23,12 +25,11 @@ use super::matching::Rule;
 use super::scoring::Scored;
 use super::scoring::score;
 use super::table_prior::{ShadowCells, TableReads};
-use crate::attack::baselines::{likeliest_value, random_rows};
+use crate::attack::baselines::likeliest_value;
 use crate::attack::inversion::driver::Progress;
 use crate::attack::inversion::setup::Setup;
 use crate::config::MemberRange;
 use crate::error::Result;
-use crate::seed::seed_for;
 use crate::table::{Dataset, Value};
 
 /// Quantiles of the shadow batch's entropies tried as thresholds, besides "every cell" and "none".
@@ -37,12 +38,12 @@ const QUANTILES: usize = 10;
 /// What the calibration chose and what it gave.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct FallbackSummary {
-    /// Accuracy on the shadow batch of the ensemble alone, of the marginal guess alone, and of
+    /// Accuracy on the shadow batch of the ensemble alone, of the guess alone (the table's where the server holds its rows, else the marginals' draw), and of
     /// the mix chosen (the server knows the shadow batch's truth, not the client's).
     pub shadow_ensemble: f64,
     pub shadow_prior: f64,
     pub shadow_chosen: f64,
-    /// A categorical cell whose entropy is above this falls back to the marginal guess (null:
+    /// A categorical cell whose entropy is above this falls back to the guess (null:
     /// none does).
     pub categorical_above: Option<f64>,
     /// The same for continuous cells (their entropy is on another scale).
@@ -50,17 +51,17 @@ pub struct FallbackSummary {
     /// The width of the table's prior on the ensemble's continuous cells, in the members'
     /// spreads, where the shadow client showed it gains (`assess::table_prior`; null: none).
     pub prior_spread: Option<f64>,
-    /// Cells of the client's batch taken from the marginal guess, of all its cells.
+    /// Cells of the client's batch taken from the guess, of all its cells.
     pub prior_cells: usize,
     pub cells: usize,
-    /// Rows whose every cell came from the marginal guess.
+    /// Rows whose every cell came from the guess.
     pub prior_rows: usize,
     /// On a simulated client, the share of right cells among those from the ensemble and among
-    /// those from the marginal guess (null where there were none or no truth).
+    /// those from the guess (null where there were none or no truth).
     pub ensemble_cell_accuracy: Option<f64>,
     pub prior_cell_accuracy: Option<f64>,
     /// How far the update is from explained (1 − cos between the update the rows would send and
-    /// the one received) by the reconstruction, and by the marginal guess's rows; a reshuffling
+    /// the one received) by the reconstruction, and by the guess's rows; a reshuffling
     /// client's in the orders its update chose for the rows (null where none were chosen, or
     /// where a defence randomises the update).
     pub update_fit: Option<f64>,
@@ -75,7 +76,7 @@ pub struct FallbackSummary {
     /// untrained, 1.2 times).
     pub update_norm: f64,
     pub shadow_update_norm: f64,
-    /// The reconstruction explains the update no better than the marginal guess does: the
+    /// The reconstruction explains the update no better than the guess does: the
     /// attack ran out of strength, and every cell of the rows neither proved nor held by the
     /// update's span fell back (`assess::rows::fall_back`).
     pub exhausted: bool,
@@ -554,7 +555,7 @@ impl Setup<'_> {
         let (Some(truth), Some(entropy)) = (&shadow.scenario.truth, &recon.entropy) else {
             return Ok(None);
         };
-        let prior = random_rows(dataset, config.rows(), seed_for(config.seed, 15));
+        let prior = self.shadow_guess(dataset, &truth.rows, shadow_of_table);
         // A reshuffling client's fits are read in the orders its update chose (`Setup::fallback_on`),
         // but its shadow's are not weighed against them (`Calibration::unlike_shadow`): there the
         // ratio did not tell kept cells that gain from those that lose (Flower's recipe on

@@ -8,7 +8,7 @@
 //! k sample rows that agree most with the row's kept cells (k-nearest-neighbour
 //! imputation, k = √n): the commonest category, or the continuous value whose scoring window
 //! (`Rule::tolerance` either side) holds the most of them. A row whose every cell fell back keeps
-//! the draw, so an attack whose every cell falls back still scores the random baseline exactly.
+//! the guess, so an attack whose every cell falls back still scores the guess's baseline exactly.
 //! The server imputes only where its shadow client showed it gains (`Calibration::imputed`,
 //! chosen by `table_prior::TableReads`); elsewhere the cells are the draw's (`mix`).
 //!

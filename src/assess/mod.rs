@@ -26,6 +26,7 @@ mod span_fit;
 mod span_left;
 mod span_pursuit;
 pub mod stopping;
+mod table_guess;
 pub mod table_prior;
 pub mod update_choice;
 

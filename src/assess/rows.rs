@@ -6,7 +6,7 @@ use crate::assess::matching::Rule;
 use crate::assess::reconstruct::{Reconstruction, why_not_proved};
 use crate::assess::scoring::score;
 use crate::assess::table_prior::ColumnValues;
-use crate::attack::baselines::{random_rows, random_values, rows_outside, table_rows};
+use crate::attack::baselines::{random_rows, random_values};
 use crate::attack::inversion::driver::Progress;
 use crate::attack::inversion::ensemble::Members;
 use crate::attack::inversion::setup::Setup;
@@ -74,13 +74,20 @@ impl Setup<'_> {
             return Err(Error::Config("a received update has no truth to score against".into()));
         };
         let random_guess = self.random_guess();
+        let table_guess = self.table_guess();
+        // Where the server holds the table's rows (its shadow client's were), cells fall back to
+        // its guess from them, else to the marginals' draw.
+        let guess = match (calibration.filter(|c| c.shadow_of_table), &table_guess) {
+            (Some(_), Some(rows)) => rows.clone(),
+            _ => random_guess.clone(),
+        };
         // The table's prior on the ensemble's continuous cells, as the shadow client chose it.
         if let (Some(k), Some(entropy)) = (calibration.and_then(|c| c.prior_spread), recon.entropy.as_ref()) {
             let values = ColumnValues::of(dataset, &truth.indices);
             let open: Vec<bool> = recon.provenance.iter().map(|p| !p.held_by_update()).collect();
             values.read(dataset, &self.rules, &mut recon.rows, entropy, &open, k);
         }
-        let mask = calibration.and_then(|c| fall_back(&mut recon, &c, &self.rules, &random_guess));
+        let mask = calibration.and_then(|c| fall_back(&mut recon, &c, &self.rules, &guess));
         // The cells that fell back, in rows that kept others, imputed where the shadow chose it.
         // With it, what the same imputation gives with no information from the update.
         let mut without_update = None;
@@ -120,7 +127,7 @@ impl Setup<'_> {
             seconds,
         );
         report.model_accuracy = self.scenario.model_accuracy;
-        report.table_baseline = table_baseline(dataset, &self.rules, &truth.rows, &truth.indices, config.seed);
+        report.table_baseline = table_guess.map(|rows| score(&self.rules, &truth.rows, &rows).accuracy.total);
         report.not_applied.extend(recon.not_applied.iter().cloned());
         report.set_provenance(&recon.provenance, &why_not_proved(&recon.unproved), &scored.assignment);
         let truth_labels: Vec<usize> = truth.indices.iter().map(|&i| dataset.labels[i]).collect();
@@ -215,6 +222,9 @@ impl Setup<'_> {
         else {
             return Ok(None);
         };
+        // The rows a fallback would put in: the table's guess where the server holds the table.
+        let table = c.shadow_of_table.then(|| self.table_guess()).flatten();
+        let guess = table.as_deref().unwrap_or(guess);
         let fits = match self.config.unreplayable(self.config.rows()) {
             None => Some(self.fits(recon, guess, None).await?),
             // A reshuffling client's rows in the orders its update chose for them.
@@ -399,8 +409,8 @@ fn pairing_with_labels(read: &[usize], labels: &[usize]) -> Option<Vec<usize>> {
     Some(out)
 }
 
-/// The cells of `recon` that fall back by `c`, taken from `guess` (the random baseline's own
-/// draw): never a cell of a row the update holds (proved, or consistent: of the 861 consistent
+/// The cells of `recon` that fall back by `c`, taken from `guess` (the table's guess where the
+/// server holds the table, `Setup::table_guess`, else the random baseline's own draw): never a cell of a row the update holds (proved, or consistent: of the 861 consistent
 /// rows in the reports of issue 43's runs, 94.8 % of cells were right), the others by
 /// `Calibration::mask`. Rows whose every cell fell back are the prior's. The calibration as
 /// applied (`Calibration::holds_rows` set), and the mask.
@@ -431,23 +441,4 @@ fn chosen_orders(recon: &Reconstruction) -> Option<&[Vec<usize>]> {
     (recon.chosen.as_ref())
         .and_then(|c| c.orders_of_rows())
         .map(|o| &o.order[..])
-}
-
-/// The accuracy against `truth` of rows of the table outside the batch (`indices`), drawn without
-/// the update (`baselines::table_rows`): the mean of `CONTROL_DRAWS` draws (streams of their own);
-/// None where the table has too few rows outside the batch.
-fn table_baseline(
-    dataset: &Dataset,
-    rules: &[Rule],
-    truth: &[Vec<Value>],
-    indices: &[usize],
-    seed: u64,
-) -> Option<f64> {
-    let (draws, outside) = (super::imputed::CONTROL_DRAWS, rows_outside(dataset, indices));
-    let mut total = 0.0;
-    for d in 0..draws {
-        let rows = table_rows(dataset, &outside, truth.len(), seed_for(seed, 50 + d))?;
-        total += score(rules, truth, &rows).accuracy.total;
-    }
-    Some(total / draws as f64)
 }

@@ -257,10 +257,12 @@ pub struct Report {
     pub random_baseline: f64,
     pub random_accuracy: Accuracy,
     pub gain_over_random: f64,
-    /// Total accuracy of rows of the table outside the batch, drawn without the update (the mean
-    /// of 8 draws, `attack::baselines::table_rows`): what a server holding the table's other rows
-    /// (as the fallback's shadow client and imputation assume) guesses with no update. On a
-    /// simulated client of a table; null elsewhere.
+    /// Total accuracy of the table's guess: rows of the table outside the batch chosen, without
+    /// the update, as a set like a batch of the slots' labels (`assess::table_guess`): what a
+    /// server holding the table's other rows (as the fallback's shadow client and imputation
+    /// assume) guesses with no update, and where it holds them the rows the fallback puts in,
+    /// so that an attack whose every cell falls back scores this exactly. On a simulated client
+    /// of a table; null elsewhere.
     #[serde(default)]
     pub table_baseline: Option<f64>,
     /// Share of the batch's labels the server had right (1 with known labels; a regression's:

@@ -74,7 +74,7 @@ impl Provenance {
             Provenance::Consistent => "consistent with the update, not proved",
             Provenance::Read => "categories read from the update, not proved",
             Provenance::Ensemble => "from the ensemble",
-            Provenance::Prior => "from the marginals",
+            Provenance::Prior => "guessed without the update",
         }
     }
 

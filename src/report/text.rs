@@ -173,15 +173,29 @@ fn answered_early(r: &Report, s: &mut String) {
     }
 }
 
-/// What fell back to the table's marginals, and why: the shadow client's choice, and where the
+/// What fell back to the table's guess or its marginals, and why: the shadow client's choice, and where the
 /// reconstruction explains the update no better than the marginals, that the attack ran out of
 /// strength.
 fn fallback_lines(f: &crate::assess::fallback::FallbackSummary, s: &mut String) {
+    // Where the server holds the table's rows, cells fall back to its guess from them
+    // (`assess::table_guess`), else to the marginals' draw.
+    let (to, guess, rows) = match f.shadow_of_table {
+        true => (
+            "the table's guess (rows of the table outside this batch, chosen without the update)",
+            "the table's guess",
+            "the table's guess",
+        ),
+        false => (
+            "the table's marginals",
+            "the marginals' guess",
+            "rows drawn from the marginals",
+        ),
+    };
     let _ = writeln!(
         s,
-        "fell back to the table's marginals: {} of {} cells ({} whole rows), as a shadow client the server \
+        "fell back to {to}: {} of {} cells ({} whole rows), as a shadow client the server \
          simulated chose (its rows {}, its update's norm {:.3} against this one's {:.3}; \
-         there the ensemble alone scored {}, the marginals {}, the mix {}, and a gain is kept only where it is \
+         there the ensemble alone scored {}, {guess} {}, the mix {}, and a gain is kept only where it is \
          sure); here the ensemble's cells are {} right, the fallen-back ones {}",
         f.prior_cells,
         f.cells,
@@ -210,7 +224,7 @@ fn fallback_lines(f: &crate::assess::fallback::FallbackSummary, s: &mut String) 
         let _ = writeln!(
             s,
             "the cells that fell back in rows that kept others were imputed from the table's rows most like \
-             them on the cells kept, not drawn from the marginals, which the shadow client showed to gain"
+             them on the cells kept, not left to the guess, which the shadow client showed to gain"
         );
     }
     if let Some(w) = f.imputed_without_update {
@@ -226,7 +240,7 @@ fn fallback_lines(f: &crate::assess::fallback::FallbackSummary, s: &mut String) 
         let _ = writeln!(
             s,
             "the shadow client's update held every row of its batch, so no row the ensemble gave was tested \
-             there: every cell of the rows this update does not hold is the marginals' guess"
+             there: every cell of the rows this update does not hold is {guess}"
         );
     }
     if let (true, false, Some(recon), Some(shadow)) = (f.unlike_shadow, f.exhausted, f.update_fit, f.shadow_update_fit)
@@ -235,7 +249,7 @@ fn fallback_lines(f: &crate::assess::fallback::FallbackSummary, s: &mut String) 
             s,
             "the shadow client's batch was easier than this one: its reconstruction explained its update to \
              1 − cos {shadow:.3}, this one explains this update only to {recon:.3}, so the shadow's thresholds do \
-             not speak for it and every cell of the rows the update does not hold is the marginals' guess"
+             not speak for it and every cell of the rows the update does not hold is {guess}"
         );
     }
     if let (Some(recon), Some(prior)) = (f.update_fit, f.prior_fit) {
@@ -248,14 +262,13 @@ fn fallback_lines(f: &crate::assess::fallback::FallbackSummary, s: &mut String) 
             true => writeln!(
                 s,
                 "the attack ran out of strength, not necessarily the client's rows their exposure: its \
-                 reconstruction explains the update no better than rows drawn from the table's marginals \
-                 (1 − cos {recon:.3} against {prior:.3}), so every cell of the rows the update's span does not hold \
-                 is the marginals' guess{read}"
+                 reconstruction explains the update no better than {rows} (1 − cos {recon:.3} against \
+                 {prior:.3}), so every cell of the rows the update's span does not hold is {guess}{read}"
             ),
             false if f.prior_cells > 0 => writeln!(
                 s,
                 "where cells fell back, the attack, not necessarily the client, ran out of strength; the \
-                 reconstruction explains the update to 1 − cos {recon:.3} (rows drawn from the marginals: {prior:.3})"
+                 reconstruction explains the update to 1 − cos {recon:.3} ({rows}: {prior:.3})"
             ),
             false => Ok(()),
         };
@@ -282,8 +295,8 @@ fn accuracy(r: &Report, s: &mut String) {
     if let Some(t) = r.table_baseline {
         let _ = writeln!(
             s,
-            "rows of the table drawn without the update (what a server holding the table's other rows guesses; \
-             the mean of {CONTROL_DRAWS} draws) {} → gain {:+.1} points over them",
+            "the table's guess, rows of it chosen without the update (what a server holding the table's \
+             other rows guesses, and where it does what cells fall back to) {} → gain {:+.1} points over it",
             pct(Some(t)),
             100.0 * (a.total - t)
         );

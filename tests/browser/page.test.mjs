@@ -514,7 +514,9 @@ test('FedAvg and defences from the form; an audit runs its cells across the work
     assert.ok(noisy.privacy.epsilon > 10 && noisy.privacy.epsilon < 1000, `ε ${noisy.privacy.epsilon}`);
     // Under noise the engine calibrates a fallback to the marginals on a shadow client, and says so.
     assert.ok(noisy.details.fallback && noisy.details.fallback.cells === 8 * noisy.features.length, JSON.stringify(noisy.details.fallback));
-    assert.match(await page.textContent('#results-info'), /cells fell back to the table's marginals/);
+    // The shadow's rows were the table's own, so the cells fell back to the table's guess.
+    assert.ok(noisy.details.fallback.shadow_of_table, JSON.stringify(noisy.details.fallback));
+    assert.match(await page.textContent('#results-info'), /cells fell back to the table's guess \(rows of the table outside this batch, chosen without the update\)/);
     // The shadow's update's norm beside the client's: how alike the two batches are to the network.
     const norms = (await page.textContent('#results-info')).match(/update's norm ([\d.]+) against this one's ([\d.]+)/);
     assert.ok(norms, await page.textContent('#results-info'));
@@ -709,7 +711,7 @@ test('a network trained before the round: where cells fall back, the page says h
     assert.equal(await page.locator('#error').isHidden(), true, await page.textContent('#error'));
     const fallback = (await downloadReport(page)).details.fallback;
     assert.ok(fallback && fallback.prior_cells > 0 && fallback.update_fit != null && !fallback.exhausted, JSON.stringify(fallback));
-    const said = `where cells fell back, the attack, not necessarily your client, ran out of strength: the reconstruction explains the update to 1 − cos ${fallback.update_fit.toFixed(3)} against rows drawn from the marginals' ${fallback.prior_fit.toFixed(3)}`;
+    const said = `where cells fell back, the attack, not necessarily your client, ran out of strength: the reconstruction explains the update to 1 − cos ${fallback.update_fit.toFixed(3)} against ${fallback.shadow_of_table ? "the table's guess" : 'rows drawn from the marginals'}' ${fallback.prior_fit.toFixed(3)}`;
     assert.ok((await page.textContent('#results-info')).includes(said), await page.textContent('#results-info'));
     assert.deepEqual(problems, []);
   } finally {
