@@ -1846,7 +1846,12 @@ perFeatureEntropy: Array<number | null>,
 /**
  * Rows drawn from the marginals, scored on the same batch.
  */
-randomAccuracy: number, epsilon: number | null, modelAccuracy: number | null, epochPrior: number | null, 
+randomAccuracy: number, 
+/**
+ * The table's guess on the same batch (`Report::table_baseline`), where the server holds
+ * the table: what an attack whose every cell falls back scores there.
+ */
+tableAccuracy: number | null, epsilon: number | null, modelAccuracy: number | null, epochPrior: number | null, 
 /**
  * Share of the cells moved that the update shows on its own (`report::shown::CellsShown`;
  * null where the check does not apply: FedSGD, noise, orders not known).
@@ -1915,6 +1920,11 @@ export type SummaryRow = { point: Point, attack: AttackKind, batches: number, ac
  */
 random: MeanStd, 
 /**
+ * The better per batch of that and the table's guess (`CellResult::table_accuracy`): the
+ * verdict's "guessing". An attack that learnt nothing scores the latter where it is held.
+ */
+guessing: MeanStd, 
+/**
  * Noise: ε of one release at the defence's δ.
  */
 epsilon: number | null, 
@@ -1951,13 +1961,17 @@ gain: number, entropy: number | null, };
 
 /**
  * Per study, the first setting (in the study's order) at which TabLeak's mean accuracy is within
- * `SAFE_MARGIN` of the random guess on the same batches; null when none of the grid's is.
+ * `SAFE_MARGIN` of guessing on the same batches (`SummaryRow::guessing`); null when none is.
  */
 export type Threshold = { study: Study, point: Point | null, 
 /**
  * The largest setting tried when none was safe, or the safe one.
  */
-at: Point, tableak: number, random: number, };
+at: Point, tableak: number, 
+/**
+ * Guessing there (`SummaryRow::guessing`).
+ */
+random: number, };
 
 export type Verdict = { thresholds: Array<Threshold>, 
 /**

@@ -83,6 +83,7 @@ fn shares(options: &AuditOptions, count: usize, seed: u64) -> Vec<ShardResults> 
                             .map(|f| (c.attack == AttackKind::Tableak).then(|| x(k, 50 + f)))
                             .collect(),
                         random_accuracy: x(k, 99),
+                        table_accuracy: (k % 3 > 0).then(|| x(k, 104)),
                         epsilon: c.config.defence.map(|_| 1.0 + x(k, 100)),
                         model_accuracy: (c.config.training_epochs > 0).then(|| x(k, 101)),
                         epoch_prior: None,
@@ -151,6 +152,36 @@ fn check_merge(files: &[Vec<u8>]) -> Result<Option<String>, TestCaseError> {
         "reading and merging allocated {peak} bytes for {len} bytes of shares"
     );
     Ok(m)
+}
+
+/// An attack that learnt nothing from the update scores the table's guess (its fallback's cells
+/// where the server holds the table), not the marginals' draw: the verdict calls a setting safe
+/// near the better of the two, and not near the draw alone.
+#[test]
+fn a_setting_is_safe_near_the_tables_guess_not_only_the_marginals_draw() {
+    let options = small_options();
+    let with_table = |table: Option<f64>| {
+        let mut files = shares(&options, 1, 3);
+        for r in &mut files[0].results {
+            (r.accuracy, r.random_accuracy, r.table_accuracy) = (0.70, 0.60, table);
+        }
+        merge(files).unwrap()
+    };
+    let audit = with_table(Some(0.70));
+    assert!(audit.rows.iter().all(|r| (r.guessing.mean - 0.70).abs() < 1e-12));
+    let thresholds = &audit.verdict.thresholds;
+    assert!(
+        !thresholds.is_empty() && thresholds.iter().all(|t| t.point.is_some()),
+        "{thresholds:?}"
+    );
+    // Without the table's guess the same accuracy is 10 points above guessing: nowhere safe.
+    let audit = with_table(None);
+    assert!(audit.rows.iter().all(|r| (r.guessing.mean - 0.60).abs() < 1e-12));
+    assert!(
+        audit.verdict.thresholds.iter().all(|t| t.point.is_none()),
+        "{:?}",
+        audit.verdict.thresholds
+    );
 }
 
 fn bytes_of(files: &[Value]) -> Vec<Vec<u8>> {

@@ -87,6 +87,10 @@ export function renderSchema(tbody, schema, state, onChange) {
   );
 }
 
+// What the server guesses without the update: the better of the marginals' draw and, where it
+// holds the table, the table's guess (which an attack that learnt nothing scores: its fallback).
+const guessing = (report) => Math.max(report.random_baseline, report.table_baseline ?? 0);
+
 // What each provenance says of a row (the engine's Provenance::words).
 export const PROVENANCE = {
   proved: 'proved',
@@ -226,7 +230,7 @@ export function renderSummary(box, info, report, attack) {
   } else if (cf) {
     // CAFE: every shared row, aligned by its index; how well each step recovered.
     box.replaceChildren(
-      card('cells recovered', pct(a.total), `random guessing: ${pct(report.random_baseline)}${report.table_baseline != null ? `; the table's guess, no update: ${pct(report.table_baseline)}` : ''}`, a.total > report.random_baseline ? 'leak' : ''),
+      card('cells recovered', pct(a.total), `random guessing: ${pct(report.random_baseline)}${report.table_baseline != null ? `; the table's guess, no update: ${pct(report.table_baseline)}` : ''}`, a.total > guessing(report) ? 'leak' : ''),
       card('rows fully recovered', `${Math.round(a.exact_rows * report.rows.length)} / ${report.rows.length}`, 'every cell right'),
       card('rounds', String(cf.rounds), `of ${cf.batch} indices; ${cf.covered} of ${cf.rows} rows sampled`),
       card('step I error', cf.step1_error.toExponential(1), '∇U per row, relative'),
@@ -234,7 +238,7 @@ export function renderSummary(box, info, report, attack) {
       ...(cf.fake_gradients === null ? [] : [card('training loss', cf.training_loss_fake.toFixed(3), `with fake gradients; ${cf.training_loss.toFixed(3)} without`)]),
     );
   } else box.replaceChildren(
-    card('overall accuracy', pct(a.total), `random guessing: ${pct(report.random_baseline)}${report.table_baseline != null ? `; the table's guess, no update: ${pct(report.table_baseline)}` : ''}`, a.total > report.random_baseline ? 'leak' : ''),
+    card('overall accuracy', pct(a.total), `random guessing: ${pct(report.random_baseline)}${report.table_baseline != null ? `; the table's guess, no update: ${pct(report.table_baseline)}` : ''}`, a.total > guessing(report) ? 'leak' : ''),
     card('categorical', pct(a.categorical), `random: ${pct(r.categorical)}`),
     card('continuous', pct(a.continuous), `random: ${pct(r.continuous)} (within tolerance)`),
     card('rows fully recovered', `${Math.round(a.exact_rows * report.rows.length)} / ${report.rows.length}`, 'every cell right'),

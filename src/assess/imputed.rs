@@ -30,17 +30,39 @@ use crate::table::{Dataset, Value};
 /// points on Adult's 32 rows.
 pub const CONTROL_DRAWS: u64 = 8;
 
-/// `rows` with the masked cells taken from `prior` (row i's from prior row i).
-pub fn mix(rows: &[Vec<Value>], prior: &[Vec<Value>], mask: &[Vec<bool>]) -> Vec<Vec<Value>> {
+/// What fallen cells are taken from: the marginals' draw, and where the server holds the table,
+/// its guess (`assess::table_guess`) for the rows whose every cell falls back. A row that keeps
+/// cells takes the draw's beside them: the table's guess is a set of whole rows made to match a
+/// batch as a set, and one of its rows cut into beside kept cells is no such thing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Guess {
+    pub draw: Vec<Vec<Value>>,
+    pub table: Option<Vec<Vec<Value>>>,
+}
+
+impl Guess {
+    /// The marginals' draw alone.
+    pub fn drawn(draw: Vec<Vec<Value>>) -> Guess {
+        Guess { draw, table: None }
+    }
+
+    /// The rows of a fallback of every cell: the table's guess where held, else the draw.
+    pub fn whole(&self) -> &[Vec<Value>] {
+        self.table.as_deref().unwrap_or(&self.draw)
+    }
+}
+
+/// `rows` with the masked cells taken from `prior` (row i's from its row i: the table's guess's
+/// where the whole row falls back and the server holds the table, else the draw's).
+pub fn mix(rows: &[Vec<Value>], prior: &Guess, mask: &[Vec<bool>]) -> Vec<Vec<Value>> {
     rows.iter()
-        .zip(prior)
+        .enumerate()
         .zip(mask)
-        .map(|((row, guess), m)| {
-            row.iter()
-                .zip(guess)
-                .zip(m)
+        .map(|((i, row), m)| match &prior.table {
+            Some(table) if m.iter().all(|&fall| fall) => table[i].clone(),
+            _ => (row.iter().zip(&prior.draw[i]).zip(m))
                 .map(|((&v, &g), &fall)| if fall { g } else { v })
-                .collect()
+                .collect(),
         })
         .collect()
 }
@@ -176,7 +198,7 @@ pub fn without_update(
     rules: &[Rule],
     truth: &[Vec<Value>],
     mask: &[Vec<bool>],
-    prior: &[Vec<Value>],
+    prior: &Guess,
     sample: &Sample,
     seed: u64,
 ) -> f64 {
@@ -205,6 +227,30 @@ mod tests {
                 follows: None,
             },
         ]
+    }
+
+    /// A row whose every cell falls back is the table's guess's row where the server holds the
+    /// table, else the draw's; a row that keeps cells takes the draw's cells beside them.
+    #[test]
+    fn whole_rows_fall_back_to_the_tables_guess_and_cells_beside_kept_ones_to_the_draw() {
+        let row = |c: u32, v: f64| vec![Value::Cat(c), Value::Num(v)];
+        let rows = vec![row(1, 1.0), row(2, 2.0), row(3, 3.0)];
+        let draw = vec![row(10, 10.0), row(20, 20.0), row(30, 30.0)];
+        let table = vec![row(100, 100.0), row(200, 200.0), row(300, 300.0)];
+        let mask = vec![vec![true, true], vec![false, true], vec![false, false]];
+        let held = Guess {
+            draw: draw.clone(),
+            table: Some(table.clone()),
+        };
+        assert_eq!(held.whole(), &table[..]);
+        let want = vec![row(100, 100.0), row(2, 20.0), row(3, 3.0)];
+        assert_eq!(mix(&rows, &held, &mask), want);
+        let drawn = Guess::drawn(draw.clone());
+        assert_eq!(drawn.whole(), &draw[..]);
+        assert_eq!(
+            mix(&rows, &drawn, &mask),
+            vec![row(10, 10.0), row(2, 20.0), row(3, 3.0)]
+        );
     }
 
     /// A cell that fell back, in a row that kept another, takes the likeliest value among the
@@ -269,8 +315,8 @@ mod tests {
         let batch: Vec<usize> = (0..32).map(|i| 7 * i).collect();
         let truth: Vec<Vec<Value>> = batch.iter().map(|&i| data.rows[i].clone()).collect();
         let sample = Sample::of(&data, &batch, &[]);
-        let guess = random_rows(&data, truth.len(), 3);
-        let draw = score(&rules, &truth, &guess).accuracy.total;
+        let guess = Guess::drawn(random_rows(&data, truth.len(), 3));
+        let draw = score(&rules, &truth, &guess.draw).accuracy.total;
         // The categorical cells kept, the continuous ones fallen.
         let mask: Vec<Vec<bool>> = (0..truth.len())
             .map(|_| rules.iter().map(|r| !r.categorical).collect())

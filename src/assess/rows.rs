@@ -1,7 +1,7 @@
 //! The assessment of an attack on a table's rows (TabLeak, the baselines): its reconstruction
 //! matched to the true rows and scored, beside the random guess on the same batch; and, for a
 //! received update, the reconstruction with its confidence alone.
-use crate::assess::fallback::{Calibration, FallbackSummary, keep_held, mix};
+use crate::assess::fallback::{Calibration, FallbackSummary, Guess, keep_held, mix};
 use crate::assess::matching::Rule;
 use crate::assess::reconstruct::{Reconstruction, why_not_proved};
 use crate::assess::scoring::score;
@@ -77,9 +77,11 @@ impl Setup<'_> {
         let table_guess = self.table_guess();
         // Where the server holds the table's rows (its shadow client's were), cells fall back to
         // its guess from them, else to the marginals' draw.
-        let guess = match (calibration.filter(|c| c.shadow_of_table), &table_guess) {
-            (Some(_), Some(rows)) => rows.clone(),
-            _ => random_guess.clone(),
+        let guess = Guess {
+            draw: random_guess.clone(),
+            table: table_guess
+                .clone()
+                .filter(|_| calibration.is_some_and(|c| c.shadow_of_table)),
         };
         // The table's prior on the ensemble's continuous cells, as the shadow client chose it.
         if let (Some(k), Some(entropy)) = (calibration.and_then(|c| c.prior_spread), recon.entropy.as_ref()) {
@@ -99,7 +101,7 @@ impl Setup<'_> {
                 &self.rules,
                 &truth.rows,
                 mask,
-                &random_guess,
+                &guess,
                 &sample,
                 config.seed,
             ));
@@ -418,7 +420,7 @@ pub fn fall_back(
     recon: &mut Reconstruction,
     c: &Calibration,
     rules: &[Rule],
-    guess: &[Vec<Value>],
+    guess: &Guess,
 ) -> Option<(Calibration, Vec<Vec<bool>>)> {
     let entropy = recon.entropy.as_ref()?;
     let held: Vec<bool> = recon.provenance.iter().map(|p| p.held_by_update()).collect();

@@ -31,7 +31,7 @@ pub struct ShadowCells<'a> {
     pub rows: &'a [Vec<Value>],
     pub entropy: &'a [Vec<Option<f64>>],
     pub open: &'a [bool],
-    pub prior: &'a [Vec<Value>],
+    pub prior: &'a super::imputed::Guess,
     pub mask: &'a [Vec<bool>],
 }
 

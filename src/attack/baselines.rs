@@ -93,25 +93,11 @@ pub fn likeliest_value(dataset: &Dataset) -> Option<f64> {
     best.map(|(_, v)| v)
 }
 
-/// The indices of `dataset`'s rows not at `excluded` (the client's batch), in order: what
-/// `table_rows` draws from.
+/// The indices of `dataset`'s rows not at `excluded` (the client's batch), in order: what the
+/// table's guess (`assess::table_guess`) is chosen from.
 pub fn rows_outside(dataset: &Dataset, excluded: &[usize]) -> Vec<usize> {
     let excluded: std::collections::HashSet<usize> = excluded.iter().copied().collect();
     (0..dataset.n()).filter(|i| !excluded.contains(i)).collect()
-}
-
-/// `rows` rows of the table at indices `outside` (`rows_outside` the client's batch), none twice:
-/// what a server holding the table's other rows guesses without the update. Its rows keep each
-/// row's cells together, which the marginals' draw (`random_rows`) does not: on full Adult, B = 32,
-/// such rows score about 66 % against the draw's 61 % (docs/results/rounds.md). None where there
-/// are fewer than `rows` of them.
-pub fn table_rows(dataset: &Dataset, outside: &[usize], rows: usize, seed: u64) -> Option<Vec<Vec<Value>>> {
-    if outside.len() < rows {
-        return None;
-    }
-    let mut rng = StdRng::seed_from_u64(seed);
-    let picked = rand::seq::index::sample(&mut rng, outside.len(), rows);
-    Some(picked.iter().map(|i| dataset.rows[outside[i]].clone()).collect())
 }
 
 pub fn random_rows(dataset: &Dataset, rows: usize, seed: u64) -> Vec<Vec<Value>> {
@@ -123,35 +109,4 @@ pub fn random_rows(dataset: &Dataset, rows: usize, seed: u64) -> Vec<Vec<Value>>
                 .collect()
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The table's rows drawn for a guess: whole rows of the table, none of the batch, none twice;
-    /// none where the table has too few rows outside the batch.
-    #[test]
-    fn table_rows_are_rows_outside_the_batch_none_twice() {
-        let data = crate::table::adult_sample();
-        let batch: Vec<usize> = (0..data.n()).filter(|i| i % 2 == 0).collect();
-        let outside = rows_outside(&data, &batch);
-        let rows = table_rows(&data, &outside, 64, 9).expect("enough rows outside");
-        for row in &rows {
-            assert!((0..data.n()).any(|j| j % 2 == 1 && data.rows[j] == *row), "{row:?}");
-        }
-        assert_eq!(rows, table_rows(&data, &outside, 64, 9).unwrap());
-        assert_ne!(rows, table_rows(&data, &outside, 64, 10).unwrap());
-        let n = data.n() - batch.len();
-        assert!(table_rows(&data, &outside, n, 1).is_some());
-        assert!(table_rows(&data, &outside, n + 1, 1).is_none());
-        // None twice: the draw is of indices without replacement.
-        let every = table_rows(&data, &outside, n, 1).unwrap();
-        let mut distinct: Vec<&Vec<Value>> = every.iter().collect();
-        let odd: Vec<&Vec<Value>> = (0..data.n()).filter(|i| i % 2 == 1).map(|i| &data.rows[i]).collect();
-        distinct.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
-        let mut want = odd;
-        want.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
-        assert_eq!(distinct, want);
-    }
 }

@@ -179,7 +179,7 @@ pub fn render_table(audit: &Audit) -> String {
     let pm = |m: &summary::MeanStd| format!("{:.1} ± {:.1}", 100.0 * m.mean, 100.0 * m.std);
     let _ = writeln!(
         s,
-        "| setting | attack | batches | accuracy % | categorical % | continuous % | random % | ε | ε over {} rounds, q = {} (against the server) | ε canaries measure{} | model % | cells shown % |",
+        "| setting | attack | batches | accuracy % | categorical % | continuous % | random % | guessing % (the better of random and the table's guess) | ε | ε over {} rounds, q = {} (against the server) | ε canaries measure{} | model % | cells shown % |",
         audit.options.rounds,
         audit.options.sample_rate,
         match audit.options.canaries {
@@ -187,11 +187,11 @@ pub fn render_table(audit: &Audit) -> String {
             k => format!(" ({k} inserted, every round seen; 95 % interval)"),
         }
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in &audit.rows {
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {} | {} | {} | {} | {} |",
             r.point.label(),
             r.attack,
             r.batches,
@@ -199,6 +199,7 @@ pub fn render_table(audit: &Audit) -> String {
             r.categorical.as_ref().map_or("—".into(), pm),
             r.continuous.as_ref().map_or("—".into(), pm),
             100.0 * r.random.mean,
+            100.0 * r.guessing.mean,
             r.epsilon.map_or("—".into(), crate::report::fmt_epsilon),
             r.over_rounds.map_or("—".into(), |o| format!(
                 "{} ({})",

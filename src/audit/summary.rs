@@ -29,6 +29,10 @@ pub struct CellResult {
     pub per_feature_entropy: Vec<Option<f64>>,
     /// Rows drawn from the marginals, scored on the same batch.
     pub random_accuracy: f64,
+    /// The table's guess on the same batch (`Report::table_baseline`), where the server holds
+    /// the table: what an attack whose every cell falls back scores there.
+    #[serde(default)]
+    pub table_accuracy: Option<f64>,
     pub epsilon: Option<f64>,
     pub model_accuracy: Option<f64>,
     pub epoch_prior: Option<f64>,
@@ -42,6 +46,12 @@ pub struct CellResult {
 }
 
 impl CellResult {
+    /// What the server guesses of the batch without the update: the better of the marginals'
+    /// draw and the table's guess.
+    pub fn guessing(&self) -> f64 {
+        self.table_accuracy.unwrap_or(0.0).max(self.random_accuracy)
+    }
+
     pub fn of(index: usize, r: &Report) -> CellResult {
         CellResult {
             index,
@@ -51,6 +61,7 @@ impl CellResult {
             per_feature: r.accuracy.per_feature.clone(),
             per_feature_entropy: r.per_feature_entropy.clone(),
             random_accuracy: r.random_baseline,
+            table_accuracy: r.table_baseline,
             epsilon: r.privacy.and_then(|p| p.epsilon),
             model_accuracy: r.model_accuracy,
             epoch_prior: r.row_details().and_then(|d| d.epoch_prior),
@@ -90,7 +101,7 @@ impl TableInfo {
 }
 
 /// Mean and sample standard deviation.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, TS)]
 pub struct MeanStd {
     pub mean: f64,
     pub std: f64,
@@ -124,6 +135,10 @@ pub struct SummaryRow {
     pub continuous: Option<MeanStd>,
     /// The same batches' marginal guess.
     pub random: MeanStd,
+    /// The better per batch of that and the table's guess (`CellResult::table_accuracy`): the
+    /// verdict's "guessing". An attack that learnt nothing scores the latter where it is held.
+    #[serde(default)]
+    pub guessing: MeanStd,
     /// Noise: ε of one release at the defence's δ.
     pub epsilon: Option<f64>,
     /// Noise: ε over the audit's rounds and sampling rate (RDP), and against the server.
@@ -150,7 +165,7 @@ pub struct FeatureLeak {
 }
 
 /// Per study, the first setting (in the study's order) at which TabLeak's mean accuracy is within
-/// `SAFE_MARGIN` of the random guess on the same batches; null when none of the grid's is.
+/// `SAFE_MARGIN` of guessing on the same batches (`SummaryRow::guessing`); null when none is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct Threshold {
@@ -159,6 +174,7 @@ pub struct Threshold {
     /// The largest setting tried when none was safe, or the safe one.
     pub at: Point,
     pub tableak: f64,
+    /// Guessing there (`SummaryRow::guessing`).
     pub random: f64,
 }
 
@@ -258,6 +274,7 @@ pub fn summarise(
                 categorical: MeanStd::of(&values(&|r| r.categorical)),
                 continuous: MeanStd::of(&values(&|r| r.continuous)),
                 random: MeanStd::of(&values(&|r| Some(r.random_accuracy))).expect("a cell per batch"),
+                guessing: MeanStd::of(&values(&|r| Some(r.guessing()))).expect("a cell per batch"),
                 epsilon: of.first().and_then(|r| r.epsilon),
                 // Where one release has a guarantee (an unclipped update has none).
                 over_rounds: of.first().and_then(|r| r.epsilon).and(over_rounds(options, point)),
@@ -388,7 +405,7 @@ fn verdict(
         if points.is_empty() {
             continue;
         }
-        let safe = |r: &SummaryRow| r.accuracy.mean <= r.random.mean + SAFE_MARGIN;
+        let safe = |r: &SummaryRow| r.accuracy.mean <= r.guessing.mean + SAFE_MARGIN;
         match study {
             Study::BatchSize | Study::Noise | Study::Clients => {
                 let hit = points.iter().find(|r| safe(r));
@@ -398,7 +415,7 @@ fn verdict(
                     point: hit.map(|r| r.point),
                     at: at.point,
                     tableak: at.accuracy.mean,
-                    random: at.random.mean,
+                    random: at.guessing.mean,
                 });
                 sentences.push(threshold_sentence(options, attack, study, hit.is_some(), at, points[0]));
             }
@@ -424,7 +441,7 @@ fn verdict(
                         if k1 == 1 { "" } else { "s" },
                         pct(last.accuracy.mean),
                         pct(first.accuracy.mean),
-                        pct(last.random.mean)
+                        pct(last.guessing.mean)
                     ));
                 }
             }
@@ -434,7 +451,7 @@ fn verdict(
         .map(|r| super::shown::ShownPoint {
             label: r.point.label(),
             accuracy: r.accuracy.mean,
-            random: r.random.mean,
+            random: r.guessing.mean,
             shown: r.cells_shown,
         })
         .collect::<Vec<_>>();
@@ -507,7 +524,7 @@ fn fedavg_sentence(options: &AuditOptions, attack: AttackKind, points: &[&Summar
         pct(most.accuracy.mean),
         if e1 == 1 { "" } else { "s" },
         pct(least.accuracy.mean),
-        pct(least.random.mean),
+        pct(least.guessing.mean),
     )
 }
 
@@ -538,7 +555,7 @@ fn client_rows_sentences(
             Point::ClientRows { rows, .. } => rows,
             _ => 0,
         };
-        let hit = line.iter().find(|r| r.accuracy.mean <= r.random.mean + SAFE_MARGIN);
+        let hit = line.iter().find(|r| r.accuracy.mean <= r.guessing.mean + SAFE_MARGIN);
         let (first, last) = (line[0], line[line.len() - 1]);
         let at = hit.copied().unwrap_or(last);
         thresholds.push(Threshold {
@@ -546,7 +563,7 @@ fn client_rows_sentences(
             point: hit.map(|r| r.point),
             at: at.point,
             tableak: at.accuracy.mean,
-            random: at.random.mean,
+            random: at.guessing.mean,
         });
         let how = format!(
             "{} epoch{} of batches of {}, {}",
@@ -560,7 +577,7 @@ fn client_rows_sentences(
                 "Client size ({how}): already at {} rows {attack} gets no more than guessing ({} against {}).",
                 rows_of(h),
                 pct(h.accuracy.mean),
-                pct(h.random.mean)
+                pct(h.guessing.mean)
             ),
             Some(h) => format!(
                 "Client size ({how}): {attack} recovers {} of a {}-row client's cells and falls to within {:.0} points \
@@ -570,14 +587,14 @@ fn client_rows_sentences(
                 100.0 * SAFE_MARGIN,
                 rows_of(h),
                 pct(h.accuracy.mean),
-                pct(h.random.mean)
+                pct(h.guessing.mean)
             ),
             None => format!(
                 "Client size ({how}): no client size tried stops the leak: at {} rows {attack} still recovers {} of \
                  cells against {} by guessing ({} at {} rows).",
                 rows_of(last),
                 pct(last.accuracy.mean),
-                pct(last.random.mean),
+                pct(last.guessing.mean),
                 pct(first.accuracy.mean),
                 rows_of(first)
             ),
@@ -595,7 +612,11 @@ fn threshold_sentence(
     first: &SummaryRow,
 ) -> String {
     let within = format!("within {:.0} points of guessing", 100.0 * SAFE_MARGIN);
-    let numbers = format!("{} against {} by guessing", pct(at.accuracy.mean), pct(at.random.mean));
+    let numbers = format!(
+        "{} against {} by guessing",
+        pct(at.accuracy.mean),
+        pct(at.guessing.mean)
+    );
     let b = options.reference_batch;
     let delta = fmt_delta(options.run.delta.unwrap_or(DEFAULT_DELTA));
     let epsilon = at.epsilon.map_or("—".into(), fmt_epsilon);

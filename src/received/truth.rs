@@ -166,7 +166,12 @@ pub async fn attack_received_against(
     // server sent, says which of the ensemble's cells a guess beats. The figure is then never
     // far below guessing because the attack ran out of strength (issue 43).
     let fallback = match setup.fallback_on(&recon, truth, &guess, progress).await? {
-        Some(c) => fall_back(&mut recon, &c, &rules, &guess),
+        Some(c) => fall_back(
+            &mut recon,
+            &c,
+            &rules,
+            &crate::assess::fallback::Guess::drawn(guess.clone()),
+        ),
         None => None,
     };
     setup.put_rows_by_category(&mut recon, truth, fallback.as_ref().map(|(c, m)| (c, m.as_slice())));
