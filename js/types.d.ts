@@ -654,13 +654,13 @@ export type RoundChange = { members: number, changed: number, };
  */
 export type FallbackSummary = { 
 /**
- * Accuracy on the shadow batch of the ensemble alone, of the guess alone (the table's where the server holds its rows, else the marginals' draw), and of
- * the mix chosen (the server knows the shadow batch's truth, not the client's).
+ * Accuracy on the shadow batch of the ensemble alone, of the guess alone (the table's where
+ * the server holds its rows, else the marginals' draw), and of the mix chosen (the server
+ * knows the shadow batch's truth, not the client's).
  */
 shadow_ensemble: number, shadow_prior: number, shadow_chosen: number, 
 /**
- * A categorical cell whose entropy is above this falls back to the guess (null:
- * none does).
+ * A categorical cell whose entropy is above this falls back to the guess (null: none does).
  */
 categorical_above: number | null, 
 /**

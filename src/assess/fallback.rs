@@ -38,13 +38,13 @@ const QUANTILES: usize = 10;
 /// What the calibration chose and what it gave.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct FallbackSummary {
-    /// Accuracy on the shadow batch of the ensemble alone, of the guess alone (the table's where the server holds its rows, else the marginals' draw), and of
-    /// the mix chosen (the server knows the shadow batch's truth, not the client's).
+    /// Accuracy on the shadow batch of the ensemble alone, of the guess alone (the table's where
+    /// the server holds its rows, else the marginals' draw), and of the mix chosen (the server
+    /// knows the shadow batch's truth, not the client's).
     pub shadow_ensemble: f64,
     pub shadow_prior: f64,
     pub shadow_chosen: f64,
-    /// A categorical cell whose entropy is above this falls back to the guess (null:
-    /// none does).
+    /// A categorical cell whose entropy is above this falls back to the guess (null: none does).
     pub categorical_above: Option<f64>,
     /// The same for continuous cells (their entropy is on another scale).
     pub continuous_above: Option<f64>,

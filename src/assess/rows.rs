@@ -411,8 +411,9 @@ fn pairing_with_labels(read: &[usize], labels: &[usize]) -> Option<Vec<usize>> {
     Some(out)
 }
 
-/// The cells of `recon` that fall back by `c`, taken from `guess` (the table's guess where the
-/// server holds the table, `Setup::table_guess`, else the random baseline's own draw): never a cell of a row the update holds (proved, or consistent: of the 861 consistent
+/// The cells of `recon` that fall back by `c`, taken from `guess` (`Guess`: rows whose every cell
+/// falls back the table's guess where the server holds the table, else the random baseline's own
+/// draw): never a cell of a row the update holds (proved, or consistent: of the 861 consistent
 /// rows in the reports of issue 43's runs, 94.8 % of cells were right), the others by
 /// `Calibration::mask`. Rows whose every cell fell back are the prior's. The calibration as
 /// applied (`Calibration::holds_rows` set), and the mask.

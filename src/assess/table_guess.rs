@@ -9,8 +9,9 @@
 //! a starting draw in and out while the set's matched agreement with the simulated batches rises.
 //! On full Adult, B = 32, 60 batches (`scripts/table_guesses.py`, the same search), such a set
 //! scored 69.8 % against the table's rows drawn whole (65.7 %) and the marginals' draw (61.4 %),
-//! German Credit 64.5 % (62.4, 60.2), with nothing from the update. It is the report's `table_baseline` and, where the table is held, the
-//! fallback's guess (`assess::fallback`): an attack whose every cell falls back scores it exactly.
+//! German Credit 64.5 % (62.4, 60.2), with nothing from the update. It is the report's
+//! `table_baseline` and, where the table is held, what rows that fall back whole take
+//! (`assess::imputed::Guess`): an attack whose every cell falls back scores it exactly.
 use pathfinding::{kuhn_munkres::kuhn_munkres, matrix::Matrix};
 use rand::{Rng, SeedableRng, rngs::StdRng};
 
@@ -27,9 +28,9 @@ use crate::table::{Dataset, Value};
 const SIMULATED: usize = 8;
 const SWAPS_PER_ROW: usize = 4;
 /// Work the search does at most, in the Hungarian method's B³ per simulated batch per swap: at
-/// B = 32 every swap is tried (128), at B = 128 eleven of 512, so that the guess costs a bounded
-/// share of the attack.
-const MOST_WORK: usize = 200_000_000;
+/// B = 32 every swap is tried (128), at B = 128 eleven of 512, from B = 293 none (the set is the
+/// starting draw), so that the guess costs a bounded share of the attack.
+const MOST_WORK: u64 = 200_000_000;
 
 /// The table's guess for a batch whose slots have `labels` (a regression's, or where the server
 /// does not pair labels with rows: None, every slot drawn from every row), from the rows of
@@ -84,6 +85,12 @@ pub fn typical_rows(
     };
     let simulated: Vec<Vec<usize>> = (0..SIMULATED).map(|_| draw(&mut rng)).collect();
     let mut set = draw(&mut rng);
+    // In u64: on wasm32 a usize holds B³·8 only below B = 813.
+    let work = (SIMULATED as u64).saturating_mul((rows as u64).saturating_pow(3));
+    let swaps = (SWAPS_PER_ROW as u64 * rows as u64).min(MOST_WORK / work.max(1));
+    if swaps == 0 {
+        return Some(set.iter().map(|&i| dataset.rows[i].clone()).collect());
+    }
     let agree = |a: usize, b: usize| -> i64 {
         let (a, b) = (&dataset.rows[a], &dataset.rows[b]);
         rules
@@ -98,7 +105,6 @@ pub fn typical_rows(
         .collect();
     let total = |m: &[Matrix<i64>]| -> i64 { m.iter().map(|m| kuhn_munkres(m).0).sum() };
     let mut best = total(&agreements);
-    let swaps = (SWAPS_PER_ROW * rows).min(MOST_WORK / (SIMULATED * rows.pow(3)));
     for _ in 0..swaps {
         let slot = rng.random_range(0..rows);
         let pool = &pools[slot_class[slot]];
@@ -222,8 +228,13 @@ mod tests {
             typical > drawn + 0.12 && drawn > marginal,
             "{typical} {drawn} {marginal}"
         );
-        // Too few rows of a label outside the batch: no guess.
+        // Beyond the work bound (B = 293 and up) the guess is its starting draw, whole rows of
+        // the table, on every word size (the bound is counted in u64).
         let all: Vec<usize> = (0..data.n()).collect();
+        let wide = typical_rows(&rules, &data, &all, None, 300, 1).unwrap();
+        assert_eq!(wide.len(), 300);
+        assert!(wide.iter().all(|row| data.rows.contains(row)));
+        // Too few rows of a label outside the batch: no guess.
         assert!(typical_rows(&rules, &data, &all[..3], Some(&[0; 8]), 8, 0).is_none());
     }
 }
