@@ -173,15 +173,16 @@ fn answered_early(r: &Report, s: &mut String) {
     }
 }
 
-/// What fell back to the table's guess or its marginals, and why: the shadow client's choice, and where the
-/// reconstruction explains the update no better than the marginals, that the attack ran out of
-/// strength.
+/// What fell back to the table's guess or its marginals, and why: the shadow client's choice,
+/// and where the reconstruction explains the update no better than the guess, that the attack ran
+/// out of strength.
 fn fallback_lines(f: &crate::assess::fallback::FallbackSummary, s: &mut String) {
     // Where the server holds the table's rows, cells fall back to its guess from them
     // (`assess::table_guess`), else to the marginals' draw.
     let (to, guess, rows) = match f.shadow_of_table {
         true => (
-            "the table's guess (rows of the table outside this batch, chosen without the update)",
+            "the table's guess (rows of the table outside this batch, chosen without the update) where a \
+             whole row falls back, else to the marginals' draw",
             "the table's guess",
             "the table's guess",
         ),
