@@ -88,10 +88,13 @@ def main():
     def agree(a, b):
         return (np.abs(x[a][:, None, :] - x[b][None, :, :]) <= tol).sum(-1)
 
+    def matched(m):
+        return m[linear_sum_assignment(-m)].sum()
+
     def table_guess(outside, labels, simulated=8, swaps_per_row=4):
         sims = [labelled(outside, labels) for _ in range(simulated)]
         chosen = labelled(outside, labels)
-        value = lambda rows: sum(agree(s, rows)[linear_sum_assignment(-agree(s, rows))].sum() for s in sims)
+        value = lambda rows: sum(matched(agree(s, rows)) for s in sims)
         best = value(chosen)
         for _ in range(swaps_per_row * len(labels)):
             slot = rng.integers(len(labels))

@@ -344,9 +344,9 @@ pub fn calibrate(
     // Rows whose every cell falls back then take the table's guess where it is held, and the
     // thresholds stand where their mix scores on the shadow no worse than falling back whole (the
     // same runs: cells kept on 5, 2 above the guess by up to 7.4 points, 3 below by up to 7.1).
-    let (_, mut thresholds, _) = best;
-    let mut chosen = with(prior, thresholds).accuracy.total;
+    let (_, mut thresholds, mut chosen) = best;
     if prior.table.is_some() && !held.iter().all(|&h| h) {
+        chosen = with(prior, thresholds).accuracy.total;
         let whole = with(prior, every).accuracy.total;
         if whole > chosen {
             (thresholds, chosen) = (every, whole);

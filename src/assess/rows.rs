@@ -80,8 +80,8 @@ impl Setup<'_> {
         let guess = Guess {
             draw: random_guess.clone(),
             table: table_guess
-                .clone()
-                .filter(|_| calibration.is_some_and(|c| c.shadow_of_table)),
+                .filter(|_| calibration.is_some_and(|c| c.shadow_of_table))
+                .map(<[_]>::to_vec),
         };
         // The table's prior on the ensemble's continuous cells, as the shadow client chose it.
         if let (Some(k), Some(entropy)) = (calibration.and_then(|c| c.prior_spread), recon.entropy.as_ref()) {
@@ -129,7 +129,7 @@ impl Setup<'_> {
             seconds,
         );
         report.model_accuracy = self.scenario.model_accuracy;
-        report.table_baseline = table_guess.map(|rows| score(&self.rules, &truth.rows, &rows).accuracy.total);
+        report.table_baseline = table_guess.map(|rows| score(&self.rules, &truth.rows, rows).accuracy.total);
         report.not_applied.extend(recon.not_applied.iter().cloned());
         report.set_provenance(&recon.provenance, &why_not_proved(&recon.unproved), &scored.assignment);
         let truth_labels: Vec<usize> = truth.indices.iter().map(|&i| dataset.labels[i]).collect();
@@ -225,8 +225,10 @@ impl Setup<'_> {
             return Ok(None);
         };
         // The rows a fallback would put in: the table's guess where the server holds the table.
-        let table = c.shadow_of_table.then(|| self.table_guess()).flatten();
-        let guess = table.as_deref().unwrap_or(guess);
+        let guess = match c.shadow_of_table {
+            true => self.table_guess().unwrap_or(guess),
+            false => guess,
+        };
         let fits = match self.config.unreplayable(self.config.rows()) {
             None => Some(self.fits(recon, guess, None).await?),
             // A reshuffling client's rows in the orders its update chose for them.

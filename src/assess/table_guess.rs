@@ -139,8 +139,13 @@ impl Setup<'_> {
     /// What a server holding the table's other rows guesses without the update
     /// (`assess::table_guess`): its rows outside the batch, chosen as a set for the slots' labels
     /// (a regression's, for every slot alike). None where the batch's rows in the table are not
-    /// known (a received update, a shadow client) or too few rows are left outside it.
-    pub(crate) fn table_guess(&self) -> Option<Vec<Vec<Value>>> {
+    /// known (a received update, a shadow client) or too few rows are left outside it. Made once
+    /// per setup.
+    pub(crate) fn table_guess(&self) -> Option<&[Vec<Value>]> {
+        self.table_guess.get_or_init(|| self.make_table_guess()).as_deref()
+    }
+
+    fn make_table_guess(&self) -> Option<Vec<Vec<Value>>> {
         let truth = self.scenario.truth.as_ref()?;
         let rows = self.config.rows();
         if truth.indices.is_empty() || truth.rows.len() != rows {

@@ -54,10 +54,9 @@ fn uncertain_wrong_cells_fall_back_and_certain_right_ones_stay() {
         10,
     );
     // The marginal guess happens to be right on the uncertain rows.
-    let prior = repeated(&[row(5, 70.0), row(1, 5.0), row(2, 9.0)], 10);
+    let prior = Guess::drawn(repeated(&[row(5, 70.0), row(1, 5.0), row(2, 9.0)], 10));
     let held = vec![false; 30];
-    let (t, [ensemble, all_prior, chosen]) =
-        calibrate(&rules(), &truth, &rows, &entropy, &Guess::drawn(prior.clone()), &held);
+    let (t, [ensemble, all_prior, chosen]) = calibrate(&rules(), &truth, &rows, &entropy, &prior, &held);
     assert!(
         chosen > ensemble && chosen > all_prior,
         "{ensemble} {all_prior} {chosen}"
@@ -65,7 +64,7 @@ fn uncertain_wrong_cells_fall_back_and_certain_right_ones_stay() {
     assert_eq!(chosen, 1.0);
     let mask = t.mask(&rules(), &entropy);
     assert_eq!(mask[..3], [[false, false], [true, true], [true, true]]);
-    assert_eq!(mix(&rows, &Guess::drawn(prior.clone()), &mask), truth);
+    assert_eq!(mix(&rows, &prior, &mask), truth);
 }
 
 /// Falling back cells that score on the shadow batch as often right as the guess gains
@@ -90,14 +89,7 @@ fn a_surer_bound_without_a_gain_falls_nothing_back() {
         prior.push(prior_row);
         entropy.push(e);
     }
-    let (t, [ensemble, _, chosen]) = calibrate(
-        &rules(),
-        &truth,
-        &rows,
-        &entropy,
-        &Guess::drawn(prior.clone()),
-        &[false; 40],
-    );
+    let (t, [ensemble, _, chosen]) = calibrate(&rules(), &truth, &rows, &entropy, &Guess::drawn(prior), &[false; 40]);
     assert_eq!(ensemble, 0.875);
     assert_eq!(
         (t.categorical, t.continuous, chosen),
@@ -110,15 +102,8 @@ fn a_surer_bound_without_a_gain_falls_nothing_back() {
 fn an_ensemble_that_is_right_keeps_every_cell() {
     let truth = repeated(&[row(0, 1.0), row(1, 5.0)], 10);
     let entropy = repeated(&[vec![Some(0.5), Some(1.0)], vec![Some(0.7), Some(2.0)]], 10);
-    let prior = repeated(&[row(1, 5.0), row(1, 5.0)], 10);
-    let (t, [ensemble, _, chosen]) = calibrate(
-        &rules(),
-        &truth,
-        &truth,
-        &entropy,
-        &Guess::drawn(prior.clone()),
-        &[false; 20],
-    );
+    let prior = Guess::drawn(repeated(&[row(1, 5.0), row(1, 5.0)], 10));
+    let (t, [ensemble, _, chosen]) = calibrate(&rules(), &truth, &truth, &entropy, &prior, &[false; 20]);
     assert_eq!((ensemble, chosen), (1.0, 1.0));
     assert!(t.mask(&rules(), &entropy).iter().flatten().all(|&m| !m), "{t:?}");
 }
@@ -134,15 +119,8 @@ fn a_gain_the_shadow_batch_cannot_tell_from_luck_falls_back_and_held_rows_stay()
         .map(|i| vec![Some(1.0 + i as f64), Some(2.0 + i as f64)])
         .collect();
     entropy[0] = vec![Some(0.0), Some(0.0)];
-    let prior: Vec<_> = (0..8).map(|i| row(i + 20, 200.0 + i as f64)).collect();
-    let (t, [ensemble, all_prior, chosen]) = calibrate(
-        &rules(),
-        &truth,
-        &rows,
-        &entropy,
-        &Guess::drawn(prior.clone()),
-        &[false; 8],
-    );
+    let prior = Guess::drawn((0..8).map(|i| row(i + 20, 200.0 + i as f64)).collect());
+    let (t, [ensemble, all_prior, chosen]) = calibrate(&rules(), &truth, &rows, &entropy, &prior, &[false; 8]);
     assert!(ensemble > all_prior, "{ensemble} {all_prior}");
     assert_eq!(chosen, all_prior, "{t:?}");
     assert!(t.mask(&rules(), &entropy).iter().flatten().all(|&m| m), "{t:?}");
@@ -150,18 +128,11 @@ fn a_gain_the_shadow_batch_cannot_tell_from_luck_falls_back_and_held_rows_stay()
     assert!(t.categorical.is_some_and(f64::is_finite) && t.continuous.is_some_and(f64::is_finite));
     // The same rows held by the update: the guess never replaces them, and a shadow batch whose
     // update holds every row tested nothing and keeps the ensemble's cells.
-    let (t, [_, _, chosen]) = calibrate(
-        &rules(),
-        &truth,
-        &rows,
-        &entropy,
-        &Guess::drawn(prior.clone()),
-        &[true; 8],
-    );
+    let (t, [_, _, chosen]) = calibrate(&rules(), &truth, &rows, &entropy, &prior, &[true; 8]);
     assert_eq!((t.categorical, t.continuous, chosen), (None, None, ensemble));
     let mut held = [false; 8];
     held[0] = true;
-    let (_, [_, _, chosen]) = calibrate(&rules(), &truth, &rows, &entropy, &Guess::drawn(prior.clone()), &held);
+    let (_, [_, _, chosen]) = calibrate(&rules(), &truth, &rows, &entropy, &prior, &held);
     assert_eq!(chosen, ensemble);
 }
 
@@ -358,15 +329,13 @@ fn where_the_ensemble_loses_to_the_guess_a_gain_must_be_sure_of_the_choice_too()
             .collect()
     };
     let held = [false; 40];
-    let loses = guess(true);
-    let (t, [ensemble, all_prior, chosen]) =
-        calibrate(&rules(), &truth, &rows, &entropy, &Guess::drawn(loses.clone()), &held);
+    let loses = Guess::drawn(guess(true));
+    let (t, [ensemble, all_prior, chosen]) = calibrate(&rules(), &truth, &rows, &entropy, &loses, &held);
     assert!(ensemble < all_prior, "{ensemble} {all_prior}");
     assert_eq!(chosen, all_prior, "{t:?}");
     assert!(t.mask(&rules(), &entropy).iter().flatten().all(|&m| m), "{t:?}");
-    let wins = guess(false);
-    let (t, [ensemble, all_prior, chosen]) =
-        calibrate(&rules(), &truth, &rows, &entropy, &Guess::drawn(wins.clone()), &held);
+    let wins = Guess::drawn(guess(false));
+    let (t, [ensemble, all_prior, chosen]) = calibrate(&rules(), &truth, &rows, &entropy, &wins, &held);
     assert!(ensemble > all_prior, "{ensemble} {all_prior}");
     assert!(chosen > all_prior, "{t:?}");
     let kept = t.mask(&rules(), &entropy).iter().filter(|m| !m[0]).count();

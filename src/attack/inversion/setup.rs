@@ -47,6 +47,9 @@ pub struct Setup<'a> {
     /// Continuous columns the table determines from a category, where the attack reads them so
     /// (`table::determined`, `assess::pooling::ReadFrom`).
     pub determined: Vec<crate::table::determined::Determined>,
+    /// The table's guess (`Setup::table_guess`), made once: the fallback's fits and the report
+    /// both read it.
+    pub(crate) table_guess: std::sync::OnceLock<Option<Vec<Vec<crate::table::Value>>>>,
 }
 
 impl<'a> Setup<'a> {
@@ -93,6 +96,7 @@ impl<'a> Setup<'a> {
                 true => crate::table::determined::determined_columns(dataset),
                 false => Vec::new(),
             },
+            table_guess: std::sync::OnceLock::new(),
         };
         for d in &setup.determined {
             setup.rules[d.column].follows = Some(d.by);
