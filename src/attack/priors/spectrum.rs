@@ -258,7 +258,15 @@ impl Spectrum {
         if norm == 0.0 {
             return 0.0;
         }
-        ((self.drift_map(r) * v).norm() * scale / norm).min(self.angle(r))
+        // ‖η Σ⁻¹ Uᵀ v‖ over the leading r directions, as `drift_map` gives it, without making it.
+        let along = self.left.columns(0, r.min(self.left.ncols())).tr_mul(v);
+        let mapped = along
+            .iter()
+            .zip(&self.values)
+            .map(|(u, &s)| (u * self.noise / s.max(f64::MIN_POSITIVE)).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        (mapped * scale / norm).min(self.angle(r))
     }
 
     /// η Σ⁻¹ Uᵀ over the leading `r` directions, [r, m]: `drift` before its division by the

@@ -445,9 +445,15 @@ impl<'a> ActivationSpan<'a> {
     /// The continuous values that bring the row's activation nearest the span, its categorical
     /// cells fixed: Gauss-Newton steps (for ReLU, least squares on the row's pattern), each
     /// rounded and kept in range. The pre-activation is linear in the continuous values, so it is
-    /// moved rather than recomputed; all columns are projected in one product.
-    fn fit_continuous(&self, row: &mut [Value], rounds: usize) -> f64 {
-        let mut z = self.pre_activation(row);
+    /// moved rather than recomputed; all columns are projected in one product. Returns the
+    /// distance and the row's pre-activation.
+    fn fit_continuous(&self, row: &mut [Value], rounds: usize) -> (f64, DVector<f64>) {
+        let z = self.pre_activation(row);
+        self.fit_continuous_from(row, z, rounds)
+    }
+
+    /// `fit_continuous` from the row's pre-activation `z`, already computed.
+    fn fit_continuous_from(&self, row: &mut [Value], mut z: DVector<f64>, rounds: usize) -> (f64, DVector<f64>) {
         for _ in 0..rounds {
             if self.continuous.is_empty() {
                 break;
@@ -469,9 +475,9 @@ impl<'a> ActivationSpan<'a> {
                 row[c.feature] = Value::Num(new);
                 moved[k] = new - old;
             }
-            z += w * moved;
+            z.gemv(1.0, w, &moved, 1.0);
         }
-        self.distance_at(&z)
+        (self.distance_at(&z), z)
     }
 
     /// Whether two rows are one for the certificate: the same categories, continuous values within
@@ -488,21 +494,19 @@ impl<'a> ActivationSpan<'a> {
     /// coordinate descent), and its distance. Rows that are one with a row in `avoid` (found
     /// already) count as infinitely far, so a descent that would end in one looks for another.
     pub fn refine(&self, candidate: &[Value], avoid: &[Vec<Value>]) -> (Vec<Value>, f64) {
-        let fit = |row: &mut Vec<Value>, rounds: usize| {
-            let distance = self.fit_continuous(row, rounds);
-            if self.among(row, avoid) {
-                f64::INFINITY
-            } else {
-                distance
-            }
+        let avoided = |row: &[Value], distance: f64| match self.among(row, avoid) {
+            true => f64::INFINITY,
+            false => distance,
         };
         let mut best = candidate.to_vec();
-        let mut best_distance = fit(&mut best, FIT_ROUNDS);
+        let (distance, mut best_z) = self.fit_continuous(&mut best, FIT_ROUNDS);
+        let mut best_distance = avoided(&best, distance);
         for _ in 0..SWEEPS {
             if best_distance < self.threshold(&best) {
                 break;
             }
             let mut improved = false;
+            let mut best_x = self.dataset.encode(&best);
             for (f, feature) in self.dataset.features.iter().enumerate() {
                 let FeatureKind::Categorical { categories } = &feature.kind else {
                     continue;
@@ -519,18 +523,30 @@ impl<'a> ActivationSpan<'a> {
                     }
                     let mut trial = best.clone();
                     trial[f] = Value::Cat(c);
+                    // The trial differs from `best` in one block: its pre-activation moves by
+                    // W₁ᵀ's columns there rather than being recomputed.
+                    let x = self.dataset.encode(&trial);
+                    let mut z = best_z.clone();
+                    for (j, (new, old)) in x.iter().zip(&best_x).enumerate() {
+                        if new != old {
+                            z.axpy(new - old, &self.w1t.column(j), 1.0);
+                        }
+                    }
                     // One round to rank the values; the best gets the full fit below.
-                    let distance = fit(&mut trial, 1);
+                    let (distance, z) = self.fit_continuous_from(&mut trial, z, 1);
+                    let distance = avoided(&trial, distance);
                     if distance < best_distance {
-                        (best, best_distance) = (trial, distance);
+                        (best, best_distance, best_z) = (trial, distance, z);
+                        best_x = self.dataset.encode(&best);
                         improved = true;
                     }
                 }
             }
             let mut refit = best.clone();
-            let distance = fit(&mut refit, FIT_ROUNDS);
+            let (distance, z) = self.fit_continuous_from(&mut refit, best_z.clone(), FIT_ROUNDS);
+            let distance = avoided(&refit, distance);
             if distance < best_distance {
-                (best, best_distance) = (refit, distance);
+                (best, best_distance, best_z) = (refit, distance, z);
             }
             if !improved {
                 break;
