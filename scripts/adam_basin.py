@@ -27,6 +27,9 @@ SPEC §6), and once, up front, how far the stand-in's signs agree with the updat
   python3 scripts/adam_basin.py DIR --csv ../shared/datasets/adult.csv --encoding DIR/../encoding.json \
       --noise 0.3 --steps 500 --lr 0.001
 
+--cell-search SWEEPS asks the question one cell at a time instead (`cell_search`): the true
+categories, the continuous cells searched on their columns' quantiles against the exact replay.
+
 Needs torch, scipy and safetensors. Handles clients of scripts/export_update.py's default network
 (ReLU hidden layers of any widths, softmax head) trained with Adam (its default betas).
 """
@@ -66,9 +69,9 @@ class Client:
         for start in range(0, len(self.y), self.local_batch):
             yield x[start : start + self.local_batch], self.y[start : start + self.local_batch]
 
-    def adam(self, x, eps=None):
+    def adam(self, x, eps=None, graph=True):
         """θ0 − θE under Adam, differentiable in x (torch.optim.Adam's rule, weight decay 0), with
-        eps in place of the client's where given (a smoothed replay)."""
+        eps in place of the client's where given (a smoothed replay); graph=False: its value only."""
         eps = self.eps if eps is None else eps
         p = {k: v.clone().requires_grad_(True) for k, v in self.w0.items()}
         m = {k: torch.zeros_like(v) for k, v in p.items()}
@@ -79,7 +82,7 @@ class Client:
                 t += 1
                 keys = list(p)
                 loss = export_update.loss_of("softmax", torch.func.functional_call(self.model, p, (xb,)), yb)
-                grads = torch.autograd.grad(loss, [p[k] for k in keys], create_graph=True)
+                grads = torch.autograd.grad(loss, [p[k] for k in keys], create_graph=graph)
                 step = {}
                 for k, g in zip(keys, grads):
                     m[k] = BETAS[0] * m[k] + (1 - BETAS[0]) * g
@@ -87,7 +90,7 @@ class Client:
                     # 1e-300 keeps √'s derivative finite where a unit saw no gradient yet.
                     denom = torch.sqrt(v2[k] + 1e-300) / math.sqrt(1 - BETAS[1] ** t) + eps
                     step[k] = p[k] - self.lr / (1 - BETAS[0] ** t) * m[k] / denom
-                p = step
+                p = step if graph else {k: v.detach().requires_grad_(True) for k, v in step.items()}
         return {k: self.w0[k] - p[k] for k in self.w0}
 
     def gradient_sum(self, x):
@@ -148,6 +151,30 @@ class Rows:
         return 1 - cost[r, c].mean().item()
 
 
+def cell_search(client, rows_of, truth, target, table, sweeps):
+    """The true categories, every continuous cell at the column's mean, then each cell in turn set
+    to the one of 41 quantiles of its column (over `table`) whose exact replay fits the update best
+    (1 − cos), for `sweeps` passes over the cells: whether the update, read one cell at a time,
+    leads to the continuous values once every category is right."""
+    fit = lambda x: 1 - torch.cosine_similarity(flat(client.adam(x, graph=False)), target, 0).item()
+    grids = {c: torch.unique(torch.quantile(table[:, c], torch.linspace(0, 1, 41))) for c in rows_of.cont}
+    x = truth.clone()
+    x[:, rows_of.cont] = 0.0
+    right = lambda x: (x[:, rows_of.cont] - truth[:, rows_of.cont]).abs().le(0.319).double().mean().item()
+    print(f"start: 1 − cos {fit(x):.4f}, cells right {rows_of.accuracy(x, truth):.3f}, continuous {right(x):.3f}")
+    for sweep in range(sweeps):
+        for i in range(len(x)):
+            for c in rows_of.cont:
+                best, value = fit(x), x[i, c].item()
+                for v in grids[c]:
+                    x[i, c] = v
+                    if (f := fit(x)) < best:
+                        best, value = f, v.item()
+                x[i, c] = value
+        print(f"sweep {sweep + 1}: 1 − cos {fit(x):.4f}, cells right {rows_of.accuracy(x, truth):.3f}, "
+              f"continuous {right(x):.3f}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("client", help="a directory scripts/export_update.py wrote (an Adam FedAvg client, rows in order)")
@@ -161,6 +188,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--eps-from", type=float, help="replay with this eps first, annealed geometrically to the client's")
     ap.add_argument("--anneal", type=float, default=0.8, help="share of the steps the annealing takes")
+    ap.add_argument("--cell-search", type=int, metavar="SWEEPS",
+                    help="instead: the true categories, each continuous cell searched on a grid (cell_search)")
     args = ap.parse_args()
     torch.set_default_dtype(torch.float64)
     torch.manual_seed(args.seed)
@@ -187,6 +216,9 @@ def main():
         print(f"stand-in {k}: signs agree {(a.sign() == b.sign()).double().mean().item():.3f}, "
               f"cos {torch.cosine_similarity(a, b, 0).item():.3f}")
     rows_of = Rows(encoding)
+    if args.cell_search:
+        table = torch.tensor([export_update.encode(r, header, encoding) for r in rows[:20000]])
+        return cell_search(client, rows_of, truth, target, table, args.cell_search)
     z = rows_of.start(truth, args.noise).requires_grad_(True)
     opt = torch.optim.Adam([z], lr=args.lr)
     for it in range(args.steps + 1):

@@ -362,13 +362,15 @@ pub fn rows_in_span(
     let Some((first, second)) = halves(&columns, (&vectors, &hot), &lines, &start, tolerance, shared) else {
         return refused(free);
     };
-    let sum_of = |cols: &[usize]| -> DVector<f64> {
-        let mut s = DVector::zeros(d);
+    // The categories' columns summed into buffers made once: millions of pairs can reach the full
+    // check (the sums as nalgebra's `+` forms them, with no vector allocated per pair).
+    let sum_into = |s: &mut DVector<f64>, cols: &[usize]| {
+        s.fill(0.0);
         for &c in cols {
-            s += vectors.column(c);
+            *s += vectors.column(c);
         }
-        s
     };
+    let (mut sum_a, mut sum_b, mut total) = (DVector::zeros(d), DVector::zeros(d), DVector::zeros(d));
     let mut rows = Vec::new();
     // The continuous values nearest the span: t = −(Q C)⁺ Q x_cat; where the span leaves some
     // free, the determined part of that and the point of the ranges nearest the span along the
@@ -391,7 +393,11 @@ pub fn rows_in_span(
     };
     for (ia, ib, within) in within_every_line(&first, &second, shared) {
         let (ca, cb) = (decode(ia, &first, &columns), decode(ib, &second.half, &columns));
-        let total = &base + sum_of(&ca) + sum_of(&cb);
+        sum_into(&mut sum_a, &ca);
+        sum_into(&mut sum_b, &cb);
+        for ((t, b), (a, c)) in total.iter_mut().zip(base.iter()).zip(sum_a.iter().zip(sum_b.iter())) {
+            *t = b + a + c;
+        }
         if total.norm() > within {
             continue;
         }

@@ -445,8 +445,7 @@ impl<'a> ActivationSpan<'a> {
     /// The continuous values that bring the row's activation nearest the span, its categorical
     /// cells fixed: Gauss-Newton steps (for ReLU, least squares on the row's pattern), each
     /// rounded and kept in range. The pre-activation is linear in the continuous values, so it is
-    /// moved rather than recomputed; all columns are projected in one product. Returns the
-    /// distance and the row's pre-activation.
+    /// moved rather than recomputed. Returns the distance and the row's pre-activation.
     fn fit_continuous(&self, row: &mut [Value], rounds: usize) -> (f64, DVector<f64>) {
         let z = self.pre_activation(row);
         self.fit_continuous_from(row, z, rounds)
@@ -458,13 +457,8 @@ impl<'a> ActivationSpan<'a> {
             if self.continuous.is_empty() {
                 break;
             }
-            let slope = z.map(|v| self.activation.host_slope(v));
-            let a = z.map(|v| self.activation.host(v));
-            // d a / d value = σ′(z) ⊙ W₁[offset, :] / std (ReLU: on the active units).
-            let w = &self.continuous_w;
-            let columns = DMatrix::from_fn(w.nrows(), w.ncols(), |j, k| w[(j, k)] * slope[j]);
-            let columns = &columns - &self.basis * (&self.basis_t * &columns);
-            let Some(step) = least_squares(&columns, &-self.residual(&a)) else {
+            let (normal, rhs) = self.step_equations(&z);
+            let Some(step) = least_squares(normal, &rhs) else {
                 break;
             };
             let mut moved = DVector::zeros(self.continuous.len());
@@ -475,9 +469,49 @@ impl<'a> ActivationSpan<'a> {
                 row[c.feature] = Value::Num(new);
                 moved[k] = new - old;
             }
-            z.gemv(1.0, w, &moved, 1.0);
+            z.gemv(1.0, &self.continuous_w, &moved, 1.0);
         }
         (self.distance_at(&z), z)
+    }
+
+    /// A Gauss-Newton step's normal equations at pre-activation `z`: with A = P⊥ (σ′(z) ⊙ W_c)
+    /// (d a / d value, ReLU: on the active units, its part outside the span) and P⊥ a the
+    /// activation's part outside, AᵀA and −Aᵀ P⊥ a. With M = [σ′ ⊙ W_c | a] and C = Bᵀ M, both
+    /// are MᵀM − CᵀC (P⊥ = I − BBᵀ is a projection): one pass over the live units, no [h, k]
+    /// product formed (in the page, nalgebra's products run matrixmultiply's scalar kernel).
+    fn step_equations(&self, z: &DVector<f64>) -> (DMatrix<f64>, DVector<f64>) {
+        let (h, r, k) = (self.width(), self.rank(), self.continuous.len());
+        // Unit j's coordinates in the span, contiguous in Bᵀ [r, h]; W_c [h, k] column-major.
+        let (bt, wc) = (self.basis_t.as_slice(), self.continuous_w.as_slice());
+        let mut c = vec![0.0; r * (k + 1)];
+        let mut mtm = DMatrix::<f64>::zeros(k + 1, k + 1);
+        let mut m = vec![0.0; k + 1];
+        for j in 0..h {
+            let (slope, a) = (self.activation.host_slope(z[j]), self.activation.host(z[j]));
+            if slope == 0.0 && a == 0.0 {
+                continue;
+            }
+            for (q, v) in m[..k].iter_mut().enumerate() {
+                *v = wc[q * h + j] * slope;
+            }
+            m[k] = a;
+            let unit = &bt[j * r..(j + 1) * r];
+            for (column, &v) in c.chunks_exact_mut(r).zip(&m) {
+                column.iter_mut().zip(unit).for_each(|(acc, u)| *acc += v * u);
+            }
+            for p in 0..=k {
+                for q in 0..=k {
+                    mtm[(p, q)] += m[p] * m[q];
+                }
+            }
+        }
+        let dot = |p: usize, q: usize| -> f64 {
+            let (a, b) = (&c[p * r..(p + 1) * r], &c[q * r..(q + 1) * r]);
+            a.iter().zip(b).map(|(x, y)| x * y).sum()
+        };
+        let normal = DMatrix::from_fn(k, k, |p, q| mtm[(p, q)] - dot(p, q));
+        let rhs = DVector::from_fn(k, |p, _| dot(p, k) - mtm[(p, k)]);
+        (normal, rhs)
     }
 
     /// Whether two rows are one for the certificate: the same categories, continuous values within
@@ -561,16 +595,15 @@ impl<'a> ActivationSpan<'a> {
     }
 }
 
-/// The least-squares solution of `a s ≈ b` ([h, k], k small) by its normal equations, with a
+/// The least-squares step from its normal equations (`ActivationSpan::step_equations`), with a
 /// ridge far below any column's scale so a column the pattern zeroes gets no step: the values it
 /// proposes are rounded and checked by the distance, so the squared conditioning does not matter.
-fn least_squares(a: &DMatrix<f64>, b: &DVector<f64>) -> Option<DVector<f64>> {
-    let mut normal = a.tr_mul(a);
+fn least_squares(mut normal: DMatrix<f64>, rhs: &DVector<f64>) -> Option<DVector<f64>> {
     let ridge = 1e-12 * normal.diagonal().max().max(f64::MIN_POSITIVE);
     for k in 0..normal.nrows() {
         normal[(k, k)] += ridge;
     }
-    let step = normal.cholesky()?.solve(&a.tr_mul(b));
+    let step = normal.cholesky()?.solve(rhs);
     step.iter().all(|v| v.is_finite()).then_some(step)
 }
 
