@@ -325,3 +325,37 @@ fn rows_of_a_span_cut_above_uncertain_directions_fit_and_rows_one_cell_off_do_no
         assert!(cut_only > 0, "seed {seed}: every row fit the span cut at the rounding");
     }
 }
+
+/// The refinement's Gauss-Newton step solves the normal equations of the projected Jacobian:
+/// `step_equations` (accumulated as MᵀM − CᵀC over the live units) agrees with AᵀA and −Aᵀ P⊥ a
+/// formed explicitly, A = P⊥ (σ′(z) ⊙ W_c), for ReLU and for a smooth activation (every unit live),
+/// at the batch's rows and at rows moved off them.
+#[test]
+fn the_steps_equations_are_the_projected_jacobians() {
+    let dataset = adult();
+    for activation in [Activation::Relu, Activation::Tanh] {
+        let (scenario, rows) = batch_with(&dataset, 64, activation);
+        let span = span_with(&dataset, &scenario, activation);
+        for (i, row) in rows.iter().take(6).enumerate() {
+            let mut z = span.pre_activation(row);
+            z.iter_mut()
+                .enumerate()
+                .for_each(|(j, v)| *v += 0.05 * ((i * 7 + j) as f64).sin());
+            let slope = z.map(|v| activation.host_slope(v));
+            let a = z.map(|v| activation.host(v));
+            let w = &span.continuous_w;
+            let columns = DMatrix::from_fn(w.nrows(), w.ncols(), |j, k| w[(j, k)] * slope[j]);
+            let columns = &columns - &span.basis * (&span.basis_t * &columns);
+            let (normal, rhs) = span.step_equations(&z);
+            let (want_normal, want_rhs) = (columns.tr_mul(&columns), columns.tr_mul(&-span.residual(&a)));
+            let scale = want_normal.norm();
+            assert!(scale > 0.0, "{activation:?}, row {i}");
+            assert!(
+                (&normal - &want_normal).norm() <= 1e-10 * scale,
+                "{activation:?}, row {i}"
+            );
+            let rhs_scale = want_rhs.norm().max(1e-12 * scale);
+            assert!((&rhs - &want_rhs).norm() <= 1e-8 * rhs_scale, "{activation:?}, row {i}");
+        }
+    }
+}
