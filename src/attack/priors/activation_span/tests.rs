@@ -331,7 +331,7 @@ fn rows_of_a_span_cut_above_uncertain_directions_fit_and_rows_one_cell_off_do_no
 /// formed explicitly, A = P⊥ (σ′(z) ⊙ W_c), for ReLU and for a smooth activation (every unit live),
 /// at the batch's rows and at rows moved off them.
 #[test]
-fn the_steps_equations_are_the_projected_jacobians() {
+fn the_step_equations_are_the_projected_jacobians() {
     let dataset = adult();
     for activation in [Activation::Relu, Activation::Tanh] {
         let (scenario, rows) = batch_with(&dataset, 64, activation);
