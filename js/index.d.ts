@@ -49,8 +49,12 @@ export interface AuditControl {
 }
 
 export declare class Leakscope {
-  /** 'auto' times WebGPU and the CPU on each new problem and runs on the faster. */
-  static create(options?: { backend?: Backend; module?: WebAssembly.Module }): Promise<Leakscope>;
+  /**
+   * 'auto' times WebGPU and the CPU on each new problem and runs on the faster. `warm` (default
+   * true): run the CPU engine's code once in the background, so that it is optimised before the
+   * first run (a run asked meanwhile cuts it short).
+   */
+  static create(options?: { backend?: Backend; module?: WebAssembly.Module; warm?: boolean }): Promise<Leakscope>;
   /** The compiled WebAssembly module (after `create`), to hand to engines in other workers. */
   static readonly wasmModule: WebAssembly.Module | undefined;
   /** The audit's default grid (after `create`); `quick`: the smaller one the page runs. */
@@ -58,7 +62,7 @@ export declare class Leakscope {
   /** ε over rounds with client sampling (RDP, as Opacus), per round and against the server (after `create`). */
   static privacy(query: PrivacyQuery): PrivacyAnswer;
   readonly backend: EngineInfo;
-  /** Resolves once the GPU's kernels are compiled (started by `create`; a GPU run waits for it): the seconds it took, or null without a GPU. */
+  /** Resolves once the warm-ups `create` started are over (the GPU's kernels, which a GPU run waits for; the CPU's code run once): the GPU's seconds, or null without a GPU. */
   warmUp(): Promise<number | null>;
   readonly limits: Limits;
   /** The attacks this engine offers, with their own settings, defaults and limits. */

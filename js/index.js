@@ -33,9 +33,12 @@ export class Leakscope {
   /**
    * Start the engine: backend 'auto' (times WebGPU and the CPU on each new problem and runs on the
    * faster), 'webgpu' or 'cpu'. `module`: an already compiled WebAssembly.Module of this package.
+   * `warm` (default true): run the CPU engine's code once in the background after starting, so
+   * that the JavaScript engine has optimised it before the first run (a run asked meanwhile cuts
+   * it short).
    */
-  static async create({ backend = 'auto', module } = {}) {
-    return new Leakscope(await createEngine(backend, module));
+  static async create({ backend = 'auto', module, warm = true } = {}) {
+    return new Leakscope(await createEngine(backend, module, warm));
   }
 
   /** The compiled WebAssembly module (after `create`), to hand to engines in other workers. */
@@ -53,8 +56,9 @@ export class Leakscope {
   }
 
   /**
-   * Resolves once the GPU's kernels are compiled: `create` starts compiling them in the background,
-   * and a run on the GPU waits for it. Resolves to the seconds it took, or null without a GPU.
+   * Resolves once the engine's warm-ups are over: `create` starts compiling the GPU's kernels in
+   * the background (a run on the GPU waits for it), then runs the CPU engine's code once (a run cuts
+   * that short). Resolves to the seconds the GPU's took, or null without a GPU.
    */
   warmUp() {
     return guarded(() => this.#engine.warmUp());

@@ -21,7 +21,7 @@ export interface Members {
 }
 
 export declare function toBytes(csv: CsvInput): Promise<Uint8Array>;
-export declare function createEngine(backend: string, module?: WebAssembly.Module): Promise<WasmEngine>;
+export declare function createEngine(backend: string, module?: WebAssembly.Module, warm?: boolean): Promise<WasmEngine>;
 export declare function loadTable(csv: CsvInput): Promise<WasmTable>;
 export declare function runPlanned(
   engine: WasmEngine,

@@ -72,9 +72,14 @@ async function cancellable(signal, task) {
 export const RAW = Symbol('leakscope.raw');
 
 /** Start the engine: compile (or take `module`) once per thread, then an engine on `backend`. */
-export async function createEngine(backend, module) {
+/**
+ * Start an engine. `warm`: run the CPU engine's code once in the background, so that the browser
+ * has optimised it before the first run (a run asked meanwhile cuts it short); helper workers,
+ * which only invert, start without it.
+ */
+export async function createEngine(backend, module, warm = true) {
   await load(module);
-  return guarded(() => Engine.create(backend));
+  return guarded(() => Engine.create(backend, warm));
 }
 
 /** The compiled WebAssembly module (after an engine started), to hand to engines in other workers. */

@@ -19,10 +19,12 @@ export declare class LeakscopeWorker {
     workers?: number;
     workerUrl?: string | URL;
     module?: WebAssembly.Module | Promise<WebAssembly.Module>;
+    /** Run the CPU engine's code once in the coordinating worker after it starts (default true). */
+    warm?: boolean;
   }): Promise<LeakscopeWorker>;
   /** What the engine runs on; after a run, `report.backend` says what really ran and why. */
   readonly backend: EngineInfo;
-  /** Resolves once the GPU's kernels are compiled in the engine's worker (a GPU run waits for it): the seconds it took, or null without a GPU. */
+  /** Resolves once the warm-ups are over in the engine's worker (the GPU's kernels, which a GPU run waits for; the CPU's code run once): the GPU's seconds, or null without a GPU. */
   warmUp(): Promise<number | null>;
   readonly limits: Limits;
   /** The options a run gets for every one it leaves out. */

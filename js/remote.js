@@ -39,6 +39,7 @@ class EngineWorker {
   #rpc = null;
   #url;
   #backendChoice;
+  #warm;
   #onRestart;
   #terminated = false;
   info = null;
@@ -48,9 +49,10 @@ class EngineWorker {
   /** The compiled WebAssembly module (a promise of it until started), shared with later workers. */
   module = null;
 
-  constructor(url, backendChoice, module = null, onRestart = () => {}) {
+  constructor(url, backendChoice, module = null, onRestart = () => {}, warm = true) {
     this.#url = url;
     this.#backendChoice = backendChoice;
+    this.#warm = warm;
     this.module = module;
     this.#onRestart = onRestart;
   }
@@ -79,6 +81,7 @@ class EngineWorker {
       backend: this.#backendChoice,
       module: module ?? undefined,
       shareModule: !module,
+      warm: this.#warm,
     });
     this.module = module ?? this.info.module ?? null;
     return this;
@@ -134,11 +137,11 @@ export class LeakscopeWorker {
    * WebAssembly.Module, or a promise of it (`compileEngine()`), compiled on this thread; without
    * it the first worker fetches and compiles the module itself.
    */
-  static async create({ backend = 'auto', workers, workerUrl = new URL('./worker.js', import.meta.url), module } = {}) {
+  static async create({ backend = 'auto', workers, workerUrl = new URL('./worker.js', import.meta.url), module, warm = true } = {}) {
     const cores = typeof navigator !== 'undefined' ? navigator.hardwareConcurrency || 1 : 1;
     const engine = new LeakscopeWorker(workerUrl, Math.max(1, Math.floor(workers ?? cores)));
     // When the coordinator is replaced (a crash, a cancel it did not answer), its helpers go too.
-    engine.#main = await new EngineWorker(workerUrl, backend, module ?? null, () => engine.#dropHelpers()).start();
+    engine.#main = await new EngineWorker(workerUrl, backend, module ?? null, () => engine.#dropHelpers(), warm).start();
     return engine;
   }
 
@@ -148,8 +151,9 @@ export class LeakscopeWorker {
   }
 
   /**
-   * Resolves once the GPU's kernels are compiled in the engine's worker (`create` starts it; a GPU
-   * run waits for it): the seconds it took, or null without a GPU.
+   * Resolves once the engine's warm-ups are over in its worker (`create` starts them: the GPU's
+   * kernels, which a GPU run waits for, then the CPU engine's code run once, which a run cuts
+   * short): the seconds the GPU's took, or null without a GPU.
    */
   warmUp() {
     return this.#main.request('warmUp');
@@ -195,7 +199,8 @@ export class LeakscopeWorker {
   async #connectHelpers(count) {
     while (this.#helpers.length < count) {
       const index = this.#helpers.length;
-      const helper = new EngineWorker(this.#url, 'cpu', this.#main.module);
+      // Helpers only invert shares: no warm-up to cut short when their first share comes.
+      const helper = new EngineWorker(this.#url, 'cpu', this.#main.module, undefined, false);
       this.#helpers.push(helper);
       try {
         await helper.start();

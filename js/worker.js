@@ -6,7 +6,7 @@
 // ensemble, runs an audit's cells); helper workers, connected to it by MessagePorts, invert shares
 // and run cells on the CPU. Every request goes through rpc.js (ids, progress, cancel).
 //
-// From the page:   create {backend, module?, shareModule?} · load {csv} → {handle, bytes}
+// From the page:   create {backend, module?, shareModule?, warm?} · load {csv} → {handle, bytes}
 //                  · inspect/plan/run/auditPlan/audit {table: handle, options, workers} · drop {table}
 //                  · attackUpdate {files: {encoding, update, weights?}, options}
 //                  · helper {index, port} (a helper's port, transferred) · connect {port} (to a helper)
@@ -59,8 +59,8 @@ async function helperWith(index, handle) {
   return helper;
 }
 
-async function create({ backend, module, shareModule }) {
-  engine = createEngine(backend, module);
+async function create({ backend, module, shareModule, warm = true }) {
+  engine = createEngine(backend, module, warm);
   const ready = await engine;
   const reply = {
     backend: ready.backend,

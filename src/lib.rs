@@ -19,6 +19,7 @@ pub mod runtime;
 pub mod scenario;
 pub mod seed;
 pub mod table;
+pub mod warm_up;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 

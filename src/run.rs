@@ -36,7 +36,11 @@ fn flow(config: &AttackConfig) -> Flow<'_> {
 }
 
 /// The checked configuration's scenario, set up for inversion.
-async fn prepare<'a>(runtime: &'a Runtime, dataset: &'a Dataset, config: &'a AttackConfig) -> Result<Setup<'a>> {
+pub(crate) async fn prepare<'a>(
+    runtime: &'a Runtime,
+    dataset: &'a Dataset,
+    config: &'a AttackConfig,
+) -> Result<Setup<'a>> {
     config.validate(dataset)?;
     let scenario = match flow(config) {
         Flow::Rows => Scenario::of_rows(dataset, config).await?,
@@ -555,39 +559,6 @@ pub async fn assess_members(
     })
 }
 
-/// A table of 12 rows with three categorical and two continuous columns (13 encoded, so that the
-/// span of a batch of 4 is a prior that says something and its kernels run too): what `warm_up`
-/// attacks.
-const WARM_UP_CSV: &str = "age,job,edu,hours,city,label\n\
-25,a,e,40,x,p\n31,b,f,35,y,q\n47,c,g,50,z,p\n52,d,h,45,x,q\n38,a,f,20,y,p\n29,b,g,60,z,q\n\
-61,c,h,30,x,p\n44,d,e,40,y,q\n33,a,g,38,z,p\n58,b,h,42,x,q\n27,c,e,55,y,p\n36,d,f,48,z,q\n";
-
-/// Run two steps of the default attack on a small built-in table, so that a GPU compiles the
-/// kernels (and burn's, for the client's update) before a real run needs them: an engine calls it
-/// as it starts, while its page loads a table, and the first run then starts at once. Returns the
-/// seconds it took.
-pub async fn warm_up(runtime: &Runtime) -> Result<f64> {
-    let start = web_time::Instant::now();
-    let (dataset, config) = warm_up_problem()?;
-    let range = MemberRange { first: 0, count: 1 };
-    time_steps(runtime, &dataset, &config, range, 1, 2, &mut |_| true).await?;
-    Ok(start.elapsed().as_secs_f64())
-}
-
-/// `warm_up`'s table and attack: the default attack, one member, a batch of 4.
-fn warm_up_problem() -> Result<(Dataset, AttackConfig)> {
-    let raw = crate::table::parse_csv(WARM_UP_CSV.as_bytes(), WARM_UP_CSV.len())?;
-    let options = crate::options::RunOptions {
-        label: "label".into(),
-        batch_size: 4,
-        ensemble: Some(1),
-        iterations: 2,
-        ..Default::default()
-    };
-    let dataset = Dataset::from_raw(&raw, &options.dataset_options())?;
-    Ok((dataset, options.attack_config()?))
-}
-
 /// Time `warmup + steps` steps of members `range` of this attack on `runtime`: the rate of the
 /// timed steps (the warm-up pays compilation and allocation), for `plan::decide`. A backend whose
 /// first two timed steps show the rest would take more than `plan::PROBE_SECONDS` is cut short
@@ -677,20 +648,5 @@ mod tests {
             .map(|(phase, step)| stages.of(&at(phase, step)))
             .collect();
         assert_eq!(seen, [0, 0, 1, 1, 2, 2, 3]);
-    }
-
-    #[test]
-    fn the_warm_up_runs_the_default_attack_on_its_table() {
-        let seconds = pollster::block_on(warm_up(&Runtime::cpu())).unwrap();
-        assert!(seconds > 0.0);
-        // Outside a run nothing is timed, and nothing is left behind for the next run.
-        assert_eq!(timing::take(), None);
-        // Its batch leaves the span prior on, so that prior's kernels are compiled too (a run
-        // after the warm-up created no pipeline in the page: docs/results/webgpu.md).
-        let rt = Runtime::cpu();
-        let (dataset, config) = warm_up_problem().unwrap();
-        let setup = pollster::block_on(prepare(&rt, &dataset, &config)).unwrap();
-        assert!(setup.active_subspace().is_some(), "the warm-up's span prior is off");
-        assert!(setup.inverts.relaxed, "the warm-up runs the relaxation's kernels");
     }
 }

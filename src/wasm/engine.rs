@@ -32,10 +32,15 @@ pub struct Engine {
     /// Why `auto` has no GPU candidate.
     no_gpu: Option<String>,
     decisions: RefCell<Decisions>,
-    /// The GPU's kernels compiling since `create` (`run::warm_up`): closed once they are.
+    /// The GPU's kernels compiling since `create` (`warm_up::warm_up`): closed once they are.
     warm: Option<async_channel::Receiver<()>>,
     /// The warm-up's seconds, once it succeeded.
     warm_seconds: Rc<Cell<Option<f64>>>,
+    /// The CPU engine's code run once after `create` (`warm_up::warm_up_cpu`): closed once it
+    /// is over, done or cut short.
+    cpu_warm: Option<async_channel::Receiver<()>>,
+    /// Cleared by the first computation asked of the engine, which cuts the CPU warm-up short.
+    cpu_wanted: Rc<Cell<bool>>,
 }
 
 /// The shadow client's shares from JS: null or undefined where there are none.
@@ -46,28 +51,53 @@ fn shadow_from_js(shadow: &JsValue) -> Result<Option<Vec<crate::attack::inversio
     members_list_from_js(shadow).map(Some)
 }
 
-/// Start compiling the GPU's kernels in the background (`run::warm_up`), while the page loads a
-/// table: a run on the GPU waits for it instead of compiling them itself.
-fn start_warm_up(gpu: Option<&Runtime>) -> (Option<async_channel::Receiver<()>>, Rc<Cell<Option<f64>>>) {
+/// The warm-ups an engine runs in the background as it starts, while its page loads a table, one
+/// after the other: the GPU's kernels compiled (`warm_up::warm_up`; a run on the GPU waits for
+/// them instead of compiling them itself), then, where `cpu` is given, the CPU engine's code run
+/// once (`warm_up::warm_up_cpu`) after `create` has answered, unless some computation was asked
+/// of the engine by then. Receivers closed once each is over, and the GPU's seconds.
+#[allow(clippy::type_complexity)]
+fn start_warm_ups(
+    gpu: Option<&Runtime>,
+    cpu: Option<(&Runtime, Rc<Cell<bool>>)>,
+) -> (
+    Option<async_channel::Receiver<()>>,
+    Option<async_channel::Receiver<()>>,
+    Rc<Cell<Option<f64>>>,
+) {
     let seconds = Rc::new(Cell::new(None));
-    let Some(gpu) = gpu.cloned() else {
-        return (None, seconds);
-    };
-    let (done, warm) = async_channel::bounded::<()>(1);
+    let (gpu_done, gpu_warm) = async_channel::bounded::<()>(1);
+    let (cpu_done, cpu_warm) = async_channel::bounded::<()>(1);
+    let (gpu, cpu) = (gpu.cloned(), cpu.map(|(rt, wanted)| (rt.clone(), wanted)));
+    let (has_gpu, has_cpu) = (gpu.is_some(), cpu.is_some());
     let record = seconds.clone();
     wasm_bindgen_futures::spawn_local(async move {
-        // A failure here is the GPU's and shows again, with its reason, in the run that uses it.
-        record.set(crate::run::warm_up(&gpu).await.ok());
-        drop(done);
+        if let Some(gpu) = gpu {
+            // A failure here is the GPU's and shows again, with its reason, in the run that uses it.
+            record.set(crate::warm_up::warm_up(&gpu).await.ok());
+        }
+        drop(gpu_done);
+        if let Some((cpu, wanted)) = cpu {
+            // One turn of the host's event loop first, so that `create`'s answer goes out at once.
+            crate::runtime::yield_to_host().await;
+            if wanted.get() {
+                crate::warm_up::warm_up_cpu(&cpu, &|| wanted.get()).await;
+            }
+        }
+        drop(cpu_done);
     });
-    (Some(warm), seconds)
+    (has_gpu.then_some(gpu_warm), has_cpu.then_some(cpu_warm), seconds)
 }
 
 #[wasm_bindgen]
 impl Engine {
     /// `backend`: "auto" (times WebGPU and the CPU on each new problem and runs on the faster),
     /// "webgpu" or "cpu".
-    pub async fn create(backend: String) -> Result<Engine, JsError> {
+    ///
+    /// `warm`: run the CPU engine's code once in the background after starting, so that the
+    /// browser has optimised it before the first real run (`warm_up::warm_up_cpu`; a computation
+    /// asked meanwhile cuts it short). Helper workers, which only invert, start without it.
+    pub async fn create(backend: String, warm: bool) -> Result<Engine, JsError> {
         let choice = match backend.as_str() {
             "cpu" => Choice::Cpu,
             "webgpu" => Choice::WebGpu,
@@ -89,23 +119,31 @@ impl Engine {
                 },
             },
         };
-        let (warm, warm_seconds) = start_warm_up(gpu.as_ref());
+        let cpu = Runtime::cpu();
+        let cpu_wanted = Rc::new(Cell::new(warm));
+        let (warm, cpu_warm, warm_seconds) = start_warm_ups(gpu.as_ref(), warm.then(|| (&cpu, cpu_wanted.clone())));
         Ok(Engine {
-            cpu: Runtime::cpu(),
+            cpu,
             gpu,
             choice,
             no_gpu,
             decisions: RefCell::new(Decisions::default()),
             warm,
             warm_seconds,
+            cpu_warm,
+            cpu_wanted,
         })
     }
 
-    /// Resolves once the GPU's kernels are compiled (at once without a GPU), to the seconds that
-    /// took, or null where there is no GPU or it failed.
+    /// Resolves once the engine's warm-ups are over (the GPU's kernels compiled, the CPU engine's
+    /// code run once: at once where there are none), to the seconds the GPU's took, or null where
+    /// there is no GPU or it failed.
     #[wasm_bindgen(js_name = warmUp)]
     pub async fn warm_up(&self) -> Option<f64> {
         self.warmed().await;
+        if let Some(cpu) = &self.cpu_warm {
+            let _ = cpu.recv().await;
+        }
         self.warm_seconds.get()
     }
 
@@ -278,6 +316,7 @@ impl Engine {
         on_progress: Option<js_sys::Function>,
         signal: Option<web_sys::AbortSignal>,
     ) -> Result<JsValue, JsError> {
+        self.quiet().await;
         let (dataset, config) = self.prepare(table, options)?;
         let mut progress = reporter(on_progress, signal);
         let range = MemberRange { first, count };
@@ -292,6 +331,7 @@ impl Engine {
     /// joins calibrates, if the attack does).
     #[wasm_bindgen(js_name = shadowShares)]
     pub async fn shadow_shares(&self, table: &Table, options: JsValue, workers: usize) -> Result<JsValue, JsError> {
+        self.quiet().await;
         let (dataset, config) = self.prepare(table, options)?;
         let shares = crate::shadow_shares(&self.cpu, &dataset, &config, workers)
             .await
@@ -311,6 +351,7 @@ impl Engine {
         on_progress: Option<js_sys::Function>,
         signal: Option<web_sys::AbortSignal>,
     ) -> Result<JsValue, JsError> {
+        self.quiet().await;
         let (dataset, config) = self.prepare(table, options)?;
         let mut progress = reporter(on_progress, signal);
         let range = MemberRange { first, count };
@@ -325,6 +366,7 @@ impl Engine {
     /// `planned` counts the steps of both stages for progress), or null.
     #[wasm_bindgen(js_name = earlyAnswer)]
     pub async fn early_answer(&self, table: &Table, options: JsValue, workers: usize) -> Result<JsValue, JsError> {
+        self.quiet().await;
         let (dataset, config) = self.prepare(table, options)?;
         let early = early_answer(&self.cpu, &dataset, &config, workers)
             .await
@@ -344,6 +386,7 @@ impl Engine {
         seconds: f64,
         workers: usize,
     ) -> Result<JsValue, JsError> {
+        self.quiet().await;
         let (dataset, config, parts, runtime) = self.joining(table, options, parts, workers)?;
         let report = assess_early(&runtime, &dataset, &config, parts, seconds, workers)
             .await
@@ -355,6 +398,7 @@ impl Engine {
     /// {first, count} shares for up to `workers` workers, in order; null where it runs whole.
     #[wasm_bindgen(js_name = ensembleRounds)]
     pub async fn ensemble_rounds(&self, table: &Table, options: JsValue, workers: usize) -> Result<JsValue, JsError> {
+        self.quiet().await;
         let (dataset, config) = self.prepare(table, options)?;
         let rounds = ensemble_rounds(&self.cpu, &dataset, &config, workers)
             .await
@@ -375,6 +419,7 @@ impl Engine {
         workers: usize,
         shadow: JsValue,
     ) -> Result<JsValue, JsError> {
+        self.quiet().await;
         let (dataset, config, parts, runtime) = self.joining(table, options, parts, workers)?;
         let shadow = shadow_from_js(&shadow)?;
         let report = assess_round(&runtime, &dataset, &config, parts, shadow, seconds, workers)
@@ -394,6 +439,7 @@ impl Engine {
         workers: usize,
         shadow: JsValue,
     ) -> Result<JsValue, JsError> {
+        self.quiet().await;
         let (dataset, config, parts, runtime) = self.joining(table, options, parts, workers)?;
         let shadow = shadow_from_js(&shadow)?;
         let report = assess_members(&runtime, &dataset, &config, parts, shadow, seconds)
@@ -465,10 +511,20 @@ impl Engine {
         }
     }
 
-    /// Wait for the warm-up where `runtime` is the GPU it compiles for (a CPU run starts at once).
+    /// Wait for the warm-up where `runtime` is the GPU it compiles for, and cut the CPU's short.
     async fn warmed_for(&self, runtime: &Runtime) {
         if runtime.kind() != BackendKind::Cpu {
             self.warmed().await;
+        }
+        self.quiet().await;
+    }
+
+    /// Cut the CPU warm-up short (at its next progress report) and wait for it to end: every
+    /// computation asked of the engine starts so, and never shares the worker's thread with it.
+    async fn quiet(&self) {
+        self.cpu_wanted.set(false);
+        if let Some(cpu) = &self.cpu_warm {
+            let _ = cpu.recv().await;
         }
     }
 

@@ -361,6 +361,38 @@ test('an AbortSignal cancels a run, from the callback or from a timer, and bad i
   assert.match(out.auditKey, /^bad options: unknown field `noiseScale`, expected one of .*`noiseScales`/);
 });
 
+test('the CPU warm-up an engine starts changes no report, run after it, during it or without it', () => {
+  const out = runIn(
+    project,
+    `
+    import { readFileSync } from 'node:fs';
+    import { Leakscope } from 'leakscope';
+    const csv = readFileSync('german.csv');
+    const options = { label: 'credit_risk', batchSize: 8, seed: 5, iterations: 100 };
+    const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
+    async function report(warm, before) {
+      const engine = await Leakscope.create({ backend: 'cpu', warm });
+      await before(engine);
+      const table = await engine.loadTable(csv);
+      const r = await table.run(options);
+      return { accuracy: r.accuracy.total, rows: r.rows };
+    }
+    const out = {
+      // warmUp() resolves once the warm-up is over: the run comes after the whole of it.
+      after: await report(true, (engine) => engine.warmUp()),
+      // One turn of the event loop: the warm-up has started, and the run cuts it short.
+      during: await report(true, tick),
+      // At once: the run is asked before the warm-up starts, which then does not.
+      before: await report(true, async () => {}),
+      none: await report(false, async () => {}),
+    };
+    console.log(JSON.stringify(out));
+    `,
+  );
+  assert.ok(out.none.accuracy > 0.5, `accuracy ${out.none.accuracy}`);
+  for (const when of ['after', 'during', 'before']) assert.deepEqual(out[when], out.none, when);
+});
+
 test('a panic inside the engine reaches the caller with its message, not "unreachable"', () => {
   const out = runIn(
     project,
