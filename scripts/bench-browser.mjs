@@ -40,6 +40,8 @@ const { values: a } = parseArgs({
     'page-workers': { type: 'string', default: '' },
     // Another build of the page (a copy of www/), to compare builds.
     www: { type: 'string', default: join(root, 'www') },
+    // Click Run only once the engine's warm-up is over (a page that marks it: body[data-warm]).
+    'wait-warm-up': { type: 'boolean', default: false },
   },
 });
 const fedavg = a.protocol === 'fedavg';
@@ -61,6 +63,8 @@ async function inPage({ webgpu, backend, iterations, workers = '' }) {
     const page = await context.newPage();
     await page.goto(`http://127.0.0.1:${server.address().port}/?backend=${backend}&workers=${workers}`);
     await page.waitForFunction(() => document.body.dataset.engine === 'ready', null, { timeout: 120_000 });
+    // As a user picking a file would, the run waits for the engine's warm-up (where the page has one).
+    if (a['wait-warm-up']) await page.waitForFunction(() => document.body.dataset.warm === 'done', null, { timeout: 120_000 });
     await page.setInputFiles('#file', a.csv);
     await page.waitForFunction(() => !document.querySelector('#settings-section').hidden);
     await page.locator(`#schema input[name=label][value="${a.label}"]`).check();
