@@ -26,8 +26,8 @@ pub async fn warm_up(runtime: &Runtime) -> Result<f64> {
     Ok(start.elapsed().as_secs_f64())
 }
 
-/// Steps of `warm_up_cpu`'s attack: its code, not its answer, is the point (the page's first run
-/// on the Adult sample gained as much after 40 as after 300).
+/// Steps of `warm_up_cpu`'s attack: its code, not its answer, is the point (in Node, the engine's
+/// first run on the Adult sample gained as much after 40 as after 300).
 const CPU_WARM_UP_STEPS: usize = 40;
 
 /// Run the default attack whole, briefly, on the built-in table, so that a browser compiles the
