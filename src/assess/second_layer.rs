@@ -7,6 +7,7 @@ use crate::attack::baselines::random_rows;
 use crate::attack::inversion::setup::Setup;
 use crate::attack::priors::activation_span::certify::{Certified, certify_batch};
 use crate::attack::priors::activation_span::{self, ActivationSpan, NoSpan, Regime, SpanOf, Unproved};
+use crate::attack::priors::spectrum::Spectrum;
 use crate::attack::registry::NotApplied;
 use crate::report::SecondLayerSummary;
 use crate::seed::seed_for;
@@ -141,6 +142,36 @@ impl Setup<'_> {
                 .unwrap_or(no),
             no => no,
         });
-        Some(span.map(|span| span.with_activation(self.config.activation)))
+        Some(span.map(|span| {
+            let span = span.with_activation(self.config.activation);
+            match self.first_layer_holds_batch(rows) {
+                Some((basis, spectrum)) => span.with_first_layer(basis, spectrum),
+                None => span,
+            }
+        }))
+    }
+
+    /// The first layer's span where it holds every row of a FedSGD batch of `rows` rows: its rank
+    /// the batch's for certain, read without noise, in the encoding the certificate reads rows
+    /// in (no client pipeline), with the fixed directions of the categorical blocks, and the
+    /// spectrum it was read on with its rank. The certificate's refinement then moves rows within it.
+    pub(super) fn first_layer_holds_batch(&self, rows: usize) -> Option<(nalgebra::DMatrix<f64>, (Spectrum, usize))> {
+        let span = self.subspace.as_ref().filter(|_| self.first_layer_read_exactly())?;
+        let holds =
+            span.summary.off.is_none() && span.spectrum.rank() == crate::attack::priors::spectrum::Rank::Certain(rows);
+        holds.then(|| (span.rows_basis(&self.layout), (span.spectrum.clone(), span.rank())))
+    }
+
+    /// Whether the first layer's span is read from a FedSGD update without noise, in the
+    /// encoding the certificate reads rows in (no client pipeline): where it is, the span of
+    /// any rows of the batch (all of them, or those left once some are peeled off) holds them
+    /// wherever its rank is theirs for certain (the whole batch's span may leave no direction
+    /// out, `Subspace`'s `off`, and the rows left's still do).
+    pub(super) fn first_layer_read_exactly(&self) -> bool {
+        self.subspace.as_ref().is_some_and(|span| {
+            matches!(self.config.protocol, crate::config::Protocol::Fedsgd)
+                && self.dataset.pipeline.is_none()
+                && span.exact
+        })
     }
 }

@@ -133,11 +133,35 @@ impl Subspace {
     pub fn from_update(
         update: &[f32],
         bias: &[f32],
-        (d, h): (usize, usize),
+        shape: (usize, usize),
         layout: Option<&Layout>,
         rows: usize,
         weight: f64,
         source: Source,
+    ) -> Subspace {
+        Subspace::with_rounding(update, bias, shape, layout, (rows, weight, source), 0.0)
+    }
+
+    /// The same for what is left of an update once rows are peeled off it: it carries the whole
+    /// update's rounding, `rounding` in its units (`Spectrum::with_rounding`).
+    pub fn from_peeled_update(
+        update: &[f32],
+        bias: &[f32],
+        shape: (usize, usize),
+        layout: Option<&Layout>,
+        (rows, weight, source): (usize, f64, Source),
+        rounding: f64,
+    ) -> Subspace {
+        Subspace::with_rounding(update, bias, shape, layout, (rows, weight, source), rounding)
+    }
+
+    fn with_rounding(
+        update: &[f32],
+        bias: &[f32],
+        (d, h): (usize, usize),
+        layout: Option<&Layout>,
+        (rows, weight, source): (usize, f64, Source),
+        rounding: f64,
     ) -> Subspace {
         let g = DMatrix::<f64>::from_row_iterator(d, h, update.iter().map(|&v| v as f64));
         let total = g.norm_squared();
@@ -166,7 +190,7 @@ impl Subspace {
         // Without categorical columns the median stands in only where the rows cannot fill the
         // layer; the rounding model bounds what is left.
         let measured = if k > 0 || rows < d.min(h) / 2 { edge } else { 0.0 };
-        let spectrum = spectrum.with_measured(measured);
+        let spectrum = spectrum.with_measured(measured).with_rounding(rounding);
         let rank = spectrum.determined().min(feasible);
         let exact = !spectrum.noisy();
         let basis_m = spectrum.basis(rank);
@@ -262,6 +286,22 @@ impl Subspace {
     /// The determined directions alone, [d, rank]: what a proof may read.
     pub fn determined_basis(&self) -> DMatrix<f64> {
         DMatrix::from_column_slice(self.d, self.rank(), &self.basis[..self.d * self.rank()])
+    }
+
+    /// Every encoded row's span where this one holds the batch: the determined directions and
+    /// the directions every encoded row has a fixed part along (one per categorical block,
+    /// split off before the span is read), [d, rank + blocks], orthonormal.
+    pub fn rows_basis(&self, layout: &Layout) -> DMatrix<f64> {
+        let (span, fixed) = (self.determined_basis(), constraint_basis(layout));
+        let columns: Vec<_> = span
+            .column_iter()
+            .chain(fixed.column_iter())
+            .map(|c| c.into_owned())
+            .collect();
+        match columns.is_empty() {
+            true => DMatrix::zeros(self.d, 0),
+            false => DMatrix::from_columns(&columns),
+        }
     }
 
     /// The exact decoder of rows in this span for an encoding (see `RowDecoder`).
@@ -434,7 +474,7 @@ const MAX_PASSES: usize = 3;
 
 /// A combination of continuous columns whose part outside the span is below this share of its
 /// norm is left where the optimisation put it.
-const UNDETERMINED: f64 = 0.05;
+pub(crate) const UNDETERMINED: f64 = 0.05;
 
 #[cfg(test)]
 pub(crate) mod tests {

@@ -115,8 +115,9 @@ pub fn certify_batch(
         .filter(|&s| certified[s] == Certified::No && !known(s))
         .collect();
     let missing = open.len();
-    // Nothing of the ensemble's passes: it has not found the batch, and neither will its members.
-    if missing == 0 || found.is_empty() {
+    // Nothing of the ensemble's passes: it has not found the batch, and neither will its members,
+    // unless the first layer's span leads them (`first_layer`: wider basins).
+    if missing == 0 || (found.is_empty() && span.first_layer.is_none()) {
         return certified;
     }
     let mut distinct = rustc_hash::FxHashSet::default();

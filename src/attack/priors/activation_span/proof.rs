@@ -85,7 +85,11 @@ impl ActivationSpan<'_> {
         let slope = z.map(|v| self.activation.host_slope(v));
         let a = z.map(|v| self.activation.host(v));
         let live: Vec<usize> = (0..slope.len()).filter(|&j| slope[j] != 0.0).collect();
-        let needed = self.continuous.len() + SPARE_CHECKS;
+        // Within the first layer's span the refinement fits, and the theorem reads, only the
+        // combinations that span leaves free: a batch row and the candidate differ by such a
+        // combination, and by a part the span bounds (`proof_directions`).
+        let within = self.proof_directions(row, claim);
+        let needed = within.map_or(self.continuous.len(), |(free, _)| free.ncols()) + SPARE_CHECKS;
         let angle = self.spectrum.angle(self.rank());
         // Π_S⊥ on the row's live units: its rank is the checks they give.
         let in_span = &self.basis * &self.basis_t;
@@ -104,12 +108,28 @@ impl ActivationSpan<'_> {
         if checks < needed {
             return Err(Unproved::FewChecks { checks, needed });
         }
-        if self.continuous.is_empty() {
+        // No continuous values to place, or none the first layer's span leaves free: a batch row
+        // of the row's categories in that span has its values (to the part it bounds).
+        if self.continuous.is_empty() || within.is_some_and(|(free, _)| free.ncols() == 0) {
             return Ok(());
         }
         let (drift, forward) = self.slack(row);
-        let slack = (distance + drift + forward) * a.norm();
-        let per_claim = self.per_claim(claim);
+        let mut slack = (distance + drift + forward) * a.norm();
+        let mut per_claim = self.per_claim(claim);
+        // The determined part moves the activation by at most its size (in claims) times the
+        // largest move of the row's cell: slack for the free part; the claim is kept for the
+        // sum (`negligible`).
+        let mut spread = SAFETY * (drift + forward) * a.norm();
+        if let Some((free, bound)) = within {
+            let part = bound / claim;
+            let live = DMatrix::from_fn(per_claim.nrows(), per_claim.ncols(), |j, k| {
+                per_claim[(j, k)] * slope[j]
+            });
+            let moves = live.singular_values().max();
+            slack = (slack + moves * part) / (1.0 - SAFETY * part);
+            spread += SAFETY * moves * part;
+            per_claim = &per_claim * free;
+        }
         let own = self.uniqueness(&per_claim, &slope, angle + forward);
         if own.smallest < SAFETY * slack + own.noise {
             return Err(Unproved::NotUnique {
@@ -117,12 +137,7 @@ impl ActivationSpan<'_> {
             });
         }
         match self.activation.is_piecewise_linear() {
-            true => self.edge_cells(
-                (&z, &slope, &a),
-                &per_claim,
-                &own,
-                (SAFETY * (drift + forward) * a.norm(), slack, angle + forward),
-            ),
+            true => self.edge_cells((&z, &slope, &a), &per_claim, &own, (spread, slack, angle + forward)),
             false => Ok(()),
         }
     }

@@ -359,3 +359,79 @@ fn the_step_equations_are_the_projected_jacobians() {
         }
     }
 }
+
+/// The first layer's span of the scenario's update, for `with_first_layer`.
+fn first_layer_of(dataset: &Dataset, scenario: &Scenario) -> (DMatrix<f64>, (Spectrum, usize)) {
+    let p = &scenario.params;
+    let layout = crate::attack::inversion::relax::Layout::of(dataset);
+    let rows = scenario.labels.len();
+    let first = crate::attack::priors::subspace::Subspace::from_first_layer(
+        scenario.observed.weight(0),
+        scenario.observed.bias(0),
+        p.sizes[0],
+        p.sizes[1],
+        Some(&layout),
+        rows,
+        1.0,
+    );
+    assert_eq!(
+        first.spectrum.rank(),
+        Rank::Certain(rows),
+        "the first layer holds the batch"
+    );
+    (first.rows_basis(&layout), (first.spectrum.clone(), first.rank()))
+}
+
+/// On a table of 40 continuous columns (B = 24, the default network) the first layer's span
+/// holds the batch in 24 of the 40 directions. Refined within it, starts 0.5 std off each row
+/// reach their row far more often than refined freely (three rounds; measured: 83 of 96
+/// against 17); every row certified is a row of the batch; and the proof, reading only the
+/// combinations that span leaves free, proves rows it refused for too few checks (24 of 24
+/// against 6).
+#[test]
+fn within_the_first_layers_span_rows_far_off_refine_to_the_batch_and_are_proved() {
+    use rand::{Rng, SeedableRng};
+    let dataset = crate::table::continuous_table(40, 400, 7);
+    let (scenario, rows) = batch_with(&dataset, 24, Activation::Relu);
+    let free = span(&dataset, &scenario);
+    let (basis, spectrum) = first_layer_of(&dataset, &scenario);
+    let within = span(&dataset, &scenario).with_first_layer(basis, spectrum);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+    let (mut reached_free, mut reached_within, mut tries) = (0, 0, 0);
+    for row in &rows {
+        for _ in 0..4 {
+            let start: Vec<Value> = row
+                .iter()
+                .map(|v| match v {
+                    Value::Num(x) => {
+                        Value::Num(((x + 0.5 * (rng.random::<f64>() * 2.0 - 1.0) * 1.7) * 100.0).round() / 100.0)
+                    }
+                    other => *other,
+                })
+                .collect();
+            tries += 1;
+            for (span, reached) in [(&free, &mut reached_free), (&within, &mut reached_within)] {
+                let (refined, distance) = span.refine(&start, &[]);
+                let certified = span.verdict(&refined, distance, &[]);
+                if certified == Certified::Yes {
+                    assert!(
+                        rows.iter().any(|r| dataset.same_row(r, &refined)),
+                        "a certified row is the batch's"
+                    );
+                }
+                *reached += dataset.same_row(row, &refined) as usize;
+            }
+        }
+    }
+    assert!(
+        reached_within * 2 >= tries && reached_within >= 3 * reached_free.max(1),
+        "reached within the span {reached_within}, freely {reached_free}, of {tries}"
+    );
+    let proved = |span: &ActivationSpan| rows.iter().filter(|r| span.proof(r, span.distance(r)).is_ok()).count();
+    let (free_proved, within_proved) = (proved(&free), proved(&within));
+    assert!(
+        within_proved > free_proved && within_proved * 4 >= rows.len() * 3,
+        "proved within the span {within_proved}, freely {free_proved}, of {}",
+        rows.len()
+    );
+}
