@@ -12,6 +12,7 @@ pub mod matching;
 mod misfits;
 mod paired_labels;
 mod peeled;
+mod peeled_search;
 pub mod pooling;
 pub mod reconstruct;
 mod refine;

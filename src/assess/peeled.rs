@@ -24,22 +24,22 @@ const READS: usize = 8;
 const KEPT_IN: usize = 4;
 
 /// What peeling the proved rows leaves (`Setup::peeled_update`).
-struct Rest {
+pub(super) struct Rest {
     /// The update of the rows left (None where no peel went through), and how many of them its
     /// first layer shows clear of the rounding (`peel::Peeled::visible`).
-    update: Option<crate::client::update::Update>,
+    pub(super) update: Option<crate::client::update::Update>,
     visible: usize,
     /// The proved rows (positions among them) whose label the update did not give: such a row
     /// may be a point between two rows of the batch that share their categories and their
     /// first-layer ReLU pattern, which the certificate cannot tell from a row.
-    unlabelled: Vec<usize>,
+    pub(super) unlabelled: Vec<usize>,
 }
 
 impl Setup<'_> {
     /// Whether the attack composes peeling: FedSGD (a sum of per-row gradients at the weights
     /// sent), the ReLU proof and the second layer's certificate, on a classifier (a
     /// regression's labels are read once every row is proved, after this).
-    fn peels(&self) -> bool {
+    pub(super) fn peels(&self) -> bool {
         let priors = self.config.priors();
         self.config.protocol == Protocol::Fedsgd
             && self.inverts.relaxed
@@ -67,7 +67,7 @@ impl Setup<'_> {
     /// columns' precision, and peeled again until they hold still. A proved row whose label the
     /// update does not give (`peel::Refused::Unlabelled`) stays in what is left, among the rows
     /// to find, and is reported even where a later peel fails.
-    fn peeled_update(&self, proved: &[Vec<Value>], b: usize) -> Option<Rest> {
+    pub(super) fn peeled_update(&self, proved: &[Vec<Value>], b: usize) -> Option<Rest> {
         let (params, model) = (&self.scenario.params, self.config.model());
         let peeler = peel::Peeler::new(params, model, &self.scenario.observed, b)?;
         let mut rows = proved.to_vec();
@@ -110,10 +110,12 @@ impl Setup<'_> {
     /// the second layer's certificate holds for a row of its span. A row found either way is
     /// proved (its provenance says so) and counted in the second layer's `peeled_rows`. A proved
     /// row whose label the update does not give is no longer counted proved (`unprove`), where
-    /// rows are left and where none is (`check_labels`). Then the rows that only fit are tried
-    /// on the span of the rows left (`prove_left`).
+    /// rows are left and where none is (`check_labels`). Then the rows left are searched for on
+    /// the peeled spans (`assess::peeled_search`), and the rows that only fit are tried on the
+    /// span of the rows left (`prove_left`).
     pub(crate) fn peel_rest(&self, recon: Reconstruction) -> Reconstruction {
         let recon = self.peel_found(recon);
+        let recon = self.search_left(recon);
         self.prove_left(recon)
     }
 
@@ -249,27 +251,9 @@ impl Setup<'_> {
         if !unlabelled.is_empty() {
             return recon;
         }
-        let (params, observed) = (&self.scenario.params, &self.scenario.observed);
-        let sizes = &params.sizes;
-        let rows = b - proved.len();
-        let left = ActivationSpan::new(
-            self.dataset,
-            &params.weights[0],
-            &params.biases[0],
-            update.weight(1),
-            activation_span::present_categories(self.dataset, observed.weight(0), observed.bias(0)),
-            SpanOf::Peeled {
-                rows,
-                rounding: whole.noise() * b as f64 / rows as f64,
-            },
-            (sizes[0], sizes[1], sizes[2]),
-        );
-        let Some(left) = left.ok().map(|s| s.with_activation(self.config.activation)) else {
+        let Some(left) = self.span_of_rows_left(&update, b - proved.len(), b, whole.noise()) else {
             return recon;
         };
-        if left.regime() != Regime::Full {
-            return recon;
-        }
         // Two slots holding one row of the rows left: the first is proved, not both.
         let mut now_proved: Vec<Vec<Value>> = Vec::new();
         for slot in open {
@@ -295,6 +279,35 @@ impl Setup<'_> {
         recon
     }
 
+    /// The second layer's span of the `rows` rows left of a batch of `b` in `update` (what is left
+    /// once the proved rows are peeled off it), read with the whole update's rounding (`noise`,
+    /// G₂'s): None where it is refused or is not the rows left's whole (`Regime::Full`).
+    pub(super) fn span_of_rows_left(
+        &self,
+        update: &crate::client::update::Update,
+        rows: usize,
+        b: usize,
+        noise: f64,
+    ) -> Option<ActivationSpan<'_>> {
+        let (params, observed) = (&self.scenario.params, &self.scenario.observed);
+        let sizes = &params.sizes;
+        let left = ActivationSpan::new(
+            self.dataset,
+            &params.weights[0],
+            &params.biases[0],
+            update.weight(1),
+            activation_span::present_categories(self.dataset, observed.weight(0), observed.bias(0)),
+            SpanOf::Peeled {
+                rows,
+                rounding: noise * b as f64 / rows as f64,
+            },
+            (sizes[0], sizes[1], sizes[2]),
+        )
+        .ok()?
+        .with_activation(self.config.activation);
+        (left.regime() == Regime::Full).then_some(left)
+    }
+
     /// A row just adopted as proved (`adopt`) that only fits the update: consistent, for `why`,
     /// its continuous values carrying no confidence.
     fn mark_consistent(&self, recon: &mut Reconstruction, slot: usize, why: Unproved) {
@@ -309,7 +322,7 @@ impl Setup<'_> {
     /// give (`peel::Peeler::unlabelled`): where no row is left, peeling has nothing to catch a
     /// point between two rows with. Where the batch repeats rows (G₂'s rank below B) the labels
     /// cannot be read row by row, and nothing is checked.
-    fn check_labels(&self, mut recon: Reconstruction) -> Reconstruction {
+    pub(super) fn check_labels(&self, mut recon: Reconstruction) -> Reconstruction {
         let b = recon.rows.len();
         let (params, model) = (&self.scenario.params, self.config.model());
         let unlabelled = peel::Peeler::new(params, model, &self.scenario.observed, b)
@@ -378,7 +391,7 @@ impl Setup<'_> {
     /// Rows in `slots` no longer counted proved (`Rest::unlabelled`): they fit the update
     /// (consistent), their categories stand (any point between two rows that share them has
     /// them), their continuous values carry no confidence.
-    fn unprove(&self, recon: &mut Reconstruction, slots: &[usize]) {
+    pub(super) fn unprove(&self, recon: &mut Reconstruction, slots: &[usize]) {
         for &slot in slots {
             // A near row was counted consistent already.
             let proved = recon.provenance[slot] == Provenance::Proved;
@@ -395,7 +408,7 @@ impl Setup<'_> {
     }
 
     /// The unproved slots and their pooled rows, encoded.
-    fn free_slots(&self, recon: &Reconstruction, left: &[usize]) -> Vec<(usize, Vec<f32>)> {
+    pub(super) fn free_slots(&self, recon: &Reconstruction, left: &[usize]) -> Vec<(usize, Vec<f32>)> {
         left.iter()
             .map(|&i| (i, encode_rows(self.dataset, std::slice::from_ref(&recon.rows[i]))))
             .collect()
@@ -403,7 +416,7 @@ impl Setup<'_> {
 
     /// `row` into free slot `at` where given, else the free slot whose pooled row is nearest it,
     /// as a proved row.
-    fn adopt(
+    pub(super) fn adopt(
         &self,
         recon: &mut Reconstruction,
         free: &mut Vec<(usize, Vec<f32>)>,
