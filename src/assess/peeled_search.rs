@@ -15,13 +15,15 @@
 use crate::attack::baselines::random_rows;
 use crate::attack::inversion::setup::Setup;
 use crate::attack::priors::activation_span::ActivationSpan;
+use crate::attack::priors::activation_span::Unproved;
 use crate::attack::priors::activation_span::certify::Certified;
 use crate::attack::priors::spectrum::Rank;
 use crate::attack::priors::subspace::{DEFAULT_SUBSPACE_WEIGHT, Subspace};
 use crate::parallel::{self, Next};
 use crate::report::Provenance;
 use crate::seed::seed_for;
-use crate::table::Value;
+use crate::table::number::TOLERANCE_FACTOR;
+use crate::table::{Value, encode_rows};
 
 use super::reconstruct::Reconstruction;
 
@@ -99,7 +101,13 @@ impl Setup<'_> {
             }
             let mut free = self.free_slots(&recon, &open);
             for row in &new_rows {
-                if self.adopt(&mut recon, &mut free, row, None).is_none() {
+                // A row the update placed near a batch row already (`Unproved::Imprecise`) may be
+                // the one just proved: that slot is proved, not an open one, whose row would be lost.
+                let near = self.near_slot(&recon, row);
+                if let Some(slot) = near {
+                    free.push((slot, Vec::new()));
+                }
+                if self.adopt(&mut recon, &mut free, row, near).is_none() {
                     break;
                 }
                 adopted += 1;
@@ -126,6 +134,21 @@ impl Setup<'_> {
         }
         recon.row_labels = self.labels_of_rows(&recon.rows);
         recon
+    }
+
+    /// The slot of a row kept as near a batch row (`Unproved::Imprecise`: within half the scoring
+    /// tolerance) that `row` is within half that tolerance of, its categories the same.
+    fn near_slot(&self, recon: &Reconstruction, row: &[Value]) -> Option<usize> {
+        let x = encode_rows(self.dataset, &[row.to_vec()]);
+        let half = (TOLERANCE_FACTOR / 2.0) as f32;
+        (0..recon.rows.len()).find(|&i| {
+            recon.provenance[i] != Provenance::Proved
+                && recon.unproved[i] == Some(Unproved::Imprecise)
+                && encode_rows(self.dataset, std::slice::from_ref(&recon.rows[i]))
+                    .iter()
+                    .zip(&x)
+                    .all(|(a, b)| (a - b).abs() <= half)
+        })
     }
 
     /// The second layer's span of the rows left once `taken` (proved rows of a batch of `b`) are
