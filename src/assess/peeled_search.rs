@@ -17,6 +17,7 @@ use crate::attack::inversion::setup::Setup;
 use crate::attack::priors::activation_span::ActivationSpan;
 use crate::attack::priors::activation_span::Unproved;
 use crate::attack::priors::activation_span::certify::Certified;
+use crate::attack::priors::activity::{self, ActivitySolver};
 use crate::attack::priors::spectrum::Rank;
 use crate::attack::priors::subspace::{DEFAULT_SUBSPACE_WEIGHT, Subspace};
 use crate::parallel::{self, Next};
@@ -58,11 +59,15 @@ impl Setup<'_> {
                 break;
             }
             let taken: Vec<Vec<Value>> = proved.iter().map(|&i| recon.rows[i].clone()).collect();
-            let Some(left) = self.span_left_of(&taken, b, whole.noise()) else {
+            let open_rows: Vec<Vec<Value>> = open.iter().map(|&i| recon.rows[i].clone()).collect();
+            let Some((left, by_pattern)) = self.span_left_of(&taken, b, whole.noise(), &open_rows) else {
                 break;
             };
             let rows_left = b - proved.len();
-            let mut candidates: Vec<Vec<Value>> = open.iter().map(|&i| recon.rows[i].clone()).collect();
+            // The rows the first layer's ReLU pattern gives first: they are the rows left exactly,
+            // where it finds them, and the certificate still decides.
+            let mut candidates: Vec<Vec<Value>> = by_pattern;
+            candidates.extend(open_rows);
             if self.dataset.n() > 0 {
                 let draws = rows_left * STARTS_PER_ROW;
                 candidates.extend(random_rows(
@@ -155,8 +160,16 @@ impl Setup<'_> {
     /// peeled off the update, its refinement kept within their first layer's span: None where
     /// a peel does not go through, a proved row's label is not given, the span is not the rows
     /// left's whole (`Regime::Full`) or their first layer's rank is not theirs for certain.
-    /// `noise`: the whole update's second-layer rounding, which what is left carries.
-    fn span_left_of(&self, taken: &[Vec<Value>], b: usize, noise: f64) -> Option<ActivationSpan<'_>> {
+    /// `noise`: the whole update's second-layer rounding, which what is left carries. With it, the
+    /// rows left as the first layer's ReLU pattern gives them (`rows_by_pattern`), `open` (the
+    /// open slots' rows) as candidates.
+    fn span_left_of(
+        &self,
+        taken: &[Vec<Value>],
+        b: usize,
+        noise: f64,
+        open: &[Vec<Value>],
+    ) -> Option<(ActivationSpan<'_>, Vec<Vec<Value>>)> {
         let rest = self.peeled_update(taken, b)?;
         if !rest.unlabelled.is_empty() {
             return None;
@@ -178,7 +191,43 @@ impl Setup<'_> {
         let holds = first.exact && first.summary.off.is_none() && first.spectrum.rank() == Rank::Certain(rows);
         holds.then(|| {
             let basis = first.rows_basis(&self.layout);
-            left.with_first_layer(basis, (first.spectrum.clone(), first.rank()))
+            let by_pattern = self.rows_by_pattern(&update, &first, rows, open);
+            let left = left.with_first_layer(basis, (first.spectrum.clone(), first.rank()));
+            (left, by_pattern)
         })
+    }
+
+    /// The rows left as the first layer's ReLU pattern gives them (`activity::ActivitySolver` on
+    /// what is left of the update, `open` as candidates): where the rows left are few, random
+    /// subsets of the units find their δ's with no candidate near. Not proofs: candidates for
+    /// the certificate on the rows left's spans.
+    fn rows_by_pattern(
+        &self,
+        update: &crate::client::update::Update,
+        first: &Subspace,
+        rows: usize,
+        open: &[Vec<Value>],
+    ) -> Vec<Vec<Value>> {
+        let (params, sizes) = (&self.scenario.params, &self.scenario.params.sizes);
+        let Some(v) = first.hyperplane.as_ref() else {
+            return Vec::new();
+        };
+        let Some(solver) = ActivitySolver::new(
+            update.weight(0),
+            &params.weights[0],
+            &params.biases[0],
+            v,
+            (sizes[0], sizes[1], rows),
+            &self.layout,
+            activity::precision_steps(self.dataset),
+        ) else {
+            return Vec::new();
+        };
+        let solved = solver.solve(&encode_rows(self.dataset, open));
+        solved
+            .rows
+            .iter()
+            .map(|row| self.dataset.decode(&row.iter().map(|&v| v as f32).collect::<Vec<_>>()))
+            .collect()
     }
 }
