@@ -20,6 +20,10 @@
 //! own ReLU pattern is its δ's zero pattern. A wrong u in the set spoils only the rows it mixes
 //! (U' = U T with T mixing two columns), and those fail the test: their continuous values are
 //! combinations of two rows'. Their u's are dropped and searched for again.
+//!
+//! Where candidates are far off (a table of 40 continuous columns: 0.5–1 std a cell) their B + 4
+//! most inactive units are rarely all their row's: random subsets of those units, and where the
+//! rows are few (what proved rows leave of the update) of all units, find the rest (`subsets`).
 use nalgebra::{DMatrix, DVector};
 
 use pathfinding::{kuhn_munkres::kuhn_munkres_min, matrix::Matrix};
@@ -58,24 +62,6 @@ const VALID: f64 = 1e-3;
 /// How strictly a certificate reads the candidate's active units: δ must be nonzero where the
 /// candidate's pre-activation exceeds `margin`, with at most `misses` exceptions. Tried in order.
 const LEVELS: [(f64, usize); 4] = [(0.02, 0), (0.1, 0), (0.05, 1), (0.2, 0)];
-
-/// Random subsets of a candidate's most inactive units tried (`certify_sampled`): this many over
-/// all candidates, and no fewer than `SUBSET_TRIALS` per candidate (a few candidates, the rows
-/// left's open slots, each far from its row, get many).
-const SUBSET_BUDGET: usize = 50_000;
-const SUBSET_TRIALS: usize = 48;
-/// Those subsets are drawn from this many times B of the candidate's most inactive units (and
-/// no fewer than B + 8).
-const SUBSET_POOL: f64 = 1.5;
-/// Random subsets of the units with a say in the update tried where no candidate names a row's
-/// units (`sample_unguided`), with few rows: B − 1 units drawn from all are one row's inactive
-/// ones in one draw of ~3,000 at B = 12 (half of 100 units inactive per row), of ~10⁵ at 16.
-const UNGUIDED_TRIALS: usize = 20_000;
-const UNGUIDED_ROWS: usize = 14;
-/// A subset's null vector is taken as some row's where δ is below this share of its largest at
-/// B + 4 units or more (the certificate then reads them exactly): loose, as B − 1 equations
-/// amplify the update's rounding, and a wrong subset's δ comes that near zero at ~0.1 units.
-const SUBSET_ZERO: f64 = 1e-3;
 
 /// The first layer's update and weights as the solver needs them.
 pub struct ActivitySolver<'a> {
@@ -198,93 +184,6 @@ impl<'a> ActivitySolver<'a> {
         (wrong <= misses).then_some(u)
     }
 
-    /// uᵢ for a row whose inactive units include most of the candidate's, where its B + 4 most
-    /// inactive (`certify`) are not all that row's: a candidate 0.5 std off a row of 40 continuous
-    /// values gets a few of them wrong, and one wrong unit spoils the null space. B − 1 units drawn
-    /// at random from its 1.5 B most inactive are all its row's often enough (with 6 of 48 wrong
-    /// at B = 32: one draw in 300) and fix a null vector u; a row's u makes δ = R u vanish at all
-    /// of that row's inactive units, about half of them, where another's vanishes at the B − 1
-    /// drawn. Those zeros are then certified as `certify` does: a one-dimensional null space.
-    fn certify_sampled(&self, x: &DVector<f64>, seed: u64, trials: usize) -> Option<DVector<f64>> {
-        use rand::{SeedableRng, rngs::StdRng};
-        let z = self.preactivations(x);
-        let mut units: Vec<usize> = (0..self.h).filter(|&j| z[j] < 0.0).collect();
-        units.sort_by(|&a, &b| z[a].total_cmp(&z[b]));
-        let pool = ((self.b as f64 * SUBSET_POOL) as usize)
-            .max(self.b + 2 * EXTRA_EQUATIONS)
-            .min(units.len());
-        if pool < self.b + EXTRA_EQUATIONS {
-            return None;
-        }
-        let mut rng = StdRng::seed_from_u64(seed);
-        // A combination of two rows' u's vanishes where both rows are inactive and at one unit
-        // where both are active and cancel: one the candidate activates clearly.
-        let clear = LEVELS[LEVELS.len() - 1].0;
-        (0..trials).find_map(|_| {
-            self.subset_zeros(&units[..pool], &mut rng)
-                .filter(|zeros| zeros.iter().all(|&j| z[j] <= clear))
-                .and_then(|zeros| self.null_of(&zeros))
-        })
-    }
-
-    /// Rows' u's from random subsets of every unit with a say in the update, where the rows are
-    /// few (`UNGUIDED_ROWS`) and no candidate is near: the rows left once others are peeled.
-    /// What one row's u and another's mix into is refused as `add` refuses it, and spoils only
-    /// the rows it mixes, which `valid` then drops.
-    fn sample_unguided(&self, found: &mut Vec<DVector<f64>>, seed: u64) {
-        use rand::{SeedableRng, rngs::StdRng};
-        let norms: Vec<f64> = (0..self.h).map(|j| self.r.row(j).norm()).collect();
-        let top = norms.iter().copied().fold(0.0, f64::max);
-        let live: Vec<usize> = (0..self.h).filter(|&j| norms[j] > 1e-6 * top).collect();
-        if live.len() < self.b + EXTRA_EQUATIONS {
-            return;
-        }
-        let mut rng = StdRng::seed_from_u64(seed);
-        for _ in 0..UNGUIDED_TRIALS {
-            if found.len() >= self.b {
-                return;
-            }
-            if let Some(u) = self
-                .subset_zeros(&live, &mut rng)
-                .and_then(|zeros| self.null_of(&zeros))
-            {
-                Self::add(found, u);
-            }
-        }
-    }
-
-    /// The units where δ = R u vanishes (`SUBSET_ZERO`), u the null vector of R's rows at B − 1
-    /// units drawn from `pool`, where they are B + 4 or more: None otherwise.
-    fn subset_zeros(&self, pool: &[usize], rng: &mut impl rand::Rng) -> Option<Vec<usize>> {
-        let k = self.b - 1;
-        if k == 0 || pool.len() < k {
-            return None;
-        }
-        let pick = rand::seq::index::sample(rng, pool.len(), k);
-        let a = DMatrix::from_fn(k, k, |i, c| self.r[(pool[pick.index(i)], c)]);
-        let last = DVector::from_fn(k, |i, _| -self.r[(pool[pick.index(i)], k)]);
-        // (A⁻¹(−r_B), 1), A the drawn rows' first B − 1 columns: cheaper than their SVD.
-        let y = a.lu().solve(&last)?;
-        let u = DVector::from_fn(self.b, |i, _| if i < k { y[i] } else { 1.0 });
-        if !u.iter().all(|v| v.is_finite()) {
-            return None;
-        }
-        let delta = &self.r * &u;
-        let big = delta.amax();
-        let zeros: Vec<usize> = (0..self.h).filter(|&j| delta[j].abs() < SUBSET_ZERO * big).collect();
-        (zeros.len() >= self.b + EXTRA_EQUATIONS).then_some(zeros)
-    }
-
-    /// The one-dimensional null space of R's rows at `units`, read as `certify` reads it.
-    fn null_of(&self, units: &[usize]) -> Option<DVector<f64>> {
-        let rs = DMatrix::from_fn(units.len(), self.b, |i, c| self.r[(units[i], c)]);
-        let (s, v_t) = sorted_svd(rs);
-        let last = self.b - 1;
-        let one = s[0] > 0.0 && s[last] <= self.null * s[0];
-        let clear = last == 0 || s[last - 1] >= SECOND_RATIO.max(10.0 * self.null) * s[0];
-        (one && clear).then(|| v_t.row(last).transpose())
-    }
-
     /// Adds `u` unless it is (up to sign) one already found or a combination of two found.
     fn add(found: &mut Vec<DVector<f64>>, u: DVector<f64>) {
         if found.iter().any(|f| f.dot(&u).abs() >= 0.9999) {
@@ -328,19 +227,7 @@ impl<'a> ActivitySolver<'a> {
             self.project_rounds(&rows, &mut found, level);
         }
         if found.len() < self.b {
-            let indexed: Vec<(u64, &DVector<f64>)> = (0..).zip(&rows).collect();
-            let trials = SUBSET_TRIALS.max(SUBSET_BUDGET / rows.len().max(1));
-            for u in crate::parallel::map(&indexed, |(i, x)| self.certify_sampled(x, *i, trials))
-                .into_iter()
-                .flatten()
-            {
-                Self::add(&mut found, u);
-            }
-            self.project_rounds(&rows, &mut found, LEVELS[LEVELS.len() - 1]);
-        }
-        if found.len() < self.b && self.b <= UNGUIDED_ROWS {
-            self.sample_unguided(&mut found, rows.len() as u64);
-            self.project_rounds(&rows, &mut found, LEVELS[LEVELS.len() - 1]);
+            self.sample_subsets(&rows, &mut found);
         }
         let mut best = Vec::new();
         for _ in 0..RECOVERIES {
@@ -519,208 +406,6 @@ pub fn precision_steps(dataset: &Dataset) -> Vec<Option<f64>> {
     step
 }
 
+mod subsets;
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::attack::priors::subspace::Subspace;
-    use rand::{Rng, SeedableRng, rngs::StdRng};
-
-    const CAT: [(usize, usize); 3] = [(3, 4), (7, 5), (12, 3)];
-    const D: usize = 15;
-    const H: usize = 40;
-    const B: usize = 6;
-
-    /// Three continuous columns on a 0.1 grid (mean 0, std 1) and three categorical blocks.
-    fn layout() -> Layout {
-        crate::attack::priors::subspace::tests::layout(D, &CAT)
-    }
-
-    /// The largest entry difference between `row` and the nearest of `rows`.
-    fn distance_to_nearest(row: &[f64], rows: &[Vec<f64>]) -> f64 {
-        rows.iter()
-            .map(|r| r.iter().zip(row).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max))
-            .fold(f64::INFINITY, f64::min)
-    }
-
-    fn random_row(rng: &mut StdRng) -> Vec<f64> {
-        let mut row = vec![0.0; D];
-        for v in row.iter_mut().take(3) {
-            *v = (rng.random_range(-2.0f64..2.0) * 10.0).round() / 10.0;
-        }
-        for &(o, w) in &CAT {
-            let hot = rng.random_range(0..w);
-            for j in o..o + w {
-                row[j] = if j == o + hot { 1.0 } else { 0.0 } - 1.0 / w as f64;
-            }
-        }
-        row
-    }
-
-    /// A batch, a first layer, and the update G = (1/B) Σ xᵢ δᵢᵀ with δᵢ zero at row i's inactive
-    /// units (random elsewhere, as the layers above make it), and its bias gradient.
-    struct Case {
-        rows: Vec<Vec<f64>>,
-        w1: Vec<f32>,
-        b1: Vec<f32>,
-        update: Vec<f32>,
-        bias: Vec<f32>,
-    }
-
-    fn case(seed: u64) -> Case {
-        let mut rng = StdRng::seed_from_u64(seed);
-        let rows: Vec<Vec<f64>> = (0..B).map(|_| random_row(&mut rng)).collect();
-        let bound = 1.0 / (D as f32).sqrt();
-        let w1: Vec<f32> = (0..D * H).map(|_| rng.random_range(-bound..bound)).collect();
-        let b1: Vec<f32> = (0..H).map(|_| rng.random_range(-bound..bound)).collect();
-        let (mut update, mut bias) = (vec![0f64; D * H], vec![0f64; H]);
-        for x in &rows {
-            for j in 0..H {
-                let z: f64 = b1[j] as f64 + (0..D).map(|i| x[i] * w1[i * H + j] as f64).sum::<f64>();
-                let delta = if z > 0.0 { rng.random_range(-1.0..1.0) } else { 0.0 };
-                bias[j] += delta / B as f64;
-                for i in 0..D {
-                    update[i * H + j] += x[i] * delta / B as f64;
-                }
-            }
-        }
-        Case {
-            rows,
-            w1,
-            b1,
-            update: update.iter().map(|&v| v as f32).collect(),
-            bias: bias.iter().map(|&v| v as f32).collect(),
-        }
-    }
-
-    fn solver<'a>(c: &Case, layout: &'a Layout, span: &Subspace) -> ActivitySolver<'a> {
-        let step = (0..D).map(|j| (j < 3).then_some(0.1)).collect();
-        let v = span.hyperplane.as_ref().expect("the bias gives the hyperplane");
-        ActivitySolver::new(&c.update, &c.w1, &c.b1, v, (D, H, B), layout, step).expect("rank B")
-    }
-
-    fn span(c: &Case, layout: &Layout) -> Subspace {
-        Subspace::from_first_layer(&c.update, &c.bias, D, H, Some(layout), B, 0.3)
-    }
-
-    /// Candidates: each row of the batch three times, off by `noise` per entry, shuffled.
-    fn candidates(c: &Case, noise: f64, rng: &mut StdRng) -> Vec<f32> {
-        let mut out: Vec<Vec<f64>> = Vec::new();
-        for _ in 0..3 {
-            for x in &c.rows {
-                out.push(x.iter().map(|&v| v + noise * rng.random_range(-1.0..1.0)).collect());
-            }
-        }
-        out.sort_by(|a, b| a[0].total_cmp(&b[0]).then(a[1].total_cmp(&b[1])));
-        out.iter().flatten().map(|&v| v as f32).collect()
-    }
-
-    #[test]
-    fn near_rows_prove_the_whole_batch_exactly() {
-        for seed in 0..5 {
-            let (c, layout) = (case(seed), layout());
-            let s = span(&c, &layout);
-            let solved = solver(&c, &layout, &s).solve(&candidates(&c, 0.01, &mut StdRng::seed_from_u64(seed)));
-            assert_eq!(solved.rows.len(), B, "seed {seed}");
-            for x in &c.rows {
-                let nearest = distance_to_nearest(x, &solved.rows);
-                assert!(nearest < 1e-4, "seed {seed}: a row of the batch is off by {nearest}");
-            }
-        }
-    }
-
-    /// Whatever the candidates, a proved row is a row of the batch; a batch of few rows is
-    /// found with none near.
-    #[test]
-    fn rows_from_elsewhere_prove_only_rows_of_the_batch() {
-        let layout = layout();
-        let mut proved = 0;
-        for seed in 0..5 {
-            let c = case(seed);
-            let s = span(&c, &layout);
-            let mut rng = StdRng::seed_from_u64(99 + seed);
-            let others: Vec<f32> = (0..10 * B)
-                .flat_map(|_| random_row(&mut rng))
-                .map(|v| v as f32)
-                .collect();
-            let solved = solver(&c, &layout, &s).solve(&others);
-            for r in &solved.rows {
-                let nearest = distance_to_nearest(r, &c.rows);
-                assert!(
-                    nearest < 1e-4,
-                    "seed {seed}: a proved row is not in the batch (off by {nearest})"
-                );
-            }
-            proved += solved.rows.len();
-        }
-        // Few rows: random subsets of the units find them with no candidate near
-        // (`sample_unguided`).
-        assert!(proved >= 4 * B, "{proved} of {} proved", 5 * B);
-    }
-
-    /// Candidates too far off for `certify` (one of their B + 4 most inactive units active for
-    /// their row spoils it) still prove the batch through random subsets of their inactive
-    /// units, and every row proved is a row of the batch.
-    #[test]
-    fn subsets_of_inactive_units_prove_rows_whose_candidates_are_far() {
-        let layout = layout();
-        let (mut by_top, mut proved) = (0, 0);
-        for seed in 0..8 {
-            let c = case(seed);
-            let s = span(&c, &layout);
-            let solver = solver(&c, &layout, &s);
-            let cands = candidates(&c, FAR, &mut StdRng::seed_from_u64(seed));
-            let mut found = Vec::new();
-            for x in cands.chunks_exact(D) {
-                let x = DVector::from_iterator(D, x.iter().map(|&v| v as f64));
-                if let Some(u) = LEVELS.iter().find_map(|&l| solver.certify(&x, l)) {
-                    ActivitySolver::add(&mut found, u);
-                }
-            }
-            by_top += found.len();
-            let solved = solver.solve(&cands);
-            for r in &solved.rows {
-                let nearest = distance_to_nearest(r, &c.rows);
-                assert!(
-                    nearest < 1e-4,
-                    "seed {seed}: a proved row is not in the batch ({nearest})"
-                );
-            }
-            proved += solved.rows.len();
-        }
-        // Measured: 3 rows' u's by the top units; rows proved 12 of 48 without the subsets, 36
-        // with them.
-        assert!(by_top <= 8, "the candidates are near enough for `certify`: {by_top}");
-        assert!(proved >= 30, "{proved} of {} proved", 8 * B);
-    }
-
-    /// How far `subsets_of_inactive_units_prove_rows_whose_candidates_are_far`'s candidates are.
-    const FAR: f64 = 1.5;
-
-    #[test]
-    fn a_combination_of_two_rows_u_spoils_only_their_rows_and_they_fail() {
-        let (c, layout) = (case(2), layout());
-        let s = span(&c, &layout);
-        let solver = solver(&c, &layout, &s);
-        let cands = candidates(&c, 0.0, &mut StdRng::seed_from_u64(0));
-        let mut found = Vec::new();
-        for x in cands.chunks_exact(D) {
-            let x = DVector::from_iterator(D, x.iter().map(|&v| v as f64));
-            if let Some(u) = solver.certify(&x, LEVELS[0]) {
-                ActivitySolver::add(&mut found, u);
-            }
-        }
-        assert_eq!(found.len(), B);
-        let all = solver.recover(&found).unwrap();
-        assert!(all.iter().zip(&found).all(|(x, u)| solver.valid(x, u)));
-        // The add step refuses a combination of two found u's.
-        let mixed = (&found[0] * 0.6 + &found[1] * 0.8).normalize();
-        let mut with_mixed = found.clone();
-        ActivitySolver::add(&mut with_mixed, mixed.clone());
-        assert_eq!(with_mixed.len(), B);
-        // Put in for row 1's, it spoils rows 0 and 1 only, and they fail the test.
-        found[1] = mixed;
-        let rows = solver.recover(&found).unwrap();
-        let valid: Vec<bool> = rows.iter().zip(&found).map(|(x, u)| solver.valid(x, u)).collect();
-        assert_eq!(valid, [false, false, true, true, true, true]);
-    }
-}
+mod tests;
