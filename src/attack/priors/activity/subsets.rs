@@ -6,7 +6,7 @@
 //! there have a one-dimensional null space.
 use nalgebra::{DMatrix, DVector};
 
-use super::{ActivitySolver, EXTRA_EQUATIONS, LEVELS, SECOND_RATIO, sorted_svd};
+use super::{ActivitySolver, EXTRA_EQUATIONS, LEVELS, SECOND_RATIO};
 
 /// Random subsets of a candidate's most inactive units tried (`certify_sampled`): this many over
 /// all candidates, and no fewer than `SUBSET_TRIALS` per candidate (a few candidates, the rows
@@ -25,6 +25,11 @@ const UNGUIDED_ROWS: usize = 14;
 /// B + 4 units or more (the certificate then reads them exactly): loose, as B − 1 equations
 /// amplify the update's rounding, and a wrong subset's δ comes that near zero at ~0.1 units.
 const SUBSET_ZERO: f64 = 1e-3;
+/// A unit whose leverage on the zeros' B − 1 directions is within this of 1 is needed for them.
+const NEEDED: f64 = 1e-6;
+
+/// A u found, and whether a unit was needed for its null space (`null_of`).
+type Sampled = (DVector<f64>, bool);
 
 impl ActivitySolver<'_> {
     /// Rows' u's the candidates' own B + 4 units missed: from random subsets of each
@@ -32,12 +37,11 @@ impl ActivitySolver<'_> {
     pub(super) fn sample_subsets(&self, rows: &[DVector<f64>], found: &mut Vec<DVector<f64>>) {
         let indexed: Vec<(u64, &DVector<f64>)> = (0..).zip(rows).collect();
         let trials = SUBSET_TRIALS.max(SUBSET_BUDGET / rows.len().max(1));
-        for u in crate::parallel::map(&indexed, |(i, x)| self.certify_sampled(x, *i, trials))
+        let sampled: Vec<Sampled> = crate::parallel::map(&indexed, |(i, x)| self.certify_sampled(x, *i, trials))
             .into_iter()
             .flatten()
-        {
-            Self::add(found, u);
-        }
+            .collect();
+        Self::add_needed_last(found, sampled);
         self.project_rounds(rows, found, LEVELS[LEVELS.len() - 1]);
         if found.len() < self.b && self.b <= UNGUIDED_ROWS {
             self.sample_unguided(found, rows.len() as u64);
@@ -52,7 +56,7 @@ impl ActivitySolver<'_> {
     /// at B = 32: one draw in 300) and fix a null vector u; a row's u makes δ = R u vanish at all
     /// of that row's inactive units, about half of them, where another's vanishes at the B − 1
     /// drawn. Those zeros are then certified as `certify` does: a one-dimensional null space.
-    fn certify_sampled(&self, x: &DVector<f64>, seed: u64, trials: usize) -> Option<DVector<f64>> {
+    fn certify_sampled(&self, x: &DVector<f64>, seed: u64, trials: usize) -> Option<Sampled> {
         use rand::{SeedableRng, rngs::StdRng};
         let z = self.preactivations(x);
         let mut units: Vec<usize> = (0..self.h).filter(|&j| z[j] < 0.0).collect();
@@ -67,10 +71,13 @@ impl ActivitySolver<'_> {
         // A combination of two rows' u's vanishes where both rows are inactive and at one unit
         // where both are active and cancel: one the candidate activates clearly.
         let clear = LEVELS[LEVELS.len() - 1].0;
+        // Only a u no unit was needed for: a candidate near a row, tried many times, finds
+        // that row's u, where two rows' u's mixed would block it in `add`.
         (0..trials).find_map(|_| {
             self.subset_zeros(&units[..pool], &mut rng)
                 .filter(|zeros| zeros.iter().all(|&j| z[j] <= clear))
                 .and_then(|zeros| self.null_of(&zeros))
+                .filter(|(_, needed)| !needed)
         })
     }
 
@@ -87,16 +94,30 @@ impl ActivitySolver<'_> {
             return;
         }
         let mut rng = StdRng::seed_from_u64(seed);
+        let mut needed = Vec::new();
         for _ in 0..UNGUIDED_TRIALS {
             if found.len() >= self.b {
                 return;
             }
-            if let Some(u) = self
+            match self
                 .subset_zeros(&live, &mut rng)
                 .and_then(|zeros| self.null_of(&zeros))
             {
-                Self::add(found, u);
+                Some((u, false)) => Self::add(found, u),
+                Some(one) => needed.push(one),
+                None => {}
             }
+        }
+        Self::add_needed_last(found, needed);
+    }
+
+    /// Adds the u's no unit was needed for, then the others: where one of those is two rows'
+    /// u's mixed, it then comes after them and `add` refuses it, where before it would have
+    /// refused one of them.
+    fn add_needed_last(found: &mut Vec<DVector<f64>>, sampled: Vec<Sampled>) {
+        let (needed, free): (Vec<Sampled>, Vec<Sampled>) = sampled.into_iter().partition(|(_, n)| *n);
+        for (u, _) in free.into_iter().chain(needed) {
+            Self::add(found, u);
         }
     }
 
@@ -122,13 +143,26 @@ impl ActivitySolver<'_> {
         (zeros.len() >= self.b + EXTRA_EQUATIONS).then_some(zeros)
     }
 
-    /// The one-dimensional null space of R's rows at `units`, read as `certify` reads it.
-    fn null_of(&self, units: &[usize]) -> Option<DVector<f64>> {
+    /// The one-dimensional null space of R's rows at `units`, read as `certify` reads it, and
+    /// whether a unit is needed for it: what two rows' u's mix into vanishes where both rows are
+    /// inactive and at one unit where they cancel, and without that unit the null space is two
+    /// rows' (the unit's leverage on R's other B − 1 directions there is 1). A row's own zeros
+    /// can need one too (a unit the only one of them another row is active at), so such a u is
+    /// not refused, only added last (`add_needed_last`).
+    fn null_of(&self, units: &[usize]) -> Option<Sampled> {
         let rs = DMatrix::from_fn(units.len(), self.b, |i, c| self.r[(units[i], c)]);
-        let (s, v_t) = sorted_svd(rs);
+        let svd = rs.svd(true, true);
+        let (u, v_t) = (svd.u.as_ref()?, svd.v_t.as_ref()?);
+        let mut order: Vec<usize> = (0..svd.singular_values.len()).collect();
+        order.sort_by(|&a, &b| svd.singular_values[b].total_cmp(&svd.singular_values[a]));
+        let s: Vec<f64> = order.iter().map(|&k| svd.singular_values[k]).collect();
         let last = self.b - 1;
         let one = s[0] > 0.0 && s[last] <= self.null * s[0];
         let clear = last == 0 || s[last - 1] >= SECOND_RATIO.max(10.0 * self.null) * s[0];
-        (one && clear).then(|| v_t.row(last).transpose())
+        let needed = (0..units.len()).any(|i| {
+            let leverage: f64 = order[..last].iter().map(|&k| u[(i, k)] * u[(i, k)]).sum();
+            leverage > 1.0 - NEEDED
+        });
+        (one && clear).then(|| (v_t.row(order[last]).transpose(), needed))
     }
 }

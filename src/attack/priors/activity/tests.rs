@@ -164,10 +164,11 @@ fn subsets_of_inactive_units_prove_rows_whose_candidates_are_far() {
         }
         proved += solved.rows.len();
     }
-    // Measured: 3 rows' u's by the top units; rows proved 12 of 48 without the subsets, 36
-    // with them.
+    // Measured: 3 rows' u's by the top units; rows proved 12 of 48 without the subsets, 42
+    // with them (18 where a u some unit is needed for was taken from a candidate:
+    // `subsets::null_of`).
     assert!(by_top <= 8, "the candidates are near enough for `certify`: {by_top}");
-    assert!(proved >= 30, "{proved} of {} proved", 8 * B);
+    assert!(proved >= 40, "{proved} of {} proved", 8 * B);
 }
 
 /// How far `subsets_of_inactive_units_prove_rows_whose_candidates_are_far`'s candidates are.
