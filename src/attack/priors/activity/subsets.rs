@@ -37,13 +37,15 @@ impl ActivitySolver<'_> {
     pub(super) fn sample_subsets(&self, rows: &[DVector<f64>], found: &mut Vec<DVector<f64>>) {
         let indexed: Vec<(u64, &DVector<f64>)> = (0..).zip(rows).collect();
         let trials = SUBSET_TRIALS.max(SUBSET_BUDGET / rows.len().max(1));
-        let sampled: Vec<Sampled> = crate::parallel::map(&indexed, |(i, x)| self.certify_sampled(x, *i, trials))
+        for u in crate::parallel::map(&indexed, |(i, x)| self.certify_sampled(x, *i, trials))
             .into_iter()
             .flatten()
-            .collect();
-        Self::add_needed_last(found, sampled);
+        {
+            Self::add(found, u);
+        }
         self.project_rounds(rows, found, LEVELS[LEVELS.len() - 1]);
         if found.len() < self.b && self.b <= UNGUIDED_ROWS {
+            // Seeded by what the solver was given: the same update and candidates, the same draws.
             self.sample_unguided(found, rows.len() as u64);
             self.project_rounds(rows, found, LEVELS[LEVELS.len() - 1]);
         }
@@ -56,7 +58,7 @@ impl ActivitySolver<'_> {
     /// at B = 32: one draw in 300) and fix a null vector u; a row's u makes δ = R u vanish at all
     /// of that row's inactive units, about half of them, where another's vanishes at the B − 1
     /// drawn. Those zeros are then certified as `certify` does: a one-dimensional null space.
-    fn certify_sampled(&self, x: &DVector<f64>, seed: u64, trials: usize) -> Option<Sampled> {
+    fn certify_sampled(&self, x: &DVector<f64>, seed: u64, trials: usize) -> Option<DVector<f64>> {
         use rand::{SeedableRng, rngs::StdRng};
         let z = self.preactivations(x);
         let mut units: Vec<usize> = (0..self.h).filter(|&j| z[j] < 0.0).collect();
@@ -77,7 +79,7 @@ impl ActivitySolver<'_> {
             self.subset_zeros(&units[..pool], &mut rng)
                 .filter(|zeros| zeros.iter().all(|&j| z[j] <= clear))
                 .and_then(|zeros| self.null_of(&zeros))
-                .filter(|(_, needed)| !needed)
+                .and_then(|(u, needed)| (!needed).then_some(u))
         })
     }
 
@@ -147,8 +149,9 @@ impl ActivitySolver<'_> {
     /// whether a unit is needed for it: what two rows' u's mix into vanishes where both rows are
     /// inactive and at one unit where they cancel, and without that unit the null space is two
     /// rows' (the unit's leverage on R's other B − 1 directions there is 1). A row's own zeros
-    /// can need one too (a unit the only one of them another row is active at), so such a u is
-    /// not refused, only added last (`add_needed_last`).
+    /// can need one too (a unit the only one of them another row is active at): a candidate's
+    /// draws refuse such a u (it tries many draws, and finds its row's without one), the draws
+    /// with no candidate add it last (`add_needed_last`).
     fn null_of(&self, units: &[usize]) -> Option<Sampled> {
         let rs = DMatrix::from_fn(units.len(), self.b, |i, c| self.r[(units[i], c)]);
         let svd = rs.svd(true, true);
