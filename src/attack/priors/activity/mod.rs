@@ -43,6 +43,9 @@ const NULL_MARGIN: f64 = 4.0;
 const REALIZED: f64 = 24.0;
 /// The next singular value must stand clear, so that the null space is one-dimensional.
 const SECOND_RATIO: f64 = 1e-3;
+/// A unit whose leverage on a null space's other B − 1 directions is within this of 1 is
+/// needed for it (`ActivitySolver::null_at`).
+const NEEDED: f64 = 1e-6;
 /// A certificate refuses δ's entries below this share of its largest where the candidate is active.
 const CERTIFY_ZERO: f64 = 1e-4;
 /// In a recovered row's test, δ's entries below this share are zero: an inactive unit's float error
@@ -93,15 +96,14 @@ pub struct Solved {
     pub batch: usize,
 }
 
-/// Singular values in decreasing order, with the matching rows of Vᵀ.
-fn sorted_svd(m: DMatrix<f64>) -> (Vec<f64>, DMatrix<f64>) {
-    let svd = m.svd(false, true);
-    let v_t = svd.v_t.expect("asked for Vᵀ");
-    let mut order: Vec<usize> = (0..svd.singular_values.len()).collect();
-    order.sort_by(|&a, &b| svd.singular_values[b].total_cmp(&svd.singular_values[a]));
-    let s = order.iter().map(|&k| svd.singular_values[k]).collect();
-    let rows = DMatrix::from_fn(order.len(), v_t.ncols(), |i, j| v_t[(order[i], j)]);
-    (s, rows)
+/// What R's rows at some units say of their null space (`ActivitySolver::null_at`).
+enum Null {
+    /// None within the update's precision: the units are no one row's inactive ones.
+    Empty,
+    /// Two or more directions: rows share the units.
+    Shared,
+    /// One, u; and, where asked, whether some unit is needed for it (`NEEDED`).
+    One(DVector<f64>, bool),
 }
 
 impl<'a> ActivitySolver<'a> {
@@ -164,17 +166,12 @@ impl<'a> ActivitySolver<'a> {
             if k > self.h || z[units[k - 1]] >= 0.0 {
                 return None;
             }
-            let rs = DMatrix::from_fn(k, self.b, |i, c| self.r[(units[i], c)]);
-            let (s, v_t) = sorted_svd(rs);
-            let last = self.b - 1;
-            if s[0] <= 0.0 || s[last] > self.null * s[0] {
-                return None;
+            match self.null_at(&units[..k], false) {
+                Null::Empty => return None,
+                Null::One(u, _) => break u,
+                // Two rows share these units: take more.
+                Null::Shared => k += EXTRA_EQUATIONS,
             }
-            if s[last - 1] >= SECOND_RATIO.max(10.0 * self.null) * s[0] {
-                break v_t.row(last).transpose();
-            }
-            // Two rows share these units: take more.
-            k += EXTRA_EQUATIONS;
         };
         let delta = &self.r * &u;
         let big = delta.amax();
@@ -182,6 +179,30 @@ impl<'a> ActivitySolver<'a> {
             .filter(|&j| z[j] > margin && delta[j].abs() < self.certify_zero * big)
             .count();
         (wrong <= misses).then_some(u)
+    }
+
+    /// The null space of R's rows at `units` (B or more of them), read against the update's
+    /// precision; with `leverage`, also whether one unit is needed for a one-dimensional null
+    /// space: its leverage on R's other B − 1 directions there is 1, and without it the null
+    /// space would be wider (`subsets`: two rows' u's mixed, which cancel at one unit).
+    fn null_at(&self, units: &[usize], leverage: bool) -> Null {
+        let rs = DMatrix::from_fn(units.len(), self.b, |i, c| self.r[(units[i], c)]);
+        let svd = rs.svd(leverage, true);
+        let values = &svd.singular_values;
+        let mut order: Vec<usize> = (0..values.len()).collect();
+        order.sort_by(|&a, &b| values[b].total_cmp(&values[a]));
+        let (top, last) = (values[order[0]], self.b - 1);
+        if top <= 0.0 || values[order[last]] > self.null * top {
+            return Null::Empty;
+        }
+        if last > 0 && values[order[last - 1]] < SECOND_RATIO.max(10.0 * self.null) * top {
+            return Null::Shared;
+        }
+        let needed = svd.u.as_ref().is_some_and(|u| {
+            (0..units.len()).any(|i| order[..last].iter().map(|&k| u[(i, k)].powi(2)).sum::<f64>() > 1.0 - NEEDED)
+        });
+        let v_t = svd.v_t.as_ref().expect("asked for Vᵀ");
+        Null::One(v_t.row(order[last]).transpose(), needed)
     }
 
     /// Adds `u` unless it is (up to sign) one already found or a combination of two found.

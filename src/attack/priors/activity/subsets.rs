@@ -6,7 +6,7 @@
 //! there have a one-dimensional null space.
 use nalgebra::{DMatrix, DVector};
 
-use super::{ActivitySolver, EXTRA_EQUATIONS, LEVELS, SECOND_RATIO};
+use super::{ActivitySolver, EXTRA_EQUATIONS, LEVELS, Null};
 
 /// Random subsets of a candidate's most inactive units tried (`certify_sampled`): this many over
 /// all candidates, and no fewer than `SUBSET_TRIALS` per candidate (a few candidates, the rows
@@ -25,8 +25,6 @@ const UNGUIDED_ROWS: usize = 14;
 /// B + 4 units or more (the certificate then reads them exactly): loose, as B − 1 equations
 /// amplify the update's rounding, and a wrong subset's δ comes that near zero at ~0.1 units.
 const SUBSET_ZERO: f64 = 1e-3;
-/// A unit whose leverage on the zeros' B − 1 directions is within this of 1 is needed for them.
-const NEEDED: f64 = 1e-6;
 
 /// A u found, and whether a unit was needed for its null space (`null_of`).
 type Sampled = (DVector<f64>, bool);
@@ -146,26 +144,15 @@ impl ActivitySolver<'_> {
     }
 
     /// The one-dimensional null space of R's rows at `units`, read as `certify` reads it, and
-    /// whether a unit is needed for it: what two rows' u's mix into vanishes where both rows are
-    /// inactive and at one unit where they cancel, and without that unit the null space is two
-    /// rows' (the unit's leverage on R's other B − 1 directions there is 1). A row's own zeros
-    /// can need one too (a unit the only one of them another row is active at): a candidate's
-    /// draws refuse such a u (it tries many draws, and finds its row's without one), the draws
-    /// with no candidate add it last (`add_needed_last`).
+    /// whether a unit is needed for it (`null_at`): what two rows' u's mix into vanishes where
+    /// both rows are inactive and at one unit where they cancel. A row's own zeros can need one
+    /// too (a unit the only one of them another row is active at): a candidate's draws refuse
+    /// such a u (it tries many draws, and finds its row's without one), the draws with no
+    /// candidate add it last (`add_needed_last`).
     fn null_of(&self, units: &[usize]) -> Option<Sampled> {
-        let rs = DMatrix::from_fn(units.len(), self.b, |i, c| self.r[(units[i], c)]);
-        let svd = rs.svd(true, true);
-        let (u, v_t) = (svd.u.as_ref()?, svd.v_t.as_ref()?);
-        let mut order: Vec<usize> = (0..svd.singular_values.len()).collect();
-        order.sort_by(|&a, &b| svd.singular_values[b].total_cmp(&svd.singular_values[a]));
-        let s: Vec<f64> = order.iter().map(|&k| svd.singular_values[k]).collect();
-        let last = self.b - 1;
-        let one = s[0] > 0.0 && s[last] <= self.null * s[0];
-        let clear = last == 0 || s[last - 1] >= SECOND_RATIO.max(10.0 * self.null) * s[0];
-        let needed = (0..units.len()).any(|i| {
-            let leverage: f64 = order[..last].iter().map(|&k| u[(i, k)] * u[(i, k)]).sum();
-            leverage > 1.0 - NEEDED
-        });
-        (one && clear).then(|| (v_t.row(order[last]).transpose(), needed))
+        match self.null_at(units, true) {
+            Null::One(u, needed) => Some((u, needed)),
+            Null::Empty | Null::Shared => None,
+        }
     }
 }

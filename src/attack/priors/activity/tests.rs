@@ -19,6 +19,17 @@ fn distance_to_nearest(row: &[f64], rows: &[Vec<f64>]) -> f64 {
         .fold(f64::INFINITY, f64::min)
 }
 
+/// Asserts every row of `solved` is a row of the batch `c`.
+fn assert_rows_of_the_batch(seed: u64, solved: &Solved, c: &Case) {
+    for r in &solved.rows {
+        let nearest = distance_to_nearest(r, &c.rows);
+        assert!(
+            nearest < 1e-4,
+            "seed {seed}: a proved row is not in the batch (off by {nearest})"
+        );
+    }
+}
+
 fn random_row(rng: &mut StdRng) -> Vec<f64> {
     let mut row = vec![0.0; D];
     for v in row.iter_mut().take(3) {
@@ -120,13 +131,7 @@ fn rows_from_elsewhere_prove_only_rows_of_the_batch() {
             .map(|v| v as f32)
             .collect();
         let solved = solver(&c, &layout, &s).solve(&others);
-        for r in &solved.rows {
-            let nearest = distance_to_nearest(r, &c.rows);
-            assert!(
-                nearest < 1e-4,
-                "seed {seed}: a proved row is not in the batch (off by {nearest})"
-            );
-        }
+        assert_rows_of_the_batch(seed, &solved, &c);
         proved += solved.rows.len();
     }
     // Few rows: random subsets of the units find them with no candidate near
@@ -155,13 +160,7 @@ fn subsets_of_inactive_units_prove_rows_whose_candidates_are_far() {
         }
         by_top += found.len();
         let solved = solver.solve(&cands);
-        for r in &solved.rows {
-            let nearest = distance_to_nearest(r, &c.rows);
-            assert!(
-                nearest < 1e-4,
-                "seed {seed}: a proved row is not in the batch ({nearest})"
-            );
-        }
+        assert_rows_of_the_batch(seed, &solved, &c);
         proved += solved.rows.len();
     }
     // Measured: 3 rows' u's by the top units; rows proved 12 of 48 without the subsets, 42
