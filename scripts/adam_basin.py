@@ -105,6 +105,28 @@ class Client:
         return total
 
 
+def load_client(directory, csv, encoding_path):
+    """An Adam client scripts/export_update.py wrote into `directory` (default betas, no weight
+    decay, rows in the given order; anything else exits): the encoding, its update, the client
+    to replay, its rows encoded, and the table's header and rows."""
+    with open(encoding_path) as f:
+        encoding = json.load(f)
+    path = os.path.join(directory, "update.safetensors")
+    with safe_open(path, "pt") as f:
+        meta = f.metadata()
+    if meta.get("optimizer") != "adam" or "local_order" in meta or "weight_decay" in meta or "betas" in meta:
+        sys.exit("an Adam client with torch's default betas, no weight decay, rows in the given order")
+    update = {k: v.double() for k, v in load_file(path).items()}
+    weights = {k: v.double() for k, v in load_file(os.path.join(directory, "weights.safetensors")).items()}
+    header, rows = export_update.read_rows(csv, encoding)
+    batch = [rows[i] for i in json.loads(meta["table_rows"])]
+    truth = torch.tensor([export_update.encode(r, header, encoding) for r in batch])
+    at = header.index(encoding["label"])
+    labels = torch.tensor([encoding["classes"].index(r[at]) for r in batch])
+    client = Client(weights, labels, meta, float(meta.get("adam_eps", 1e-8)))
+    return encoding, update, client, truth, header, rows
+
+
 def flat(u):
     return torch.cat([u[k].flatten() for k in sorted(u)])
 
@@ -193,20 +215,7 @@ def main():
     args = ap.parse_args()
     torch.set_default_dtype(torch.float64)
     torch.manual_seed(args.seed)
-    with open(args.encoding) as f:
-        encoding = json.load(f)
-    with safe_open(os.path.join(args.client, "update.safetensors"), "pt") as f:
-        meta = f.metadata()
-    if meta.get("optimizer") != "adam" or "local_order" in meta or "weight_decay" in meta or "betas" in meta:
-        sys.exit("an Adam client with torch's default betas, no weight decay, rows in the given order")
-    update = {k: v.double() for k, v in load_file(os.path.join(args.client, "update.safetensors")).items()}
-    weights = {k: v.double() for k, v in load_file(os.path.join(args.client, "weights.safetensors")).items()}
-    header, rows = export_update.read_rows(args.csv, encoding)
-    batch = [rows[i] for i in json.loads(meta["table_rows"])]
-    truth = torch.tensor([export_update.encode(r, header, encoding) for r in batch])
-    at = header.index(encoding["label"])
-    labels = torch.tensor([encoding["classes"].index(r[at]) for r in batch])
-    client = Client(weights, labels, meta, float(meta.get("adam_eps", 1e-8)))
+    encoding, update, client, truth, header, rows = load_client(args.client, args.csv, args.encoding)
     target = flat(update)
     replay = flat(client.adam(truth))
     print(f"replay at the true rows: 1 − cos {1 - torch.cosine_similarity(replay, target, 0).item():.2e}")

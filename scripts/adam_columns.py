@@ -24,18 +24,15 @@ scripts/export_update.py wrote (Adam, rows in the given order, softmax head, ReL
 Needs torch, scipy and safetensors, and adam_basin.py beside it.
 """
 import argparse
-import json
 import math
 import os
 import sys
 
 import torch
-from safetensors import safe_open
-from safetensors.torch import load_file
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from adam_basin import BETAS, Client, Rows, flat  # noqa: E402
+from adam_basin import BETAS, Rows, flat, load_client  # noqa: E402
 import export_update  # noqa: E402
 
 TOLERANCE = 0.319  # SPEC §6: a continuous cell is right within 0.319 std
@@ -132,21 +129,7 @@ def main():
     args = ap.parse_args()
     torch.set_default_dtype(torch.float64)
     torch.manual_seed(0)
-    with open(args.encoding) as f:
-        encoding = json.load(f)
-    path = os.path.join(args.client, "update.safetensors")
-    with safe_open(path, "pt") as f:
-        meta = f.metadata()
-    if meta.get("optimizer") != "adam" or "local_order" in meta or "betas" in meta or "weight_decay" in meta:
-        sys.exit("an Adam client with torch's default betas, no weight decay, rows in the given order")
-    update = {k: v.double() for k, v in load_file(path).items()}
-    weights = {k: v.double() for k, v in load_file(os.path.join(args.client, "weights.safetensors")).items()}
-    header, rows = export_update.read_rows(args.csv, encoding)
-    batch = [rows[i] for i in json.loads(meta["table_rows"])]
-    truth = torch.tensor([export_update.encode(r, header, encoding) for r in batch])
-    at = header.index(encoding["label"])
-    labels = torch.tensor([encoding["classes"].index(r[at]) for r in batch])
-    client = Client(weights, labels, meta, float(meta.get("adam_eps", 1e-8)))
+    encoding, update, client, truth, _, _ = load_client(args.client, args.csv, args.encoding)
     rows_of = Rows(encoding)
     n = len(truth)
     steps = [list(range(s, min(s + client.local_batch, n))) for s in range(0, n, client.local_batch)]
