@@ -234,6 +234,41 @@ fn a_tolerance_that_grows_with_the_row_misses_nothing_the_loosest_finds() {
     }
 }
 
+/// The second half's sums kept once formed (`SumCache`) are the sums formed pair by pair: the
+/// same rows, to the bit, in the same order, where the search completes and where it is refused.
+#[test]
+fn sums_kept_find_what_sums_formed_per_pair_find() {
+    let l = layout(D, &CAT);
+    let steps: Vec<Option<f64>> = (0..D).map(|j| (j >= 22).then_some(0.1)).collect();
+    for seed in 0..4 {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let rows: Vec<Vec<f64>> = (0..8).map(|_| random_row(&mut rng)).collect();
+        let mut basis = span_of(&rows);
+        basis.iter_mut().for_each(|v| *v += rng.random_range(-1e-3..1e-3));
+        let basis = basis.svd(true, false).u.unwrap();
+        let accept = |_: &[f64], distance: f64| distance < 2e-2;
+        for most in [10_000, 6] {
+            let search =
+                |keep| rows_in_span_keeping(&basis, &l, &[], &steps, &Tolerance::fixed(0.3), &accept, most, keep);
+            let (kept, formed) = (search(SUM_CACHE), search(0));
+            assert_eq!(
+                (kept.complete, &kept.rows),
+                (formed.complete, &formed.rows),
+                "seed {seed}, most {most}"
+            );
+            assert_eq!(
+                kept.complete,
+                most == 10_000,
+                "seed {seed}, most {most}: {} rows",
+                kept.rows.len()
+            );
+            if most == 10_000 {
+                assert!(kept.rows.len() > 6, "seed {seed}: {} rows", kept.rows.len());
+            }
+        }
+    }
+}
+
 #[test]
 fn categories_ruled_out_are_not_searched_and_limits_refuse() {
     let l = layout(D, &CAT);
