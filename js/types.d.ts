@@ -1725,7 +1725,15 @@ shares: Array<MemberRange>,
  */
 helpers: number, };
 
-export type Probe = { warmup: number, steps: number, 
+export type Probe = { warmup: number, 
+/**
+ * Steps timed on one CPU worker's share (`PROBE_STEPS`)...
+ */
+steps: number, 
+/**
+ * ...and on the GPU (`PROBE_GPU_STEPS`).
+ */
+gpu_steps: number, 
 /**
  * What the GPU times: the whole ensemble.
  */

@@ -21,10 +21,24 @@ pub const MAX_WORKERS: usize = 8;
 pub const SPLIT_MAX_BYTES: usize = 16 * 1024 * 1024;
 /// Steps a probe runs before timing (the first steps pay shader compilation and allocation)...
 pub const PROBE_WARMUP_STEPS: usize = 2;
-/// ...and steps it times, unless the first two show the rest would take longer than
+/// ...and steps a CPU times (one worker's share: each step done when it returns), unless the
+/// first two show the rest would take longer than
 pub const PROBE_STEPS: usize = 8;
 /// this many seconds (a software GPU): then those two are the measurement.
 pub const PROBE_SECONDS: f64 = 1.0;
+/// Steps a GPU times, with the same cut: its steps are queued and the probe's last readback waits
+/// for them all, so that wait is timed once over the steps. In Chromium on an H200 at B = 32, 8
+/// steps timed 1.6 ms a step where a run's steps take 0.55, and `auto` took the CPU's 8 workers,
+/// a third slower there (docs/results/webgpu.md).
+pub const PROBE_GPU_STEPS: usize = 48;
+
+/// The steps a probe on `kind` times.
+pub fn probe_steps(kind: BackendKind) -> usize {
+    match kind {
+        BackendKind::Cpu => PROBE_STEPS,
+        _ => PROBE_GPU_STEPS,
+    }
+}
 
 /// The ranges of members each of `workers` workers inverts: contiguous, in order, as even as can
 /// be. One range (no split) for the single-run attacks, small ensembles or large tables.
@@ -215,7 +229,10 @@ pub struct RunPlan {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct Probe {
     pub warmup: usize,
+    /// Steps timed on one CPU worker's share (`PROBE_STEPS`)...
     pub steps: usize,
+    /// ...and on the GPU (`PROBE_GPU_STEPS`).
+    pub gpu_steps: usize,
     /// What the GPU times: the whole ensemble.
     pub whole: MemberRange,
     /// The share one CPU worker times: what each of the workers would run.

@@ -190,7 +190,7 @@ impl Engine {
             &config,
             MemberRange { first, count },
             plan::PROBE_WARMUP_STEPS,
-            plan::PROBE_STEPS,
+            plan::probe_steps(runtime.kind()),
             &mut progress,
         )
         .await;
@@ -598,6 +598,7 @@ impl Engine {
                     undecided.probe = Some(Probe {
                         warmup: plan::PROBE_WARMUP_STEPS,
                         steps: plan::PROBE_STEPS,
+                        gpu_steps: plan::PROBE_GPU_STEPS,
                         whole: MemberRange {
                             first: 0,
                             count: config.members(),
