@@ -13,6 +13,8 @@
 //   webgpuSteps=20,60  the two short WebGPU runs whose difference gives the rate per step (as
 //                      scripts/bench-browser.mjs; 5,15 on a software adapter unless given); 0 skips them
 //   fullBudget=90      s: the full WebGPU run (iterations steps) runs if its extrapolated time is under this
+//   cpuBatches=32,8    the CPU engine's batches (default: batches), so that WebGPU's may repeat without
+//                      repeating the CPU's long runs
 //   cpuWorkers=1,max   worker counts of the CPU engine (max = min(cores, 8), as the bench)
 //   shortCpu=128:300   batch:steps — the CPU engine at that batch runs that many steps with every worker count
 //                      (their ratio), and the full run only with the most workers (fullCpu=0: not even then)
@@ -34,6 +36,7 @@ const cfg = {
   csv: q.get('csv') ?? 'sample/adult-sample.csv',
   label: q.get('label') ?? 'salary',
   batches: list('batches', '32,8,128').map(Number),
+  cpuBatches: list('cpuBatches', q.get('batches') ?? '32,8,128').map(Number),
   trace: q.get('trace') !== '0',
   seed: num('seed', 0),
   iterations: num('iterations', 1500),
@@ -301,7 +304,7 @@ async function benchWebgpu() {
 async function benchEngine(backend, workers) {
   const made = await makeEngine(backend, workers);
   if (!made) return;
-  for (const batch of cfg.batches) {
+  for (const batch of backend === 'cpu' ? cfg.cpuBatches : cfg.batches) {
     const short = backend === 'cpu' ? cfg.shortCpu[batch] : undefined;
     if (short) {
       await runOne(made, { batch, iterations: short, tag: `${made.key} B=${batch} ${short} steps` });
