@@ -342,6 +342,17 @@ fn the_gpu_kernels_follow_the_definition_step_by_step() {
             &invert(&gpu, &data, &c),
         );
     }
+    // A batch of 5: the kernels' blocks of four rows end part-filled, as blocks of four columns
+    // do on Adult's 105 encoded columns.
+    let c = AttackConfig {
+        batch_size: 5,
+        ..config(AttackKind::Tableak, 50, 6)
+    };
+    assert_follows(
+        "TabLeak GPU kernels, B = 5",
+        &invert(&definition, &data, &c),
+        &invert(&gpu, &data, &c),
+    );
     let c = AttackConfig {
         report_every: 25,
         ..config(AttackKind::Tableak, 150, 2)
