@@ -115,127 +115,41 @@ pub(super) fn store4(
     }
 }
 
-/// A hidden layer: out = ReLU(input · W + b), one unit per four outputs of four rows (each input
-/// and weight loaded once for four products).
+/// A hidden layer: out = ReLU(input · W + b), one unit per output value of four rows.
 #[cube(launch_unchecked)]
 pub fn dense_relu(input: &[f32], net: &[f32], out: &mut [f32], rows: usize, n_in: usize, n_out: usize, off: usize) {
     let t = ABSOLUTE_POS;
-    let out_blocks = (n_out + RB - 1) / RB;
-    if t < ((rows + RB - 1) / RB) * out_blocks {
-        let o0 = (t % out_blocks) * RB;
-        let r0 = (t / out_blocks) * RB;
+    if t < ((rows + RB - 1) / RB) * n_out {
+        let o = t % n_out;
+        let r0 = (t / n_out) * RB;
         let last = rows - 1;
         let r1 = clamp_row(r0 + 1, last);
         let r2 = clamp_row(r0 + 2, last);
         let r3 = clamp_row(r0 + 3, last);
-        let last_o = n_out - 1;
-        let o1 = clamp_row(o0 + 1, last_o);
-        let o2 = clamp_row(o0 + 2, last_o);
-        let o3 = clamp_row(o0 + 3, last_o);
-        let bias = off + n_in * n_out;
-        let b0 = net[bias + o0];
-        let b1 = net[bias + o1];
-        let b2 = net[bias + o2];
-        let b3 = net[bias + o3];
-        let mut a00 = b0;
-        let mut a01 = b1;
-        let mut a02 = b2;
-        let mut a03 = b3;
-        let mut a10 = b0;
-        let mut a11 = b1;
-        let mut a12 = b2;
-        let mut a13 = b3;
-        let mut a20 = b0;
-        let mut a21 = b1;
-        let mut a22 = b2;
-        let mut a23 = b3;
-        let mut a30 = b0;
-        let mut a31 = b1;
-        let mut a32 = b2;
-        let mut a33 = b3;
+        let bias = net[off + n_in * n_out + o];
+        let mut a0 = bias;
+        let mut a1 = bias;
+        let mut a2 = bias;
+        let mut a3 = bias;
         for i in 0..n_in {
-            let w0 = net[off + i * n_out + o0];
-            let w1 = net[off + i * n_out + o1];
-            let w2 = net[off + i * n_out + o2];
-            let w3 = net[off + i * n_out + o3];
-            let x0 = input[r0 * n_in + i];
-            let x1 = input[r1 * n_in + i];
-            let x2 = input[r2 * n_in + i];
-            let x3 = input[r3 * n_in + i];
-            a00 += x0 * w0;
-            a01 += x0 * w1;
-            a02 += x0 * w2;
-            a03 += x0 * w3;
-            a10 += x1 * w0;
-            a11 += x1 * w1;
-            a12 += x1 * w2;
-            a13 += x1 * w3;
-            a20 += x2 * w0;
-            a21 += x2 * w1;
-            a22 += x2 * w2;
-            a23 += x2 * w3;
-            a30 += x3 * w0;
-            a31 += x3 * w1;
-            a32 += x3 * w2;
-            a33 += x3 * w3;
+            let w = net[off + i * n_out + o];
+            a0 += input[r0 * n_in + i] * w;
+            a1 += input[r1 * n_in + i] * w;
+            a2 += input[r2 * n_in + i] * w;
+            a3 += input[r3 * n_in + i] * w;
         }
-        let live = n_out - o0;
-        {
-            store4(
-                out,
-                r0 * n_out + o0,
-                r0 * n_out + o1,
-                r0 * n_out + o2,
-                r0 * n_out + o3,
-                live,
-                a00.max(0.0),
-                a01.max(0.0),
-                a02.max(0.0),
-                a03.max(0.0),
-            );
-        }
-        if rows - r0 > 1 {
-            store4(
-                out,
-                r1 * n_out + o0,
-                r1 * n_out + o1,
-                r1 * n_out + o2,
-                r1 * n_out + o3,
-                live,
-                a10.max(0.0),
-                a11.max(0.0),
-                a12.max(0.0),
-                a13.max(0.0),
-            );
-        }
-        if rows - r0 > 2 {
-            store4(
-                out,
-                r2 * n_out + o0,
-                r2 * n_out + o1,
-                r2 * n_out + o2,
-                r2 * n_out + o3,
-                live,
-                a20.max(0.0),
-                a21.max(0.0),
-                a22.max(0.0),
-                a23.max(0.0),
-            );
-        }
-        if rows - r0 > 3 {
-            store4(
-                out,
-                r3 * n_out + o0,
-                r3 * n_out + o1,
-                r3 * n_out + o2,
-                r3 * n_out + o3,
-                live,
-                a30.max(0.0),
-                a31.max(0.0),
-                a32.max(0.0),
-                a33.max(0.0),
-            );
-        }
+        store4(
+            out,
+            r0 * n_out + o,
+            r1 * n_out + o,
+            r2 * n_out + o,
+            r3 * n_out + o,
+            rows - r0,
+            a0.max(0.0),
+            a1.max(0.0),
+            a2.max(0.0),
+            a3.max(0.0),
+        );
     }
 }
 
@@ -327,8 +241,8 @@ pub fn delta_back(
 }
 
 /// One layer's parameter gradient per member, gW = inputᵀ δ and gb = Σ_rows δ, written to `g` at
-/// the layer's offset. One unit per (member, four inputs, four outputs) of gW (each input and δ
-/// loaded once for four products), then one per (member, output) of gb.
+/// the layer's offset. One unit per (member, input, four outputs) of gW, then one per (member,
+/// output) of gb.
 #[cube(launch_unchecked)]
 pub fn param_grad(
     input: &[f32],
@@ -342,7 +256,7 @@ pub fn param_grad(
     params: usize,
 ) {
     let blocks = (n_out + RB - 1) / RB;
-    let weight_units = ((n_in + RB - 1) / RB) * blocks;
+    let weight_units = n_in * blocks;
     let per_member = weight_units + n_out;
     let t = ABSOLUTE_POS;
     if t < members * per_member {
@@ -351,77 +265,26 @@ pub fn param_grad(
         let first = k * batch;
         let base = k * params + off;
         if e < weight_units {
-            let i0 = (e / blocks) * RB;
-            let last_i = n_in - 1;
-            let i1 = clamp_row(i0 + 1, last_i);
-            let i2 = clamp_row(i0 + 2, last_i);
-            let i3 = clamp_row(i0 + 3, last_i);
+            let i = e / blocks;
             let o0 = (e % blocks) * RB;
             let last = n_out - 1;
             let o1 = clamp_row(o0 + 1, last);
             let o2 = clamp_row(o0 + 2, last);
             let o3 = clamp_row(o0 + 3, last);
-            let mut a00 = 0.0;
-            let mut a01 = 0.0;
-            let mut a02 = 0.0;
-            let mut a03 = 0.0;
-            let mut a10 = 0.0;
-            let mut a11 = 0.0;
-            let mut a12 = 0.0;
-            let mut a13 = 0.0;
-            let mut a20 = 0.0;
-            let mut a21 = 0.0;
-            let mut a22 = 0.0;
-            let mut a23 = 0.0;
-            let mut a30 = 0.0;
-            let mut a31 = 0.0;
-            let mut a32 = 0.0;
-            let mut a33 = 0.0;
+            let mut a0 = 0.0;
+            let mut a1 = 0.0;
+            let mut a2 = 0.0;
+            let mut a3 = 0.0;
             for b in 0..batch {
-                let xs = (first + b) * n_in;
-                let x0 = input[xs + i0];
-                let x1 = input[xs + i1];
-                let x2 = input[xs + i2];
-                let x3 = input[xs + i3];
+                let x = input[(first + b) * n_in + i];
                 let row = (first + b) * n_out;
-                let d0 = delta[row + o0];
-                let d1 = delta[row + o1];
-                let d2 = delta[row + o2];
-                let d3 = delta[row + o3];
-                a00 += x0 * d0;
-                a01 += x0 * d1;
-                a02 += x0 * d2;
-                a03 += x0 * d3;
-                a10 += x1 * d0;
-                a11 += x1 * d1;
-                a12 += x1 * d2;
-                a13 += x1 * d3;
-                a20 += x2 * d0;
-                a21 += x2 * d1;
-                a22 += x2 * d2;
-                a23 += x2 * d3;
-                a30 += x3 * d0;
-                a31 += x3 * d1;
-                a32 += x3 * d2;
-                a33 += x3 * d3;
+                a0 += x * delta[row + o0];
+                a1 += x * delta[row + o1];
+                a2 += x * delta[row + o2];
+                a3 += x * delta[row + o3];
             }
-            let live = n_out - o0;
-            {
-                let row = base + i0 * n_out;
-                store4(g, row + o0, row + o1, row + o2, row + o3, live, a00, a01, a02, a03);
-            }
-            if n_in - i0 > 1 {
-                let row = base + i1 * n_out;
-                store4(g, row + o0, row + o1, row + o2, row + o3, live, a10, a11, a12, a13);
-            }
-            if n_in - i0 > 2 {
-                let row = base + i2 * n_out;
-                store4(g, row + o0, row + o1, row + o2, row + o3, live, a20, a21, a22, a23);
-            }
-            if n_in - i0 > 3 {
-                let row = base + i3 * n_out;
-                store4(g, row + o0, row + o1, row + o2, row + o3, live, a30, a31, a32, a33);
-            }
+            let row = base + i * n_out;
+            store4(g, row + o0, row + o1, row + o2, row + o3, n_out - o0, a0, a1, a2, a3);
         } else {
             let o = e - weight_units;
             let mut acc = 0.0;

@@ -24,7 +24,7 @@ impl CubeStepper<'_> {
         // SAFETY: as in `step_kernels`.
         unsafe {
             for l in 0..layers - 1 {
-                let (count, dim) = cubes(c, row_blocks(rows) * row_blocks(s[l + 1]));
+                let (count, dim) = cubes(c, row_blocks(rows) * s[l + 1]);
                 k::dense_relu::launch_unchecked(
                     c,
                     count,
@@ -97,7 +97,7 @@ impl CubeStepper<'_> {
         // SAFETY: as in `step_kernels`.
         unsafe {
             for l in 0..layers {
-                let units = row_blocks(s[l]) * row_blocks(s[l + 1]) + s[l + 1];
+                let units = s[l] * row_blocks(s[l + 1]) + s[l + 1];
                 let (count, dim) = cubes(c, dm.members * units);
                 k::param_grad::launch_unchecked(
                     c,
@@ -142,8 +142,7 @@ impl CubeStepper<'_> {
                 let width = s[l] + s[l + 1];
                 let below = if l > 0 { &self.bars[l - 1] } else { &self.target };
                 let below_len = if l > 0 { rows * (s[l - 1] + s[l]) } else { params };
-                let columns = row_blocks(s[l]) + row_blocks(s[l + 1]);
-                let (count, dim) = cubes(c, dm.members * row_blocks(dm.batch) * columns);
+                let (count, dim) = cubes(c, dm.members * row_blocks(dm.batch) * width);
                 rev::reverse_layer::launch_unchecked(
                     c,
                     count,
