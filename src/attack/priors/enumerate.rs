@@ -29,6 +29,9 @@ use nalgebra::{DMatrix, DVector};
 use crate::attack::inversion::relax::Layout;
 
 mod in_range;
+mod sum_cache;
+
+use sum_cache::{SUM_CACHE, SumCache};
 
 pub use in_range::feasible_box;
 
@@ -406,22 +409,16 @@ fn rows_in_span_keeping(
             Err(_) => return refused(free),
         },
     };
-    // Each combination's sum formed once, not once per pair: the pairs come grouped by the first
-    // half's combination, and the second half's sums are kept where they fit `SUM_CACHE` (on
-    // Adult at B = 128 forming them per pair was a third of the attack's work after its steps,
-    // for a search refused in the end). The same sums, added in the same order.
+    // Each combination's sum formed once, not once per pair (`SumCache`): the pairs come grouped
+    // by the first half's combination.
     let mut sums_b = SumCache::new(second.half.bounds.len(), d, keep);
     let (mut current, mut ca) = (usize::MAX, Vec::new());
     for (ia, ib, within) in within_every_line(&first, &second, shared) {
         if ia != current {
-            ca = decode(ia, &first, &columns);
+            (ca, current) = (decode(ia, &first, &columns), ia);
             sum_into(&mut sum_a, &ca);
-            current = ia;
         }
-        if !sums_b.take(ib, &mut sum_b) {
-            sum_into(&mut sum_b, &decode(ib, &second.half, &columns));
-            sums_b.keep(ib, &sum_b);
-        }
+        sums_b.sum_of(ib, &mut sum_b, |s| sum_into(s, &decode(ib, &second.half, &columns)));
         for ((t, b), (a, c)) in total.iter_mut().zip(base.iter()).zip(sum_a.iter().zip(sum_b.iter())) {
             *t = b + a + c;
         }
@@ -445,44 +442,6 @@ fn rows_in_span_keeping(
         rows,
         complete: true,
         free,
-    }
-}
-
-/// Numbers a search keeps of the second half's sums at most (8 MB).
-const SUM_CACHE: usize = 1 << 20;
-
-/// The second half's sums by combination, each kept once formed, where they fit `SUM_CACHE`.
-struct SumCache {
-    d: usize,
-    sums: Vec<f64>,
-    formed: Vec<bool>,
-}
-
-impl SumCache {
-    fn new(combinations: usize, d: usize, keep: usize) -> SumCache {
-        let fits = combinations * d <= keep;
-        SumCache {
-            d,
-            sums: vec![0.0; if fits { combinations * d } else { 0 }],
-            formed: vec![false; if fits { combinations } else { 0 }],
-        }
-    }
-
-    /// Combination `i`'s sum into `into`, where it was kept.
-    fn take(&self, i: usize, into: &mut DVector<f64>) -> bool {
-        let kept = self.formed.get(i).copied().unwrap_or(false);
-        if kept {
-            into.as_mut_slice()
-                .copy_from_slice(&self.sums[i * self.d..(i + 1) * self.d]);
-        }
-        kept
-    }
-
-    fn keep(&mut self, i: usize, sum: &DVector<f64>) {
-        if let Some(formed) = self.formed.get_mut(i) {
-            *formed = true;
-            self.sums[i * self.d..(i + 1) * self.d].copy_from_slice(sum.as_slice());
-        }
     }
 }
 
