@@ -342,8 +342,7 @@ fn the_gpu_kernels_follow_the_definition_step_by_step() {
             &invert(&gpu, &data, &c),
         );
     }
-    // A batch of 5: the kernels' blocks of four rows end part-filled, as blocks of four columns
-    // do on Adult's 105 encoded columns.
+    // A batch of 5: the kernels' blocks of four rows end part-filled.
     let c = AttackConfig {
         batch_size: 5,
         ..config(AttackKind::Tableak, 50, 6)

@@ -29,7 +29,7 @@ pub const PROBE_SECONDS: f64 = 1.0;
 /// Steps a GPU times, with the same cut: its steps are queued and the probe's last readback waits
 /// for them all, so that wait is timed once over the steps. In Chromium on an H200 at B = 32, 8
 /// steps timed 1.6 ms a step where a run's steps take 0.55, and `auto` took the CPU's 8 workers,
-/// a third slower there (docs/results/webgpu.md).
+/// whose attack took 1.7 times WebGPU's there (docs/results/webgpu.md).
 pub const PROBE_GPU_STEPS: usize = 48;
 
 /// The steps a probe on `kind` times.
