@@ -312,6 +312,10 @@ impl AttackConfig {
             true => search_bounds::pursuit_working_bytes(&sizes, self.rows(), dataset.classes.len()),
             false => 0,
         };
+        let span_search_bytes = match priors.span && self.members() > 0 {
+            true => crate::attack::priors::enumerate::SUM_CACHE_BYTES,
+            false => 0,
+        };
         WorkingSet {
             sizes,
             rows: self.rows(),
@@ -319,6 +323,7 @@ impl AttackConfig {
             rows_per_member: self.rows_per_member(),
             local_steps: self.local_steps(),
             pursuit_bytes,
+            span_search_bytes,
             shows_rows: self.protocol == Protocol::Fedsgd && dataset.target.is_none(),
         }
     }

@@ -28,6 +28,9 @@ pub struct WorkingSet {
     /// Bytes FedSGD's pursuit among a crowded span's rows holds at most
     /// (`assess::span_pursuit::working_bytes`; 0 where it does not run).
     pub pursuit_bytes: u64,
+    /// Bytes the span search keeps of its sums at most (`enumerate::SUM_CACHE_BYTES`; 0 where it
+    /// does not run).
+    pub span_search_bytes: u64,
     /// Whether the report checks which rows a FedSGD classifier's update shows
     /// (`assess::seen_rows`): the rows' gradients summed, the received update, and one row's
     /// gradient twice over, in f64.
@@ -81,6 +84,7 @@ impl WorkingSet {
             .saturating_add(shown)
             .saturating_mul(4)
             .saturating_add(self.pursuit_bytes)
+            .saturating_add(self.span_search_bytes)
     }
 
     /// Refuse a working set past the engine's limit, saying what it holds and what to change.

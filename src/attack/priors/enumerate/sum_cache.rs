@@ -4,8 +4,10 @@
 //! search refused in the end). The same sums, added in the same order.
 use nalgebra::DVector;
 
-/// Numbers a search keeps of the second half's sums at most (8 MB).
+/// Numbers a search keeps of the second half's sums at most...
 pub const SUM_CACHE: usize = 1 << 20;
+/// ...in bytes (8 MiB), which the attack's working set counts (`plan::limits::WorkingSet`).
+pub const SUM_CACHE_BYTES: u64 = (SUM_CACHE * std::mem::size_of::<f64>()) as u64;
 
 /// The second half's sums by combination, each kept once formed, where they fit `keep` numbers.
 pub struct SumCache {
