@@ -31,8 +31,8 @@ use crate::attack::inversion::relax::Layout;
 mod in_range;
 mod sum_cache;
 
-use sum_cache::SumCache;
-pub use sum_cache::{SUM_CACHE, SUM_CACHE_BYTES};
+pub use sum_cache::SUM_CACHE_BYTES;
+use sum_cache::{SUM_CACHE, SumCache};
 
 pub use in_range::feasible_box;
 

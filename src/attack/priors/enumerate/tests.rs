@@ -189,17 +189,22 @@ fn rows_that_share_their_categories_are_found_along_the_direction_the_span_leave
     assert!(past_range > 0, "no row's least-squares values left their ranges");
 }
 
+/// The span of eight random rows read off a noisy update (each entry moved by up to `by`): the
+/// rows drift from it.
+fn drifted_span(rng: &mut StdRng, by: f64) -> DMatrix<f64> {
+    let rows: Vec<Vec<f64>> = (0..8).map(|_| random_row(rng)).collect();
+    let mut basis = span_of(&rows);
+    basis.iter_mut().for_each(|v| *v += rng.random_range(-by..by));
+    basis.svd(true, false).u.unwrap()
+}
+
 #[test]
 fn a_tolerance_that_grows_with_the_row_misses_nothing_the_loosest_finds() {
     let l = layout(D, &CAT);
     let steps: Vec<Option<f64>> = (0..D).map(|j| (j >= 22).then_some(0.1)).collect();
     for seed in 0..4 {
         let mut rng = StdRng::seed_from_u64(seed);
-        let rows: Vec<Vec<f64>> = (0..8).map(|_| random_row(&mut rng)).collect();
-        // The span read off a noisy update: the rows drift from it.
-        let mut basis = span_of(&rows);
-        basis.iter_mut().for_each(|v| *v += rng.random_range(-1e-4..1e-4));
-        let basis = basis.svd(true, false).u.unwrap();
+        let basis = drifted_span(&mut rng, 1e-4);
         let growing = Tolerance {
             constant: 1e-4,
             scaled: DMatrix::from_fn(3, D, |_, _| rng.random_range(-1e-2..1e-2)),
@@ -241,11 +246,7 @@ fn sums_kept_find_what_sums_formed_per_pair_find() {
     let l = layout(D, &CAT);
     let steps: Vec<Option<f64>> = (0..D).map(|j| (j >= 22).then_some(0.1)).collect();
     for seed in 0..4 {
-        let mut rng = StdRng::seed_from_u64(seed);
-        let rows: Vec<Vec<f64>> = (0..8).map(|_| random_row(&mut rng)).collect();
-        let mut basis = span_of(&rows);
-        basis.iter_mut().for_each(|v| *v += rng.random_range(-1e-3..1e-3));
-        let basis = basis.svd(true, false).u.unwrap();
+        let basis = drifted_span(&mut StdRng::seed_from_u64(seed), 1e-3);
         let accept = |_: &[f64], distance: f64| distance < 2e-2;
         for most in [10_000, 6] {
             let search =
