@@ -174,12 +174,36 @@ export async function runPlanned(engine, table, options, { onProgress, signal, w
     }
   }
   // Where the attack will calibrate its fallback on a shadow client (no proof can reach every row),
-  // the shadow's members run first, split over the workers too; progress counts both halves.
-  const shadowRanges = await cancellable(signal, () => engine.shadowShares(table, options, plan.shares.length));
+  // the shadow's members run split over the workers too, as many as the batch's ensemble pools:
+  // after the rounds where its stopping rule runs them (the count is known once they settle),
+  // else first, the whole ensemble. Progress counts both halves.
+  const shadowPlanned = await cancellable(signal, () => engine.shadowShares(table, options, plan.shares.length));
+  const rounds = await cancellable(signal, () => engine.ensembleRounds(table, options, plan.shares.length));
+  if (rounds) {
+    const most = rounds.flat().reduce((n, r) => n + r.count, 0);
+    const halves = (q) => (shadowPlanned ? { ...q, of: 2 * q.of } : q);
+    const parts = [];
+    for (const round of rounds) {
+      const first = round[0].first;
+      const count = round.reduce((n, r) => n + r.count, 0);
+      const place = (p) => halves({ ...p, step: Math.floor((first * p.of + p.step * count) / most) });
+      parts.push(...(await shares(round, options, place)));
+      let shadow = null;
+      if (shadowPlanned) {
+        const members = await cancellable(signal, () => engine.settledMembers(table, options, parts));
+        if (members == null) continue;
+        const ranges = await cancellable(signal, () => engine.shadowShares(table, options, plan.shares.length, members));
+        shadow = await shares(ranges, options, (p) => ({ ...p, phase: 'shadow', step: p.of + p.step, of: 2 * p.of }), 'invertShadow');
+      }
+      const answer = await cancellable(signal, () => engine.assessRound(table, options, parts, elapsed(), plan.shares.length, shadow));
+      if (answer) return answer;
+    }
+    throw new Error('the ensemble ran every round without a report');
+  }
   let shadow = null;
   let before = 0;
-  if (shadowRanges) {
-    shadow = await shares(shadowRanges, options, (p) => {
+  if (shadowPlanned) {
+    shadow = await shares(shadowPlanned, options, (p) => {
       before = p.of;
       return { ...p, phase: 'shadow', of: 2 * p.of };
     }, 'invertShadow');
@@ -189,22 +213,6 @@ export async function runPlanned(engine, table, options, { onProgress, signal, w
     const q = place(p);
     return { ...q, step: before + q.step, of: before + q.of };
   } : place);
-  // Where the ensemble runs by its stopping rule, its rounds run one after another, each split
-  // over the workers, until the engine says the ensemble has settled.
-  const rounds = await cancellable(signal, () => engine.ensembleRounds(table, options, plan.shares.length));
-  if (rounds) {
-    const most = rounds.flat().reduce((n, r) => n + r.count, 0);
-    const parts = [];
-    for (const round of rounds) {
-      const first = round[0].first;
-      const count = round.reduce((n, r) => n + r.count, 0);
-      const place = (p) => ({ ...p, step: Math.floor((first * p.of + p.step * count) / most) });
-      parts.push(...(await shares(round, options, report(place))));
-      const answer = await cancellable(signal, () => engine.assessRound(table, options, parts, elapsed(), plan.shares.length, shadow));
-      if (answer) return answer;
-    }
-    throw new Error('the ensemble ran every round without a report');
-  }
   const parts = await shares(plan.shares, options, report(after(early ? early.steps : 0)));
   return guarded(() => engine.assess(table, options, parts, elapsed(), plan.shares.length, shadow));
 }

@@ -746,7 +746,12 @@ imputed: boolean,
  * the mean of 8 draws). What the server's table alone gives it: the gain over guessing up to
  * this figure is the table's, not the update's.
  */
-imputed_without_update: number | null, };
+imputed_without_update: number | null, 
+/**
+ * The members of the shadow client's ensemble: as many as the client's pooled, so that its
+ * thresholds are read off the same pooling (0: a report from before this was stated).
+ */
+shadow_members: number, };
 
 /**
  * What the search did, as the report states it (`RowDetails::chosen`).

@@ -30,6 +30,6 @@ pub use options::RunOptions;
 pub use report::Report;
 pub use run::{
     assess_early, assess_members, assess_round, attack_received, early_answer, ensemble_rounds, invert_members,
-    invert_shadow, prove_candidates, run_attack, shadow_shares,
+    invert_shadow, prove_candidates, run_attack, settled_members, shadow_shares,
 };
 pub use runtime::{BackendInfo, BackendKind, Runtime, StepEngine};

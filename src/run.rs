@@ -500,24 +500,44 @@ pub async fn invert_members(
     setup.invert(range, progress).await
 }
 
-/// Where a split run inverts the shadow client's members in shares too, before the batch's own
+/// Where a split run inverts the shadow client's members in shares too
 /// (`Setup::shadow_in_shares`): the shares for up to `shares` workers; None where the run
-/// calibrates on the worker that joins, if at all.
+/// calibrates on the worker that joins, if at all. `members`: the members the client's ensemble
+/// pooled (`settled_members`, where its stopping rule ran), which the shadow runs as many of
+/// (`assess::fallback`); None: the whole ensemble, whose first members serve any count.
 pub async fn shadow_shares(
     runtime: &Runtime,
     dataset: &Dataset,
     config: &AttackConfig,
     shares: usize,
+    members: Option<usize>,
 ) -> Result<Option<Vec<MemberRange>>> {
     if !matches!(flow(config), Flow::Rows) {
         return Ok(None);
     }
     let setup = prepare(runtime, dataset, config).await?;
-    let all = MemberRange {
-        first: 0,
-        count: config.members(),
-    };
+    let most = config.members();
+    let count = members.unwrap_or(most);
+    if count == 0 || count > most {
+        return Err(Error::Config(format!(
+            "the shadow client runs 1 to {most} members, not {count}"
+        )));
+    }
+    let all = MemberRange { first: 0, count };
     Ok(setup.shadow_in_shares().then(|| crate::plan::split(all, shares)))
+}
+
+/// Where a split run's ensemble runs by its stopping rule (`ensemble_rounds`): the members it
+/// pools once the rounds inverted so far (`parts`) settle it, or None where the next round is
+/// due. `assess_round` then reports on the same parts.
+pub async fn settled_members(
+    runtime: &Runtime,
+    dataset: &Dataset,
+    config: &AttackConfig,
+    parts: Vec<Members>,
+) -> Result<Option<usize>> {
+    let setup = prepare(runtime, dataset, config).await?;
+    Ok(setup.settled(parts).await?.map(|(_, rounds)| rounds.members))
 }
 
 /// Members `range` of the shadow client's ensemble (`shadow_shares`): one worker's share.

@@ -7,7 +7,7 @@ use leakscope::attack::Progress;
 use leakscope::table::Dataset;
 use leakscope::{
     AttackConfig, AttackSpec, Error, LabelMode, MemberRange, Members, Report, RunOptions, Runtime, assess_members,
-    invert_members, run_attack,
+    assess_round, invert_members, run_attack,
 };
 
 fn attack(data: &Dataset, config: AttackConfig) -> Report {
@@ -501,7 +501,7 @@ fn a_shadow_client_inverted_in_shares_gives_the_one_worker_report() {
     let whole = attack(&data, config.clone());
     assert!(whole.row_details().unwrap().fallback.is_some(), "the attack falls back");
     let rt = Runtime::cpu();
-    let ranges = pollster::block_on(leakscope::shadow_shares(&rt, &data, &config, 2))
+    let ranges = pollster::block_on(leakscope::shadow_shares(&rt, &data, &config, 2, None))
         .unwrap()
         .expect("no proof reaches every row: the shadow runs in shares");
     assert_eq!(
@@ -542,9 +542,66 @@ fn a_shadow_client_inverted_in_shares_gives_the_one_worker_report() {
         ..config
     };
     assert_eq!(
-        pollster::block_on(leakscope::shadow_shares(&rt, &data, &provable, 2)).unwrap(),
+        pollster::block_on(leakscope::shadow_shares(&rt, &data, &provable, 2, None)).unwrap(),
         None
     );
+}
+
+/// Where the ensemble runs by its stopping rule and stops before its last member, the shadow
+/// client runs as many members as the client's pooled: a split run learns the count once its
+/// rounds settle (`settled_members`), inverts that many shadow members in shares, and reports as
+/// one worker does; shares of the whole shadow ensemble (asked before the rounds) give the same.
+#[test]
+fn the_shadow_client_runs_the_members_the_rounds_pooled() {
+    let data = dataset("adult-sample.csv", "salary");
+    // One hidden layer of 16 at B = 32: no proof reaches the batch; the rule stops at 10 of 30.
+    let config = AttackConfig {
+        batch_size: 32,
+        hidden: vec![16],
+        iterations: 150,
+        seed: 1,
+        ..Default::default()
+    };
+    let whole = attack(&data, config.clone());
+    let details = whole.row_details().unwrap();
+    assert!(details.fallback.is_some(), "the attack falls back");
+    let pooled = details.ensemble.as_ref().expect("the stopping rule ran").members;
+    assert!(pooled < config.members(), "the rounds stopped early ({pooled} members)");
+    assert_eq!(details.fallback.as_ref().unwrap().shadow_members, pooled);
+    let rt = Runtime::cpu();
+    let rounds = pollster::block_on(leakscope::ensemble_rounds(&rt, &data, &config, 2))
+        .unwrap()
+        .unwrap();
+    let mut parts = Vec::new();
+    let mut settled = None;
+    for round in rounds {
+        for range in round {
+            parts.push(pollster::block_on(invert_members(&rt, &data, &config, range, &mut |_| true)).unwrap());
+        }
+        settled = pollster::block_on(leakscope::settled_members(&rt, &data, &config, parts.clone())).unwrap();
+        if settled.is_some() {
+            break;
+        }
+    }
+    assert_eq!(settled, Some(pooled));
+    let shadow_of = |members: Option<usize>| -> Vec<Members> {
+        pollster::block_on(leakscope::shadow_shares(&rt, &data, &config, 2, members))
+            .unwrap()
+            .expect("the shadow runs in shares")
+            .into_iter()
+            .map(|r| pollster::block_on(leakscope::invert_shadow(&rt, &data, &config, r, &mut |_| true)).unwrap())
+            .collect()
+    };
+    // Only `pooled` shadow members: calibrating on more would refuse them.
+    for shadow in [shadow_of(Some(pooled)), shadow_of(None)] {
+        let split = pollster::block_on(assess_round(&rt, &data, &config, parts.clone(), Some(shadow), 1.0, 2))
+            .unwrap()
+            .expect("the rounds settled");
+        assert_eq!(split.rows, whole.rows);
+        assert_eq!(split.accuracy, whole.accuracy);
+        assert_eq!(split.row_details().unwrap().fallback, details.fallback);
+    }
+    assert!(pollster::block_on(leakscope::shadow_shares(&rt, &data, &config, 2, Some(31))).is_err());
 }
 
 /// A run split over workers answers early as one worker does: the shares run the early answer's

@@ -17,12 +17,8 @@
 //! with the table's own values as their prior, at a width the shadow chooses (`assess::table_prior`),
 //! and the cells that fall back in rows that keep others are imputed from the table's rows most
 //! like them where the shadow gains so (`assess::imputed`).
-use serde::{Deserialize, Serialize};
-use ts_rs::TS;
-
 pub use super::imputed::{CONTROL_DRAWS, Guess, mix};
 use super::matching::Rule;
-use super::scoring::Scored;
 use super::scoring::score;
 use super::table_prior::{ShadowCells, TableReads};
 use crate::attack::baselines::likeliest_value;
@@ -34,82 +30,6 @@ use crate::table::{Dataset, Value};
 
 /// Quantiles of the shadow batch's entropies tried as thresholds, besides "every cell" and "none".
 const QUANTILES: usize = 10;
-
-/// What the calibration chose and what it gave.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-pub struct FallbackSummary {
-    /// Accuracy on the shadow batch of the ensemble alone, of the guess alone (the table's where
-    /// the server holds its rows, else the marginals' draw), and of the mix chosen (the server
-    /// knows the shadow batch's truth, not the client's).
-    pub shadow_ensemble: f64,
-    pub shadow_prior: f64,
-    pub shadow_chosen: f64,
-    /// A categorical cell whose entropy is above this falls back to the guess (null: none does).
-    pub categorical_above: Option<f64>,
-    /// The same for continuous cells (their entropy is on another scale).
-    pub continuous_above: Option<f64>,
-    /// The width of the table's prior on the ensemble's continuous cells, in the members'
-    /// spreads, where the shadow client showed it gains (`assess::table_prior`; null: none).
-    pub prior_spread: Option<f64>,
-    /// Cells of the client's batch taken from the guess, of all its cells.
-    pub prior_cells: usize,
-    pub cells: usize,
-    /// Rows whose every cell came from the guess.
-    pub prior_rows: usize,
-    /// On a simulated client, the share of right cells among those from the ensemble and among
-    /// those from the guess (null where there were none or no truth).
-    pub ensemble_cell_accuracy: Option<f64>,
-    pub prior_cell_accuracy: Option<f64>,
-    /// How far the update is from explained (1 − cos between the update the rows would send and
-    /// the one received) by the reconstruction, and by the guess's rows; a reshuffling
-    /// client's in the orders its update chose for the rows (null where none were chosen, or
-    /// where a defence randomises the update).
-    pub update_fit: Option<f64>,
-    pub prior_fit: Option<f64>,
-    /// The same for the shadow client's reconstruction of its own update: how well the attack
-    /// explained the batch its thresholds were chosen on (null for a reshuffling client: not
-    /// weighed against its fit, `Calibration::unlike_shadow`).
-    pub shadow_update_fit: Option<f64>,
-    /// The L2 norms of the client's update and of the shadow client's: on a trained network the
-    /// shadow's rows, drawn column by column, are ones it is less sure of than the client's, and
-    /// its update is larger (Adult [32, 32] trained 1-20 epochs, five runs: 2.2-3.6 times;
-    /// untrained, 1.2 times).
-    pub update_norm: f64,
-    pub shadow_update_norm: f64,
-    /// The reconstruction explains the update no better than the guess does: the
-    /// attack ran out of strength, and every cell of the rows neither proved nor held by the
-    /// update's span fell back (`assess::rows::fall_back`).
-    pub exhausted: bool,
-    /// The shadow client's update held every row of its batch, so no ensemble row was tested
-    /// there, and the client's holds some: every cell of the rows the ensemble gave beside those
-    /// fell back (`Calibration::untested`).
-    pub untested: bool,
-    /// The client's reconstruction explains its update far worse than the shadow's explained its
-    /// own, so the shadow's thresholds do not speak for it: every cell the update does not hold
-    /// fell back (`Calibration::unlike_shadow`).
-    #[serde(default)]
-    pub unlike_shadow: bool,
-    /// The shadow client's rows were rows of the table outside the batch, each of its slot's
-    /// label (`assess::shadow_rows`); false: drawn from the marginals.
-    #[serde(default)]
-    pub shadow_of_table: bool,
-    /// An Adam client's rows read by category: their gain in right cells over the marginals' guess
-    /// on shadow clients, less two standard errors (`assess::category_rows`; they are put in only
-    /// above 0; null where the reading does not hold).
-    #[serde(default)]
-    pub read_gain: Option<f64>,
-    /// The cells that fell back in rows that kept others were imputed from the table's rows most
-    /// like them on the cells kept, not drawn from the marginals (`assess::imputed`): the shadow
-    /// client scored better so.
-    #[serde(default)]
-    pub imputed: bool,
-    /// Where it imputed, on a simulated client: the accuracy the same imputation gives around
-    /// kept cells drawn from the marginals instead of read from the update (`imputed::without_update`,
-    /// the mean of 8 draws). What the server's table alone gives it: the gain over guessing up to
-    /// this figure is the table's, not the update's.
-    #[serde(default)]
-    pub imputed_without_update: Option<f64>,
-}
 
 /// Entropy thresholds per kind of column: a cell above its kind's falls back.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -378,6 +298,8 @@ pub struct Calibration {
     /// ensemble's rows the thresholds were tested on; and its rows.
     pub shadow_open: usize,
     pub shadow_rows: usize,
+    /// The shadow client's ensemble: as many members as the client's pooled.
+    pub shadow_members: usize,
     /// Whether the shadow's rows are the table's own, outside the batch (`assess::shadow_rows`),
     /// rather than drawn from the marginals.
     pub shadow_of_table: bool,
@@ -556,8 +478,14 @@ impl Setup<'_> {
         if self.replays_gradient() {
             shadow.choice_follows = client_searched;
         }
+        // The shadow runs the attack as it ran on the client: as many members as the client's
+        // ensemble pooled (where its stopping rule stopped early, `assess::stopping`), so that
+        // the thresholds are read off entropies of the same pooling. Members are independent: a
+        // split run's shares, inverted for the whole ensemble before the rounds, give the same
+        // first members.
+        shadow.members = self.members.min(shadow.members);
         let inverted = match &self.shadow_parts {
-            Some(parts) => crate::attack::inversion::ensemble::join(shadow.shape(), parts.clone())?,
+            Some(parts) => crate::attack::inversion::ensemble::join_leading(shadow.shape(), parts.clone())?,
             None => {
                 let all = MemberRange {
                     first: 0,
@@ -641,6 +569,7 @@ impl Setup<'_> {
             norms: [self.scenario.observed.norm(), shadow.scenario.observed.norm()],
             shadow_open: held.iter().filter(|&&h| !h).count(),
             shadow_rows: held.len(),
+            shadow_members: shadow.members,
             shadow_of_table,
             read_gain: self.read_gain_on_shadows(marginals).await?,
             holds_rows: false,
@@ -649,52 +578,8 @@ impl Setup<'_> {
     }
 }
 
-impl FallbackSummary {
-    /// What `fall_back` did with `c`; `scored`: the mixed rows scored against the truth, where a
-    /// simulated or audited client has it.
-    pub fn of(c: &Calibration, mask: &[Vec<bool>], scored: Option<&Scored>) -> FallbackSummary {
-        FallbackSummary {
-            shadow_ensemble: c.shadow[0],
-            shadow_prior: c.shadow[1],
-            shadow_chosen: c.shadow[2],
-            categorical_above: c.thresholds.categorical,
-            continuous_above: c.thresholds.continuous,
-            prior_spread: c.prior_spread,
-            prior_cells: mask.iter().flatten().filter(|&&m| m).count(),
-            cells: mask.iter().map(Vec::len).sum(),
-            prior_rows: mask.iter().filter(|row| row.iter().all(|&m| m)).count(),
-            ensemble_cell_accuracy: scored.and_then(|s| accuracy_of(&s.correct, &s.assignment, mask, false)),
-            prior_cell_accuracy: scored.and_then(|s| accuracy_of(&s.correct, &s.assignment, mask, true)),
-            update_fit: c.fits.map(|f| f[0]),
-            prior_fit: c.fits.map(|f| f[1]),
-            shadow_update_fit: c.shadow_fit,
-            update_norm: c.norms[0],
-            shadow_update_norm: c.norms[1],
-            exhausted: c.exhausted(),
-            untested: c.untested(),
-            unlike_shadow: c.unlike_shadow(),
-            shadow_of_table: c.shadow_of_table,
-            read_gain: c.read_gain,
-            imputed: c.imputed,
-            imputed_without_update: None,
-        }
-    }
-}
-
-/// Share of right cells among those the mask selects (`want` true) or leaves (`want` false),
-/// `correct` being per true row and `assignment` its reconstructed row.
-pub fn accuracy_of(correct: &[Vec<bool>], assignment: &[usize], mask: &[Vec<bool>], want: bool) -> Option<f64> {
-    let (mut right, mut all) = (0usize, 0usize);
-    for (row, &j) in correct.iter().zip(assignment) {
-        for (&c, &m) in row.iter().zip(&mask[j]) {
-            if m == want {
-                all += 1;
-                right += c as usize;
-            }
-        }
-    }
-    (all > 0).then(|| right as f64 / all as f64)
-}
+mod summary;
+pub use summary::{FallbackSummary, accuracy_of};
 
 #[cfg(test)]
 mod tests;

@@ -195,12 +195,17 @@ fn fallback_lines(f: &crate::assess::fallback::FallbackSummary, s: &mut String) 
     let _ = writeln!(
         s,
         "fell back to {to}: {} of {} cells ({} whole rows), as a shadow client the server \
-         simulated chose (its rows {}, its update's norm {:.3} against this one's {:.3}; \
+         simulated chose (attacked as this one was{}; its rows {}, its update's norm {:.3} against this one's {:.3}; \
          there the ensemble alone scored {}, {guess} {}, the mix {}, and a gain is kept only where it is \
          sure); here the ensemble's cells are {} right, the fallen-back ones {}",
         f.prior_cells,
         f.cells,
         f.prior_rows,
+        match f.shadow_members {
+            0 => String::new(),
+            1 => ", one member".to_string(),
+            n => format!(", {n} members"),
+        },
         match f.shadow_of_table {
             true => "the table's own outside this batch, each of the label the server gave its slot",
             false => "drawn from the marginals",

@@ -326,17 +326,37 @@ impl Engine {
         members_to_js(&members)
     }
 
-    /// Where a split run inverts the shadow client's members in shares, before the batch's own:
-    /// a list of {first, count} shares for up to `workers` workers, or null (the worker that
-    /// joins calibrates, if the attack does).
+    /// Where a split run inverts the shadow client's members in shares: a list of {first,
+    /// count} shares for up to `workers` workers, or null (the worker that joins calibrates, if
+    /// the attack does). `members`: as many as the client's ensemble pooled (`settledMembers`),
+    /// or null or undefined for the whole ensemble (asked before the batch's own).
     #[wasm_bindgen(js_name = shadowShares)]
-    pub async fn shadow_shares(&self, table: &Table, options: JsValue, workers: usize) -> Result<JsValue, JsError> {
+    pub async fn shadow_shares(
+        &self,
+        table: &Table,
+        options: JsValue,
+        workers: usize,
+        members: Option<usize>,
+    ) -> Result<JsValue, JsError> {
         self.quiet().await;
         let (dataset, config) = self.prepare(table, options)?;
-        let shares = crate::shadow_shares(&self.cpu, &dataset, &config, workers)
+        let shares = crate::shadow_shares(&self.cpu, &dataset, &config, workers, members)
             .await
             .map_err(js_error)?;
         to_js(&shares)
+    }
+
+    /// Where the ensemble runs by its stopping rule (`ensembleRounds`): the members it pools once
+    /// the rounds inverted so far (every share of them) settle it, or null where the next round
+    /// is due.
+    #[wasm_bindgen(js_name = settledMembers)]
+    pub async fn settled_members(&self, table: &Table, options: JsValue, parts: JsValue) -> Result<JsValue, JsError> {
+        self.quiet().await;
+        let (dataset, config, parts, runtime) = self.joining(table, options, parts, 1)?;
+        let members = crate::settled_members(&runtime, &dataset, &config, parts)
+            .await
+            .map_err(js_error)?;
+        to_js(&members)
     }
 
     /// Invert members `first .. first + count` of the shadow client's ensemble on the CPU: one

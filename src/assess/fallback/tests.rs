@@ -156,6 +156,7 @@ fn an_exhausted_attack_keeps_only_the_rows_the_span_holds_to_the_shadows_thresho
         norms: [1.0, 1.0],
         shadow_open: 3,
         shadow_rows: 3,
+        shadow_members: 4,
         shadow_of_table: true,
         holds_rows: true,
         read_gain: None,

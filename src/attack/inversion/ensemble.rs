@@ -121,6 +121,39 @@ pub fn join_first(shape: Shape, mut parts: Vec<Members>, members: usize) -> Resu
     })
 }
 
+/// The ensemble's first `shape.members` members, from shares that may cover more of it (a split
+/// run's shadow client, inverted whole before the client's rounds stopped at fewer,
+/// `assess::fallback`). Each share is checked whole before it is cut; a cut share keeps its loss
+/// curve (the mean over all its members).
+pub fn join_leading(shape: Shape, mut parts: Vec<Members>) -> Result<Members> {
+    parts.sort_by_key(|p| p.range.first);
+    let keep = shape.members;
+    let len = shape.rows * shape.d;
+    let probs_len = if shape.relaxed { shape.rows * shape.inputs } else { 0 };
+    let mut kept = Vec::new();
+    for mut p in parts {
+        let (first, count) = (p.range.first, p.range.count);
+        if p.x.len() != count.saturating_mul(len) || p.probs.len() != count.saturating_mul(probs_len) {
+            return Err(Error::Config(format!(
+                "members {first}..{} hold {} values and {} probabilities, not {count} members' rows",
+                first.saturating_add(count),
+                p.x.len(),
+                p.probs.len()
+            )));
+        }
+        if first >= keep {
+            continue;
+        }
+        let count = count.min(keep - first);
+        p.x.truncate(count * len);
+        p.probs.truncate(count * probs_len);
+        p.steps.truncate(count);
+        p.range.count = count;
+        kept.push(p);
+    }
+    join_first(shape, kept, keep)
+}
+
 /// The mean loss over the whole ensemble at the steps every share reported: each share's mean
 /// weighted by its member count. A share whose members all stopped early counts at its last.
 pub fn join_loss_curves(parts: &[Members], members: usize) -> Vec<(usize, f64)> {
@@ -144,4 +177,45 @@ pub fn join_loss_curves(parts: &[Members], members: usize) -> Vec<(usize, f64)> 
             Some((step, total / members.max(1) as f64))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn share(first: usize, count: usize, shape: Shape) -> Members {
+        let (len, probs) = (shape.rows * shape.d, shape.rows * shape.inputs);
+        Members {
+            range: MemberRange { first, count },
+            x: (first * len..(first + count) * len).map(|v| v as f32).collect(),
+            probs: (first * probs..(first + count) * probs).map(|v| -(v as f32)).collect(),
+            loss_curve: vec![(10, 1.0)],
+            steps: (first..first + count).collect(),
+        }
+    }
+
+    #[test]
+    fn the_leading_members_of_longer_shares_are_those_inverted_alone() {
+        let whole = Shape {
+            members: 30,
+            rows: 3,
+            d: 4,
+            inputs: 2,
+            relaxed: true,
+        };
+        let ten = Shape { members: 10, ..whole };
+        let shares = vec![share(16, 14, whole), share(0, 8, whole), share(8, 8, whole)];
+        let leading = join_leading(ten, shares).unwrap();
+        let alone = join_first(ten, vec![share(0, 8, whole), share(8, 2, whole)], 10).unwrap();
+        assert_eq!(leading.x, alone.x);
+        assert_eq!(leading.probs, alone.probs);
+        assert_eq!(leading.steps, (0..10).collect::<Vec<_>>());
+        assert_eq!(leading.range, MemberRange { first: 0, count: 10 });
+        // A share too short for its range is refused, not cut to fit.
+        let mut short = share(0, 16, whole);
+        short.x.pop();
+        assert!(join_leading(ten, vec![short, share(16, 14, whole)]).is_err());
+        // Shares that leave a gap before the tenth member are refused too.
+        assert!(join_leading(ten, vec![share(0, 8, whole), share(9, 21, whole)]).is_err());
+    }
 }
