@@ -7,7 +7,7 @@ use wasm_bindgen::prelude::*;
 use super::members::{members_list_from_js, members_to_js, reporter};
 use super::table::Table;
 use super::value::{js_error, options_from_js, to_js};
-use crate::audit::{self, AuditOptions, AuditReport, CellResult};
+use crate::audit::AuditOptions;
 use crate::config::{AttackConfig, MemberRange};
 use crate::options::RunOptions;
 use crate::plan::{self, Decision, Decisions, Probe, ProblemKey, RunPlan};
@@ -18,7 +18,7 @@ use crate::{assess_early, assess_members, assess_round, early_answer, ensemble_r
 
 /// What an engine was asked to use.
 #[derive(Clone, Copy, PartialEq)]
-enum Choice {
+pub(super) enum Choice {
     Cpu,
     WebGpu,
     Auto,
@@ -26,9 +26,9 @@ enum Choice {
 
 #[wasm_bindgen]
 pub struct Engine {
-    cpu: Runtime,
-    gpu: Option<Runtime>,
-    choice: Choice,
+    pub(super) cpu: Runtime,
+    pub(super) gpu: Option<Runtime>,
+    pub(super) choice: Choice,
     /// Why `auto` has no GPU candidate.
     no_gpu: Option<String>,
     decisions: RefCell<Decisions>,
@@ -469,59 +469,6 @@ impl Engine {
     }
 }
 
-#[wasm_bindgen]
-impl Engine {
-    /// How an audit runs over up to `workers` workers: its cells (dearest first, each with its
-    /// share of the work) and how many workers take part. Fails, before anything runs, on a
-    /// setting the table cannot take.
-    #[wasm_bindgen(js_name = auditPlan)]
-    pub fn audit_plan(&self, table: &Table, options: JsValue, workers: usize) -> Result<JsValue, JsError> {
-        let (dataset, options) = self.prepare_audit(table, options)?;
-        let cells = options.cells(&dataset).map_err(js_error)?;
-        let workers = workers.clamp(1, crate::plan::MAX_WORKERS);
-        to_js(&audit::pool::plan(&cells, workers))
-    }
-
-    /// Run cell `index` of an audit: on WebGPU when this engine was asked for it, else on the CPU
-    /// (an audit's cells are many small attacks that the page's workers run side by side).
-    #[wasm_bindgen(js_name = runAuditCell)]
-    pub async fn run_audit_cell(
-        &self,
-        table: &Table,
-        options: JsValue,
-        index: usize,
-        on_progress: Option<js_sys::Function>,
-        signal: Option<web_sys::AbortSignal>,
-    ) -> Result<JsValue, JsError> {
-        let (dataset, options) = self.prepare_audit(table, options)?;
-        let cells = options.cells(&dataset).map_err(js_error)?;
-        let cell = cells
-            .get(index)
-            .ok_or_else(|| JsError::new(&format!("the audit has {} cells, not a cell {index}", cells.len())))?;
-        let runtime = match (self.choice, &self.gpu) {
-            (Choice::WebGpu, Some(gpu)) => gpu,
-            _ => &self.cpu,
-        };
-        self.warmed_for(runtime).await;
-        let mut progress = reporter(on_progress, signal);
-        let result: CellResult = audit::run_cell(runtime, &dataset, cell, &mut progress)
-            .await
-            .map_err(js_error)?;
-        to_js(&result)
-    }
-
-    /// The audit from every cell's result: its summary, verdict, Markdown table and plots.
-    #[wasm_bindgen(js_name = auditReport)]
-    pub fn audit_report(&self, table: &Table, options: JsValue, results: JsValue) -> Result<JsValue, JsError> {
-        let (dataset, options) = self.prepare_audit(table, options)?;
-        let results: Vec<CellResult> = serde_wasm_bindgen::from_value(results).map_err(js_error)?;
-        let cells = options.cells(&dataset).map_err(js_error)?;
-        let summary = audit::summarise(&options, audit::TableInfo::of(&dataset, &options.run), &cells, results)
-            .map_err(js_error)?;
-        to_js(&AuditReport::of(summary))
-    }
-}
-
 impl Engine {
     /// Wait for the warm-up `create` started, where it still runs.
     async fn warmed(&self) {
@@ -532,7 +479,7 @@ impl Engine {
     }
 
     /// Wait for the warm-up where `runtime` is the GPU it compiles for, and cut the CPU's short.
-    async fn warmed_for(&self, runtime: &Runtime) {
+    pub(super) async fn warmed_for(&self, runtime: &Runtime) {
         if runtime.kind() != BackendKind::Cpu {
             self.warmed().await;
         }
@@ -698,7 +645,7 @@ impl Engine {
     }
 
     /// The table and an audit's grid (options left out take the audit's defaults).
-    fn prepare_audit(&self, table: &Table, options: JsValue) -> Result<(Dataset, AuditOptions), JsError> {
+    pub(super) fn prepare_audit(&self, table: &Table, options: JsValue) -> Result<(Dataset, AuditOptions), JsError> {
         let mut o: AuditOptions = options_from_js(options)?;
         let dataset = table.dataset(&o.run)?;
         // Client sizes above the table's rows are left out (the report's options say which ran).

@@ -3,6 +3,7 @@
 //! ensemble over workers and to let `auto` choose a backend by measurement. `js/` wraps them and
 //! carries their decisions out; every default, threshold and decision is made here or deeper in
 //! the crate.
+mod audits;
 mod engine;
 mod members;
 mod table;
