@@ -19,6 +19,7 @@
 //! like them where the shadow gains so (`assess::imputed`).
 pub use super::imputed::{CONTROL_DRAWS, Guess, mix};
 use super::matching::Rule;
+use super::scoring::Scored;
 use super::scoring::score;
 use super::table_prior::{ShadowCells, TableReads};
 use crate::attack::baselines::likeliest_value;
@@ -580,6 +581,39 @@ impl Setup<'_> {
 
 mod summary;
 pub use summary::{FallbackSummary, accuracy_of};
+
+impl FallbackSummary {
+    /// What `fall_back` did with `c`; `scored`: the mixed rows scored against the truth, where a
+    /// simulated or audited client has it.
+    pub fn of(c: &Calibration, mask: &[Vec<bool>], scored: Option<&Scored>) -> FallbackSummary {
+        FallbackSummary {
+            shadow_ensemble: c.shadow[0],
+            shadow_prior: c.shadow[1],
+            shadow_chosen: c.shadow[2],
+            categorical_above: c.thresholds.categorical,
+            continuous_above: c.thresholds.continuous,
+            prior_spread: c.prior_spread,
+            prior_cells: mask.iter().flatten().filter(|&&m| m).count(),
+            cells: mask.iter().map(Vec::len).sum(),
+            prior_rows: mask.iter().filter(|row| row.iter().all(|&m| m)).count(),
+            ensemble_cell_accuracy: scored.and_then(|s| accuracy_of(&s.correct, &s.assignment, mask, false)),
+            prior_cell_accuracy: scored.and_then(|s| accuracy_of(&s.correct, &s.assignment, mask, true)),
+            update_fit: c.fits.map(|f| f[0]),
+            prior_fit: c.fits.map(|f| f[1]),
+            shadow_update_fit: c.shadow_fit,
+            update_norm: c.norms[0],
+            shadow_update_norm: c.norms[1],
+            exhausted: c.exhausted(),
+            untested: c.untested(),
+            unlike_shadow: c.unlike_shadow(),
+            shadow_of_table: c.shadow_of_table,
+            read_gain: c.read_gain,
+            imputed: c.imputed,
+            imputed_without_update: None,
+            shadow_members: c.shadow_members,
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests;

@@ -2,9 +2,6 @@
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use super::Calibration;
-use crate::assess::scoring::Scored;
-
 /// What the calibration chose and what it gave.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct FallbackSummary {
@@ -83,39 +80,6 @@ pub struct FallbackSummary {
     /// thresholds are read off the same pooling (0: a report from before this was stated).
     #[serde(default)]
     pub shadow_members: usize,
-}
-
-impl FallbackSummary {
-    /// What `fall_back` did with `c`; `scored`: the mixed rows scored against the truth, where a
-    /// simulated or audited client has it.
-    pub fn of(c: &Calibration, mask: &[Vec<bool>], scored: Option<&Scored>) -> FallbackSummary {
-        FallbackSummary {
-            shadow_ensemble: c.shadow[0],
-            shadow_prior: c.shadow[1],
-            shadow_chosen: c.shadow[2],
-            categorical_above: c.thresholds.categorical,
-            continuous_above: c.thresholds.continuous,
-            prior_spread: c.prior_spread,
-            prior_cells: mask.iter().flatten().filter(|&&m| m).count(),
-            cells: mask.iter().map(Vec::len).sum(),
-            prior_rows: mask.iter().filter(|row| row.iter().all(|&m| m)).count(),
-            ensemble_cell_accuracy: scored.and_then(|s| accuracy_of(&s.correct, &s.assignment, mask, false)),
-            prior_cell_accuracy: scored.and_then(|s| accuracy_of(&s.correct, &s.assignment, mask, true)),
-            update_fit: c.fits.map(|f| f[0]),
-            prior_fit: c.fits.map(|f| f[1]),
-            shadow_update_fit: c.shadow_fit,
-            update_norm: c.norms[0],
-            shadow_update_norm: c.norms[1],
-            exhausted: c.exhausted(),
-            untested: c.untested(),
-            unlike_shadow: c.unlike_shadow(),
-            shadow_of_table: c.shadow_of_table,
-            read_gain: c.read_gain,
-            imputed: c.imputed,
-            imputed_without_update: None,
-            shadow_members: c.shadow_members,
-        }
-    }
 }
 
 /// Share of right cells among those the mask selects (`want` true) or leaves (`want` false),
