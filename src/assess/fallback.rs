@@ -453,10 +453,10 @@ impl Setup<'_> {
         self.invert(range, &mut relabel).await
     }
 
-    /// Whether a run split over workers inverts the shadow client's members in shares before the
-    /// batch's own (`run::shadow_shares`): where the attack falls back and no proof can reach every
-    /// row, the calibration is certain to run (at B = 128 on the default network it is half the
-    /// attack, and on one worker it left 7 of 8 idle).
+    /// Whether a run split over workers inverts the shadow client's members in shares too
+    /// (`run::shadow_shares`; after the batch's rounds where its stopping rule runs them, else
+    /// before its members): where the attack falls back and no proof can reach every row, the
+    /// calibration is certain to run (on one worker it left 7 of 8 idle).
     pub fn shadow_in_shares(&self) -> bool {
         self.wants_fallback() && !self.may_prove_batch()
     }

@@ -194,7 +194,13 @@ test('the session API in a page: the CSV crosses to the workers once; plan, spli
       const early = await table.run({ ...options, ensemble: 8, iterations: 600 }, { onProgress: (p) => steps.push([p.step, p.of]) });
       // Where no proof can reach (B = 128), a split run goes round by round by the ensemble's stopping rule.
       const roundSteps = [];
-      const rounds = await table.run({ label: 'credit_risk', batchSize: 128, iterations: 60, seed: 1 }, { onProgress: (p) => roundSteps.push(p.step) });
+      const roundPhases = [];
+      const rounds = await table.run({ label: 'credit_risk', batchSize: 128, iterations: 60, seed: 1 }, {
+        onProgress: (p) => {
+          roundSteps.push(p.step);
+          if (roundPhases.at(-1) !== p.phase) roundPhases.push(p.phase);
+        },
+      });
       const audit = await table.audit({
         run: { ...options, iterations: 50 }, attacks: ['tableak', 'random'], batches: 1, batchSizes: [8], referenceBatch: 8,
         noiseScales: [], clients: [], localEpochs: [], localBatches: [], trainingEpochs: [],
@@ -221,7 +227,10 @@ test('the session API in a page: the CSV crosses to the workers once; plan, spli
         sent, rows: schema.rows, bytes: table.bytes, shares: plan.shares.length, workers: report.backend.workers,
         accuracy: [report.accuracy.total, again.accuracy.total], cells: audit.audit.cells.length, cancelled, freed,
         early: { answered: early.details.answered_after, workers: early.backend.workers, accuracy: early.accuracy.total, steps },
-        rounds: { ensemble: rounds.details.ensemble, workers: rounds.backend.workers, members: rounds.member_steps.length, steps: roundSteps },
+        rounds: {
+          ensemble: rounds.details.ensemble, workers: rounds.backend.workers, members: rounds.member_steps.length, steps: roundSteps,
+          phases: roundPhases, shadowMembers: rounds.details.fallback?.shadow_members,
+        },
       };
     }, readFileSync(german, 'utf8'));
     assert.equal(out.sent.filter((m) => m.csv).length, 1, JSON.stringify(out.sent));
@@ -239,6 +248,10 @@ test('the session API in a page: the CSV crosses to the workers once; plan, spli
     assert.deepEqual(e.rounds.map((r) => r.members), e.rounds.map((_, i) => 10 + 5 * i), JSON.stringify(e));
     assert.equal(out.rounds.workers, 2);
     assert.ok(out.rounds.steps.every((s, i) => i === 0 || s >= out.rounds.steps[i - 1]), 'progress over the rounds never goes back');
+    // The shadow client runs after the rounds, as many members as they pooled.
+    assert.equal(out.rounds.phases.at(-1), 'shadow', JSON.stringify(out.rounds.phases));
+    assert.notEqual(out.rounds.phases[0], 'shadow', JSON.stringify(out.rounds.phases));
+    assert.equal(out.rounds.shadowMembers, e.members, JSON.stringify(out.rounds));
     assert.equal(out.cells, 2);
     assert.equal(out.cancelled, 'AbortError');
     assert.equal(out.freed, 'the table was freed');
