@@ -17,6 +17,8 @@
 //! with the table's own values as their prior, at a width the shadow chooses (`assess::table_prior`),
 //! and the cells that fall back in rows that keep others are imputed from the table's rows most
 //! like them where the shadow gains so (`assess::imputed`).
+mod summary;
+
 pub use super::imputed::{CONTROL_DRAWS, Guess, mix};
 use super::matching::Rule;
 use super::scoring::Scored;
@@ -28,6 +30,7 @@ use crate::attack::inversion::setup::Setup;
 use crate::config::MemberRange;
 use crate::error::Result;
 use crate::table::{Dataset, Value};
+pub use summary::{FallbackSummary, accuracy_of};
 
 /// Quantiles of the shadow batch's entropies tried as thresholds, besides "every cell" and "none".
 const QUANTILES: usize = 10;
@@ -578,9 +581,6 @@ impl Setup<'_> {
         }))
     }
 }
-
-mod summary;
-pub use summary::{FallbackSummary, accuracy_of};
 
 impl FallbackSummary {
     /// What `fall_back` did with `c`; `scored`: the mixed rows scored against the truth, where a
