@@ -2,7 +2,7 @@
 //! page's workers each take the next), and the report from every cell's result.
 use wasm_bindgen::prelude::*;
 
-use super::engine::{Choice, Engine};
+use super::engine::Engine;
 use super::members::reporter;
 use super::table::Table;
 use super::value::{js_error, to_js};
@@ -37,10 +37,7 @@ impl Engine {
         let cell = cells
             .get(index)
             .ok_or_else(|| JsError::new(&format!("the audit has {} cells, not a cell {index}", cells.len())))?;
-        let runtime = match (self.choice, &self.gpu) {
-            (Choice::WebGpu, Some(gpu)) => gpu,
-            _ => &self.cpu,
-        };
+        let runtime = self.asked_runtime();
         self.warmed_for(runtime).await;
         let mut progress = reporter(on_progress, signal);
         let result: CellResult = audit::run_cell(runtime, &dataset, cell, &mut progress)

@@ -18,7 +18,7 @@ use crate::{assess_early, assess_members, assess_round, early_answer, ensemble_r
 
 /// What an engine was asked to use.
 #[derive(Clone, Copy, PartialEq)]
-pub(super) enum Choice {
+enum Choice {
     Cpu,
     WebGpu,
     Auto,
@@ -26,9 +26,9 @@ pub(super) enum Choice {
 
 #[wasm_bindgen]
 pub struct Engine {
-    pub(super) cpu: Runtime,
-    pub(super) gpu: Option<Runtime>,
-    pub(super) choice: Choice,
+    cpu: Runtime,
+    gpu: Option<Runtime>,
+    choice: Choice,
     /// Why `auto` has no GPU candidate.
     no_gpu: Option<String>,
     decisions: RefCell<Decisions>,
@@ -291,11 +291,7 @@ impl Engine {
             .attack_options(&dataset, o, rows, labels, &stated)
             .map_err(js_error)?;
         let config = o.attack_config().map_err(js_error)?;
-        let runtime = match (self.choice, &self.gpu) {
-            (Choice::WebGpu, Some(gpu)) => gpu.clone(),
-            _ => self.cpu.clone(),
-        };
-        let runtime = self.annotated(runtime, &dataset, &config, 1);
+        let runtime = self.annotated(self.asked_runtime().clone(), &dataset, &config, 1);
         self.warmed_for(&runtime).await;
         let mut progress = reporter(on_progress, signal);
         let report = crate::attack_received(&runtime, &dataset, &config, &received, &mut progress)
@@ -575,6 +571,15 @@ impl Engine {
                     undecided
                 }
             },
+        }
+    }
+
+    /// The GPU where this engine was created on WebGPU, else the CPU: what a received update's
+    /// attack and an audit's cells run on (no measurement chooses for them).
+    pub(super) fn asked_runtime(&self) -> &Runtime {
+        match (self.choice, &self.gpu) {
+            (Choice::WebGpu, Some(gpu)) => gpu,
+            _ => &self.cpu,
         }
     }
 
