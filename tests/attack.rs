@@ -567,7 +567,24 @@ fn the_shadow_client_runs_the_members_the_rounds_pooled() {
     assert!(details.fallback.is_some(), "the attack falls back");
     let pooled = details.ensemble.as_ref().expect("the stopping rule ran").members;
     assert!(pooled < config.members(), "the rounds stopped early ({pooled} members)");
-    assert_eq!(details.fallback.as_ref().unwrap().shadow_members, pooled);
+    let fallback = details.fallback.as_ref().unwrap();
+    assert_eq!(fallback.shadow_members, pooled);
+    // The client's fit leaves more than a quarter of the guess's and neither update holds a row,
+    // so the ratio of the fits decides (`Calibration::weighed_against_shadow`): the shadow's fit
+    // is its whole ensemble's, as an attack running every member reads it (10 members fit it at
+    // 0.401, 30 at 0.384).
+    let (fit, guess_fit) = (fallback.update_fit.unwrap(), fallback.prior_fit.unwrap());
+    assert!(fit > 0.25 * guess_fit, "the ratio decides ({fit} against {guess_fit})");
+    let every_member = attack(
+        &data,
+        AttackConfig {
+            attack: common::tableak(config.members()),
+            ..config.clone()
+        },
+    );
+    let every_fallback = every_member.row_details().unwrap().fallback.clone().unwrap();
+    assert_eq!(every_fallback.shadow_members, config.members());
+    assert_eq!(fallback.shadow_update_fit, every_fallback.shadow_update_fit);
     let rt = Runtime::cpu();
     let rounds = pollster::block_on(leakscope::ensemble_rounds(&rt, &data, &config, 2))
         .unwrap()
