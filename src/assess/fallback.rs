@@ -344,18 +344,25 @@ impl Calibration {
     /// and its thresholds do not speak for it.
     pub fn unlike_shadow(&self) -> bool {
         self.shadow_fit.is_some_and(|shadow| {
-            self.weighed_against_shadow(self.holds_rows)
-                && self.fits.is_some_and(|[recon, _]| recon > UNLIKE_SHADOW_FIT * shadow)
+            self.weighed_against_shadow() && self.fits.is_some_and(|[recon, _]| recon > UNLIKE_SHADOW_FIT * shadow)
         })
     }
 
     /// Whether `unlike_shadow` turns on the ratio of the fits alone: neither update holds a row
-    /// (`holds_rows`: the client's) and the client's reconstruction leaves more than
-    /// `UNEXPLAINED` of what the guess leaves.
-    pub fn weighed_against_shadow(&self, holds_rows: bool) -> bool {
+    /// and the client's reconstruction leaves more than `UNEXPLAINED` of what the guess leaves.
+    fn weighed_against_shadow(&self) -> bool {
         self.shadow_open == self.shadow_rows
-            && !holds_rows
+            && !self.holds_rows
             && self.fits.is_some_and(|[recon, prior]| recon > UNEXPLAINED * prior)
+    }
+
+    /// Whether the shadow's fit is to be read with its `whole` ensemble (`Setup::whole_shadow_fit`):
+    /// the ratio of the fits decides, the client fits its update worse than the shadow fitted its
+    /// own with as many members (else the shadow was no easier, whatever more members would
+    /// fit), and the shadow ran fewer members than that.
+    pub fn wants_whole_shadow_fit(&self, whole: usize) -> bool {
+        let worse = matches!((self.fits, self.shadow_fit), (Some([recon, _]), Some(shadow)) if recon > shadow);
+        worse && self.weighed_against_shadow() && self.shadow_members < whole
     }
 
     /// Which cells fall back: those above the shadow client's thresholds, and where the attack is
@@ -444,6 +451,20 @@ impl Setup<'_> {
         Ok((Setup::new(self.runtime, marginals, config, scenario), of_table))
     }
 
+    /// `shadow_setup`, its rows chosen and its ensemble run again where the client's were
+    /// (`client_searched`).
+    async fn shadow_following<'s>(
+        &'s self,
+        marginals: &'s Dataset,
+        client_searched: Option<bool>,
+    ) -> Result<(Setup<'s>, bool)> {
+        let (mut shadow, of_table) = self.shadow_setup(marginals).await?;
+        if self.replays_gradient() {
+            shadow.choice_follows = client_searched;
+        }
+        Ok((shadow, of_table))
+    }
+
     /// Members `range` of this setup, a shadow client's (`shadow_setup`), their steps reported as
     /// phase "shadow".
     pub async fn invert_as_shadow(
@@ -466,7 +487,7 @@ impl Setup<'_> {
     /// worse, and the ratio hid a shadow easier than its client (Adult [32, 32], B = 32, trained
     /// 5 epochs, seed 5: 10 members fitted 0.377 and 30 fitted 0.134 against the client's 0.594;
     /// the thresholds kept cells 45 % right, 48.0 % against 61.2 % guessing). Read only where the
-    /// ratio decides (`Calibration::weighed_against_shadow`), as the shadow's members are seeded:
+    /// ratio decides (`Calibration::wants_whole_shadow_fit`), as the shadow's members are seeded:
     /// the same rows, its first members the calibration's.
     pub async fn whole_shadow_fit(
         &self,
@@ -474,10 +495,7 @@ impl Setup<'_> {
         client_searched: Option<bool>,
         progress: &mut dyn FnMut(&Progress) -> bool,
     ) -> Result<f64> {
-        let (mut shadow, _) = self.shadow_setup(marginals).await?;
-        if self.replays_gradient() {
-            shadow.choice_follows = client_searched;
-        }
+        let (shadow, _) = self.shadow_following(marginals, client_searched).await?;
         let all = MemberRange {
             first: 0,
             count: shadow.members,
@@ -508,11 +526,7 @@ impl Setup<'_> {
         progress: &mut dyn FnMut(&Progress) -> bool,
     ) -> Result<Option<Calibration>> {
         let (dataset, config) = (marginals, self.config);
-        let (mut shadow, shadow_of_table) = self.shadow_setup(marginals).await?;
-        // The shadow's rows are chosen, and its ensemble run again, where the client's were.
-        if self.replays_gradient() {
-            shadow.choice_follows = client_searched;
-        }
+        let (mut shadow, shadow_of_table) = self.shadow_following(marginals, client_searched).await?;
         // The shadow runs the attack as it ran on the client: as many members as the client's
         // ensemble pooled (where its stopping rule stopped early, `assess::stopping`), so that
         // the thresholds are read off entropies of the same pooling. Members are independent: a

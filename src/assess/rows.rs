@@ -238,13 +238,8 @@ impl Setup<'_> {
             },
             Some(Unreplayable::Randomised) => None,
         };
-        let mut c = Calibration { fits, ..c };
-        // Where the ratio of the fits decides, the client fits its update worse than the shadow
-        // fitted its own with as many members (else the shadow was no easier, whatever more
-        // members would fit), and the shadow ran fewer than its whole ensemble, the shadow's fit
-        // is read with the whole ensemble (`Setup::whole_shadow_fit`).
-        let worse = matches!((c.fits, c.shadow_fit), (Some([recon, _]), Some(shadow)) if recon > shadow);
-        if worse && c.weighed_against_shadow(holds_rows) && c.shadow_members < self.config.members() {
+        let mut c = Calibration { fits, holds_rows, ..c };
+        if c.wants_whole_shadow_fit(self.config.members()) {
             c.shadow_fit = Some(self.whole_shadow_fit(marginals, searched, progress).await?);
         }
         Ok(Some(c))
