@@ -28,6 +28,7 @@
 //!   is consistent with the first layer (`Unproved::SpanHoldsMore`), and a candidate for the
 //!   second layer's certificate.
 use crate::assess::search_bounds::CROWD_PER_ROW;
+pub use crate::assess::span_rows::SpanRows;
 use crate::attack::inversion::setup::Setup;
 use crate::attack::priors::activation_span::{Unproved, present_categories};
 use crate::attack::priors::activity;
@@ -50,29 +51,6 @@ const PRECISE: f64 = crate::table::dataset::PROVED_WITHIN;
 /// certificate's near rows do (`Unproved::Imprecise`).
 const NEAR: f64 = 0.5 * crate::table::dataset::TOLERANCE_FACTOR;
 
-/// The first layer's span enumerated for this attack's batch.
-pub struct SpanRows {
-    /// The rows found, decoded, and as the client's encoding holds them. Where the span leaves
-    /// continuous values free (`free`), a row's are one point of a line or plane of them.
-    pub rows: Vec<Vec<Value>>,
-    pub encoded: Vec<Vec<f64>>,
-    /// The continuous directions the span leaves free ([continuous columns, f], encoded units).
-    pub free: nalgebra::DMatrix<f64>,
-    /// Whether they are the batch (the module's proof).
-    pub proof: bool,
-    /// Where they are the batch but some rows' continuous values are read more loosely than a
-    /// proof claims: per row, how (None for a precise row, proved). Empty elsewhere.
-    pub loose: Vec<Option<Unproved>>,
-    /// Whether every row of the batch is one of them, up to the continuous directions the span
-    /// leaves free: its rank certain and the batch's, every category searched, the values along
-    /// at most `enumerate::FREE_SEARCHED` free directions taken within the ranges.
-    pub holds_lines: bool,
-    /// The span's rank (its determined directions), whether it is certain, and the batch's rows.
-    pub rank: usize,
-    pub certain: bool,
-    pub batch: usize,
-}
-
 impl Setup<'_> {
     /// The rows of the first layer's span (`SpanRows`), where the attack composes the span and the
     /// update shows no noise of its own; None elsewhere, or where the search was refused (more
@@ -82,7 +60,14 @@ impl Setup<'_> {
     /// choice can use them (FedSGD): all of them, for the choice alone (nothing is proved or
     /// snapped from them; the first answer is then the search within the categories the first
     /// layer shows held, as before).
-    pub fn enumerate_span(&self) -> (Option<SpanRows>, Option<SpanRows>) {
+    /// Searched once per setup: every reconstruction of the same update (the early answer's
+    /// stages, the rerun from chosen rows) reads the same span.
+    pub fn enumerate_span(&self) -> (Option<&SpanRows>, Option<&SpanRows>) {
+        let (main, crowd) = self.span_rows.get_or_init(|| self.search_span());
+        (main.as_ref(), crowd.as_ref())
+    }
+
+    fn search_span(&self) -> (Option<SpanRows>, Option<SpanRows>) {
         let Some(span) = self.subspace.as_ref() else {
             return (None, None);
         };
@@ -116,18 +101,7 @@ impl Setup<'_> {
         let search = |allowed: &[Vec<bool>], most: usize| {
             enumerate::rows_in_span(&basis, &self.layout, allowed, &steps, &tolerance, &accept, most)
         };
-        // Every category first, where the search stays within its limits: only then is nothing
-        // ruled out by a reading of the update, and the rows found may be a proof. Else the
-        // categories the first layer shows the batch holds.
-        let mut crowd = None;
-        let (exhaustive, enumerated) = match search(&[], crowd_most) {
-            e if e.complete && e.rows.len() <= most => (true, e),
-            e if e.complete => {
-                crowd = Some(e);
-                (false, search(&self.categories_shown_held(), most))
-            }
-            _ => (false, search(&self.categories_shown_held(), most)),
-        };
+        let (exhaustive, enumerated, crowd) = self.every_then_held(&search, most, crowd_most);
         let crowd = crowd.map(|e| self.crowded_span(e, rank, spectrum.rank() == Rank::Certain(rank)));
         let Enumerated {
             rows: found,
@@ -195,6 +169,36 @@ impl Setup<'_> {
             }),
             crowd,
         )
+    }
+
+    /// The span searched (`search`, by the categories allowed and the most rows) over every
+    /// category first, where it stays within its limits: only then is nothing ruled out by a
+    /// reading of the update, and the rows found may be a proof (the first answer: true). Else
+    /// within the categories the first layer shows the batch holds, and a crowded span's rows
+    /// (more than `most`, at most `crowd_most`) kept for the update's choice. Where the first layer
+    /// shows every category held, that second search is the first again and would be refused
+    /// (the first found more than `most` rows, or was refused), so it is not run.
+    fn every_then_held(
+        &self,
+        search: &dyn Fn(&[Vec<bool>], usize) -> Enumerated,
+        most: usize,
+        crowd_most: usize,
+    ) -> (bool, Enumerated, Option<Enumerated>) {
+        let held = self.categories_shown_held();
+        let every_held = held.iter().all(|block| block.iter().all(|&h| h));
+        let within_held = |first: &Enumerated| match every_held {
+            true => Enumerated {
+                rows: Vec::new(),
+                complete: false,
+                free: first.free.clone(),
+            },
+            false => search(&held, most),
+        };
+        match search(&[], crowd_most) {
+            e if e.complete && e.rows.len() <= most => (true, e, None),
+            e if e.complete => (false, within_held(&e), Some(e)),
+            e => (false, within_held(&e), None),
+        }
     }
 
     /// The categories the first layer shows the batch holds, per categorical block.

@@ -26,6 +26,7 @@ mod seen_rows;
 mod shadow_rows;
 mod span_fit;
 mod span_left;
+pub(crate) mod span_rows;
 mod span_pursuit;
 pub mod stopping;
 mod table_guess;

@@ -157,9 +157,8 @@ impl Setup<'_> {
         };
         // The first layer's span enumerated (`assess::enumerated`): where it holds exactly the
         // batch every row is proved; elsewhere the members snap to the rows it holds.
-        let (span_main, crowd) = self.enumerate_span();
-        let span_rows: Option<&SpanRows> = span_main.as_ref();
-        let choice_span = crowd.as_ref().or(span_rows);
+        let (span_rows, crowd) = self.enumerate_span();
+        let choice_span = crowd.or(span_rows);
         if let Some(span) = span_rows {
             if span.is_batch() {
                 activity::adopt(&span.encoded, &self.layout, b, &mut x, &mut probs, &mut in_span);

@@ -50,6 +50,8 @@ pub struct Setup<'a> {
     /// The table's guess (`Setup::table_guess`), made once: the fallback's fits and the report
     /// both read it.
     pub(crate) table_guess: std::sync::OnceLock<Option<Vec<Vec<crate::table::Value>>>>,
+    /// The first layer's span searched (`Setup::enumerate_span`), once.
+    pub(crate) span_rows: std::sync::OnceLock<crate::assess::span_rows::SpanSearch>,
 }
 
 impl<'a> Setup<'a> {
@@ -97,6 +99,7 @@ impl<'a> Setup<'a> {
                 false => Vec::new(),
             },
             table_guess: std::sync::OnceLock::new(),
+            span_rows: std::sync::OnceLock::new(),
         };
         for d in &setup.determined {
             setup.rules[d.column].follows = Some(d.by);

@@ -270,6 +270,36 @@ fn sums_kept_find_what_sums_formed_per_pair_find() {
     }
 }
 
+/// What `assess::enumerated` skips on: a search with every category allowed is the search over
+/// all of them (the same rows in the same order), and one refused past `most` rows is refused
+/// past any fewer.
+#[test]
+fn every_category_allowed_is_the_whole_search_and_a_refusal_holds_for_fewer_rows() {
+    let l = layout(D, &CAT);
+    let steps: Vec<Option<f64>> = (0..D).map(|j| (j >= 22).then_some(0.1)).collect();
+    let every: Vec<Vec<bool>> = CAT.iter().map(|&(_, w)| vec![true; w]).collect();
+    for seed in 0..4 {
+        let basis = drifted_span(&mut StdRng::seed_from_u64(seed), 1e-3);
+        let accept = |_: &[f64], distance: f64| distance < 2e-2;
+        let search = |allowed: &[Vec<bool>], most| {
+            rows_in_span(&basis, &l, allowed, &steps, &Tolerance::fixed(0.3), &accept, most)
+        };
+        let all = search(&[], 10_000);
+        assert!(
+            all.complete && all.rows.len() > 6,
+            "seed {seed}: {} rows",
+            all.rows.len()
+        );
+        assert_eq!(search(&every, 10_000), all, "seed {seed}");
+        let n = all.rows.len();
+        for most in [n - 1, n / 2, 1] {
+            let refused = search(&every, most);
+            assert!(!refused.complete && refused.rows.is_empty(), "seed {seed}, most {most}");
+            assert_eq!(refused.free, all.free, "seed {seed}, most {most}");
+        }
+    }
+}
+
 #[test]
 fn categories_ruled_out_are_not_searched_and_limits_refuse() {
     let l = layout(D, &CAT);
