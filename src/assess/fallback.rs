@@ -26,6 +26,7 @@ use super::scoring::score;
 use super::table_prior::{ShadowCells, TableReads};
 use crate::attack::baselines::likeliest_value;
 use crate::attack::inversion::driver::Progress;
+use crate::attack::inversion::ensemble::{self, Members};
 use crate::attack::inversion::setup::Setup;
 use crate::config::MemberRange;
 use crate::error::Result;
@@ -471,7 +472,7 @@ impl Setup<'_> {
         &self,
         range: MemberRange,
         progress: &mut dyn FnMut(&Progress) -> bool,
-    ) -> Result<crate::attack::inversion::ensemble::Members> {
+    ) -> Result<Members> {
         let mut relabel = |p: &Progress| {
             progress(&Progress {
                 phase: "shadow".into(),
@@ -487,20 +488,29 @@ impl Setup<'_> {
     /// worse, and the ratio hid a shadow easier than its client (Adult [32, 32], B = 32, trained
     /// 5 epochs, seed 5: 10 members fitted 0.377 and 30 fitted 0.134 against the client's 0.594;
     /// the thresholds kept cells 45 % right, 48.0 % against 61.2 % guessing). Read only where the
-    /// ratio decides (`Calibration::wants_whole_shadow_fit`), as the shadow's members are seeded:
-    /// the same rows, its first members the calibration's.
+    /// ratio decides (`Calibration::wants_whole_shadow_fit`). The shadow's members are seeded, so
+    /// its rows are the calibration's and its first members the calibration's (`first`, passed on
+    /// rather than inverted again: a third of the whole at B = 128); the rest are inverted here.
     pub async fn whole_shadow_fit(
         &self,
         marginals: &Dataset,
         client_searched: Option<bool>,
+        first: Members,
         progress: &mut dyn FnMut(&Progress) -> bool,
     ) -> Result<f64> {
         let (shadow, _) = self.shadow_following(marginals, client_searched).await?;
-        let all = MemberRange {
-            first: 0,
-            count: shadow.members,
+        let done = first.range.count;
+        let inverted = match done < shadow.members {
+            true => {
+                let rest = MemberRange {
+                    first: done,
+                    count: shadow.members - done,
+                };
+                let rest = shadow.invert_as_shadow(rest, progress).await?;
+                ensemble::join(shadow.shape(), vec![first, rest])?
+            }
+            false => first,
         };
-        let inverted = shadow.invert_as_shadow(all, progress).await?;
         let recon = shadow.reconstruct(inverted, progress).await?;
         Ok(shadow.update_fit(&recon).await?.distance)
     }
@@ -517,14 +527,15 @@ impl Setup<'_> {
     /// attack's encoding), scored by the server against the rows it drew: the thresholds that
     /// serve it best, with the marginal guess drawn from the same table. `client_searched`: whether
     /// the client's update chose among its rows (`UpdateChoice::searched`). Its steps are reported
-    /// as phase "shadow".
+    /// as phase "shadow". With the calibration, the shadow's members it pooled (the first of its
+    /// whole ensemble, `whole_shadow_fit`).
     pub async fn calibrate_fallback_on(
         &self,
         marginals: &Dataset,
         client_holds_rows: bool,
         client_searched: Option<bool>,
         progress: &mut dyn FnMut(&Progress) -> bool,
-    ) -> Result<Option<Calibration>> {
+    ) -> Result<Option<(Calibration, Members)>> {
         let (dataset, config) = (marginals, self.config);
         let (mut shadow, shadow_of_table) = self.shadow_following(marginals, client_searched).await?;
         // The shadow runs the attack as it ran on the client: as many members as the client's
@@ -534,7 +545,7 @@ impl Setup<'_> {
         // first members.
         shadow.members = self.members.min(shadow.members);
         let inverted = match &self.shadow_parts {
-            Some(parts) => crate::attack::inversion::ensemble::join_leading(shadow.shape(), parts.clone())?,
+            Some(parts) => ensemble::join_leading(shadow.shape(), parts.clone())?,
             None => {
                 let all = MemberRange {
                     first: 0,
@@ -543,7 +554,7 @@ impl Setup<'_> {
                 shadow.invert_as_shadow(all, progress).await?
             }
         };
-        let recon = shadow.reconstruct(inverted, progress).await?;
+        let recon = shadow.reconstruct(inverted.clone(), progress).await?;
         let (Some(truth), Some(entropy)) = (&shadow.scenario.truth, &recon.entropy) else {
             return Ok(None);
         };
@@ -608,7 +619,7 @@ impl Setup<'_> {
             }
             _ => None,
         };
-        Ok(Some(Calibration {
+        let calibration = Calibration {
             thresholds,
             prior_spread,
             shadow: shadow_scores,
@@ -623,7 +634,8 @@ impl Setup<'_> {
             read_gain: self.read_gain_on_shadows(marginals).await?,
             holds_rows: false,
             imputed,
-        }))
+        };
+        Ok(Some((calibration, inverted)))
     }
 }
 
