@@ -184,15 +184,12 @@ impl Setup<'_> {
         most: usize,
         crowd_most: usize,
     ) -> (bool, Enumerated, Option<Enumerated>) {
-        let held = self.categories_shown_held();
-        let every_held = held.iter().all(|block| block.iter().all(|&h| h));
-        let within_held = |first: &Enumerated| match every_held {
-            true => Enumerated {
-                rows: Vec::new(),
-                complete: false,
-                free: first.free.clone(),
-            },
-            false => search(&held, most),
+        let within_held = |first: &Enumerated| {
+            let held = self.categories_shown_held();
+            match held.iter().all(|block| block.iter().all(|&h| h)) {
+                true => Enumerated::refused(first.free.clone()),
+                false => search(&held, most),
+            }
         };
         match search(&[], crowd_most) {
             e if e.complete && e.rows.len() <= most => (true, e, None),

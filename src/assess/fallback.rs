@@ -357,7 +357,7 @@ impl Calibration {
             && self.fits.is_some_and(|[recon, prior]| recon > UNEXPLAINED * prior)
     }
 
-    /// Whether the shadow's fit is to be read with its `whole` ensemble (`Setup::whole_shadow_fit`):
+    /// Whether the shadow's fit is to be read with its `whole` ensemble (`ShadowRun::whole_fit`):
     /// the ratio of the fits decides, the client fits its update worse than the shadow fitted its
     /// own with as many members (else the shadow was no easier, whatever more members would
     /// fit), and the shadow ran fewer members than that.
@@ -482,39 +482,6 @@ impl Setup<'_> {
         self.invert(range, &mut relabel).await
     }
 
-    /// The shadow client's fit (1 − cos) with its whole ensemble, which `UNLIKE_SHADOW_FIT` was
-    /// measured against. The calibration runs the shadow with as many members as the client's
-    /// ensemble pooled; where its stopping rule stopped early, a pooling of fewer members fits
-    /// worse, and the ratio hid a shadow easier than its client (Adult [32, 32], B = 32, trained
-    /// 5 epochs, seed 5: 10 members fitted 0.377 and 30 fitted 0.134 against the client's 0.594;
-    /// the thresholds kept cells 45 % right, 48.0 % against 61.2 % guessing). Read only where the
-    /// ratio decides (`Calibration::wants_whole_shadow_fit`). The shadow's members are seeded, so
-    /// its rows are the calibration's and its first members the calibration's (`first`, passed on
-    /// rather than inverted again: a third of the whole at B = 128); the rest are inverted here.
-    pub async fn whole_shadow_fit(
-        &self,
-        marginals: &Dataset,
-        client_searched: Option<bool>,
-        first: Members,
-        progress: &mut dyn FnMut(&Progress) -> bool,
-    ) -> Result<f64> {
-        let (shadow, _) = self.shadow_following(marginals, client_searched).await?;
-        let done = first.range.count;
-        let inverted = match done < shadow.members {
-            true => {
-                let rest = MemberRange {
-                    first: done,
-                    count: shadow.members - done,
-                };
-                let rest = shadow.invert_as_shadow(rest, progress).await?;
-                ensemble::join(shadow.shape(), vec![first, rest])?
-            }
-            false => first,
-        };
-        let recon = shadow.reconstruct(inverted, progress).await?;
-        Ok(shadow.update_fit(&recon).await?.distance)
-    }
-
     /// Whether a run split over workers inverts the shadow client's members in shares too
     /// (`run::shadow_shares`; after the batch's rounds where its stopping rule runs them, else
     /// before its members): where the attack falls back and no proof can reach every row, the
@@ -527,15 +494,14 @@ impl Setup<'_> {
     /// attack's encoding), scored by the server against the rows it drew: the thresholds that
     /// serve it best, with the marginal guess drawn from the same table. `client_searched`: whether
     /// the client's update chose among its rows (`UpdateChoice::searched`). Its steps are reported
-    /// as phase "shadow". With the calibration, the shadow's members it pooled (the first of its
-    /// whole ensemble, `whole_shadow_fit`).
-    pub async fn calibrate_fallback_on(
-        &self,
-        marginals: &Dataset,
+    /// as phase "shadow". With the calibration, the shadow client it ran (`ShadowRun`).
+    pub async fn calibrate_fallback_on<'s>(
+        &'s self,
+        marginals: &'s Dataset,
         client_holds_rows: bool,
         client_searched: Option<bool>,
         progress: &mut dyn FnMut(&Progress) -> bool,
-    ) -> Result<Option<(Calibration, Members)>> {
+    ) -> Result<Option<(Calibration, ShadowRun<'s>)>> {
         let (dataset, config) = (marginals, self.config);
         let (mut shadow, shadow_of_table) = self.shadow_following(marginals, client_searched).await?;
         // The shadow runs the attack as it ran on the client: as many members as the client's
@@ -543,7 +509,8 @@ impl Setup<'_> {
         // the thresholds are read off entropies of the same pooling. Members are independent: a
         // split run's shares, inverted for the whole ensemble before the rounds, give the same
         // first members.
-        shadow.members = self.members.min(shadow.members);
+        let whole = shadow.members;
+        shadow.members = self.members.min(whole);
         let inverted = match &self.shadow_parts {
             Some(parts) => ensemble::join_leading(shadow.shape(), parts.clone())?,
             None => {
@@ -635,7 +602,55 @@ impl Setup<'_> {
             holds_rows: false,
             imputed,
         };
-        Ok(Some((calibration, inverted)))
+        let run = ShadowRun {
+            setup: shadow,
+            members: inverted,
+            whole,
+        };
+        Ok(Some((calibration, run)))
+    }
+}
+
+/// The shadow client the calibration ran (`Setup::calibrate_fallback_on`), kept for its fit with
+/// the whole ensemble: its setup (the same rows and update, its span already searched), the
+/// members it pooled (the first of the whole ensemble) and how many the whole holds.
+pub struct ShadowRun<'s> {
+    setup: Setup<'s>,
+    members: Members,
+    whole: usize,
+}
+
+impl ShadowRun<'_> {
+    /// The shadow client's fit (1 − cos) with its whole ensemble, which `UNLIKE_SHADOW_FIT` was
+    /// measured against. The calibration runs the shadow with as many members as the client's
+    /// ensemble pooled; where its stopping rule stopped early, a pooling of fewer members fits
+    /// worse, and the ratio hid a shadow easier than its client (Adult [32, 32], B = 32, trained
+    /// 5 epochs, seed 5: 10 members fitted 0.377 and 30 fitted 0.134 against the client's 0.594;
+    /// the thresholds kept cells 45 % right, 48.0 % against 61.2 % guessing). Read only where the
+    /// ratio decides (`Calibration::wants_whole_shadow_fit`). The members are seeded, so the
+    /// calibration's are the whole's first: only the rest are inverted here (two thirds of the
+    /// whole at B = 128).
+    pub async fn whole_fit(self, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<f64> {
+        let ShadowRun {
+            setup: mut shadow,
+            members: first,
+            whole,
+        } = self;
+        shadow.members = whole;
+        let done = first.range.count;
+        let inverted = match done < whole {
+            true => {
+                let rest = MemberRange {
+                    first: done,
+                    count: whole - done,
+                };
+                let rest = shadow.invert_as_shadow(rest, progress).await?;
+                ensemble::join(shadow.shape(), vec![first, rest])?
+            }
+            false => first,
+        };
+        let recon = shadow.reconstruct(inverted, progress).await?;
+        Ok(shadow.update_fit(&recon).await?.distance)
     }
 }
 

@@ -218,7 +218,7 @@ impl Setup<'_> {
         }
         let holds_rows = recon.provenance.iter().any(|p| p.held_by_update());
         let searched = recon.chosen.as_ref().map(|c| c.searched);
-        let Some((c, shadow_members)) = self
+        let Some((c, shadow)) = self
             .calibrate_fallback_on(marginals, holds_rows, searched, progress)
             .await?
         else {
@@ -240,10 +240,7 @@ impl Setup<'_> {
         };
         let mut c = Calibration { fits, holds_rows, ..c };
         if c.wants_whole_shadow_fit(self.config.members()) {
-            c.shadow_fit = Some(
-                self.whole_shadow_fit(marginals, searched, shadow_members, progress)
-                    .await?,
-            );
+            c.shadow_fit = Some(shadow.whole_fit(progress).await?);
         }
         Ok(Some(c))
     }

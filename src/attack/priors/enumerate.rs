@@ -115,6 +115,17 @@ pub struct Enumerated {
     pub free: DMatrix<f64>,
 }
 
+impl Enumerated {
+    /// A search refused past its limits: no rows, with the free directions it found.
+    pub fn refused(free: DMatrix<f64>) -> Enumerated {
+        Enumerated {
+            rows: Vec::new(),
+            complete: false,
+            free,
+        }
+    }
+}
+
 /// One row of the span.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Found {
@@ -336,11 +347,7 @@ fn rows_in_span_keeping(
     keep: usize,
 ) -> Enumerated {
     let d = layout.d();
-    let refused = |free: DMatrix<f64>| Enumerated {
-        rows: Vec::new(),
-        complete: false,
-        free,
-    };
+    let refused = Enumerated::refused;
     let q = DMatrix::<f64>::identity(d, d) - basis * basis.transpose();
     let continuous = layout.continuous();
     let qc = DMatrix::from_fn(d, continuous.len(), |i, k| q[(i, continuous[k])]);
