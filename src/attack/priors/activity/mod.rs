@@ -31,6 +31,7 @@ use pathfinding::{kuhn_munkres::kuhn_munkres_min, matrix::Matrix};
 use crate::attack::inversion::relax::Layout;
 use crate::attack::priors::spectrum::{Precision, Rank, Spectrum};
 use crate::table::{Dataset, FeatureKind};
+use memo::Memo;
 
 /// Extra equations over the B unknowns a certificate asks for at first, and per widening.
 const EXTRA_EQUATIONS: usize = 4;
@@ -87,6 +88,8 @@ pub struct ActivitySolver<'a> {
     null: f64,
     row_zero: f64,
     certify_zero: f64,
+    /// What `null_at` read, by its units (`memo`).
+    nulls: Memo<Null>,
 }
 
 /// What the solver recovered: the rows it proved ([d], encoded), of the batch's `rows`.
@@ -97,6 +100,7 @@ pub struct Solved {
 }
 
 /// What R's rows at some units say of their null space (`ActivitySolver::null_at`).
+#[derive(Clone)]
 enum Null {
     /// None within the update's precision: the units are no one row's inactive ones.
     Empty,
@@ -148,6 +152,7 @@ impl<'a> ActivitySolver<'a> {
             null,
             row_zero: ROW_ZERO.max(NULL_MARGIN * angle),
             certify_zero: CERTIFY_ZERO.max(NULL_MARGIN * angle),
+            nulls: Memo::new(),
         })
     }
 
@@ -186,6 +191,11 @@ impl<'a> ActivitySolver<'a> {
     /// space: its leverage on R's other B − 1 directions there is 1, and without it the null
     /// space would be wider (`subsets`: two rows' u's mixed, which cancel at one unit).
     fn null_at(&self, units: &[usize], leverage: bool) -> Null {
+        self.nulls.get_or(units, leverage, || self.read_null(units, leverage))
+    }
+
+    /// `null_at`'s SVD.
+    fn read_null(&self, units: &[usize], leverage: bool) -> Null {
         let rs = DMatrix::from_fn(units.len(), self.b, |i, c| self.r[(units[i], c)]);
         let svd = rs.svd(leverage, true);
         let values = &svd.singular_values;
@@ -427,6 +437,7 @@ pub fn precision_steps(dataset: &Dataset) -> Vec<Option<f64>> {
     step
 }
 
+mod memo;
 mod subsets;
 #[cfg(test)]
 mod tests;
