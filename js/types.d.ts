@@ -395,9 +395,10 @@ second_layer: SecondLayerSummary | null,
  */
 fallback: FallbackSummary | null, 
 /**
- * Where every row of the batch was proved (or consistent: placed near a batch row, or held
- * by rows that explain the update to its rounding, `assess::seen_rows`) after this many
- * steps, the attack answered then and did not run the rest (null: it ran them all).
+ * Where every row of the batch was proved (or consistent: placed near a batch row, held by
+ * rows that explain the update to its rounding, `assess::seen_rows`, or inverted alone on
+ * what the others leave and explaining it with them, `assess::inverted_left`) after this
+ * many steps, the attack answered then and did not run the rest (null: it ran them all).
  */
 answered_after: number | null, 
 /**

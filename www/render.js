@@ -307,7 +307,7 @@ export function renderSummary(box, info, report, attack) {
     setting.push(`each row's label read off the update, which the rows explain exactly${right}`);
   }
   if (d.kind === 'rows' && d.answered_after != null) {
-    const settled = (report.provenance ?? []).some((g) => g.provenance !== 'proved') ? 'proved or placed near a batch row' : 'proved';
+    const settled = (report.provenance ?? []).some((g) => g.provenance !== 'proved') ? 'proved or consistent with the update (each such row says why it is not proved)' : 'proved';
     setting.push(`every row ${settled} after ${d.answered_after} steps, so the attack answered then`);
   }
   if (d.kind === 'rows' && d.ensemble) {

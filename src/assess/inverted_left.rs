@@ -31,7 +31,7 @@ impl Setup<'_> {
     /// explain it to `EXPLAINED`); then, where the update is still not explained, the consistent
     /// rows it does not support inverted with them (`assess::misfits`). As it was where that does
     /// not apply (`may_invert_left`, `opens`).
-    pub(super) async fn invert_left(
+    pub(crate) async fn invert_left(
         &self,
         recon: Reconstruction,
         progress: &mut dyn FnMut(&Progress) -> bool,

@@ -209,9 +209,10 @@ pub struct RowDetails {
     /// Cells that fell back to the table's marginals under a perturbing defence, with the shadow
     /// client's figures that chose them (null where the attack did not fall back).
     pub fallback: Option<FallbackSummary>,
-    /// Where every row of the batch was proved (or consistent: placed near a batch row, or held
-    /// by rows that explain the update to its rounding, `assess::seen_rows`) after this many
-    /// steps, the attack answered then and did not run the rest (null: it ran them all).
+    /// Where every row of the batch was proved (or consistent: placed near a batch row, held by
+    /// rows that explain the update to its rounding, `assess::seen_rows`, or inverted alone on
+    /// what the others leave and explaining it with them, `assess::inverted_left`) after this
+    /// many steps, the attack answered then and did not run the rest (null: it ran them all).
     pub answered_after: Option<usize>,
     /// Where the ensemble ran by its stopping rule: the members pooled, of the most, and what
     /// each round changed (null: the ensemble ran whole, as configured).

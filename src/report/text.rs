@@ -160,7 +160,7 @@ fn answered_early(r: &Report, s: &mut String) {
             explained,
         ) {
             (false, _) => "proved",
-            (true, false) => "proved or placed near a batch row",
+            (true, false) => "proved or consistent with the update (each such row says why it is not proved)",
             (true, true) => {
                 "proved or held by rows that explain the update to its float32 rounding (consistent with it, not proved)"
             }
