@@ -18,9 +18,10 @@ pub(super) const EARLY_ANSWER_STEPS: usize = 300;
 /// `EARLY_ANSWER_STEPS` steps, and the report from it where every row of the batch is then proved
 /// (a proved row is the client's, so more steps cannot change it), or held by rows that explain
 /// the update to its rounding (`Reconstruction::held_by_fit`: nothing after the pooling would
-/// change them; on the Adult sample, seed 1, they were the batch), or where the rows no proof
-/// reached, inverted alone as the full run inverts them (`assess::inverted_left`), are then held
-/// by the update with the others (`proved_report`). The members run in two stages
+/// change them; on the Adult sample, seed 1, they were the batch), or, once every member has
+/// run, where the rows no proof reached, inverted alone as the full run inverts them
+/// (`assess::inverted_left`), are then held by the update with the others (`proved_report`).
+/// The members run in two stages
 /// (`stopping::early_stages`): the first 10, proved alone where they can (at B = 32 on Adult, 9
 /// seeds of 10), then the rest, proved with them. Otherwise None, and the attack runs in full as
 /// it always has (the first steps' cost is the price of trying). Only where `may_answer_early`:
