@@ -19,8 +19,9 @@ pub(super) const EARLY_ANSWER_STEPS: usize = 300;
 /// (a proved row is the client's, so more steps cannot change it), or held by rows that explain
 /// the update to its rounding (`Reconstruction::held_by_fit`: nothing after the pooling would
 /// change them; on the Adult sample, seed 1, they were the batch), or, once every member has
-/// run, where the rows no proof reached, inverted alone as the full run inverts them
-/// (`assess::inverted_left`), are then held by the update with the others (`proved_report`).
+/// run, where the rows no proof reached, inverted alone as the full run inverts them after its
+/// ensemble (`assess::inverted_left`; not its rerun, `assess::refine`), are then held by the
+/// update with the others (`proved_report`).
 /// The members run in two stages
 /// (`stopping::early_stages`): the first 10, proved alone where they can (at B = 32 on Adult, 9
 /// seeds of 10), then the rest, proved with them. Otherwise None, and the attack runs in full as
@@ -122,10 +123,13 @@ async fn proved_report(
         if !left {
             return Ok(None);
         }
-        // Otherwise what the full run does after its ensemble (FedSGD: `assess::refine` is
-        // FedAvg's): the rows left inverted alone against what the held rows leave of the
-        // update, the consistent rows it does not support with them. The answer stands where
-        // the update then holds every row.
+        // Otherwise the last of what the full run does after its ensemble: the rows left
+        // inverted alone against what the held rows leave of the update, the consistent rows it
+        // does not support with them. Not its rerun from the rows the update chose
+        // (`assess::refine`, where that choice searched): a whole ensemble again, as costly as
+        // the steps the early answer saves. The answer stands only where the update then holds
+        // every row, and on the batches compared (`proved_report`'s) the full run, its rerun
+        // included (the Adult sample's seed 2 kept one), proved and held the same rows.
         recon = setup.invert_left(recon, progress).await?;
         if !recon.provenance.iter().all(|p| p.held_by_update()) {
             return Ok(None);
