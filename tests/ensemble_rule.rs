@@ -66,17 +66,18 @@ fn without_a_proof_the_ensemble_runs_in_rounds_until_its_sure_cells_settle() {
     }
 }
 
-/// Where a proof can reach the batch, the first 10 members prove it alone after 300 steps (Adult
+/// Where a proof can reach the batch, the first 5 members prove it alone after 300 steps (Adult
 /// sample, B = 32) and the report says the others did not run.
 #[test]
-fn the_first_ten_members_answer_where_they_prove_the_batch() {
+fn the_first_members_answer_where_they_prove_the_batch() {
     let data = dataset("adult-sample.csv", "salary");
     let r = attack(&data, &config(32, 0, 1500, true));
     let d = r.row_details().unwrap();
     assert_eq!(d.answered_after, Some(300));
     let e = d.ensemble.as_ref().expect("the first stage answered");
-    assert_eq!((e.members, e.most), (10, 30));
-    assert_eq!(r.member_steps.len(), 10);
+    assert_eq!((e.members, e.most), (5, 30));
+    assert!(e.rule.starts_with("the first 5 members"), "{}", e.rule);
+    assert_eq!(r.member_steps.len(), 5);
     assert!(
         r.rows
             .iter()
@@ -157,8 +158,8 @@ fn a_split_run_goes_round_by_round_to_the_one_run_report() {
     assert_eq!(comparable(&split), comparable(&whole));
 }
 
-/// A split run's early answer goes stage by stage (the first 10 members over the workers, then
-/// the other 20) and gives the one run's report where the first stage proves the batch.
+/// A split run's early answer goes stage by stage (the first 5 members over the workers, then
+/// the other 25) and gives the one run's report where the first stage proves the batch.
 #[test]
 fn a_split_early_answer_goes_stage_by_stage_to_the_one_run_report() {
     let data = dataset("adult-sample.csv", "salary");
@@ -173,7 +174,7 @@ fn a_split_early_answer_goes_stage_by_stage_to_the_one_run_report() {
         .iter()
         .map(|s| s.iter().map(|r| r.count).collect())
         .collect();
-    assert_eq!(counts, vec![vec![5, 5], vec![10, 10]]);
+    assert_eq!(counts, vec![vec![2, 3], vec![12, 13]]);
     let quick = AttackConfig {
         iterations: early.steps,
         ..config.clone()
@@ -190,6 +191,6 @@ fn a_split_early_answer_goes_stage_by_stage_to_the_one_run_report() {
         }
     }
     let split = split.expect("the first stage proves the batch");
-    assert_eq!(split.member_steps.len(), 10);
+    assert_eq!(split.member_steps.len(), 5);
     assert_eq!(comparable(&split), comparable(&whole));
 }

@@ -23,7 +23,7 @@ pub(super) const EARLY_ANSWER_STEPS: usize = 300;
 /// ensemble (`assess::inverted_left`; not its rerun, `assess::refine`), are then held by the
 /// update with the others (`proved_report`).
 /// The members run in two stages
-/// (`stopping::early_stages`): the first 10, proved alone where they can (at B = 32 on Adult, 9
+/// (`stopping::early_stages`): the first 5, proved alone where they can (at B = 32 on Adult, 9
 /// seeds of 10), then the rest, proved with them. Otherwise None, and the attack runs in full as
 /// it always has (the first steps' cost is the price of trying). Only where `may_answer_early`:
 /// `early_stop` off runs every step.
@@ -65,7 +65,7 @@ pub(super) async fn answer_early(
     Ok(None)
 }
 
-/// The early answer's stages: the first 10 members, then the rest (`stopping::early_stages`),
+/// The early answer's stages: the first 5 members, then the rest (`stopping::early_stages`),
 /// where the ensemble is the engine's; all of a fixed one (`--ensemble N`) at once.
 pub(super) fn early_answer_stages(config: &AttackConfig, most: usize) -> Vec<MemberRange> {
     match config.attacker().stops_members() {
