@@ -1,4 +1,5 @@
 //! Assessment: match ensemble members, pool them, measure confidence, score against the truth.
+mod adoptions;
 mod assignment;
 mod category_rows;
 pub mod cells_shown;

@@ -275,11 +275,18 @@ impl Setup<'_> {
                     .await?
             }
         };
+        // FedAvg's adoptions are nearness, not proof: held to the update below (`assess::adoptions`)
+        // where the client's order is known (orders chosen for the rows before judge no others).
+        let before_certificate = (!gradient && self.known_order().is_some()).then(|| rows.clone());
         let second = self.certify_by_second_layer(&mut rows, &mut entropy, members_x, &first_layer, span_rows);
-        let (second_layer, certified, mut not_applied) = match second {
+        let (mut second_layer, mut certified, mut not_applied) = match second {
             Ok((summary, certified)) => (Some(summary), certified, Vec::new()),
             Err(why) => (None, vec![Certified::No; rows.len()], why.into_iter().collect()),
         };
+        if let Some(before) = before_certificate {
+            self.undo_misfit_adoptions(&before, &mut rows, &mut certified, second_layer.as_mut())
+                .await?;
+        }
         if gradient {
             let settled: Vec<bool> = (first_layer.iter().zip(&certified))
                 .map(|(&first, c)| first || *c != Certified::No)
