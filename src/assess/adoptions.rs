@@ -9,7 +9,7 @@
 //! local batches of 8, E = 1, seed 0): the rerun's rows fitted 2.2e-3, its adoptions took them to
 //! 0.41, every cell then fell back to the table's guess and the attack scored guessing (62.7 %)
 //! on a client whose rows it had read.
-use crate::assess::update_choice::UPDATE_FIT_THRESHOLD;
+use crate::assess::update_choice::{UPDATE_FIT_THRESHOLD, best};
 use crate::attack::inversion::setup::Setup;
 use crate::attack::priors::activation_span::certify::Certified;
 use crate::error::Result;
@@ -26,7 +26,7 @@ impl Setup<'_> {
         before: &[Vec<Value>],
         rows: &mut [Vec<Value>],
         certified: &mut [Certified],
-        summary: Option<&mut SecondLayerSummary>,
+        mut summary: Option<&mut SecondLayerSummary>,
     ) -> Result<()> {
         let mut adopted: Vec<usize> = (0..rows.len()).filter(|&i| rows[i] != before[i]).collect();
         if adopted.is_empty() {
@@ -51,7 +51,7 @@ impl Setup<'_> {
                 })
                 .collect();
             let losses = fit_of(encode_rows(self.dataset, &tries), adopted.len()).await?;
-            let Some((k, &best)) = losses.iter().enumerate().min_by(|a, b| a.1.total_cmp(b.1)) else {
+            let Some((k, &best)) = best(&losses) else {
                 break;
             };
             if best >= now {
@@ -68,16 +68,14 @@ impl Setup<'_> {
                 undone.push(i);
             }
         }
-        if let Some(summary) = summary {
-            for &i in &undone {
-                // A FedAvg adoption that stood as a proof's is counted certified, the others consistent.
+        for &i in &undone {
+            // A FedAvg adoption that stood as a proof's is counted certified, the others consistent.
+            if let Some(summary) = summary.as_deref_mut() {
                 match certified[i] {
                     Certified::No => summary.certified_rows = summary.certified_rows.saturating_sub(1),
                     _ => summary.consistent_rows = summary.consistent_rows.saturating_sub(1),
                 }
             }
-        }
-        for &i in &undone {
             certified[i] = Certified::No;
         }
         Ok(())
