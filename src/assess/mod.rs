@@ -27,7 +27,7 @@ mod seen_rows;
 mod shadow_rows;
 mod span_fit;
 mod span_left;
-mod span_pursuit;
+pub(crate) mod span_pursuit;
 pub(crate) mod span_rows;
 pub mod stopping;
 mod table_guess;

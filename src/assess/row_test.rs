@@ -47,6 +47,7 @@ struct LayerTest {
 
 /// A point a line of the span holds where the test reads it as a row of the batch (held once or,
 /// where the rank allows, twice): the encoded row and its label.
+#[derive(Clone)]
 pub(crate) struct Placed {
     pub row: Vec<f64>,
     pub label: usize,

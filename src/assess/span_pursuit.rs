@@ -11,7 +11,10 @@
 //! are one point of each line, and the greedy stops in a minimum near the batch: Adult [32, 32],
 //! B = 32, untrained, 0.07-0.26 of the update left): the choice keeps its rows only where the
 //! client's update they simulate fits the observed one better than the pooled rows' and within
-//! the choice's threshold (`assess::update_choice`).
+//! the choice's threshold (`assess::update_choice`). The search runs twice, from nothing and
+//! from the heaviest atoms of the non-negative least-squares weights (`Search::nonnegative`),
+//! and keeps what leaves less: Adult [32, 32], B = 32, untrained, seeds 0-9, 85.2 → 85.7 % of
+//! cells (five seeds moved, four up).
 use crate::assess::enumerated::SpanRows;
 use crate::assess::matching::match_rows;
 use crate::assess::row_test::{Placed, RowTest};
@@ -228,6 +231,75 @@ impl Search {
         picks
     }
 
+    /// Non-negative weights on the atoms (Lawson–Hanson's active set, on inner products only)
+    /// that bring Σ wₖ gₖ nearest the residual, at most `most` atoms weighted; the atoms of each
+    /// label c by weight, heaviest first. The residual is left as it was. Where the batch's rows
+    /// are among the atoms and no other sparse sum meets the update, their weights are 1 and the
+    /// rest 0 (a crowded span's placed points, Adult [32, 32]: 32 weights of 1.00 leaving 9e-8 of
+    /// it), which the greedy need not find: it stops where one pick blocks the next.
+    fn nonnegative(&mut self, most: usize) -> Vec<Vec<usize>> {
+        let n = self.against.len();
+        let classes = self.classes;
+        let only = self.only.as_ref();
+        // Atoms that may enter: of their row's label where it holds one; each enters once (one
+        // dropped does not come back, so the search ends even where rounding drops an atom as it
+        // enters).
+        let mut open: Vec<bool> = (0..n)
+            .map(|k| only.is_none_or(|only| only[k / classes] == k % classes))
+            .collect();
+        let target = self.against.clone();
+        let floor = 1e-12 * target.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        // The weighted atoms: index, its inner products with every atom, weight.
+        let mut set: Vec<(usize, Vec<f64>, f64)> = Vec::new();
+        let mut w = target.clone();
+        for _ in 0..3 * most {
+            let Some(k) = (0..n)
+                .filter(|&k| open[k] && w[k] > floor)
+                .max_by(|&a, &b| (w[a] / self.norms[a].sqrt()).total_cmp(&(w[b] / self.norms[b].sqrt())))
+            else {
+                break;
+            };
+            open[k] = false;
+            let mut column = vec![0.0; n];
+            self.atoms.column(k / classes, k % classes, &mut column);
+            set.push((k, column, 0.0));
+            while !set.is_empty() {
+                let m = set.len();
+                let gram = nalgebra::DMatrix::from_fn(m, m, |a, b| set[b].1[set[a].0]);
+                let rhs = nalgebra::DVector::from_iterator(m, set.iter().map(|(k, _, _)| target[*k]));
+                let Some(s) = (gram.clone().cholesky().map(|c| c.solve(&rhs)))
+                    .or_else(|| gram.svd(true, true).solve(&rhs, 1e-12).ok())
+                else {
+                    return Vec::new();
+                };
+                if s.iter().all(|&v| v > 0.0) {
+                    set.iter_mut().zip(s.iter()).for_each(|(a, &v)| a.2 = v);
+                    break;
+                }
+                // Step towards s as far as keeps every weight non-negative; drop those it zeroes.
+                let alpha = (set.iter().zip(s.iter()))
+                    .filter(|(_, v)| **v <= 0.0)
+                    .map(|(a, v)| a.2 / (a.2 - v))
+                    .fold(1.0f64, f64::min);
+                set.iter_mut()
+                    .zip(s.iter())
+                    .for_each(|(a, &v)| a.2 += alpha * (v - a.2));
+                set.retain(|a| a.2 > 1e-12);
+            }
+            if set.len() >= most {
+                break;
+            }
+            w = target.clone();
+            for (_, column, x) in &set {
+                w.iter_mut().zip(column).for_each(|(w, g)| *w -= x * g);
+            }
+        }
+        set.sort_by(|a, b| b.2.total_cmp(&a.2));
+        let mut by_label = vec![Vec::new(); classes];
+        set.iter().for_each(|(k, _, _)| by_label[k % classes].push(*k));
+        by_label
+    }
+
     /// Each pick traded for the atom of its label that lowers ‖r‖² most, until none does.
     fn trade(&mut self, picks: &mut [usize]) {
         for _ in 0..MOST_ROUNDS {
@@ -248,6 +320,7 @@ impl Search {
 }
 
 /// The pursuit's answer: per pick, the candidate and its label; and ‖B·G − Σ g‖ over ‖B·G‖.
+#[derive(Clone)]
 pub(crate) struct Pursued {
     pub picks: Vec<(usize, usize)>,
     pub residual: f64,
@@ -299,10 +372,68 @@ pub(crate) fn pursue(
     };
     let mut picks = search.greedy(quota, &first);
     search.trade(&mut picks);
+    let left = |search: &Search| dot(&search.r, &search.r);
+    // The same search started from the non-negative weights' heaviest atoms instead; the one that
+    // leaves less kept.
+    let greedy = (picks.clone(), left(&search));
+    picks.iter().for_each(|&k| search.take(k, -1.0));
+    let weighted = search.nonnegative(4 * quota.iter().sum::<usize>());
+    let heaviest: Vec<usize> = (first.iter().copied())
+        .chain((0..classes).flat_map(|c| weighted[c].iter().copied().take(quota[c])))
+        .fold(Vec::new(), |mut seen, k| {
+            if !seen.contains(&k) {
+                seen.push(k);
+            }
+            seen
+        });
+    let mut picks = search.greedy(quota, &heaviest);
+    search.trade(&mut picks);
+    let (picks, left) = if left(&search) < greedy.1 {
+        (picks, left(&search))
+    } else {
+        greedy
+    };
     Some(Pursued {
         picks: picks.iter().map(|&k| (k / classes, k % classes)).collect(),
-        residual: (dot(&search.r, &search.r) / dot(target, target).max(f64::MIN_POSITIVE)).sqrt(),
+        residual: (left / dot(target, target).max(f64::MIN_POSITIVE)).sqrt(),
     })
+}
+
+/// A pursuit's picks, the row test's points where they are what it picked among, and how many
+/// points the test placed.
+type Picked = (Pursued, Option<Vec<Placed>>, Option<usize>);
+
+/// The pursuits a setup ran, by what they were asked: the early answer's choice and the full
+/// run's ask the same of the same span and update (Adult [32, 32], B = 32, untrained: four times
+/// an attack, 0.6 s each among 12,000-15,000 rows), and the answer is the same.
+#[derive(Default)]
+pub(crate) struct Pursuits(std::sync::Mutex<Vec<(Vec<u64>, Option<Picked>)>>);
+
+impl Pursuits {
+    /// The answer for `span`, `target` and `quota`: the one kept, or `pick`'s.
+    fn answer(
+        &self,
+        span: &SpanRows,
+        target: &[f64],
+        quota: &[usize],
+        pick: impl FnOnce() -> Option<Picked>,
+    ) -> Option<Picked> {
+        use std::hash::{Hash, Hasher};
+        // The span by a hash of its rows (it holds up to 32,768 of them), the rest as it is.
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        (span.encoded.iter().flatten().chain(span.free.as_slice())).for_each(|v| v.to_bits().hash(&mut hasher));
+        let key: Vec<u64> = (target.iter().map(|v| v.to_bits()))
+            .chain(quota.iter().map(|&q| q as u64))
+            .chain([span.encoded.len() as u64, hasher.finish()])
+            .collect();
+        let kept = |memo: &[(Vec<u64>, Option<Picked>)]| memo.iter().find(|(k, _)| *k == key).map(|(_, a)| a.clone());
+        if let Some(answer) = kept(&self.0.lock().expect("pursuits")) {
+            return answer;
+        }
+        let answer = pick();
+        self.0.lock().expect("pursuits").push((key, answer.clone()));
+        answer
+    }
 }
 
 /// The pursuit's rows in the attack's slots, what their gradients leave of the update, the points
@@ -340,27 +471,9 @@ impl Setup<'_> {
         }
         let mut quota = vec![0; classes];
         open.iter().for_each(|&p| quota[labels[p]] += 1);
-        // The points the row test places first (those that read as rows of the batch of one
-        // another taken first); the span's rows as they are where it places none, or where
-        // their sum fits the update better.
-        let placed = self.placed_rows(span, &quota);
-        let points = placed.as_ref().map(|(p, _)| p.len());
-        let placed = placed.and_then(|(placed, first)| {
-            let encoded: Vec<Vec<f64>> = placed.iter().map(|p| p.row.clone()).collect();
-            let only = placed.iter().map(|p| p.label).collect();
-            let pursued = pursue(params, model, &encoded, Some(only), &first, &target, &quota)?;
-            Some((placed, pursued))
-        });
-        let whole = match &placed {
-            Some((_, p)) if p.residual <= PLACED_FITS => None,
-            _ => pursue(params, model, &span.encoded, None, &[], &target, &quota),
-        };
-        let (pursued, placed) = match (placed, whole) {
-            (Some((placed, p)), Some(w)) if p.residual < w.residual => (p, Some(placed)),
-            (Some((placed, p)), None) => (p, Some(placed)),
-            (_, Some(w)) => (w, None),
-            (None, None) => return None,
-        };
+        let (pursued, placed, points) = self
+            .pursuits
+            .answer(span, &target, &quota, || self.pick_span_rows(span, &target, &quota))?;
         let mut out = rows.to_vec();
         for c in 0..classes {
             let slots: Vec<usize> = open.iter().copied().filter(|&p| labels[p] == c).collect();
@@ -390,6 +503,34 @@ impl Setup<'_> {
             residual: pursued.residual,
             placed: points,
         })
+    }
+
+    /// The pursuit among the span's rows for `target` (B·G less the settled rows' gradients),
+    /// `quota[c]` rows of label c: its picks, the points the row test placed where they are what
+    /// it picked among, and how many points it placed.
+    fn pick_span_rows(&self, span: &SpanRows, target: &[f64], quota: &[usize]) -> Option<Picked> {
+        let (params, model) = (&self.scenario.params, self.config.model());
+        // The points the row test places first (those that read as rows of the batch of one
+        // another taken first); the span's rows as they are where it places none, or where
+        // their sum fits the update better.
+        let placed = self.placed_rows(span, quota);
+        let points = placed.as_ref().map(|(p, _)| p.len());
+        let placed = placed.and_then(|(placed, first)| {
+            let encoded: Vec<Vec<f64>> = placed.iter().map(|p| p.row.clone()).collect();
+            let only = placed.iter().map(|p| p.label).collect();
+            let pursued = pursue(params, model, &encoded, Some(only), &first, target, quota)?;
+            Some((placed, pursued))
+        });
+        let whole = match &placed {
+            Some((_, p)) if p.residual <= PLACED_FITS => None,
+            _ => pursue(params, model, &span.encoded, None, &[], target, quota),
+        };
+        match (placed, whole) {
+            (Some((placed, p)), Some(w)) if p.residual < w.residual => Some((p, Some(placed), points)),
+            (Some((placed, p)), None) => Some((p, Some(placed), points)),
+            (_, Some(w)) => Some((w, None, points)),
+            (None, None) => None,
+        }
     }
 
     /// The points of the crowded span's rows and lines that the row test reads as the batch's
@@ -462,5 +603,78 @@ mod tests {
         picked.sort();
         assert_eq!(picked, batch);
         assert!(pursued.residual < 1e-9, "residual {}", pursued.residual);
+    }
+
+    /// A pursuit asked again of the same span, target and quota is answered from the first
+    /// time; asked of another target, it runs.
+    #[test]
+    fn a_pursuit_asked_again_is_not_run_again() {
+        let span = SpanRows {
+            rows: Vec::new(),
+            encoded: vec![vec![0.5, -1.0], vec![1.5, 2.0]],
+            free: nalgebra::DMatrix::zeros(2, 0),
+            proof: false,
+            loose: Vec::new(),
+            holds_lines: false,
+            rank: 2,
+            certain: true,
+            batch: 2,
+        };
+        let pursuits = Pursuits::default();
+        let runs = std::cell::Cell::new(0);
+        let pick = |residual: f64| {
+            runs.set(runs.get() + 1);
+            Some((
+                Pursued {
+                    picks: vec![(1, 0)],
+                    residual,
+                },
+                None,
+                None,
+            ))
+        };
+        let first = pursuits.answer(&span, &[1.0, 2.0], &[1], || pick(0.25));
+        let again = pursuits.answer(&span, &[1.0, 2.0], &[1], || pick(0.5));
+        assert_eq!(
+            (runs.get(), first.map(|a| a.0.residual), again.map(|a| a.0.residual)),
+            (1, Some(0.25), Some(0.25))
+        );
+        pursuits.answer(&span, &[1.0, 3.0], &[1], || pick(0.5));
+        pursuits.answer(&span, &[1.0, 2.0], &[0], || pick(0.5));
+        assert_eq!(runs.get(), 3);
+    }
+
+    /// The non-negative weights put 1 on each of the batch's atoms and nothing elsewhere.
+    #[test]
+    fn the_nonnegative_weights_are_the_batch() {
+        let mut rng = StdRng::seed_from_u64(5);
+        let (d, model, classes) = (6, Model::default(), 3);
+        let params = Params::init(&[d, 12, 12, classes], 9);
+        let candidates = rows(60, d, &mut rng);
+        let batch = [(2, 1), (9, 0), (17, 2), (33, 1), (41, 0), (58, 2)];
+        let target = problem(&params, model, &candidates, &batch);
+        let mut atoms = Atoms::new(&params, candidates.len(), classes);
+        candidates
+            .iter()
+            .for_each(|row| atoms.push(row_atoms(&params, model, row, classes)));
+        let n = atoms.rows * classes;
+        let mut search = Search {
+            classes,
+            only: None,
+            against: (0..n)
+                .map(|k| atoms.against(k / classes, k % classes, &target))
+                .collect(),
+            norms: (0..n).map(|k| atoms.norm(k / classes, k % classes)).collect(),
+            atoms,
+            r: target.clone(),
+            column: vec![0.0; n],
+        };
+        let weighted = search.nonnegative(24);
+        let mut found: Vec<(usize, usize)> = (0..classes)
+            .flat_map(|c| weighted[c].iter().take(2).map(move |&k| (k / classes, c)))
+            .collect();
+        found.sort();
+        assert_eq!(found, batch);
+        assert_eq!(search.r, target, "the residual is left as it was");
     }
 }

@@ -52,6 +52,8 @@ pub struct Setup<'a> {
     pub(crate) table_guess: std::sync::OnceLock<Option<Vec<Vec<crate::table::Value>>>>,
     /// The first layer's span searched (`Setup::enumerate_span`), once.
     pub(crate) span_rows: std::sync::OnceLock<crate::assess::span_rows::SpanSearch>,
+    /// The span's pursuits run, by what they were asked (`assess::span_pursuit`).
+    pub(crate) pursuits: crate::assess::span_pursuit::Pursuits,
 }
 
 impl<'a> Setup<'a> {
@@ -100,6 +102,7 @@ impl<'a> Setup<'a> {
             },
             table_guess: std::sync::OnceLock::new(),
             span_rows: std::sync::OnceLock::new(),
+            pursuits: Default::default(),
         };
         for d in &setup.determined {
             setup.rules[d.column].follows = Some(d.by);
