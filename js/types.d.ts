@@ -637,7 +637,12 @@ consistent_rows: number,
 /**
  * Whether an adopted row is proved (FedSGD) or only scored near the span (FedAvg).
  */
-proof: boolean, };
+proof: boolean, 
+/**
+ * FedAvg's adoptions undone because with them the rows no longer reproduced an update the
+ * rows before them did (`assess::adoptions`); the counts above no longer hold them.
+ */
+undone_adoptions: number, };
 
 /**
  * What an ensemble run by its stopping rule (`assess::stopping`) did: the members it pooled, of the most it would have, and after each

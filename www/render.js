@@ -288,7 +288,8 @@ export function renderSummary(box, info, report, attack) {
     setting.push(second.proof
       ? `${second.certified_rows} of the batch's rows proved from the second layer (its gradient spans the rows' activations: rank ${second.rank} of ${second.width})` +
         (second.peeled_rows ? `, and ${second.peeled_rows} more once the proved rows were peeled off the update` : "")
-      : `${second.certified_rows} of the client's rows taken near the second layer's update (the span of its ${second.rank} leading directions; near, not proved)`);
+      : `${second.certified_rows} of the client's rows taken near the second layer's update (the span of its ${second.rank} leading directions; near, not proved)` +
+        (second.undone_adoptions ? `; ${second.undone_adoptions} more put back as they were, since with them the rows no longer reproduced the update` : ""));
   }
   if (report.provenance?.length) {
     setting.push(`rows ${report.provenance.map((g) => `${g.rows} ${PROVENANCE[g.provenance]} (${(100 * g.accuracy).toFixed(1)} % right)`).join(', ')}`);

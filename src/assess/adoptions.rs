@@ -68,6 +68,9 @@ impl Setup<'_> {
                 undone.push(i);
             }
         }
+        if let Some(summary) = summary.as_deref_mut() {
+            summary.undone_adoptions += undone.len();
+        }
         for &i in &undone {
             // A FedAvg adoption that stood as a proof's is counted certified, the others consistent.
             if let Some(summary) = summary.as_deref_mut() {
@@ -111,6 +114,7 @@ mod tests {
             peeled_rows: 0,
             consistent_rows: 0,
             proof: false,
+            undone_adoptions: 0,
         }
     }
 
@@ -145,7 +149,7 @@ mod tests {
                 assert!(fit(setup, &rows).await <= UPDATE_FIT_THRESHOLD as f32);
                 let undone = (0..8).filter(|k| rows[4 * k] == truth[4 * k]).count();
                 assert!(undone >= 1, "no adoption undone");
-                assert_eq!(counts.certified_rows, 8 - undone);
+                assert_eq!((counts.certified_rows, counts.undone_adoptions), (8 - undone, undone));
                 assert!(
                     rows.iter()
                         .zip(&truth)

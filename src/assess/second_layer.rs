@@ -68,6 +68,7 @@ impl Setup<'_> {
             width: span.width(),
             certified_rows: certified.iter().filter(|c| **c == Certified::Yes).count(),
             peeled_rows: 0,
+            undone_adoptions: 0,
             consistent_rows: certified
                 .iter()
                 .filter(|c| matches!(c, Certified::Fits(_) | Certified::Near | Certified::IfLabelled(_)))

@@ -64,6 +64,25 @@ pub struct SecondLayerSummary {
     pub consistent_rows: usize,
     /// Whether an adopted row is proved (FedSGD) or only scored near the span (FedAvg).
     pub proof: bool,
+    /// FedAvg's adoptions undone because with them the rows no longer reproduced an update the
+    /// rows before them did (`assess::adoptions`); the counts above no longer hold them.
+    #[serde(default)]
+    pub undone_adoptions: usize,
+}
+
+impl SecondLayerSummary {
+    /// What the report says of FedAvg's adoptions undone (None where none were).
+    pub fn undone_sentence(&self) -> Option<String> {
+        let n = self.undone_adoptions;
+        (n > 0).then(|| {
+            format!(
+                "{n} {} taken near the second layer's update put back as {} were: with them the rows no longer \
+                 reproduced the update, which the rows before them did",
+                if n == 1 { "row" } else { "rows" },
+                if n == 1 { "it" } else { "they" }
+            )
+        })
+    }
 }
 
 impl Provenance {
@@ -107,4 +126,29 @@ pub fn reason_counts<'a>(reasons: impl Iterator<Item = &'a str>) -> Vec<ReasonCo
         }
     }
     counts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The report names the adoptions undone, in number, and says nothing where there were none.
+    #[test]
+    fn adoptions_undone_are_said_with_their_count() {
+        let mut summary = SecondLayerSummary {
+            rank: 32,
+            width: 100,
+            certified_rows: 29,
+            peeled_rows: 0,
+            consistent_rows: 0,
+            proof: false,
+            undone_adoptions: 0,
+        };
+        assert_eq!(summary.undone_sentence(), None);
+        summary.undone_adoptions = 1;
+        assert!(summary.undone_sentence().unwrap().starts_with("1 row taken near"));
+        summary.undone_adoptions = 2;
+        let said = summary.undone_sentence().unwrap();
+        assert!(said.starts_with("2 rows taken near") && said.contains("as they were"), "{said}");
+    }
 }

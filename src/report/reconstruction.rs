@@ -286,6 +286,9 @@ impl ReconstructionReport {
                 .map(|g| format!("{} {}", g.rows, g.provenance.words()))
                 .collect();
             let _ = writeln!(s, "rows: {}", groups.join(", "));
+            if let Some(undone) = self.details.second_layer.as_ref().and_then(|l| l.undone_sentence()) {
+                let _ = writeln!(s, "{undone}");
+            }
             if let Some(c) = &self.details.chosen {
                 let _ = writeln!(s, "{}", c.sentence());
             }

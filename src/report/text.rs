@@ -328,6 +328,13 @@ fn accuracy(r: &Report, s: &mut String) {
                 "{peeled} of the rows proved were found on the update left once the others were peeled off it (rows of its span, or copies of proved rows)"
             );
         }
+        if let Some(undone) = r
+            .row_details()
+            .and_then(|d| d.second_layer.as_ref())
+            .and_then(|l| l.undone_sentence())
+        {
+            let _ = writeln!(s, "{undone}");
+        }
         for line in crate::attack::registry::not_applied_lines(&r.not_applied) {
             let _ = writeln!(s, "{line}");
         }
