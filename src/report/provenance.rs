@@ -149,6 +149,9 @@ mod tests {
         assert!(summary.undone_sentence().unwrap().starts_with("1 row taken near"));
         summary.undone_adoptions = 2;
         let said = summary.undone_sentence().unwrap();
-        assert!(said.starts_with("2 rows taken near") && said.contains("as they were"), "{said}");
+        assert!(
+            said.starts_with("2 rows taken near") && said.contains("as they were"),
+            "{said}"
+        );
     }
 }

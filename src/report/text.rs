@@ -281,6 +281,23 @@ fn fallback_lines(f: &crate::assess::fallback::FallbackSummary, s: &mut String) 
     }
 }
 
+/// What the second layer's peeling found, and FedAvg's adoptions it put back.
+fn second_layer_lines(r: &Report, s: &mut String) {
+    let Some(l) = r.row_details().and_then(|d| d.second_layer.as_ref()) else {
+        return;
+    };
+    if l.peeled_rows > 0 {
+        let _ = writeln!(
+            s,
+            "{} of the rows proved were found on the update left once the others were peeled off it (rows of its span, or copies of proved rows)",
+            l.peeled_rows
+        );
+    }
+    if let Some(undone) = l.undone_sentence() {
+        let _ = writeln!(s, "{undone}");
+    }
+}
+
 /// How well: the accuracy against the random baseline, per feature, and per entropy band.
 fn accuracy(r: &Report, s: &mut String) {
     let a = &r.accuracy;
@@ -317,24 +334,7 @@ fn accuracy(r: &Report, s: &mut String) {
         for reason in r.provenance.iter().flat_map(|g| &g.reasons) {
             let _ = writeln!(s, "  not proved ({}): {}", counted(reason.rows, "row"), reason.why);
         }
-        if let Some(peeled) = r
-            .row_details()
-            .and_then(|d| d.second_layer.as_ref())
-            .map(|l| l.peeled_rows)
-            .filter(|&n| n > 0)
-        {
-            let _ = writeln!(
-                s,
-                "{peeled} of the rows proved were found on the update left once the others were peeled off it (rows of its span, or copies of proved rows)"
-            );
-        }
-        if let Some(undone) = r
-            .row_details()
-            .and_then(|d| d.second_layer.as_ref())
-            .and_then(|l| l.undone_sentence())
-        {
-            let _ = writeln!(s, "{undone}");
-        }
+        second_layer_lines(r, s);
         for line in crate::attack::registry::not_applied_lines(&r.not_applied) {
             let _ = writeln!(s, "{line}");
         }

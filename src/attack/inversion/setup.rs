@@ -52,8 +52,8 @@ pub struct Setup<'a> {
     pub(crate) table_guess: std::sync::OnceLock<Option<Vec<Vec<crate::table::Value>>>>,
     /// The first layer's span searched (`Setup::enumerate_span`), once.
     pub(crate) span_rows: std::sync::OnceLock<crate::assess::span_rows::SpanSearch>,
-    /// The span's pursuits run, by what they were asked (`assess::span_pursuit`).
-    pub(crate) pursuits: crate::assess::span_pursuit::Pursuits,
+    /// The span's pursuits run, by what they were asked (`assess::pursuits`).
+    pub(crate) pursuits: crate::assess::pursuits::Pursuits,
 }
 
 impl<'a> Setup<'a> {
