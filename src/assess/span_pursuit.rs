@@ -236,7 +236,7 @@ impl Search {
     /// that bring Σ wₖ gₖ nearest the residual, at most `most` atoms weighted; the atoms of each
     /// label c by weight, heaviest first. The residual is left as it was. Where the batch's rows
     /// are among the atoms and no other sparse sum meets the update, their weights are 1 and the
-    /// rest 0 (a crowded span's placed points, Adult [32, 32]: 32 weights of 1.00 leaving 9e-8 of
+    /// rest 0 (a shadow client's placed points, Adult [32, 32]: 32 weights of 1.00 leaving 9e-8 of
     /// it), which the greedy need not find: it stops where one pick blocks the next.
     fn nonnegative(&mut self, most: usize) -> Vec<Vec<usize>> {
         let n = self.against.len();
