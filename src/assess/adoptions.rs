@@ -26,7 +26,7 @@ impl Setup<'_> {
         before: &[Vec<Value>],
         rows: &mut [Vec<Value>],
         certified: &mut [Certified],
-        mut summary: Option<&mut SecondLayerSummary>,
+        summary: Option<&mut SecondLayerSummary>,
     ) -> Result<()> {
         let mut adopted: Vec<usize> = (0..rows.len()).filter(|&i| rows[i] != before[i]).collect();
         if adopted.is_empty() {
@@ -68,17 +68,17 @@ impl Setup<'_> {
                 undone.push(i);
             }
         }
-        if let Some(summary) = summary.as_deref_mut() {
+        if let Some(summary) = summary {
             summary.undone_adoptions += undone.len();
-        }
-        for &i in &undone {
-            // A FedAvg adoption that stood as a proof's is counted certified, the others consistent.
-            if let Some(summary) = summary.as_deref_mut() {
+            for &i in &undone {
+                // A FedAvg adoption that stood as a proof's is counted certified, the others consistent.
                 match certified[i] {
                     Certified::No => summary.certified_rows = summary.certified_rows.saturating_sub(1),
                     _ => summary.consistent_rows = summary.consistent_rows.saturating_sub(1),
                 }
             }
+        }
+        for &i in &undone {
             certified[i] = Certified::No;
         }
         Ok(())
