@@ -29,7 +29,8 @@ impl Setup<'_> {
     /// `recon` with its open rows (those the ensemble alone gave) replaced by the ensemble's rows
     /// of what the held rows leave, where they explain the update better (consistent where they
     /// explain it to `EXPLAINED`); then, where the update is still not explained, the consistent
-    /// rows it does not support inverted with them (`assess::misfits`). As it was where that does
+    /// rows it does not support inverted with them (`assess::misfits`); then the rows no proof
+    /// reached polished against the whole update (`assess::polish`). As it was where that does
     /// not apply (`may_invert_left`, `opens`).
     pub(crate) async fn invert_left(
         &self,
@@ -41,7 +42,8 @@ impl Setup<'_> {
             return Ok(recon);
         }
         let recon = self.invert_open_rows(recon, progress).await?;
-        self.reopen_misfits(recon, progress).await
+        let recon = self.reopen_misfits(recon, progress).await?;
+        Ok(self.polish_left(recon))
     }
 
     /// `invert_left` on the rows the ensemble alone gave.

@@ -15,6 +15,7 @@ mod misfits;
 mod paired_labels;
 mod peeled;
 mod peeled_search;
+mod polish;
 pub mod pooling;
 pub(crate) mod pursuits;
 pub mod reconstruct;

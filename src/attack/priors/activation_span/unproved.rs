@@ -51,6 +51,10 @@ pub enum Unproved {
     /// its float32 rounding, and whose gradient the update sees (`assess::seen_rows`): other rows
     /// may fit it as well.
     ChosenFit { chosen: usize, fit: f64 },
+    /// Moved, with the other rows no proof reached, against what the rows leave of the update
+    /// (`assess::polish`), to where the whole reconstruction fits it to 1 − cos `fit`, near its
+    /// float32 rounding, and the update sees it: other rows may fit as well.
+    Polished { fit: f64 },
 }
 
 impl Unproved {
@@ -110,6 +114,11 @@ impl Unproved {
                  update to 1 − cos {fit:.1e}, its float32 rounding, and the update sees it (a guess in its place \
                  fits worse): other rows may fit as well",
                 if chosen == 1 { "" } else { "s" }
+            ),
+            Unproved::Polished { fit } => format!(
+                "it was moved, with the other rows no proof reached, against what the rows leave of the update, to \
+                 where the whole reconstruction fits it to 1 − cos {fit:.1e}, near its float32 rounding, and the \
+                 update sees it: other rows may fit as well"
             ),
             Unproved::SpanFitted { found, loose } => format!(
                 "it is one of the batch's rows as the first layer's span gives them ({found} rows found there, the \
