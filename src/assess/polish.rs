@@ -64,6 +64,10 @@ const CATEGORY_SHORTLIST: usize = 8;
 const STEP: f64 = 1e-4;
 /// Buckets of the sketch the table's rows are screened by.
 const SKETCH: usize = 512;
+/// The most bytes the moving rows' gradients may take (else nothing is polished), and the joint
+/// fit's Jacobian (float32; else each row's continuous cells are fitted in turn).
+const MOST_BYTES: usize = 16 << 20;
+const JACOBIAN_BYTES: usize = 16 << 20;
 
 /// A count sketch of the update's coordinates: each one added, with a random sign, to one of
 /// `SKETCH` buckets, so that squared distances between sketches estimate those between the
@@ -85,12 +89,12 @@ impl Sketch {
         }
     }
 
-    fn of(&self, v: &[f64]) -> Vec<f64> {
+    fn of(&self, v: &[f64]) -> Vec<f32> {
         let mut out = vec![0.0; SKETCH];
         for ((&b, &s), &v) in self.bucket.iter().zip(&self.sign).zip(v) {
             out[b] += s * v;
         }
-        out
+        out.into_iter().map(|v| v as f32).collect()
     }
 }
 
@@ -98,10 +102,12 @@ impl Sketch {
 /// outside the batch), encoded, with their gradients' sketches.
 struct Pool {
     sketch: Sketch,
-    rows: Vec<Vec<(Vec<f64>, Vec<f64>)>>,
+    rows: Vec<Vec<(Vec<f64>, Vec<f32>)>>,
 }
 
-/// The rows (encoded), their gradients and what they leave of the update.
+/// The rows (encoded), the gradients of those that move (empty for the others: a wide network's
+/// gradients, all held at once, outweigh the attack's working set) and what they leave of the
+/// update.
 struct Sum {
     x: Vec<Vec<f64>>,
     g: Vec<Vec<f64>>,
@@ -130,6 +136,11 @@ fn norm2(v: &[f64]) -> f64 {
     v.iter().map(|v| v * v).sum()
 }
 
+/// The squared distance between two sketches.
+fn apart(a: &[f32], b: &[f32]) -> f64 {
+    a.iter().zip(b).map(|(&a, &b)| (a as f64 - b as f64).powi(2)).sum()
+}
+
 fn misfit(own: &[f64], g: &[f64]) -> f64 {
     own.iter().zip(g).map(|(o, g)| (o - g) * (o - g)).sum()
 }
@@ -153,6 +164,9 @@ impl Setup<'_> {
         if !self.may_invert_left() || free.is_empty() {
             return recon;
         }
+        if free.len() * self.update_times(1.0).len() * 8 > MOST_BYTES {
+            return recon;
+        }
         let label_of = self.labels_paired(&recon);
         let before = self.fits_without(&recon.rows, &[], &label_of).0;
         if !(before <= NEAR) {
@@ -163,7 +177,12 @@ impl Setup<'_> {
         if !(fit <= SETTLED && fit * GAIN <= before) {
             return recon;
         }
-        let moved: Vec<usize> = free.iter().copied().filter(|&i| rows[i] != recon.rows[i]).collect();
+        // Rows moved within their cells' tolerance (the fit nudging a right row) keep their reason.
+        let moved: Vec<usize> = free
+            .iter()
+            .copied()
+            .filter(|&i| !self.dataset.same_row(&rows[i], &recon.rows[i]))
+            .collect();
         if let Some(entropy) = recon.entropy.as_mut() {
             let origin: Vec<usize> = (0..rows.len()).collect();
             move_entropy(self.dataset, entropy, &origin, &recon.rows, &rows);
@@ -199,10 +218,14 @@ impl Setup<'_> {
                 }
             })
             .collect();
-        let g: Vec<Vec<f64>> = x.iter().zip(label_of).map(|(x, &y)| self.gradient_at(x, y)).collect();
         let mut r = self.update_times(rows.len() as f64);
-        for gi in &g {
-            r.iter_mut().zip(gi).for_each(|(r, g)| *r -= g);
+        let mut g = vec![Vec::new(); rows.len()];
+        for (i, (x, &y)) in x.iter().zip(label_of).enumerate() {
+            let gi = self.gradient_at(x, y);
+            r.iter_mut().zip(&gi).for_each(|(r, g)| *r -= g);
+            if free.contains(&i) {
+                g[i] = gi;
+            }
         }
         let pool = self.table_pool(r.len());
         let mut sum = Sum { x, g, r };
@@ -282,31 +305,46 @@ impl Setup<'_> {
     }
 
     /// Levenberg–Marquardt on the continuous cells of the rows of `free`, jointly, within the
-    /// columns' ranges.
+    /// columns' ranges; row by row (`row_newton`) where the joint Jacobian would exceed
+    /// `JACOBIAN_BYTES`.
     fn fit_continuous(&self, sum: &mut Sum, free: &[usize], label_of: &[usize]) {
         let columns = self.moved_columns();
-        let (lo, hi) = (&self.layout.lo, &self.layout.hi);
         let (n, m) = (free.len() * columns.len(), sum.r.len());
         if n == 0 {
             return;
         }
+        if m * n * 4 > JACOBIAN_BYTES {
+            for &i in free {
+                let x = self.row_newton(&sum.own(i), sum.x[i].clone(), label_of[i]);
+                let g = self.gradient_at(&x, label_of[i]);
+                sum.replace(i, x, g);
+            }
+            return;
+        }
         let mut lambda = 1e-3;
         for _ in 0..JOINT_ITERATIONS {
-            let mut jacobian = DMatrix::<f64>::zeros(m, n);
-            for (a, &i) in free.iter().enumerate() {
-                for (b, &j) in columns.iter().enumerate() {
+            // The Jacobian's columns in float32, their products in float64.
+            let mut jacobian: Vec<Vec<f32>> = Vec::with_capacity(n);
+            for &i in free {
+                for &j in &columns {
                     let (mut up, mut down) = (sum.x[i].clone(), sum.x[i].clone());
                     up[j] += STEP;
                     down[j] -= STEP;
                     let (gu, gd) = (self.gradient_at(&up, label_of[i]), self.gradient_at(&down, label_of[i]));
-                    let col = a * columns.len() + b;
-                    for k in 0..m {
-                        jacobian[(k, col)] = (gu[k] - gd[k]) / (2.0 * STEP);
-                    }
+                    jacobian.push(
+                        gu.iter()
+                            .zip(&gd)
+                            .map(|(u, d)| ((u - d) / (2.0 * STEP)) as f32)
+                            .collect(),
+                    );
                 }
             }
-            let jtj = jacobian.tr_mul(&jacobian);
-            let jtr = jacobian.tr_mul(&DVector::from_column_slice(&sum.r));
+            let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(&a, &b)| a as f64 * b as f64).sum::<f64>();
+            let jtj = DMatrix::from_fn(n, n, |a, b| dot(&jacobian[a], &jacobian[b]));
+            let jtr = DVector::from_fn(n, |a, _| {
+                jacobian[a].iter().zip(&sum.r).map(|(&j, &r)| j as f64 * r).sum()
+            });
+            drop(jacobian);
             let now = norm2(&sum.r);
             let mut improved = false;
             for _ in 0..8 {
@@ -316,21 +354,18 @@ impl Setup<'_> {
                     lambda *= 4.0;
                     continue;
                 };
-                let mut trial = Sum {
-                    x: sum.x.clone(),
-                    g: sum.g.clone(),
-                    r: sum.r.clone(),
-                };
-                for (a, &i) in free.iter().enumerate() {
-                    let mut x = trial.x[i].clone();
-                    for (b, &j) in columns.iter().enumerate() {
-                        x[j] = (x[j] + delta[a * columns.len() + b]).clamp(lo[j], hi[j]);
-                    }
-                    let g = self.gradient_at(&x, label_of[i]);
-                    trial.replace(i, x, g);
+                let moved = self.moved_by(sum, free, label_of, &columns, delta.as_slice());
+                let mut r = sum.r.clone();
+                for (&i, (_, g)) in free.iter().zip(&moved) {
+                    r.iter_mut()
+                        .zip(g)
+                        .zip(&sum.g[i])
+                        .for_each(|((r, new), old)| *r += old - new);
                 }
-                if norm2(&trial.r) < now {
-                    *sum = trial;
+                if norm2(&r) < now {
+                    for (&i, (x, g)) in free.iter().zip(moved) {
+                        sum.replace(i, x, g);
+                    }
                     lambda = (lambda / 3.0).max(1e-12);
                     improved = true;
                     break;
@@ -341,6 +376,30 @@ impl Setup<'_> {
                 break;
             }
         }
+    }
+
+    /// The rows of `free` with their continuous cells moved by `delta` (row by row, column by
+    /// column) within the columns' ranges, and their gradients.
+    fn moved_by(
+        &self,
+        sum: &Sum,
+        free: &[usize],
+        label_of: &[usize],
+        columns: &[usize],
+        delta: &[f64],
+    ) -> Vec<(Vec<f64>, Vec<f64>)> {
+        let (lo, hi) = (&self.layout.lo, &self.layout.hi);
+        free.iter()
+            .enumerate()
+            .map(|(a, &i)| {
+                let mut x = sum.x[i].clone();
+                for (b, &j) in columns.iter().enumerate() {
+                    x[j] = (x[j] + delta[a * columns.len() + b]).clamp(lo[j], hi[j]);
+                }
+                let g = self.gradient_at(&x, label_of[i]);
+                (x, g)
+            })
+            .collect()
     }
 
     /// Each row of `free` replaced, where that leaves less, by the best of the table's rows
@@ -354,7 +413,7 @@ impl Setup<'_> {
             let target = pool.sketch.of(&own);
             let mut screened: Vec<(f64, &Vec<f64>)> = pool.rows[y]
                 .iter()
-                .map(|(x, sketch)| (misfit(&target, sketch), x))
+                .map(|(x, sketch)| (apart(&target, sketch), x))
                 .collect();
             screened.sort_by(|a, b| a.0.total_cmp(&b.0));
             screened.truncate(SHORTLIST);
