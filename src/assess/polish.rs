@@ -19,9 +19,12 @@
 //! kept only where the rows then explain the update to `SETTLED` and at least `GAIN` times better
 //! than before: a fit merely improved from afar led away from the rows
 //! (Adult B = 16, E = 20, seed 9, before the early answer: 1 − cos 0.56 → 3·10⁻⁵ and 95.5 →
-//! 85.7 % of cells). Rows whose gradient the fit then pins are consistent with it
-//! (`Unproved::Polished`); the others are the ensemble's, which the fallback judges.
-//! Measured in docs/results/rounds.md.
+//! 85.7 % of cells). A consistent row moved beyond its cells' tolerance stays consistent, saying
+//! so (`Unproved::Polished`); a row of the ensemble's becomes consistent only where the fit pins
+//! it (`assess::seen_rows`), and is otherwise left to the fallback. The work is bounded: only the
+//! moving rows' gradients are held, the table's rows are screened by a sketch made once, and the
+//! joint Jacobian gives way to row-by-row fits past `JACOBIAN_BYTES`. Measured in
+//! docs/results/rounds.md.
 use nalgebra::{DMatrix, DVector};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
