@@ -187,8 +187,15 @@ impl Setup<'_> {
             .filter(|&i| !self.dataset.same_row(&rows[i], &recon.rows[i]))
             .collect();
         if let Some(entropy) = recon.entropy.as_mut() {
+            // The members' confidence stays with every cell of a row not moved.
+            let changed: Vec<Vec<Value>> = (0..rows.len())
+                .map(|i| match moved.contains(&i) {
+                    true => rows[i].clone(),
+                    false => recon.rows[i].clone(),
+                })
+                .collect();
             let origin: Vec<usize> = (0..rows.len()).collect();
-            move_entropy(self.dataset, entropy, &origin, &recon.rows, &rows);
+            move_entropy(self.dataset, entropy, &origin, &recon.rows, &changed);
         }
         recon.rows = rows;
         // A consistent row stays so, moved to fit better: held to the update's seeing it, moved
