@@ -53,7 +53,7 @@ pub enum Unproved {
     ChosenFit { chosen: usize, fit: f64 },
     /// Moved, with the other rows no proof reached, against what the rows leave of the update
     /// (`assess::polish`), to where the whole reconstruction fits it to 1 − cos `fit`, near its
-    /// float32 rounding, and the update sees it: other rows may fit as well.
+    /// float32 rounding: other rows may fit as well.
     Polished { fit: f64 },
 }
 
@@ -117,8 +117,8 @@ impl Unproved {
             ),
             Unproved::Polished { fit } => format!(
                 "it was moved, with the other rows no proof reached, against what the rows leave of the update, to \
-                 where the whole reconstruction fits it to 1 − cos {fit:.1e}, near its float32 rounding, and the \
-                 update sees it: other rows may fit as well"
+                 where the whole reconstruction fits it to 1 − cos {fit:.1e}, near its float32 rounding: other rows \
+                 may fit as well"
             ),
             Unproved::SpanFitted { found, loose } => format!(
                 "it is one of the batch's rows as the first layer's span gives them ({found} rows found there, the \
