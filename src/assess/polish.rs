@@ -167,7 +167,7 @@ impl Setup<'_> {
         if !self.may_invert_left() || free.is_empty() {
             return recon;
         }
-        if free.len() * self.update_times(1.0).len() * 8 > MOST_BYTES {
+        if free.len() * self.scenario.params.len() * 8 > MOST_BYTES {
             return recon;
         }
         let label_of = self.labels_paired(&recon);
@@ -325,8 +325,7 @@ impl Setup<'_> {
         }
         if m * n * 4 > JACOBIAN_BYTES {
             for &i in free {
-                let x = self.row_newton(&sum.own(i), sum.x[i].clone(), label_of[i]);
-                let g = self.gradient_at(&x, label_of[i]);
+                let (x, g, _) = self.row_newton(&sum.own(i), sum.x[i].clone(), label_of[i], &columns);
                 sum.replace(i, x, g);
             }
             return;
@@ -416,6 +415,7 @@ impl Setup<'_> {
     /// outside the batch of its label and the row the first layer reads off what it is to
     /// explain, each after `ROW_ITERATIONS` Gauss–Newton steps. How many were replaced.
     fn replace_rows(&self, sum: &mut Sum, free: &[usize], label_of: &[usize], pool: &Pool) -> usize {
+        let columns = self.moved_columns();
         let mut replaced = 0;
         for &i in free {
             let y = label_of[i];
@@ -431,7 +431,7 @@ impl Setup<'_> {
                 .one_row_read(&own)
                 .into_iter()
                 .chain(screened.into_iter().map(|(_, x)| x.clone()));
-            if let Some((x, g)) = self.best_of(&own, misfit(&own, &sum.g[i]), candidates, y) {
+            if let Some((x, g)) = self.best_of(&own, misfit(&own, &sum.g[i]), candidates, y, &columns) {
                 sum.replace(i, x, g);
                 replaced += 1;
             }
@@ -475,6 +475,7 @@ impl Setup<'_> {
     /// (of the `CATEGORY_SHORTLIST` that leave least as they are, each with its continuous cells
     /// then moved by Gauss–Newton). How many rows changed.
     fn recategorise(&self, sum: &mut Sum, free: &[usize], label_of: &[usize]) -> usize {
+        let columns = self.moved_columns();
         let mut changed = 0;
         for &i in free {
             let (y, own) = (label_of[i], sum.own(i));
@@ -494,7 +495,8 @@ impl Setup<'_> {
             }
             screened.sort_by(|a, b| a.0.total_cmp(&b.0));
             screened.truncate(CATEGORY_SHORTLIST);
-            if let Some((x, g)) = self.best_of(&own, misfit(&own, &sum.g[i]), screened.into_iter().map(|(_, x)| x), y) {
+            let candidates = screened.into_iter().map(|(_, x)| x);
+            if let Some((x, g)) = self.best_of(&own, misfit(&own, &sum.g[i]), candidates, y, &columns) {
                 sum.replace(i, x, g);
                 changed += 1;
             }
@@ -510,12 +512,11 @@ impl Setup<'_> {
         now: f64,
         candidates: impl Iterator<Item = Vec<f64>>,
         label: usize,
+        columns: &[usize],
     ) -> Option<(Vec<f64>, Vec<f64>)> {
         let mut best = (now, None);
         for x in candidates {
-            let x = self.row_newton(own, x, label);
-            let g = self.gradient_at(&x, label);
-            let left = misfit(own, &g);
+            let (x, g, left) = self.row_newton(own, x, label, columns);
             if left < best.0 {
                 best = (left, Some((x, g)));
             }
@@ -543,9 +544,9 @@ impl Setup<'_> {
     }
 
     /// `ROW_ITERATIONS` Gauss–Newton steps (while they leave less) on one row's continuous
-    /// cells towards `own`, within the columns' ranges.
-    fn row_newton(&self, own: &[f64], mut x: Vec<f64>, label: usize) -> Vec<f64> {
-        let columns = self.moved_columns();
+    /// cells `columns` towards `own`, within the columns' ranges: the row, its gradient and what
+    /// it leaves of `own`.
+    fn row_newton(&self, own: &[f64], mut x: Vec<f64>, label: usize, columns: &[usize]) -> (Vec<f64>, Vec<f64>, f64) {
         let (lo, hi) = (&self.layout.lo, &self.layout.hi);
         let (n, m) = (columns.len(), own.len());
         let mut g = self.gradient_at(&x, label);
@@ -579,7 +580,7 @@ impl Setup<'_> {
             }
             (x, g, now) = (trial, gt, left);
         }
-        x
+        (x, g, now)
     }
 }
 
