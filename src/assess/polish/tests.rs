@@ -1,0 +1,124 @@
+use super::*;
+use crate::assess::matching::Rule;
+use crate::assess::scoring::score_aligned;
+use crate::attack::inversion::driver::Progress;
+
+/// A reconstruction of the trained sample batch (`with_trained_sample_batch`) whose rows are
+/// `rows`, every one consistent with the update, each with its own label.
+fn consistent(setup: &Setup, rows: &[Vec<Value>], labels: &[usize]) -> Reconstruction {
+    let mut recon = pollster::block_on(setup.reconstruction(None, &mut |_: &Progress| true)).unwrap();
+    recon.rows = rows.to_vec();
+    recon.provenance = vec![Provenance::Consistent; rows.len()];
+    recon.unproved = vec![Some(Unproved::Unplaced); rows.len()];
+    recon.row_labels = Some(labels.to_vec());
+    recon
+}
+
+/// The quietest row the update shows (its gradient the smallest) moved off the batch, a
+/// category changed and a continuous cell half a standard deviation off: the polish puts it
+/// back, every cell right as scoring counts them, and says so; the other rows stay right
+/// and consistent (moved within their cells' tolerance where the fit asked it).
+#[test]
+fn a_quiet_row_moved_off_the_batch_is_polished_back() {
+    crate::assess::with_trained_sample_batch(|setup, truth, labels, _| {
+        let data = setup.dataset;
+        let shown = setup.rows_shown(&truth, &labels).expect("a FedSGD classifier");
+        let loudness = |i: usize| norm2(&setup.row_gradient(&truth[i], labels[i]));
+        let quiet = (0..truth.len())
+            .filter(|&i| shown[i])
+            .min_by(|&a, &b| loudness(a).total_cmp(&loudness(b)))
+            .unwrap();
+        let mut rows = truth.clone();
+        let categorical = data
+            .features
+            .iter()
+            .position(|f| f.is_categorical() && f.width() > 2)
+            .unwrap();
+        let width = data.features[categorical].width() as u32;
+        let Value::Cat(c) = rows[quiet][categorical] else {
+            unreachable!()
+        };
+        rows[quiet][categorical] = Value::Cat((c + 1) % width);
+        let continuous = data.features.iter().position(|f| !f.is_categorical()).unwrap();
+        let raw_std = data.std[data.features[continuous].offset];
+        rows[quiet][continuous] = Value::Num((rows[quiet][continuous].num() + 0.5 * raw_std).round());
+        // The move shows in the update (the batch's own rows fit it to about 10⁻¹⁴).
+        let (own, before) = (
+            setup.fits_without(&truth, &[], &labels).0,
+            setup.fits_without(&rows, &[], &labels).0,
+        );
+        assert!(before > 100.0 * own && before <= NEAR, "{own} {before}");
+        let out = setup.polish_left(consistent(setup, &rows, &labels));
+        let scored = score_aligned(&Rule::of(&data.features), &truth, &out.rows);
+        for (i, cells) in scored.correct.iter().enumerate() {
+            assert!(
+                cells.iter().all(|&c| c),
+                "row {i} (moved off: {quiet}): {:?} against {:?}",
+                out.rows[i],
+                truth[i]
+            );
+        }
+        assert!(matches!(out.unproved[quiet], Some(Unproved::Polished { fit }) if fit <= SETTLED));
+        assert!(out.provenance.iter().all(|p| *p == Provenance::Consistent));
+    });
+}
+
+/// The batch's loudest row not held (half the batch proved) swapped for the table's quietest
+/// row of its label: the quiet row leaves the update far from explained (its own gradient
+/// hardly counts), and the rows replaced whole read the loud one back, every cell right.
+#[test]
+fn a_loud_row_stood_in_for_by_a_quiet_one_is_found_from_afar() {
+    crate::assess::with_trained_sample_batch(|setup, truth, labels, norms| {
+        let data = setup.dataset;
+        let b = truth.len();
+        let held = b / 2;
+        let loudness = |i: usize| norm2(&setup.row_gradient(&truth[i], labels[i]));
+        let loud = (held..b).max_by(|&a, &b| loudness(a).total_cmp(&loudness(b))).unwrap();
+        let quietest = (0..data.n())
+            .filter(|&k| data.labels[k] == labels[loud] && !truth.contains(&data.rows[k]))
+            .min_by(|&a, &b| norms[a].total_cmp(&norms[b]))
+            .unwrap();
+        let mut rows = truth.clone();
+        rows[loud] = data.rows[quietest].clone();
+        let before = setup.fits_without(&rows, &[], &labels).0;
+        assert!(before > NEAR, "{before}");
+        let mut recon = consistent(setup, &rows, &labels);
+        for i in 0..held {
+            (recon.provenance[i], recon.unproved[i]) = (Provenance::Proved, None);
+        }
+        let out = setup.polish_left(recon);
+        let scored = score_aligned(&Rule::of(&data.features), &truth, &out.rows);
+        for (i, cells) in scored.correct.iter().enumerate() {
+            assert!(
+                cells.iter().all(|&c| c),
+                "row {i} (swapped: {loud}): {:?} against {:?}",
+                out.rows[i],
+                truth[i]
+            );
+        }
+        assert!(matches!(out.unproved[loud], Some(Unproved::Polished { fit }) if fit <= SETTLED));
+    });
+}
+
+/// Rows far from explaining the update with none held (four of them swapped for the table's
+/// loudest rows of their labels, every row consistent) are not polished: the residual is
+/// then every row's, and from afar a better fit leads away from the batch.
+#[test]
+fn rows_far_from_the_update_are_left_as_they_are() {
+    crate::assess::with_trained_sample_batch(|setup, truth, labels, norms| {
+        let data = setup.dataset;
+        let mut rows = truth.clone();
+        for i in 0..4 {
+            let loudest = (0..data.n())
+                .filter(|&k| data.labels[k] == labels[i] && !truth.contains(&data.rows[k]))
+                .max_by(|&a, &b| norms[a].total_cmp(&norms[b]))
+                .unwrap();
+            rows[i] = data.rows[loudest].clone();
+        }
+        let before = setup.fits_without(&rows, &[], &labels).0;
+        assert!(before > NEAR, "{before}");
+        let out = setup.polish_left(consistent(setup, &rows, &labels));
+        assert_eq!(out.rows, rows);
+        assert!(out.unproved.iter().all(|u| *u == Some(Unproved::Unplaced)));
+    });
+}
