@@ -87,6 +87,9 @@ const SKETCH: usize = 512;
 const MOST_BYTES: usize = 16 << 20;
 const JACOBIAN_BYTES: usize = 16 << 20;
 
+/// A row's replacement (encoded), its gradient and what it leaves of what the row is to explain.
+type Replacement = (Vec<f64>, Vec<f64>, f64);
+
 /// A count sketch of the update's coordinates: each one added, with a random sign, to one of
 /// `SKETCH` buckets, so that squared distances between sketches estimate those between the
 /// vectors (to a few per cent at this size) for a screening of the table's rows whose gradients
@@ -468,7 +471,7 @@ impl Setup<'_> {
     /// one: 1 − cos 0.11 → 3·10⁻⁴ in turn, polished no nearer; best first, every row right).
     fn replace_best_first(&self, sum: &mut Sum, free: &[usize], label_of: &[usize], pool: &Pool) -> usize {
         let columns = self.moved_columns();
-        let mut found: Vec<(usize, (Vec<f64>, Vec<f64>, f64))> = free
+        let mut found: Vec<(usize, Replacement)> = free
             .iter()
             .filter_map(|&i| self.replacement(sum, i, label_of[i], pool, &columns).map(|r| (i, r)))
             .collect();
@@ -488,14 +491,7 @@ impl Setup<'_> {
     /// the table's rows outside the batch of its label (screened by their sketches) and the row
     /// the first layer reads off what it is to explain, each after `ROW_ITERATIONS` Gauss–Newton
     /// steps; with its gradient and what it leaves.
-    fn replacement(
-        &self,
-        sum: &Sum,
-        i: usize,
-        y: usize,
-        pool: &Pool,
-        columns: &[usize],
-    ) -> Option<(Vec<f64>, Vec<f64>, f64)> {
+    fn replacement(&self, sum: &Sum, i: usize, y: usize, pool: &Pool, columns: &[usize]) -> Option<Replacement> {
         let own = sum.own(i);
         let target = pool.sketch.of(&own);
         let mut screened: Vec<(f64, &Vec<f64>)> = pool.rows[y]
@@ -585,7 +581,7 @@ impl Setup<'_> {
         candidates: impl Iterator<Item = Vec<f64>>,
         label: usize,
         columns: &[usize],
-    ) -> Option<(Vec<f64>, Vec<f64>, f64)> {
+    ) -> Option<Replacement> {
         let mut best = (now, None);
         for x in candidates {
             let (x, g, left) = self.row_newton(own, x, label, columns);
