@@ -194,7 +194,7 @@ impl Setup<'_> {
         if far && free.len() == recon.rows.len() {
             return recon;
         }
-        let pool = self.table_pool(self.scenario.params.len());
+        let pool = self.table_pool();
         // Replaced whole first from afar, the rows decoded (snapped to the table's values) between.
         let start = match far {
             true => self.polished(&recon.rows, &free, &label_of, &pool, true),
@@ -273,18 +273,11 @@ impl Setup<'_> {
         let mut sum = Sum { x, g, r };
         for _ in 0..ROUNDS {
             let start = norm2(&sum.r);
-            if replace_only {
-                let replaced = self.replace_best_first(&mut sum, free, label_of, pool);
-                if replaced == 0 || norm2(&sum.r) * ROUND_GAIN > start {
-                    break;
-                }
-                continue;
-            }
-            self.fit_continuous(&mut sum, free, label_of);
-            let replaced = self.replace_rows(&mut sum, free, label_of, pool);
-            self.fit_continuous(&mut sum, free, label_of);
-            let recategorised = self.recategorise(&mut sum, free, label_of);
-            if replaced + recategorised == 0 || norm2(&sum.r) * ROUND_GAIN > start {
+            let changed = match replace_only {
+                true => self.replace_best_first(&mut sum, free, label_of, pool),
+                false => self.polish_round(&mut sum, free, label_of, pool),
+            };
+            if changed == 0 || norm2(&sum.r) * ROUND_GAIN > start {
                 break;
             }
         }
@@ -294,6 +287,16 @@ impl Setup<'_> {
             out[i] = self.dataset.decode(&encoded);
         }
         out
+    }
+
+    /// One round of moves on the rows of `free`: their continuous cells fitted, each row replaced
+    /// where that leaves less, the cells fitted again, then each row's categories. How many rows
+    /// were replaced or changed category.
+    fn polish_round(&self, sum: &mut Sum, free: &[usize], label_of: &[usize], pool: &Pool) -> usize {
+        self.fit_continuous(sum, free, label_of);
+        let replaced = self.replace_rows(sum, free, label_of, pool);
+        self.fit_continuous(sum, free, label_of);
+        replaced + self.recategorise(sum, free, label_of)
     }
 
     fn gradient_at(&self, x: &[f64], label: usize) -> Vec<f64> {
@@ -508,9 +511,9 @@ impl Setup<'_> {
     }
 
     /// The table's rows outside the batch, `POOL` of each label at most, with their gradients'
-    /// sketches (`len`: the update's length).
-    fn table_pool(&self, len: usize) -> Pool {
-        let sketch = Sketch::new(len, seed_for(self.config.seed, 17));
+    /// sketches.
+    fn table_pool(&self) -> Pool {
+        let sketch = Sketch::new(self.scenario.params.len(), seed_for(self.config.seed, 17));
         let excluded = self
             .scenario
             .truth
