@@ -12,7 +12,9 @@
 //!   gradient, after a few Gauss–Newton steps on its continuous cells, leaves least of what the
 //!   row is to explain (r + g(x̂ᵢ)), or by the row the first layer reads off that (one row's
 //!   first-layer gradient is x δᵀ beside its bias gradient δ), where either leaves less;
-//! - each row's categories, one feature at a time, the same way.
+//! - each row's categories, one feature at a time, the same way;
+//! - rows that share every category with another row given the patterns of the first layer's
+//!   span that no row has, where the span holds the batch (`twins`).
 //!
 //! Columns a category determines (`table::determined`) follow it. The rows proved, and those
 //! the first layer's span places (exact along all but its free directions), stay. The moves are
@@ -124,11 +126,14 @@ impl Sketch {
 struct Pool {
     sketch: Sketch,
     rows: Vec<Vec<(Vec<f64>, Vec<f32>)>>,
+    /// The first layer's span's rows whose patterns twins may take (`twins`).
+    span: Vec<Vec<f64>>,
 }
 
 /// The rows (encoded), the gradients of those that move (empty for the others: a wide network's
 /// gradients, all held at once, outweigh the attack's working set) and what they leave of the
 /// update.
+#[derive(Clone)]
 struct Sum {
     x: Vec<Vec<f64>>,
     g: Vec<Vec<f64>>,
@@ -289,14 +294,15 @@ impl Setup<'_> {
         out
     }
 
-    /// One round of moves on the rows of `free`: their continuous cells fitted, each row replaced
-    /// where that leaves less, the cells fitted again, then each row's categories. How many rows
-    /// were replaced or changed category.
+    /// One round of moves on the rows of `free`: twins given the span's open patterns (`twins`),
+    /// their continuous cells fitted, each row replaced where that leaves less, the cells fitted
+    /// again, then each row's categories. How many rows were replaced or changed category.
     fn polish_round(&self, sum: &mut Sum, free: &[usize], label_of: &[usize], pool: &Pool) -> usize {
+        let untwinned = self.untwin(sum, free, label_of, pool);
         self.fit_continuous(sum, free, label_of);
         let replaced = self.replace_rows(sum, free, label_of, pool);
         self.fit_continuous(sum, free, label_of);
-        replaced + self.recategorise(sum, free, label_of)
+        untwinned + replaced + self.recategorise(sum, free, label_of)
     }
 
     fn gradient_at(&self, x: &[f64], label: usize) -> Vec<f64> {
@@ -539,7 +545,11 @@ impl Setup<'_> {
                     .collect()
             })
             .collect();
-        Pool { sketch, rows }
+        Pool {
+            sketch,
+            rows,
+            span: self.span_patterns(),
+        }
     }
 
     /// Each row of `free`, where that leaves less: the one change of a category that leaves least
@@ -654,6 +664,8 @@ impl Setup<'_> {
         (x, g, now)
     }
 }
+
+mod twins;
 
 #[cfg(test)]
 mod tests;
