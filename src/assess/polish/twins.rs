@@ -56,37 +56,43 @@ impl Setup<'_> {
             .copied()
             .filter(|&i| (0..patterns.len()).any(|j| j != i && patterns[j] == patterns[i]))
             .collect();
-        let mut open: Vec<(Vec<usize>, &Vec<f64>)> = Vec::new();
+        let (mut open, mut taken): (Vec<&Vec<f64>>, Vec<Vec<usize>>) = (Vec::new(), patterns.clone());
         for x in &pool.span {
             let pattern = self.pattern(x);
-            if !patterns.contains(&pattern) && !open.iter().any(|(p, _)| *p == pattern) {
-                open.push((pattern, x));
+            if !taken.contains(&pattern) {
+                taken.push(pattern);
+                open.push(x);
             }
         }
         if twins.is_empty() || open.is_empty() {
             return 0;
         }
         let columns = self.moved_columns();
+        // An open pattern with twin `i`'s continuous cells, and its gradient.
+        let given = |sum: &Sum, i: usize, k: usize| {
+            let mut x = open[k].clone();
+            columns.iter().for_each(|&j| x[j] = sum.x[i][j]);
+            let g = self.gradient_at(&x, label_of[i]);
+            (x, g)
+        };
         // The twins as they are, fitted jointly: the bar a pattern must clear.
         self.fit_continuous(sum, &twins, label_of);
-        let mut changed = 0;
+        let (mut changed, mut given_away) = (0, vec![false; open.len()]);
         for &i in &twins {
             let own = sum.own(i);
-            // The open patterns with this twin's continuous cells, nearest what it is to explain.
-            let mut screened: Vec<(f64, usize, Vec<f64>, Vec<f64>)> = open
-                .iter()
-                .enumerate()
-                .map(|(k, (_, span_row))| {
-                    let mut x = (*span_row).clone();
-                    columns.iter().for_each(|&j| x[j] = sum.x[i][j]);
-                    let g = self.gradient_at(&x, label_of[i]);
-                    (misfit(&own, &g), k, x, g)
-                })
-                .collect();
-            screened.sort_by(|a, b| a.0.total_cmp(&b.0));
-            screened.truncate(TRIED);
+            // The `TRIED` open patterns nearest what this twin is to explain, picked without a
+            // sort (a sort of its own weighed in the page's module).
+            let near: Vec<f64> = (0..open.len()).map(|k| misfit(&own, &given(sum, i, k).1)).collect();
+            let mut tried: Vec<usize> = Vec::new();
+            while let Some(k) = (0..open.len())
+                .filter(|&k| tried.len() < TRIED && !tried.contains(&k) && !given_away[k])
+                .min_by(|&a, &b| near[a].total_cmp(&near[b]))
+            {
+                tried.push(k);
+            }
             let mut best: Option<(f64, Sum, usize)> = None;
-            for (_, k, x, g) in screened {
+            for k in tried {
+                let (x, g) = given(sum, i, k);
                 let mut trial = sum.clone();
                 trial.replace(i, x, g);
                 self.fit_continuous(&mut trial, &twins, label_of);
@@ -97,7 +103,7 @@ impl Setup<'_> {
             }
             if let Some((_, trial, k)) = best {
                 *sum = trial;
-                open.remove(k);
+                given_away[k] = true;
                 changed += 1;
             }
         }
