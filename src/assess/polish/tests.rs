@@ -127,8 +127,8 @@ fn rows_far_from_the_update_are_left_as_they_are() {
 /// from it in two categories or more, half the batch proved) on the Adult sample's batch of 16 on
 /// a [32, 32] network trained 5 epochs (seed 1), whose first layer's span is the batch: the
 /// overwritten rows' categories are patterns of the span no row has, and the polish gives them
-/// back, every cell right (the triplets may trade places). Each triplet alone, replaced or
-/// recategorised, leaves no less: what it is to explain holds the other copy's error too.
+/// back, every cell right (the triplets may trade places). Without the move (`twins`) the
+/// polish stops short of its gate and the triplets stay (checked with the move disabled).
 #[test]
 fn rows_copied_onto_others_of_their_label_are_given_the_span_patterns_no_row_has() {
     let config = crate::config::AttackConfig {
