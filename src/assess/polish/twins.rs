@@ -56,7 +56,11 @@ impl Setup<'_> {
             .copied()
             .filter(|&i| (0..patterns.len()).any(|j| j != i && patterns[j] == patterns[i]))
             .collect();
-        let (mut open, mut taken): (Vec<&Vec<f64>>, Vec<Vec<usize>>) = (Vec::new(), patterns.clone());
+        if twins.is_empty() {
+            return 0;
+        }
+        // The span's patterns no row has, each once.
+        let (mut open, mut taken): (Vec<&Vec<f64>>, Vec<Vec<usize>>) = (Vec::new(), patterns);
         for x in &pool.span {
             let pattern = self.pattern(x);
             if !taken.contains(&pattern) {
@@ -64,7 +68,7 @@ impl Setup<'_> {
                 open.push(x);
             }
         }
-        if twins.is_empty() || open.is_empty() {
+        if open.is_empty() {
             return 0;
         }
         let columns = self.moved_columns();
