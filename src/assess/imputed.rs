@@ -164,29 +164,34 @@ pub fn impute(rules: &[Rule], rows: &[Vec<Value>], mask: &[Vec<bool>], sample: &
             if kept.is_empty() || kept.len() == row.len() {
                 return row.clone();
             }
-            let near = sample.nearest(rules, row, &kept);
-            let mut out = row.clone();
-            // Categories first, so that a column following one reads it as imputed.
-            let order = (0..row.len()).filter(|&f| rules[f].follows.is_none());
-            for f in order.chain((0..row.len()).filter(|&f| rules[f].follows.is_some())) {
-                if !fell[f] {
-                    continue;
-                }
-                let same: Vec<&[Value]>;
-                let among = match rules[f].follows {
-                    Some(g) => {
-                        same = near.iter().copied().filter(|r| r[g] == out[g]).collect();
-                        if same.is_empty() { &near } else { &same }
-                    }
-                    None => &near,
-                };
-                if let Some(v) = likeliest(&rules[f], among, f) {
-                    out[f] = v;
-                }
-            }
-            out
+            filled(rules, row, fell, &sample.nearest(rules, row, &kept))
         })
         .collect()
+}
+
+/// `row` with each cell `fell` marks the likeliest value among `near` (`likeliest`); a column
+/// that follows a category (`Rule::follows`) is read among the rows holding the category filled.
+pub(super) fn filled(rules: &[Rule], row: &[Value], fell: &[bool], near: &[&[Value]]) -> Vec<Value> {
+    let mut out = row.to_vec();
+    // Categories first, so that a column following one reads it as filled.
+    let order = (0..row.len()).filter(|&f| rules[f].follows.is_none());
+    for f in order.chain((0..row.len()).filter(|&f| rules[f].follows.is_some())) {
+        if !fell[f] {
+            continue;
+        }
+        let same: Vec<&[Value]>;
+        let among = match rules[f].follows {
+            Some(g) => {
+                same = near.iter().copied().filter(|r| r[g] == out[g]).collect();
+                if same.is_empty() { near } else { &same }
+            }
+            None => near,
+        };
+        if let Some(v) = likeliest(&rules[f], among, f) {
+            out[f] = v;
+        }
+    }
+    out
 }
 
 /// The accuracy against `truth` of the imputation with the update's information taken out: each

@@ -34,6 +34,7 @@ pub(crate) mod span_rows;
 pub mod stopping;
 mod table_guess;
 pub mod table_prior;
+mod unseen_rows;
 pub mod update_choice;
 
 /// `f` on a setup of the Adult sample's batch that `config` draws (the tests' common start).

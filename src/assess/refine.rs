@@ -51,7 +51,8 @@ impl Setup<'_> {
     ) -> Result<Reconstruction> {
         let recon = self.reconstruct_once(inversion).await?;
         let recon = self.refine(recon, progress).await?;
-        self.invert_left(recon, progress).await
+        let recon = self.invert_left(recon, progress).await?;
+        Ok(self.guess_unseen(recon))
     }
 
     /// `recon` with the ensemble run again from its rows where `refines`: the rerun's rows where

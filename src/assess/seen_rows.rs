@@ -24,7 +24,7 @@ pub(super) const EXPLAINED: f64 = 1e-5;
 /// What float32's rounding of the received update leaves of 1 − cos, ten times over: the
 /// batch's own rows fit their update to 9e-15 in float64 (a held-out table, [32, 32], B = 16,
 /// trained 5 epochs, seed 4).
-const ROUNDING: f64 = 1e-13;
+pub(super) const ROUNDING: f64 = 1e-13;
 
 /// How much a row taken out must raise 1 − cos beyond the fit with it, as a share of that fit:
 /// where what the rows leave unexplained is as large as the row's own gradient, the fit does not

@@ -135,6 +135,7 @@ async fn proved_report(
             return Ok(None);
         }
     }
+    let recon = setup.guess_unseen(recon);
     let seconds = seconds + proving.elapsed().as_secs_f64();
     let mut report = setup.report_rows(recon, None, seconds)?;
     if let AttackDetails::Rows(d) = &mut report.details {

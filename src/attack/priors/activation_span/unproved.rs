@@ -55,6 +55,10 @@ pub enum Unproved {
     /// (`assess::polish`), to where the whole reconstruction fits it to 1 − cos `fit`, near its
     /// float32 rounding: other rows may fit as well.
     Polished { fit: f64 },
+    /// Its gradient lies below the update's float32 rounding (the network is sure of it), so any
+    /// row as sure fits as well: the table's likeliest row, cell by cell, among the `among` rows
+    /// of its label the network is surest of (`assess::unseen_rows`).
+    Unseen { among: usize },
 }
 
 impl Unproved {
@@ -119,6 +123,11 @@ impl Unproved {
                 "it was moved, with the other rows no proof reached, against what the rows leave of the update, to \
                  where the whole reconstruction fits it to 1 − cos {fit:.1e}, near its float32 rounding: other rows \
                  may fit as well"
+            ),
+            Unproved::Unseen { among } => format!(
+                "the update does not show it: its gradient lies below the update's float32 rounding (the network \
+                 is sure of it), so any row as sure fits as well; it is the likeliest row, cell by cell, among the \
+                 table's {among} rows of its label the network is surest of"
             ),
             Unproved::SpanFitted { found, loose } => format!(
                 "it is one of the batch's rows as the first layer's span gives them ({found} rows found there, the \
