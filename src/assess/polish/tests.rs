@@ -179,3 +179,38 @@ fn rows_copied_onto_others_of_their_label_are_given_the_span_patterns_no_row_has
         }
     });
 }
+
+/// The quiet row moved off as above, and four right rows left as the ensemble's (no reason):
+/// the polish puts the quiet row back, and the ensemble's rows it left where they were are held
+/// as consistent, the update seeing each (every row of the client's own update shows), rather
+/// than left to the fallback.
+#[test]
+fn the_ensembles_rows_left_in_place_are_held_where_the_polished_fit_sees_them() {
+    crate::assess::with_trained_sample_batch(|setup, truth, labels, _| {
+        let data = setup.dataset;
+        let loudness = |i: usize| norm2(&setup.row_gradient(&truth[i], labels[i]));
+        let quiet = (0..truth.len())
+            .min_by(|&a, &b| loudness(a).total_cmp(&loudness(b)))
+            .unwrap();
+        let mut rows = truth.clone();
+        let continuous = data.features.iter().position(|f| !f.is_categorical()).unwrap();
+        let raw_std = data.std[data.features[continuous].offset];
+        rows[quiet][continuous] = Value::Num((rows[quiet][continuous].num() + 0.5 * raw_std).round());
+        let mut recon = consistent(setup, &rows, &labels);
+        let left: Vec<usize> = (0..truth.len()).filter(|&i| i != quiet).take(4).collect();
+        for &i in &left {
+            (recon.provenance[i], recon.unproved[i]) = (Provenance::Ensemble, None);
+        }
+        let out = setup.polish_left(recon);
+        assert!(matches!(out.unproved[quiet], Some(Unproved::Polished { .. })));
+        let scored = score_aligned(&Rule::of(&data.features), &truth, &out.rows);
+        for &i in &left {
+            assert!(scored.correct[i].iter().all(|&c| c), "row {i}: {:?}", out.rows[i]);
+            assert_eq!(out.provenance[i], Provenance::Consistent, "row {i}");
+            assert!(
+                matches!(out.unproved[i], Some(Unproved::PolishKept { fit }) if fit <= SETTLED),
+                "row {i}"
+            );
+        }
+    });
+}

@@ -55,6 +55,10 @@ pub enum Unproved {
     /// (`assess::polish`), to where the whole reconstruction fits it to 1 − cos `fit`, near its
     /// float32 rounding: other rows may fit as well.
     Polished { fit: f64 },
+    /// The ensemble's, left where it was while the other rows no proof reached were polished
+    /// (`assess::polish`), where the whole reconstruction then fits the update to 1 − cos `fit`,
+    /// near its float32 rounding, and the update sees it (`assess::seen_rows`).
+    PolishKept { fit: f64 },
     /// Its gradient lies below the update's float32 rounding (the network is sure of it), so any
     /// row as sure fits as well: the table's likeliest row, cell by cell, among the `among` rows
     /// of its label the network is surest of (`assess::unseen_rows`).
@@ -123,6 +127,11 @@ impl Unproved {
                 "it was moved, with the other rows no proof reached, against what the rows leave of the update, to \
                  where the whole reconstruction fits it to 1 − cos {fit:.1e}, near its float32 rounding: other rows \
                  may fit as well"
+            ),
+            Unproved::PolishKept { fit } => format!(
+                "it stayed as the ensemble gave it while the other rows no proof reached were moved against what \
+                 the rows leave of the update, to where the whole reconstruction fits it to 1 − cos {fit:.1e}, near \
+                 its float32 rounding, and the update sees this row: other rows may fit as well"
             ),
             Unproved::Unseen { among } => format!(
                 "the update does not show it: its gradient lies below the update's float32 rounding (the network \
