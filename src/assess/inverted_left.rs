@@ -31,19 +31,23 @@ impl Setup<'_> {
     /// explain it to `EXPLAINED`); then, where the update is still not explained, the consistent
     /// rows it does not support inverted with them (`assess::misfits`); then the rows no proof
     /// reached polished against the whole update (`assess::polish`). As it was where that does
-    /// not apply (`may_invert_left`, `opens`).
+    /// not apply (`may_invert_left`, `opens`). Last, in every case, the rows the update cannot see
+    /// guessed from what it says of them (`assess::unseen_rows`).
     pub(crate) async fn invert_left(
         &self,
         recon: Reconstruction,
         progress: &mut dyn FnMut(&Progress) -> bool,
     ) -> Result<Reconstruction> {
         // Rows that explain the update to its rounding leave nothing to invert.
-        if !self.may_invert_left() || recon.rows.len() != self.config.rows() || recon.explains_update() {
-            return Ok(recon);
-        }
-        let recon = self.invert_open_rows(recon, progress).await?;
-        let recon = self.reopen_misfits(recon, progress).await?;
-        Ok(self.polish_left(recon))
+        let recon = match !self.may_invert_left() || recon.rows.len() != self.config.rows() || recon.explains_update() {
+            true => recon,
+            false => {
+                let recon = self.invert_open_rows(recon, progress).await?;
+                let recon = self.reopen_misfits(recon, progress).await?;
+                self.polish_left(recon)
+            }
+        };
+        Ok(self.guess_unseen(recon))
     }
 
     /// `invert_left` on the rows the ensemble alone gave.

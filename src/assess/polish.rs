@@ -237,13 +237,17 @@ impl Setup<'_> {
         for &i in &was_consistent {
             recon.unproved[i] = Some(Unproved::Polished { fit });
         }
-        self.hold_seen(&mut recon, &open, &label_of, |fit| Unproved::Polished { fit });
         // So are the ensemble's rows the polish left where they were: left to the fallback, a right
         // one fell to the table's guess (Adult B = 16, E = 20, seed 9: 95.1 → 98.7 % held).
-        let kept: Vec<usize> = (free.iter().copied())
-            .filter(|&i| !moved.contains(&i) && recon.provenance[i] == Provenance::Ensemble)
-            .collect();
-        self.hold_seen(&mut recon, &kept, &label_of, |fit| Unproved::PolishKept { fit });
+        let kept =
+            (free.iter().copied()).filter(|&i| !moved.contains(&i) && recon.provenance[i] == Provenance::Ensemble);
+        let open: Vec<usize> = open.into_iter().chain(kept).collect();
+        self.hold_seen(&mut recon, &open, &label_of, |fit| Unproved::Polished { fit });
+        for &i in open.iter().filter(|i| !moved.contains(i)) {
+            if let Some(Unproved::Polished { fit }) = recon.unproved[i] {
+                recon.unproved[i] = Some(Unproved::PolishKept { fit });
+            }
+        }
         recon.row_labels = self.labels_of_rows(&recon.rows);
         recon
     }

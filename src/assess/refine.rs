@@ -51,8 +51,7 @@ impl Setup<'_> {
     ) -> Result<Reconstruction> {
         let recon = self.reconstruct_once(inversion).await?;
         let recon = self.refine(recon, progress).await?;
-        let recon = self.invert_left(recon, progress).await?;
-        Ok(self.guess_unseen(recon))
+        self.invert_left(recon, progress).await
     }
 
     /// `recon` with the ensemble run again from its rows where `refines`: the rerun's rows where

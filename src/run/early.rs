@@ -118,7 +118,8 @@ async fn proved_report(
     let proving = web_time::Instant::now();
     let mut recon = setup.reconstruct_once(inverted).await?;
     // Rows settled, or held by rows that explain the update to its rounding: nothing after the
-    // pooling changes them (`assess::inverted_left` runs after neither).
+    // pooling changes them (`assess::inverted_left` runs after neither) but the guess of the rows
+    // the update cannot see.
     if !(recon.all_settled() || recon.held_by_fit()) {
         if !left {
             return Ok(None);
@@ -134,8 +135,10 @@ async fn proved_report(
         if !recon.provenance.iter().all(|p| p.held_by_update()) {
             return Ok(None);
         }
+    } else {
+        // As `invert_left` ends, so that the early answer's rows are the full run's.
+        recon = setup.guess_unseen(recon);
     }
-    let recon = setup.guess_unseen(recon);
     let seconds = seconds + proving.elapsed().as_secs_f64();
     let mut report = setup.report_rows(recon, None, seconds)?;
     if let AttackDetails::Rows(d) = &mut report.details {
