@@ -37,6 +37,45 @@ pub mod table_prior;
 mod unseen_rows;
 pub mod update_choice;
 
+/// A setup of the received FedSGD update that `rows`, each with its label, send on `setup`'s
+/// network (the update is their gradients' mean; the labels the server is given, sorted).
+#[cfg(test)]
+pub(crate) fn setup_sending<'a>(
+    setup: &crate::attack::inversion::setup::Setup<'a>,
+    rows: &[Vec<crate::table::Value>],
+    labels: &[usize],
+) -> crate::attack::inversion::setup::Setup<'a> {
+    let mut sum: Vec<f64> = Vec::new();
+    for (row, &label) in rows.iter().zip(labels) {
+        let g = setup.row_gradient(row, label);
+        sum.resize(g.len(), 0.0);
+        sum.iter_mut().zip(&g).for_each(|(s, g)| *s += g);
+    }
+    let mut sorted = labels.to_vec();
+    sorted.sort();
+    let update = setup.update_of(&sum, 1.0 / rows.len() as f64);
+    let scenario = crate::scenario::Scenario::of_update(setup.scenario.params.clone(), update, sorted);
+    crate::attack::inversion::setup::Setup::new(setup.runtime, setup.dataset, setup.config, scenario)
+}
+
+/// `rows` as a reconstruction of `setup`'s update, every row consistent with the update (an
+/// unplaced row) and each with its label in `labels`.
+#[cfg(test)]
+pub(crate) fn consistent_rows(
+    setup: &crate::attack::inversion::setup::Setup,
+    rows: &[Vec<crate::table::Value>],
+    labels: &[usize],
+) -> reconstruct::Reconstruction {
+    use crate::attack::priors::activation_span::Unproved;
+    let no_progress = &mut |_: &crate::attack::inversion::driver::Progress| true;
+    let mut recon = pollster::block_on(setup.reconstruction(None, no_progress)).unwrap();
+    recon.rows = rows.to_vec();
+    recon.provenance = vec![crate::report::Provenance::Consistent; rows.len()];
+    recon.unproved = vec![Some(Unproved::Unplaced); rows.len()];
+    recon.row_labels = Some(labels.to_vec());
+    recon
+}
+
 /// `f` on a setup of the Adult sample's batch that `config` draws (the tests' common start).
 #[cfg(test)]
 pub(crate) fn with_sample_setup<T>(

@@ -113,7 +113,6 @@ mod tests {
     use super::*;
     use crate::assess::update_choice::AT_ROUNDING;
     use crate::attack::inversion::driver::Progress;
-    use crate::scenario::Scenario;
 
     /// A batch of the Adult sample on a network trained 20 epochs, one row swapped for the
     /// table's row of the least gradient (a row the network is sure of, its residual near 0):
@@ -130,17 +129,7 @@ mod tests {
             let surest = (0..data.n()).min_by(|&a, &b| norms[a].total_cmp(&norms[b])).unwrap();
             let (b, faint) = (rows.len(), 5);
             (rows[faint], labels[faint]) = (data.rows[surest].clone(), data.labels[surest]);
-            let mut sum: Vec<f64> = Vec::new();
-            for (row, &label) in rows.iter().zip(&labels) {
-                let g = setup.row_gradient(row, label);
-                sum.resize(g.len(), 0.0);
-                sum.iter_mut().zip(&g).for_each(|(s, g)| *s += g);
-            }
-            let mut sorted = labels.clone();
-            sorted.sort();
-            let update = setup.update_of(&sum, 1.0 / b as f64);
-            let scenario = Scenario::of_update(setup.scenario.params.clone(), update, sorted);
-            let shown = Setup::new(setup.runtime, data, setup.config, scenario);
+            let shown = crate::assess::setup_sending(setup, &rows, &labels);
             let open: Vec<usize> = (0..b).collect();
             let (fit, without) = shown.fits_without(&rows, &open, &labels);
             assert!(fit <= AT_ROUNDING, "{fit}");

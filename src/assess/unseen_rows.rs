@@ -131,25 +131,13 @@ impl Setup<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::attack::inversion::driver::Progress;
-    use crate::scenario::Scenario;
-
-    /// `rows` as a reconstruction of `setup`'s update, every row consistent with its label.
-    fn consistent(setup: &Setup, rows: &[Vec<Value>], labels: &[usize]) -> Reconstruction {
-        let mut recon = pollster::block_on(setup.reconstruction(None, &mut |_: &Progress| true)).unwrap();
-        recon.rows = rows.to_vec();
-        recon.provenance = vec![Provenance::Consistent; rows.len()];
-        recon.unproved = vec![Some(Unproved::Unplaced); rows.len()];
-        recon.row_labels = Some(labels.to_vec());
-        recon
-    }
 
     /// The Adult sample's batch on a network trained 20 epochs: its own update shows every row
     /// (`seen_rows`' test), so its rows stay as they are.
     #[test]
     fn rows_the_update_shows_stay() {
         crate::assess::with_trained_sample_batch(|setup, truth, labels, _| {
-            let out = setup.guess_unseen(consistent(setup, &truth, &labels));
+            let out = setup.guess_unseen(crate::assess::consistent_rows(setup, &truth, &labels));
             assert_eq!(out.rows, truth);
             assert!(out.unproved.iter().all(|u| *u == Some(Unproved::Unplaced)));
         });
@@ -157,8 +145,9 @@ mod tests {
 
     /// One row of that batch swapped for the table's row the network is surest of, the update
     /// made from the rows so: that row, and only the rows whose gradients lie below the update's
-    /// rounding, take the guess (read here among 26 rows), which agrees with the 20 rows of the label the
-    /// network is surest of in more cells than the row swapped in does; the others stay.
+    /// rounding, take the guess (read here among 26 rows), which agrees with the 20 rows of the
+    /// label the network is surest of in more cells than the row swapped in does; the others
+    /// stay.
     #[test]
     fn a_row_below_the_rounding_takes_the_likeliest_row_as_sure() {
         crate::assess::with_trained_sample_batch(|setup, mut rows, mut labels, norms| {
@@ -166,17 +155,7 @@ mod tests {
             let surest = (0..data.n()).min_by(|&a, &b| norms[a].total_cmp(&norms[b])).unwrap();
             let (b, faint) = (rows.len(), 5);
             (rows[faint], labels[faint]) = (data.rows[surest].clone(), data.labels[surest]);
-            let mut sum: Vec<f64> = Vec::new();
-            for (row, &label) in rows.iter().zip(&labels) {
-                let g = setup.row_gradient(row, label);
-                sum.resize(g.len(), 0.0);
-                sum.iter_mut().zip(&g).for_each(|(s, g)| *s += g);
-            }
-            let mut sorted = labels.clone();
-            sorted.sort();
-            let update = setup.update_of(&sum, 1.0 / b as f64);
-            let scenario = Scenario::of_update(setup.scenario.params.clone(), update, sorted);
-            let shown = Setup::new(setup.runtime, data, setup.config, scenario);
+            let shown = crate::assess::setup_sending(setup, &rows, &labels);
             let bound = 2.0 * ROUNDING * norm2(&shown.update_times(b as f64));
             let unseen: Vec<bool> = (0..b)
                 .map(|i| norm2(&shown.row_gradient(&rows[i], labels[i])) <= bound)
@@ -185,7 +164,7 @@ mod tests {
                 unseen[faint] && unseen.iter().filter(|&&u| u).count() < b / 2,
                 "{unseen:?}"
             );
-            let out = shown.guess_unseen(consistent(&shown, &rows, &labels));
+            let out = shown.guess_unseen(crate::assess::consistent_rows(&shown, &rows, &labels));
             for i in 0..b {
                 match unseen[i] {
                     true => assert!(matches!(out.unproved[i], Some(Unproved::Unseen { among }) if among >= FEWEST)),

@@ -1,18 +1,7 @@
 use super::*;
+use crate::assess::consistent_rows as consistent;
 use crate::assess::matching::Rule;
 use crate::assess::scoring::{score, score_aligned};
-use crate::attack::inversion::driver::Progress;
-
-/// A reconstruction of the trained sample batch (`with_trained_sample_batch`) whose rows are
-/// `rows`, every one consistent with the update, each with its own label.
-fn consistent(setup: &Setup, rows: &[Vec<Value>], labels: &[usize]) -> Reconstruction {
-    let mut recon = pollster::block_on(setup.reconstruction(None, &mut |_: &Progress| true)).unwrap();
-    recon.rows = rows.to_vec();
-    recon.provenance = vec![Provenance::Consistent; rows.len()];
-    recon.unproved = vec![Some(Unproved::Unplaced); rows.len()];
-    recon.row_labels = Some(labels.to_vec());
-    recon
-}
 
 /// The quietest row the update shows (its gradient the smallest) moved off the batch, a
 /// category changed and a continuous cell half a standard deviation off: the polish puts it
