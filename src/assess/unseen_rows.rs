@@ -44,8 +44,9 @@ const FEWEST: usize = 20;
 impl Setup<'_> {
     /// `recon` with each row no proof reached whose own gradient lies below the update's rounding
     /// replaced by the table's likeliest row as sure (module doc), consistent with the update; as
-    /// it was where the update is not the sum of the rows' gradients, or the rows do not explain
-    /// it to `EXPLAINED` before or after.
+    /// it was where the rows left are not inverted (`may_invert_left`: a FedSGD classifier's
+    /// update, the sum of its rows' gradients, with the update's choice on), or the rows do not
+    /// explain it to `EXPLAINED` before or after.
     pub(crate) fn guess_unseen(&self, mut recon: Reconstruction) -> Reconstruction {
         if !self.may_invert_left() || recon.rows.len() != self.config.rows() {
             return recon;
