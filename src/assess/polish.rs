@@ -158,7 +158,8 @@ impl Sum {
     }
 }
 
-fn norm2(v: &[f64]) -> f64 {
+/// The squared Euclidean norm (`unseen_rows` reads it too).
+pub(super) fn norm2(v: &[f64]) -> f64 {
     v.iter().map(|v| v * v).sum()
 }
 

@@ -18,6 +18,7 @@
 //! 93.3 % of cells where they were guessed). A wrong row the network is sure of where the
 //! batch's row is not leaves that row's gradient in the residual, which `EXPLAINED` bounds.
 use super::imputed::filled;
+use super::polish::norm2;
 use super::seen_rows::{EXPLAINED, ROUNDING};
 use crate::assess::reconstruct::Reconstruction;
 use crate::attack::baselines::rows_outside;
@@ -28,10 +29,6 @@ use crate::table::Value;
 
 /// A label's guess and how many rows it was read among (None: the label has too few rows).
 type Likeliest = Option<(Vec<Value>, usize)>;
-
-fn norm2(v: &[f64]) -> f64 {
-    v.iter().map(|v| v * v).sum()
-}
 
 /// Table rows screened per label (evenly spaced among its rows outside the batch): each costs
 /// one row's gradient.
