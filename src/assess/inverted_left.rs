@@ -44,7 +44,7 @@ impl Setup<'_> {
             false => {
                 let recon = self.invert_open_rows(recon, progress).await?;
                 let recon = self.reopen_misfits(recon, progress).await?;
-                self.polish_left(recon)
+                self.polish_left(self.place_in_span(recon))
             }
         };
         Ok(self.guess_unseen(recon))

@@ -29,6 +29,7 @@ mod seen_rows;
 mod shadow_rows;
 mod span_fit;
 mod span_left;
+mod span_placed;
 mod span_pursuit;
 pub(crate) mod span_rows;
 pub mod stopping;

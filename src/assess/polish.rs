@@ -174,7 +174,7 @@ fn misfit(own: &[f64], g: &[f64]) -> f64 {
 
 /// Whether row `i` of `recon` may be polished: no proof reached it, nor does the first layer's
 /// span place it.
-fn polishable(recon: &Reconstruction, i: usize) -> bool {
+pub(super) fn polishable(recon: &Reconstruction, i: usize) -> bool {
     recon.provenance[i] != Provenance::Proved
         && !matches!(
             recon.unproved[i],

@@ -111,6 +111,8 @@ pub struct ActivationSpan<'a> {
     continuous_w: DMatrix<f64>,
     /// The first layer's span, where it holds every row of the batch (`with_first_layer`).
     first_layer: Option<first_layer::FirstLayerSpan>,
+    /// Whether a refinement runs every sweep rather than stop at the threshold (`every_direction`).
+    thorough: bool,
 }
 
 /// A continuous feature as a refinement fits it: its column, range, precision and std.
@@ -344,6 +346,7 @@ impl<'a> ActivationSpan<'a> {
             continuous,
             continuous_w,
             first_layer: None,
+            thorough: false,
         })
     }
 
@@ -423,6 +426,23 @@ impl<'a> ActivationSpan<'a> {
     /// v's part outside the span.
     fn residual(&self, v: &DVector<f64>) -> DVector<f64> {
         v - &self.basis * (&self.basis_t * v)
+    }
+
+    /// The span of every direction above the noise (the batch's rows at most) where fewer are
+    /// determined, refined to the least distance: a nearness, no proof (`assess::span_placed`).
+    pub fn every_direction(mut self) -> Option<Self> {
+        let Regime::Labelled { rows, .. } = self.regime else {
+            return None;
+        };
+        let r = self.spectrum.above_noise().min(rows);
+        if r <= self.rank() {
+            return None;
+        }
+        self.basis = self.spectrum.basis(r);
+        self.basis_t = self.basis.transpose();
+        // Nothing adopted in it is proved (`proves`).
+        (self.thorough, self.regime) = (true, Regime::Adoption);
+        Some(self)
     }
 
     /// The same span for a network with another activation between its layers.
@@ -572,6 +592,13 @@ impl<'a> ActivationSpan<'a> {
         rows.iter().any(|r| self.same_row(r, row))
     }
 
+    /// The row's continuous values fitted towards the span, and its distance then.
+    pub fn fitted(&self, row: &[Value], rounds: usize) -> (Vec<Value>, f64) {
+        let mut row = row.to_vec();
+        let (distance, _) = self.fit_continuous(&mut row, rounds);
+        (row, distance)
+    }
+
     /// The candidate refined towards the span (continuous values fitted, categorical cells by
     /// coordinate descent), and its distance. Rows that are one with a row in `avoid` (found
     /// already) count as infinitely far, so a descent that would end in one looks for another.
@@ -584,7 +611,7 @@ impl<'a> ActivationSpan<'a> {
         let (distance, mut best_z) = self.fit_continuous(&mut best, self.fit_rounds());
         let mut best_distance = avoided(&best, distance);
         for _ in 0..SWEEPS {
-            if best_distance < self.threshold(&best) {
+            if !self.thorough && best_distance < self.threshold(&best) {
                 break;
             }
             let mut improved = false;
