@@ -39,13 +39,12 @@ impl Setup<'_> {
         progress: &mut dyn FnMut(&Progress) -> bool,
     ) -> Result<Reconstruction> {
         // Rows that explain the update to its rounding leave nothing to invert.
-        let recon = match !self.may_invert_left() || recon.rows.len() != self.config.rows() || recon.explains_update() {
-            true => recon,
-            false => {
-                let recon = self.invert_open_rows(recon, progress).await?;
-                let recon = self.reopen_misfits(recon, progress).await?;
-                self.polish_left(self.place_in_span(recon))
-            }
+        let recon = if !self.may_invert_left() || recon.rows.len() != self.config.rows() || recon.explains_update() {
+            recon
+        } else {
+            let recon = self.invert_open_rows(recon, progress).await?;
+            let recon = self.reopen_misfits(recon, progress).await?;
+            self.polish_left(self.place_in_span(recon))
         };
         Ok(self.guess_unseen(recon))
     }

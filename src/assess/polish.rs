@@ -527,17 +527,18 @@ impl Setup<'_> {
         self.best_of(&own, misfit(&own, &sum.g[i]), candidates, y, columns)
     }
 
+    /// The table's rows (indices) outside the batch: those a server holding the table may try
+    /// (`unseen_rows` and `span_placed` read them too).
+    pub(super) fn rows_outside_batch(&self) -> Vec<usize> {
+        let batch = self.scenario.truth.as_ref().map_or(&[][..], |t| &t.indices[..]);
+        rows_outside(self.dataset, batch)
+    }
+
     /// The table's rows outside the batch, `POOL` of each label at most, with their gradients'
     /// sketches.
     fn table_pool(&self) -> Pool {
         let sketch = Sketch::new(self.scenario.params.len(), seed_for(self.config.seed, 17));
-        let excluded = self
-            .scenario
-            .truth
-            .as_ref()
-            .map(|t| t.indices.clone())
-            .unwrap_or_default();
-        let outside = rows_outside(self.dataset, &excluded);
+        let outside = self.rows_outside_batch();
         let rows = (0..self.dataset.classes.len())
             .map(|y| {
                 let of_label: Vec<usize> = outside

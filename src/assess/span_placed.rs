@@ -22,7 +22,6 @@
 use crate::assess::polish::polishable;
 use crate::assess::reconstruct::Reconstruction;
 use crate::assess::update_choice::move_entropy;
-use crate::attack::baselines::rows_outside;
 use crate::attack::inversion::setup::Setup;
 use crate::attack::priors::activation_span::{ActivationSpan, Unproved};
 use crate::report::Provenance;
@@ -79,7 +78,7 @@ impl Setup<'_> {
                 keep(&mut rows, i, row, &mut fit);
             }
         }
-        let starts = self.span_starts();
+        let starts = self.span_starts(&span);
         for _ in 0..HARVESTS {
             let mut placed = 0;
             for (distance, row) in self.harvest(&span, &starts, &rows) {
@@ -117,29 +116,28 @@ impl Setup<'_> {
         recon
     }
 
-    /// The table's rows outside the batch the harvest starts from, `STARTS` at most, evenly spaced.
-    fn span_starts(&self) -> Vec<Vec<Value>> {
-        let excluded = (self.scenario.truth.as_ref()).map_or_else(Vec::new, |t| t.indices.clone());
-        let outside = rows_outside(self.dataset, &excluded);
+    /// The harvest's starts: the table's rows outside the batch (`STARTS` at most, evenly
+    /// spaced) with their continuous values fitted to the span, the `REFINED` nearest. They do
+    /// not depend on the rows the reconstruction has, so every harvest shares them.
+    fn span_starts(&self, span: &ActivationSpan) -> Vec<Vec<Value>> {
+        let outside = self.rows_outside_batch();
         let step = (outside.len() / STARTS).max(1);
-        (outside.iter().step_by(step))
-            .map(|&k| self.dataset.rows[k].clone())
-            .collect()
-    }
-
-    /// Rows of the span that `rows` do not hold, nearest first, with their distances: `starts`
-    /// fitted, the `REFINED` nearest refined avoiding `rows`, each found once.
-    fn harvest(&self, span: &ActivationSpan, starts: &[Vec<Value>], rows: &[Vec<Value>]) -> Vec<(f64, Vec<Value>)> {
-        let mut fitted: Vec<(f64, Vec<Value>)> = (starts.iter())
-            .map(|start| {
-                let (row, distance) = span.fitted(start, START_ROUNDS);
+        let mut fitted: Vec<(f64, Vec<Value>)> = (outside.iter().step_by(step))
+            .map(|&k| {
+                let (row, distance) = span.fitted(&self.dataset.rows[k], START_ROUNDS);
                 (distance, row)
             })
             .collect();
         fitted.sort_by(|a, b| a.0.total_cmp(&b.0));
+        fitted.into_iter().take(REFINED).map(|(_, row)| row).collect()
+    }
+
+    /// Rows of the span that `rows` do not hold, nearest first, with their distances: each of
+    /// `starts` refined avoiding `rows`, each row found once.
+    fn harvest(&self, span: &ActivationSpan, starts: &[Vec<Value>], rows: &[Vec<Value>]) -> Vec<(f64, Vec<Value>)> {
         let mut found: Vec<(f64, Vec<Value>)> = Vec::new();
-        for (_, start) in fitted.into_iter().take(REFINED) {
-            let (row, distance) = span.refine(&start, rows);
+        for start in starts {
+            let (row, distance) = span.refine(start, rows);
             if distance.is_finite() && !found.iter().any(|(_, r)| self.dataset.same_row(r, &row)) {
                 found.push((distance, row));
             }

@@ -21,7 +21,6 @@ use super::imputed::filled;
 use super::polish::norm2;
 use super::seen_rows::{EXPLAINED, ROUNDING};
 use crate::assess::reconstruct::Reconstruction;
-use crate::attack::baselines::rows_outside;
 use crate::attack::inversion::setup::Setup;
 use crate::attack::priors::activation_span::Unproved;
 use crate::report::Provenance;
@@ -99,8 +98,7 @@ impl Setup<'_> {
     /// `FEWEST` are; with how many it was read among. None where the label has fewer rows.
     fn likeliest_as_sure(&self, label: usize, bound: f64) -> Likeliest {
         let data = self.dataset;
-        let excluded = (self.scenario.truth.as_ref()).map_or_else(Vec::new, |t| t.indices.clone());
-        let of_label: Vec<usize> = (rows_outside(data, &excluded).into_iter())
+        let of_label: Vec<usize> = (self.rows_outside_batch().into_iter())
             .filter(|&k| data.labels[k] == label)
             .collect();
         if of_label.len() < FEWEST {
