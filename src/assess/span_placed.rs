@@ -25,7 +25,7 @@ use crate::assess::update_choice::move_entropy;
 use crate::attack::inversion::setup::Setup;
 use crate::attack::priors::activation_span::{ActivationSpan, Unproved};
 use crate::report::Provenance;
-use crate::table::Value;
+use crate::table::{FeatureKind, Value};
 
 /// Table rows (outside the batch, evenly spaced) whose continuous values are fitted to the span
 /// as starts, and how many least-squares rounds each gets.
@@ -33,6 +33,11 @@ const STARTS: usize = 800;
 const START_ROUNDS: usize = 10;
 /// The starts nearest the span after their fit, refined fully (categories too).
 const REFINED: usize = 200;
+/// Every tuple of categories is a start where the table's categorical columns allow this many
+/// at most (HI 1,152; Adult's are 10⁸), each with the continuous values of this many of the
+/// table's rows.
+const TUPLES: usize = 4096;
+const CONTINUOUS_STARTS: usize = 4;
 /// Harvests at most; they end where one places no row.
 const HARVESTS: usize = 3;
 /// A row refined, or harvested into a slot, is moved only where it lies this many times nearer
@@ -117,19 +122,69 @@ impl Setup<'_> {
     }
 
     /// The harvest's starts: the table's rows outside the batch (`STARTS` at most, evenly
-    /// spaced) with their continuous values fitted to the span, the `REFINED` nearest. They do
-    /// not depend on the rows the reconstruction has, so every harvest shares them.
+    /// spaced) and, where the table's categories allow few tuples, every tuple
+    /// (`tuple_starts`), with their continuous values fitted to the span; the `REFINED` nearest,
+    /// each row once. They do not depend on the rows the reconstruction has, so every harvest
+    /// shares them.
     fn span_starts(&self, span: &ActivationSpan) -> Vec<Vec<Value>> {
         let outside = self.rows_outside_batch();
         let step = (outside.len() / STARTS).max(1);
-        let mut fitted: Vec<(f64, Vec<Value>)> = (outside.iter().step_by(step))
-            .map(|&k| {
-                let (row, distance) = span.fitted(&self.dataset.rows[k], START_ROUNDS);
+        let table = outside.iter().step_by(step).map(|&k| self.dataset.rows[k].clone());
+        let mut fitted: Vec<(f64, Vec<Value>)> = (table.chain(self.tuple_starts(&outside)))
+            .map(|start| {
+                let (row, distance) = span.fitted(&start, START_ROUNDS);
                 (distance, row)
             })
             .collect();
         fitted.sort_by(|a, b| a.0.total_cmp(&b.0));
-        fitted.into_iter().take(REFINED).map(|(_, row)| row).collect()
+        // Starts that land on one row count once: where they did not, a row of many starts took
+        // the places of the rest (HI seed 1, trained 5 epochs: 4 of every tuple's starts landed
+        // on one row, and a row that shares its categories with another was never started).
+        let mut starts: Vec<Vec<Value>> = Vec::with_capacity(REFINED);
+        for (_, row) in fitted {
+            if starts.len() == REFINED {
+                break;
+            }
+            if !starts.iter().any(|r| self.dataset.same_row(r, &row)) {
+                starts.push(row);
+            }
+        }
+        starts
+    }
+
+    /// Every tuple of the table's categories, where they number `TUPLES` at most, each with the
+    /// continuous values of `CONTINUOUS_STARTS` of the table's rows (evenly spaced among
+    /// `outside`); none where they are more. The table's own rows miss tuples a batch holds (HI,
+    /// 1,152 tuples: seed 1's trained batch left 1 of its 32 rows unfound from 800 table rows;
+    /// from every tuple, each of its rows' tuples was among the 28 nearest).
+    fn tuple_starts(&self, outside: &[usize]) -> Vec<Vec<Value>> {
+        let sizes: Vec<(usize, usize)> = (self.dataset.features.iter().enumerate())
+            .filter_map(|(f, feature)| match &feature.kind {
+                FeatureKind::Categorical { categories } => Some((f, categories.len())),
+                FeatureKind::Continuous { .. } => None,
+            })
+            .collect();
+        let tuples = sizes.iter().try_fold(1usize, |n, &(_, k)| n.checked_mul(k));
+        let Some(tuples) = tuples.filter(|&n| n <= TUPLES && !outside.is_empty()) else {
+            return Vec::new();
+        };
+        let step = (outside.len() / CONTINUOUS_STARTS).max(1);
+        let bases: Vec<&Vec<Value>> = (outside.iter().step_by(step).take(CONTINUOUS_STARTS))
+            .map(|&k| &self.dataset.rows[k])
+            .collect();
+        let mut out = Vec::with_capacity(tuples * bases.len());
+        for t in 0..tuples {
+            for &base in &bases {
+                let mut row = base.clone();
+                let mut rest = t;
+                for &(f, k) in &sizes {
+                    row[f] = Value::Cat((rest % k) as u32);
+                    rest /= k;
+                }
+                out.push(row);
+            }
+        }
+        out
     }
 
     /// Rows of the span that `rows` do not hold, nearest first, with their distances: each of
@@ -150,6 +205,100 @@ impl Setup<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::table::Dataset;
+
+    /// The Adult sample without its three widest categorical columns (education, occupation,
+    /// native-country): 2,940 tuples of categories, few enough to start from each.
+    fn narrow_sample() -> Dataset {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/data/adult-sample.csv");
+        let raw = crate::table::csv_input::parse_csv(&std::fs::read(path).unwrap(), usize::MAX).unwrap();
+        let options = crate::table::dataset::DatasetOptions {
+            label: "salary".into(),
+            ignore: ["education", "education-num", "occupation", "native-country"]
+                .map(String::from)
+                .to_vec(),
+            ..Default::default()
+        };
+        Dataset::from_raw(&raw, &options).unwrap()
+    }
+
+    /// Where the table's categories allow few tuples, each is a start `CONTINUOUS_STARTS` times;
+    /// where they allow many (the whole sample's), none is.
+    #[test]
+    fn every_tuple_is_a_start_where_the_tuples_are_few() {
+        let count = |data: &Dataset| {
+            let config = crate::config::AttackConfig {
+                batch_size: 16,
+                hidden: vec![32, 32],
+                ..Default::default()
+            };
+            let scenario = pollster::block_on(crate::scenario::Scenario::of_rows(data, &config)).unwrap();
+            let runtime = crate::runtime::Runtime::cpu();
+            let setup = Setup::new(&runtime, data, &config, scenario);
+            let starts = setup.tuple_starts(&setup.rows_outside_batch());
+            let tuples: std::collections::HashSet<Vec<u32>> = (starts.iter())
+                .map(|row| {
+                    (row.iter())
+                        .filter_map(|v| match v {
+                            Value::Cat(c) => Some(*c),
+                            Value::Num(_) => None,
+                        })
+                        .collect()
+                })
+                .collect();
+            (starts.len(), tuples.len())
+        };
+        let data = narrow_sample();
+        let tuples: usize = (data.features.iter())
+            .map(|f| match &f.kind {
+                FeatureKind::Categorical { categories } => categories.len(),
+                FeatureKind::Continuous { .. } => 1,
+            })
+            .product();
+        assert!((1000..=TUPLES).contains(&tuples), "{tuples} tuples");
+        assert_eq!(count(&data), (tuples * CONTINUOUS_STARTS, tuples));
+        assert_eq!(count(&crate::table::adult_sample()), (0, 0));
+    }
+
+    /// The narrow sample's batch of 32 on [100, 100] trained 20 epochs (seed 3), whose span of
+    /// every direction holds 30 of its rows: each of those rows' categories is a start's, and
+    /// each row that shares its categories with no other row of the batch is a start. From the
+    /// table's rows alone, three such rows (no row outside the batch has their categories) were
+    /// not; rows sharing their categories may be (one of 18 was not).
+    #[test]
+    fn the_starts_hold_the_categories_of_every_row_the_span_holds() {
+        let data = narrow_sample();
+        let config = crate::config::AttackConfig {
+            batch_size: 32,
+            hidden: vec![100, 100],
+            training_epochs: 20,
+            seed: 3,
+            ..Default::default()
+        };
+        let scenario = pollster::block_on(crate::scenario::Scenario::of_rows(&data, &config)).unwrap();
+        let runtime = crate::runtime::Runtime::cpu();
+        let setup = Setup::new(&runtime, &data, &config, scenario);
+        let truth = &setup.scenario.truth.as_ref().unwrap().rows;
+        let span = (setup.second_layer_span(truth.len()))
+            .and_then(ActivationSpan::every_direction)
+            .expect("the trained batch's span leaves directions undetermined");
+        let starts = setup.span_starts(&span);
+        let categories =
+            |row: &Vec<Value>| -> Vec<Value> { (row.iter().copied()).filter(|v| matches!(v, Value::Cat(_))).collect() };
+        let held: Vec<usize> = (0..truth.len()).filter(|&i| span.distance(&truth[i]) < 1e-3).collect();
+        assert!(held.len() >= 28, "rows the span holds: {held:?}");
+        for &i in &held {
+            let alone = (0..truth.len()).all(|j| j == i || categories(&truth[j]) != categories(&truth[i]));
+            assert!(
+                starts.iter().any(|r| categories(r) == categories(&truth[i])),
+                "row {i}'s categories"
+            );
+            assert!(
+                !alone || starts.iter().any(|r| data.same_row(r, &truth[i])),
+                "row {i}, alone in its categories"
+            );
+        }
+    }
 
     /// The trained sample batch (B = 16 on [32, 32], trained 20 epochs: G₂ shows directions
     /// between its noise and what a proof needs), the row the cut span holds worst among those
