@@ -326,6 +326,19 @@ mod tests {
         f(&span, setup.span_starts(&span), truth)
     }
 
+    /// Seed 6: the span of every direction takes those above the noise its tail shows, all 32 of
+    /// the batch's, and every row lies within 2.5·10⁻³ of it; read above η it took 31, and two
+    /// rows lay 2·10⁻² and 4·10⁻² off it, as far as wrong rows lie.
+    #[test]
+    fn every_direction_is_read_above_the_noise_its_tail_shows() {
+        trained_narrow_batch(6, |span, _, truth| {
+            assert_eq!(span.rank(), truth.len());
+            for (i, row) in truth.iter().enumerate() {
+                assert!(span.distance(row) < 2.5e-3, "row {i}: {:.1e}", span.distance(row));
+            }
+        });
+    }
+
     /// Seed 3, whose span of every direction holds 30 of its rows: each of those rows'
     /// categories is a start's, and each row that shares its categories with no other row of the
     /// batch is a start. From the table's rows alone, three such rows (no row outside the batch

@@ -428,13 +428,13 @@ impl<'a> ActivationSpan<'a> {
         v - &self.basis * (&self.basis_t * v)
     }
 
-    /// The span of every direction above the noise (the batch's rows at most) where fewer are
-    /// determined, refined to the least distance: a nearness, no proof (`assess::span_placed`).
+    /// The span of every direction above the noise its tail shows (`Spectrum::above_tail`; the
+    /// batch's rows at most) where fewer are determined: a nearness, no proof (`span_placed`).
     pub fn every_direction(mut self) -> Option<Self> {
         let Regime::Labelled { rows, .. } = self.regime else {
             return None;
         };
-        let r = self.spectrum.above_noise().min(rows);
+        let r = self.spectrum.above_tail(rows);
         if r <= self.rank() {
             return None;
         }
