@@ -252,8 +252,9 @@ mod tests {
     use super::*;
     use crate::table::Dataset;
 
-    /// The Adult sample without its three widest categorical columns (education, occupation,
-    /// native-country): 2,940 tuples of categories, few enough to start from each.
+    /// The Adult sample without its three widest categorical columns (education with the number
+    /// it determines, occupation, native-country): 2,940 tuples of categories, few enough to
+    /// start from each.
     fn narrow_sample() -> Dataset {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/data/adult-sample.csv");
         let raw = crate::table::csv_input::parse_csv(&std::fs::read(path).unwrap(), usize::MAX).unwrap();
