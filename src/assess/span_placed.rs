@@ -155,28 +155,25 @@ impl Setup<'_> {
     /// lie on one tuple's values, and its few starts may all land on one of them (HI, trained 5
     /// epochs, seeds 3 and 7: one row each, found this way).
     fn twin_starts(&self, starts: &[Vec<Value>], outside: &[usize]) -> Vec<Vec<Value>> {
-        let is_category = |v: &Value| matches!(v, Value::Cat(_));
         let mut tuples: Vec<&Vec<Value>> = Vec::new();
         for row in starts {
-            let same = |t: &&Vec<Value>| (t.iter().zip(row)).all(|(a, b)| !is_category(a) || a == b);
+            let same = |t: &&Vec<Value>| categories(t).eq(categories(row));
             if tuples.len() < TWIN_TUPLES && !tuples.iter().any(same) {
                 tuples.push(row);
             }
         }
-        let step = (outside.len() / TWIN_BASES).max(1);
-        let bases: Vec<&Vec<Value>> = (outside.iter().skip(step / 2).step_by(step).take(TWIN_BASES))
+        let bases = self.spaced_rows(outside, TWIN_BASES, true);
+        tuples.into_iter().flat_map(|t| on_bases(t, &bases)).collect()
+    }
+
+    /// `n` of the table's rows `outside` the batch, evenly spaced; `between`: offset by half a
+    /// step, so that they are other rows than those spaced from the first.
+    fn spaced_rows(&self, outside: &[usize], n: usize, between: bool) -> Vec<&Vec<Value>> {
+        let step = (outside.len() / n).max(1);
+        let skip = if between { step / 2 } else { 0 };
+        (outside.iter().skip(skip).step_by(step).take(n))
             .map(|&k| &self.dataset.rows[k])
-            .collect();
-        let mut out = Vec::with_capacity(tuples.len() * bases.len());
-        for tuple in tuples {
-            for &base in &bases {
-                let start = (tuple.iter().zip(base))
-                    .map(|(t, b)| if is_category(t) { *t } else { *b })
-                    .collect();
-                out.push(start);
-            }
-        }
-        out
+            .collect()
     }
 
     /// The `REFINED` nearest of `fitted` (distance, row), each row once: where starts that land
@@ -210,26 +207,24 @@ impl Setup<'_> {
             })
             .collect();
         let tuples = sizes.iter().try_fold(1usize, |n, &(_, k)| n.checked_mul(k));
-        let Some(tuples) = tuples.filter(|&n| n <= TUPLES && !outside.is_empty()) else {
+        let Some(tuples) = tuples.filter(|&n| n <= TUPLES) else {
             return Vec::new();
         };
-        let step = (outside.len() / CONTINUOUS_STARTS).max(1);
-        let bases: Vec<&Vec<Value>> = (outside.iter().step_by(step).take(CONTINUOUS_STARTS))
-            .map(|&k| &self.dataset.rows[k])
-            .collect();
-        let mut out = Vec::with_capacity(tuples * bases.len());
-        for t in 0..tuples {
-            for &base in &bases {
-                let mut row = base.clone();
+        let bases = self.spaced_rows(outside, CONTINUOUS_STARTS, false);
+        let Some(&first) = bases.first() else {
+            return Vec::new();
+        };
+        (0..tuples)
+            .flat_map(|t| {
+                let mut tuple = first.clone();
                 let mut rest = t;
                 for &(f, k) in &sizes {
-                    row[f] = Value::Cat((rest % k) as u32);
+                    tuple[f] = Value::Cat((rest % k) as u32);
                     rest /= k;
                 }
-                out.push(row);
-            }
-        }
-        out
+                on_bases(&tuple, &bases)
+            })
+            .collect()
     }
 
     /// Rows of the span that `rows` do not hold, nearest first, with their distances: each of
@@ -247,6 +242,22 @@ impl Setup<'_> {
     }
 }
 
+/// A row's categorical cells, in order.
+fn categories(row: &[Value]) -> impl Iterator<Item = &Value> {
+    row.iter().filter(|v| matches!(v, Value::Cat(_)))
+}
+
+/// `tuple`'s categories with the continuous values of each of `bases`: one start per base.
+fn on_bases(tuple: &[Value], bases: &[&Vec<Value>]) -> Vec<Vec<Value>> {
+    (bases.iter())
+        .map(|base| {
+            (tuple.iter().zip(base.iter()))
+                .map(|(t, b)| if matches!(t, Value::Cat(_)) { *t } else { *b })
+                .collect()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -256,16 +267,7 @@ mod tests {
     /// it determines, occupation, native-country): 2,940 tuples of categories, few enough to
     /// start from each.
     fn narrow_sample() -> Dataset {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/data/adult-sample.csv");
-        let raw = crate::table::csv_input::parse_csv(&std::fs::read(path).unwrap(), usize::MAX).unwrap();
-        let options = crate::table::dataset::DatasetOptions {
-            label: "salary".into(),
-            ignore: ["education", "education-num", "occupation", "native-country"]
-                .map(String::from)
-                .to_vec(),
-            ..Default::default()
-        };
-        Dataset::from_raw(&raw, &options).unwrap()
+        crate::table::adult_sample_without(&["education", "education-num", "occupation", "native-country"])
     }
 
     /// Where the table's categories allow few tuples, each is a start `CONTINUOUS_STARTS` times;
@@ -347,17 +349,12 @@ mod tests {
     #[test]
     fn the_starts_hold_the_categories_of_every_row_the_span_holds() {
         trained_narrow_batch(3, |span, starts, truth| {
-            let categories = |row: &Vec<Value>| -> Vec<Value> {
-                (row.iter().copied()).filter(|v| matches!(v, Value::Cat(_))).collect()
-            };
+            let same = |a: &Vec<Value>, b: &Vec<Value>| categories(a).eq(categories(b));
             let held: Vec<usize> = (0..truth.len()).filter(|&i| span.distance(&truth[i]) < 1e-3).collect();
             assert!(held.len() >= 28, "rows the span holds: {held:?}");
             for &i in &held {
-                let alone = (0..truth.len()).all(|j| j == i || categories(&truth[j]) != categories(&truth[i]));
-                assert!(
-                    starts.iter().any(|r| categories(r) == categories(&truth[i])),
-                    "row {i}'s categories"
-                );
+                let alone = (0..truth.len()).all(|j| j == i || !same(&truth[j], &truth[i]));
+                assert!(starts.iter().any(|r| same(r, &truth[i])), "row {i}'s categories");
                 assert!(
                     !alone || starts.iter().any(|r| span.same_row(r, &truth[i])),
                     "row {i}, alone in its categories"

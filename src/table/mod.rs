@@ -17,10 +17,17 @@ pub mod target;
 /// The bundled Adult sample, labelled by salary: the table the unit tests read.
 #[cfg(test)]
 pub(crate) fn adult_sample() -> Dataset {
+    adult_sample_without(&[])
+}
+
+/// The same sample with `columns` left out.
+#[cfg(test)]
+pub(crate) fn adult_sample_without(columns: &[&str]) -> Dataset {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/data/adult-sample.csv");
     let raw = parse_csv(&std::fs::read(path).unwrap(), usize::MAX).unwrap();
     let options = DatasetOptions {
         label: "salary".into(),
+        ignore: columns.iter().map(|c| c.to_string()).collect(),
         ..Default::default()
     };
     Dataset::from_raw(&raw, &options).unwrap()
