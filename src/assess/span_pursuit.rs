@@ -395,9 +395,11 @@ pub(crate) fn pursue(
 
 /// The pursuit's rows in the attack's slots, what their gradients leave of the update, the points
 /// the row test placed on the span's lines (None where it did not hold), and whether the picks
-/// are among those points.
+/// are among those points. Where the picks are points of lines the row test did not place, `rows`
+/// holds each at its line's point nearest the pooled row, and `on_lines` at the span's own point.
 pub(crate) struct SpanPicks {
     pub rows: Vec<Vec<Value>>,
+    pub on_lines: Option<Vec<Vec<Value>>>,
     pub residual: f64,
     pub placed: Option<usize>,
     pub from_placed: bool,
@@ -432,6 +434,9 @@ impl Setup<'_> {
             .pursuits
             .answer(span, &target, &quota, || self.pick_span_rows(span, &target, &quota))?;
         let mut out = rows.to_vec();
+        // Where the picks are points of the span's lines, the same picks at the points the span
+        // gave (the search's own, whose gradients the pursuit summed).
+        let mut on_lines = (placed.is_none() && span.free.ncols() > 0).then(|| rows.to_vec());
         for c in 0..classes {
             let slots: Vec<usize> = open.iter().copied().filter(|&p| labels[p] == c).collect();
             let picked: Vec<usize> = (pursued.picks.iter())
@@ -446,6 +451,9 @@ impl Setup<'_> {
             };
             let pooled: Vec<Vec<Value>> = slots.iter().map(|&p| rows[p].clone()).collect();
             for (slot, j) in slots.iter().zip(match_rows(&self.rules, &pooled, &found)) {
+                if let Some(on_lines) = on_lines.as_mut() {
+                    on_lines[*slot] = found[j].clone();
+                }
                 out[*slot] = match placed {
                     Some(_) => found[j].clone(),
                     // Along the directions the span leaves free, the pooled row's values (the
@@ -457,6 +465,7 @@ impl Setup<'_> {
         Some(SpanPicks {
             from_placed: placed.is_some(),
             rows: out,
+            on_lines,
             residual: pursued.residual,
             placed: points,
         })

@@ -52,6 +52,9 @@ pub struct Setup<'a> {
     pub(crate) table_guess: std::sync::OnceLock<Option<Vec<Vec<crate::table::Value>>>>,
     /// The first layer's span searched (`Setup::enumerate_span`), once.
     pub(crate) span_rows: std::sync::OnceLock<crate::assess::span_rows::SpanSearch>,
+    /// The span of every direction above its tail's noise, searched for the choice alone
+    /// (`Setup::span_of_every_direction`), once.
+    pub(crate) every_direction_rows: std::sync::OnceLock<Option<crate::assess::span_rows::SpanRows>>,
     /// The span's pursuits run, by what they were asked (`assess::pursuits`).
     pub(crate) pursuits: crate::assess::pursuits::Pursuits,
 }
@@ -102,6 +105,7 @@ impl<'a> Setup<'a> {
             },
             table_guess: std::sync::OnceLock::new(),
             span_rows: std::sync::OnceLock::new(),
+            every_direction_rows: std::sync::OnceLock::new(),
             pursuits: Default::default(),
         };
         for d in &setup.determined {

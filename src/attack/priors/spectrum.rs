@@ -204,6 +204,17 @@ impl Spectrum {
         self.values.iter().take(most).take_while(|&&v| v > floor).count()
     }
 
+    /// The same spectrum with η the noise its tail shows (unchanged where there is no tail), so
+    /// that `drift` and `drift_map` read how far a row can lie from the directions
+    /// `above_tail` counts: a nearness for rows no proof reads, never a bound for one.
+    pub fn at_tail(&self) -> Spectrum {
+        let mut out = self.clone();
+        if self.tail > 0.0 {
+            out.noise = self.tail;
+        }
+        out
+    }
+
     /// Leading directions that stand `SEPARATION` times clear of η.
     pub fn determined(&self) -> usize {
         self.values
