@@ -305,7 +305,7 @@ fn on_fedsgd_the_update_chooses_rows_only_where_the_pooled_rows_fit_it() {
         .expect("a simulated FedSGD client");
     assert_eq!((shown.rows, shown.shown), (32, 32));
     let work = narrow(0).attack_config().unwrap().work(&data);
-    assert_eq!((work.runs, work.replays), (2, 2 * 2 * (1 + 4 * 32 * 32 + 6 + 1)));
+    assert_eq!((work.runs, work.replays), (2, 2 * 2 * (1 + 4 * 32 * 32 + 6 + 4)));
 }
 
 /// Every row the update chooses is a row the table can hold: a column the table determines from
@@ -346,4 +346,39 @@ fn the_rows_the_update_chooses_hold_the_columns_the_table_determines() {
             assert_eq!(Some(value), d.values[k], "{:?}", row.reconstructed);
         }
     }
+}
+
+/// The Adult sample's batch of 32 on a [32, 32] network trained 20 epochs (seed 6): the first
+/// layer's update determines 31 directions and shows 32 above the noise its tail shows. The
+/// determined span's rows hold 25 of the batch's rows, the span of every direction's 31: the
+/// pursuit's picks among the latter, at the points of their lines the search gave, fit the
+/// update best (1 − cos 0.017 against the pooled rows' 0.89), and the choice starts from them.
+/// The client's reconstruction then explains its update (0.006) seven times better than the
+/// shadow client's explained its own (0.041), so the shadow's thresholds do not speak for it and
+/// no cell falls back: 73.0 % of cells against 68.1 % without the choice, the table's guess.
+#[test]
+fn on_a_trained_narrow_network_the_update_picks_rows_in_every_direction_it_shows() {
+    let data = adult();
+    let options = RunOptions {
+        hidden: vec![32, 32],
+        ensemble: Some(6),
+        iterations: 600,
+        training_epochs: 20,
+        seed: 6,
+        ..RunOptions::default()
+    };
+    let (chosen, pooled) = with_and_without(&data, &options);
+    let choice = choice_of(&chosen, &pooled, "a FedSGD classifier");
+    let pursuit = choice
+        .pursuit
+        .clone()
+        .expect("the span's rows picked by the update's sum");
+    assert!(
+        pursuit.every_direction && pursuit.on_lines && pursuit.kept,
+        "{pursuit:?}"
+    );
+    assert!(pursuit.fit < 0.05 && choice.fit_after < pursuit.fit, "{choice:?}");
+    let fallback = chosen.row_details().unwrap().fallback.clone().expect("a shadow client");
+    assert!(fallback.shadow_harder && fallback.prior_cells == 0, "{fallback:?}");
+    assert!(chosen.accuracy.total > pooled.accuracy.total + 0.04);
 }

@@ -50,14 +50,22 @@ pub fn pursuit_bytes(rows: usize, sizes: &[usize], classes: usize) -> u64 {
 }
 
 /// Bytes the pursuit holds at most at a batch of `b`: for a crowded span's rows
-/// (`CROWD_PER_ROW` per row of the batch), within `MOST_PURSUIT_BYTES`; nothing where it does
-/// not run.
+/// (`CROWD_PER_ROW` per row of the batch), within `MOST_PURSUIT_BYTES`, and the encodings of as
+/// many rows of the span of every direction, held beside them for the pursuit's second run
+/// (`Setup::span_of_every_direction`); nothing where it does not run.
 pub fn pursuit_working_bytes(sizes: &[usize], b: usize, classes: usize) -> u64 {
+    let rows = CROWD_PER_ROW.saturating_mul(b) as u64;
     match pursues(sizes, b) {
-        true => pursuit_bytes(CROWD_PER_ROW.saturating_mul(b), sizes, classes).min(MOST_PURSUIT_BYTES),
+        true => (pursuit_bytes(rows as usize, sizes, classes).min(MOST_PURSUIT_BYTES))
+            .saturating_add(rows.saturating_mul(sizes[0] as u64).saturating_mul(8)),
         false => 0,
     }
 }
+
+/// Client updates the pursuit's picks replay at most (`UpdateChoice::pursue_rows`): the picks
+/// among two spans' rows (the determined span's and every direction's), each at two points of
+/// their lines.
+pub const PURSUIT_REPLAYS: usize = 4;
 
 /// Pairs of `n` rows that lie in different local batches of `local_batch` rows.
 pub fn cross_batch_pairs(n: usize, local_batch: usize) -> usize {

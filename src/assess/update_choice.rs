@@ -122,6 +122,16 @@ pub struct Pursuit {
     pub on_lines: bool,
 }
 
+/// The pursuit's answer (`Setup::pursue_rows`): its rows in the slots, encoded, what it did, the
+/// span they came from, and how many client updates it simulated to choose them.
+struct PursuedRows<'s> {
+    rows: Vec<Vec<Value>>,
+    encoded: Vec<f32>,
+    pursuit: Pursuit,
+    span: &'s SpanRows,
+    simulated: usize,
+}
+
 /// Orders of a reshuffling client's epochs for the reconstruction's rows, as the update chose
 /// them: the layout in which the attack replays the rows best, not necessarily the client's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
@@ -327,7 +337,7 @@ impl Setup<'_> {
         rows: &[Vec<Value>],
         fixed: &[bool],
         first: f32,
-    ) -> Result<Option<(Vec<Vec<Value>>, Vec<f32>, Pursuit, &'s SpanRows)>> {
+    ) -> Result<Option<PursuedRows<'s>>> {
         let spans = [(span, false), (self.span_of_every_direction(), true)];
         let mut tried: Vec<(Vec<Vec<Value>>, Pursuit, &SpanRows)> = Vec::new();
         for (span, every_direction) in spans.into_iter().filter_map(|(s, e)| Some((s?, e))) {
@@ -369,7 +379,13 @@ impl Setup<'_> {
         let (found, mut pursuit, span) = tried.swap_remove(k);
         pursuit.fit = fit as f64;
         pursuit.kept = fit < first * (1.0 - BETTER) && (fit as f64) <= UPDATE_FIT_THRESHOLD;
-        Ok(Some((found, encoded[k].clone(), pursuit, span)))
+        Ok(Some(PursuedRows {
+            rows: found,
+            encoded: encoded[k].clone(),
+            pursuit,
+            span,
+            simulated: fits.len(),
+        }))
     }
 
     /// The pooled `rows` changed, as the module says, among their members' rows (`matched`: each
@@ -407,10 +423,10 @@ impl Setup<'_> {
             async |members: Vec<f32>, count: usize| self.losses_in_orders(members, count, order.as_deref()).await;
         let first = fits(x.clone(), 1).await?[0];
         let pursued = self.pursue_rows(span.filter(|_| gradient), rows, fixed, first).await?;
-        let kept = pursued.as_ref().is_some_and(|p| p.2.kept);
+        let kept = pursued.as_ref().is_some_and(|p| p.pursuit.kept);
         // Rows kept from a span, each row then tries that span's nearest rows.
         let span = match &pursued {
-            Some((_, _, p, from)) if p.kept => Some(*from),
+            Some(p) if p.pursuit.kept => Some(p.span),
             _ => span,
         };
         let mut choice = UpdateChoice {
@@ -421,10 +437,10 @@ impl Setup<'_> {
             changed_rows: 0,
             fit_before: first as f64,
             fit_after: first as f64,
-            simulations: 1 + pursued.is_some() as usize,
+            simulations: 1 + pursued.as_ref().map_or(0, |p| p.simulated),
             rerun: None,
             orders: None,
-            pursuit: pursued.as_ref().map(|p| p.2.clone()),
+            pursuit: pursued.as_ref().map(|p| p.pursuit.clone()),
         };
         if !choice.searched {
             if let Some(p) = choice.pursuit.as_mut() {
@@ -437,10 +453,10 @@ impl Setup<'_> {
         // Where each row came from: a swap moves a row with its members' confidence.
         let mut origin: Vec<usize> = (0..n).collect();
         let mut fit = first;
-        if let Some((found, encoded, p, _)) = pursued.filter(|_| kept) {
-            rows.clone_from_slice(&found);
-            x = encoded;
-            fit = p.fit as f32;
+        if let Some(p) = pursued.filter(|_| kept) {
+            rows.clone_from_slice(&p.rows);
+            x = p.encoded;
+            fit = p.pursuit.fit as f32;
         }
         // A reshuffling client's rows have no places of their own: its orders traded them.
         let pairs = match (chosen_orders.as_ref(), local_batch) {

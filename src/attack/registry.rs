@@ -356,8 +356,10 @@ impl AttackConfig {
         let (runs, poolings) = (2, 2);
         let t = match &self.protocol {
             Protocol::Fedsgd if self.priors().choice && dataset.target.is_none() => {
-                // The pursuit's rows (`assess::span_pursuit`) replayed once besides.
-                let per_pooling = search_bounds::choice_replays(self.rows(), self.rows(), false) + self.members() + 1;
+                // The pursuit's rows (`assess::span_pursuit`) replayed besides.
+                let per_pooling = search_bounds::choice_replays(self.rows(), self.rows(), false)
+                    + self.members()
+                    + search_bounds::PURSUIT_REPLAYS;
                 return (runs, runs * poolings * per_pooling);
             }
             Protocol::Fedsgd => return (1, 0),
