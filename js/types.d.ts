@@ -730,6 +730,12 @@ untested: boolean,
  */
 unlike_shadow: boolean, 
 /**
+ * The client's reconstruction explains its update far better than the shadow's explained
+ * its own, and explains it: the shadow's batch was harder, its thresholds do not speak for
+ * it, and every cell the ensemble gives is kept (`Calibration::shadow_harder`).
+ */
+shadow_harder: boolean, 
+/**
  * The shadow client's rows were rows of the table outside the batch, each of its slot's
  * label (`assess::shadow_rows`); false: drawn from the marginals.
  */
@@ -864,7 +870,18 @@ placed?: number,
  * Whether the picks were among those points (their sum fitted the update better than the
  * span's rows').
  */
-from_placed: boolean, };
+from_placed: boolean, 
+/**
+ * Whether the picks were among the rows of the span of every direction the first layer's
+ * update shows above the noise its tail shows (`Setup::span_of_every_direction`): they
+ * fitted the update better than the picks among the determined span's rows.
+ */
+every_direction: boolean, 
+/**
+ * Whether the picks, points of the span's lines, stand where the span's search put them
+ * rather than at each line's point nearest the pooled row: they fitted the update better.
+ */
+on_lines: boolean, };
 
 /**
  * What a simulated FedSGD client's update shows of its own batch (`assess::seen_rows`): the

@@ -258,6 +258,14 @@ fn fallback_lines(f: &crate::assess::fallback::FallbackSummary, s: &mut String) 
              not speak for it and every cell of the rows the update does not hold is {guess}"
         );
     }
+    if let (true, Some(recon), Some(shadow)) = (f.shadow_harder, f.update_fit, f.shadow_update_fit) {
+        let _ = writeln!(
+            s,
+            "the shadow client's batch was harder than this one: its reconstruction explained its update only to \
+             1 − cos {shadow:.1e}, this one explains this update to {recon:.1e}, so the shadow's thresholds do not \
+             speak for it and every cell the ensemble gives is kept"
+        );
+    }
     if let (Some(recon), Some(prior)) = (f.update_fit, f.prior_fit) {
         // An Adam client's rows read by category take the categorical cells of rows that fell back.
         let read = match f.read_gain.is_some_and(|g| g > 0.0) {

@@ -56,6 +56,11 @@ pub struct FallbackSummary {
     /// fell back (`Calibration::unlike_shadow`).
     #[serde(default)]
     pub unlike_shadow: bool,
+    /// The client's reconstruction explains its update far better than the shadow's explained
+    /// its own, and explains it: the shadow's batch was harder, its thresholds do not speak for
+    /// it, and every cell the ensemble gives is kept (`Calibration::shadow_harder`).
+    #[serde(default)]
+    pub shadow_harder: bool,
     /// The shadow client's rows were rows of the table outside the batch, each of its slot's
     /// label (`assess::shadow_rows`); false: drawn from the marginals.
     #[serde(default)]

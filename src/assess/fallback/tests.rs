@@ -227,6 +227,39 @@ fn an_exhausted_attack_keeps_only_the_rows_the_span_holds_to_the_shadows_thresho
         }
         .unlike_shadow()
     );
+    // The mirror: the client's reconstruction explains its update more than three times better
+    // than the shadow's its own, and explains it (under a quarter of what the guess leaves): the
+    // thresholds do not speak for it, and every cell the ensemble gives is kept. Not where the
+    // ratio is smaller, the fit leaves more of the guess's, or the client's update holds a row.
+    let harder = Calibration {
+        fits: Some([0.01, 0.9]),
+        ..unlike
+    };
+    assert!(harder.shadow_harder() && !harder.unlike_shadow());
+    assert_eq!(
+        harder.mask(&rules(), &entropy, &[false; 3]),
+        [[false, false], [false, false], [false, false]]
+    );
+    for not in [
+        Calibration {
+            shadow_fit: Some(0.02),
+            ..harder
+        },
+        Calibration {
+            fits: Some([0.01, 0.03]),
+            ..harder
+        },
+        Calibration {
+            holds_rows: true,
+            ..harder
+        },
+    ] {
+        assert!(!not.shadow_harder());
+        assert_eq!(
+            not.mask(&rules(), &entropy, &[false; 3]),
+            none_held.mask(&rules(), &entropy, &[false; 3])
+        );
+    }
     // The reconstruction fits no better than the marginals: every cell of a row the span does
     // not hold falls back; the held row keeps the thresholds.
     c.fits = Some([1.0, 0.9]);
