@@ -57,7 +57,7 @@ pub struct FallbackSummary {
     #[serde(default)]
     pub unlike_shadow: bool,
     /// The client's reconstruction explains its update far better than the shadow's explained
-    /// its own, and explains it: the shadow's batch was harder, its thresholds do not speak for
+    /// its own, and fits it: the shadow's batch was harder, its thresholds do not speak for
     /// it, and every cell the ensemble gives is kept (`Calibration::shadow_harder`).
     #[serde(default)]
     pub shadow_harder: bool,

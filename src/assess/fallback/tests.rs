@@ -228,9 +228,9 @@ fn an_exhausted_attack_keeps_only_the_rows_the_span_holds_to_the_shadows_thresho
         .unlike_shadow()
     );
     // The mirror: the client's reconstruction explains its update more than three times better
-    // than the shadow's its own, and explains it (under a quarter of what the guess leaves): the
-    // thresholds do not speak for it, and every cell the ensemble gives is kept. Not where the
-    // ratio is smaller, the fit leaves more of the guess's, or the client's update holds a row.
+    // than the shadow's its own, and fits it (1 − cos at most 0.05): the thresholds do not speak
+    // for it, and every cell the ensemble gives is kept. Not where the ratio is smaller, the
+    // reconstruction does not fit, or the client's update holds a row.
     let harder = Calibration {
         fits: Some([0.01, 0.9]),
         ..unlike
@@ -246,7 +246,8 @@ fn an_exhausted_attack_keeps_only_the_rows_the_span_holds_to_the_shadows_thresho
             ..harder
         },
         Calibration {
-            fits: Some([0.01, 0.03]),
+            shadow_fit: Some(0.5),
+            fits: Some([0.1, 0.9]),
             ..harder
         },
         Calibration {
