@@ -238,7 +238,15 @@ impl Setup<'_> {
             },
             Some(Unreplayable::Randomised) => None,
         };
-        let mut c = Calibration { fits, holds_rows, ..c };
+        let picked_from_span = (recon.chosen.as_ref())
+            .and_then(|c| c.pursuit.as_ref())
+            .is_some_and(|p| p.kept);
+        let mut c = Calibration {
+            fits,
+            holds_rows,
+            picked_from_span,
+            ..c
+        };
         if c.wants_whole_shadow_fit(self.config.members()) {
             c.shadow_fit = Some(shadow.whole_fit(progress).await?);
         }

@@ -159,6 +159,7 @@ fn an_exhausted_attack_keeps_only_the_rows_the_span_holds_to_the_shadows_thresho
         shadow_members: 4,
         shadow_of_table: true,
         holds_rows: true,
+        picked_from_span: false,
         read_gain: None,
         imputed: false,
     };
@@ -229,10 +230,12 @@ fn an_exhausted_attack_keeps_only_the_rows_the_span_holds_to_the_shadows_thresho
     );
     // The mirror: the client's reconstruction explains its update more than three times better
     // than the shadow's its own, and fits it (1 − cos at most 0.05): the thresholds do not speak
-    // for it, and every cell the ensemble gives is kept. Not where the ratio is smaller, the
-    // reconstruction does not fit, or the client's update holds a row.
+    // for it, and every cell the ensemble gives is kept, where its rows are the ones the update
+    // picked among the span's. Not where the ratio is smaller, the reconstruction does not fit,
+    // the client's update holds a row or its rows are not the span's picks.
     let harder = Calibration {
         fits: Some([0.01, 0.9]),
+        picked_from_span: true,
         ..unlike
     };
     assert!(harder.shadow_harder() && !harder.unlike_shadow());
@@ -252,6 +255,10 @@ fn an_exhausted_attack_keeps_only_the_rows_the_span_holds_to_the_shadows_thresho
         },
         Calibration {
             holds_rows: true,
+            ..harder
+        },
+        Calibration {
+            picked_from_span: false,
             ..harder
         },
     ] {
