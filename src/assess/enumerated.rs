@@ -27,7 +27,7 @@
 //!   of the span nearest it where one is near, so the ensemble pools onto them; such a pooled row
 //!   is consistent with the first layer (`Unproved::SpanHoldsMore`), and a candidate for the
 //!   second layer's certificate.
-use crate::assess::search_bounds::CROWD_PER_ROW;
+use crate::assess::search_bounds::{CROWD_PER_ROW, pursues};
 pub use crate::assess::span_rows::SpanRows;
 use crate::attack::inversion::setup::Setup;
 use crate::attack::priors::activation_span::{Unproved, present_categories};
@@ -187,7 +187,8 @@ impl Setup<'_> {
 
     /// The rows of the span of every direction the first layer's update shows above the noise
     /// its tail shows (`Spectrum::above_tail`), where it has more than the determined ones and
-    /// the update's choice can use them (FedSGD): for the choice alone, nothing proved or snapped
+    /// the update's pursuit can use them (FedSGD, a first layer no wider than the batch:
+    /// `search_bounds::pursues`): for the choice alone, nothing proved or snapped
     /// from them, as a crowded span's. A trained network's quiet rows lie between that noise and
     /// η: Adult [32, 32], B = 32, trained 5 epochs, seed 0, 30 directions determined and 32 above
     /// the tail's noise; two rows of the batch lie 0.7 and 0.8 off the 30, and every row within
@@ -202,10 +203,12 @@ impl Setup<'_> {
 
     fn search_every_direction(&self) -> Option<SpanRows> {
         let span = self.subspace.as_ref()?;
-        if !(self.config.priors().span && self.inverts.relaxed && span.exact) || !self.chooses_among_span_rows() {
+        let b = self.config.rows();
+        // Only the pursuit reads them (`assess::span_pursuit`), on first layers no wider than the batch.
+        let read = self.chooses_among_span_rows() && pursues(&self.scenario.params.sizes, b);
+        if !(self.config.priors().span && self.inverts.relaxed && span.exact && read) {
             return None;
         }
-        let b = self.config.rows();
         let rank = span.spectrum.above_tail(b).min(span.summary.feasible);
         if rank <= span.rank() {
             return None;
