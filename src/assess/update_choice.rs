@@ -425,10 +425,7 @@ impl Setup<'_> {
         let pursued = self.pursue_rows(span.filter(|_| gradient), rows, fixed, first).await?;
         let kept = pursued.as_ref().is_some_and(|p| p.pursuit.kept);
         // Rows kept from a span, each row then tries that span's nearest rows.
-        let span = match &pursued {
-            Some(p) if p.pursuit.kept => Some(p.span),
-            _ => span,
-        };
+        let span = pursued.as_ref().filter(|_| kept).map_or(span, |p| Some(p.span));
         let mut choice = UpdateChoice {
             searched: self
                 .choice_follows
@@ -443,9 +440,7 @@ impl Setup<'_> {
             pursuit: pursued.as_ref().map(|p| p.pursuit.clone()),
         };
         if !choice.searched {
-            if let Some(p) = choice.pursuit.as_mut() {
-                p.kept = false;
-            }
+            choice.pursuit.iter_mut().for_each(|p| p.kept = false);
             choice.orders = chosen_orders;
             return Ok(Some(choice));
         }
