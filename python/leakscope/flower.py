@@ -383,8 +383,8 @@ def _scored(scored: Optional[Dict[str, Any]]) -> Dict[str, Any]:
         # the shadow's thresholds do not speak for it, and the rows the update does not hold fell
         # back whole.
         "unlike_shadow": fallback.get("unlike_shadow", False if scored else None),
-        # The mirror: the client's reconstruction explains its update far better than the
-        # shadow's its own, so every cell the ensemble gives is kept.
+        # The mirror: the client's rows, picked by its update among the span's, fit its update
+        # far better than the shadow's its own, so every cell the ensemble gives is kept.
         "shadow_harder": fallback.get("shadow_harder", False if scored else None),
         "cells_shown": cells.get("shown"),
         "cells_moved": cells.get("tested"),
