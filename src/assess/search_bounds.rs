@@ -54,10 +54,10 @@ pub fn pursuit_bytes(rows: usize, sizes: &[usize], classes: usize) -> u64 {
 /// many rows of the span of every direction, held beside them for the pursuit's second run
 /// (`Setup::span_of_every_direction`); nothing where it does not run.
 pub fn pursuit_working_bytes(sizes: &[usize], b: usize, classes: usize) -> u64 {
-    let rows = CROWD_PER_ROW.saturating_mul(b) as u64;
+    let rows = CROWD_PER_ROW.saturating_mul(b);
     match pursues(sizes, b) {
-        true => (pursuit_bytes(rows as usize, sizes, classes).min(MOST_PURSUIT_BYTES))
-            .saturating_add(rows.saturating_mul(sizes[0] as u64).saturating_mul(8)),
+        true => (pursuit_bytes(rows, sizes, classes).min(MOST_PURSUIT_BYTES))
+            .saturating_add((rows as u64).saturating_mul(sizes[0] as u64).saturating_mul(8)),
         false => 0,
     }
 }

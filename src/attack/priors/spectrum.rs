@@ -200,19 +200,23 @@ impl Spectrum {
     /// quiet rows lie between the two (HI [100, 100] trained 20 epochs, seed 2: 28 of the
     /// second layer's 32 directions above η, all 32 above the tail's noise). No proof reads it.
     pub fn above_tail(&self, most: usize) -> usize {
-        let floor = if self.tail > 0.0 { self.tail } else { self.noise };
+        let floor = self.tail_noise();
         self.values.iter().take(most).take_while(|&&v| v > floor).count()
+    }
+
+    /// The noise the tail shows; η where there is no tail (the rank can fill the matrix).
+    fn tail_noise(&self) -> f64 {
+        if self.tail > 0.0 { self.tail } else { self.noise }
     }
 
     /// The same spectrum with η the noise its tail shows (unchanged where there is no tail), so
     /// that `drift` and `drift_map` read how far a row can lie from the directions
     /// `above_tail` counts: a nearness for rows no proof reads, never a bound for one.
     pub fn at_tail(&self) -> Spectrum {
-        let mut out = self.clone();
-        if self.tail > 0.0 {
-            out.noise = self.tail;
+        Spectrum {
+            noise: self.tail_noise(),
+            ..self.clone()
         }
-        out
     }
 
     /// Leading directions that stand `SEPARATION` times clear of η.
