@@ -195,8 +195,9 @@ impl Setup<'_> {
     /// η: Adult [32, 32], B = 32, trained 5 epochs, seed 0, 30 directions determined and 32 above
     /// the tail's noise; two rows of the batch lie 0.7 and 0.8 off the 30, and every row within
     /// 3·10⁻³ of the 32. Each row is read within its drift at the tail's noise (`Spectrum::at_tail`).
-    /// Searched once per setup, over every category; None where it finds more than
-    /// `CROWD_PER_ROW` rows per row of the batch, or is refused.
+    /// Searched once per setup, over every category, and where that finds more than
+    /// `CROWD_PER_ROW` rows per row of the batch (or is refused), within the categories the first
+    /// layer shows held (`every_else_held`); None where that too finds more, or is refused.
     pub(crate) fn span_of_every_direction(&self) -> Option<&SpanRows> {
         self.every_direction_rows
             .get_or_init(|| self.search_every_direction())
@@ -216,7 +217,9 @@ impl Setup<'_> {
             return None;
         }
         let spectrum = span.spectrum.at_tail();
-        let found = self.rows_within(&spectrum.basis(rank), &spectrum, rank, &[], CROWD_PER_ROW * b);
+        let basis = spectrum.basis(rank);
+        let search = |allowed: &[Vec<bool>]| self.rows_within(&basis, &spectrum, rank, allowed, CROWD_PER_ROW * b);
+        let found = every_else_held(&search, &|| self.categories_shown_held());
         (found.complete && !found.rows.is_empty()).then(|| self.crowded_span(found, rank, false))
     }
 
@@ -467,7 +470,7 @@ fn every_then_held(
     let held = held();
     let free = every.free.clone();
     let crowd = every.complete.then_some(every);
-    if held.iter().all(|block| block.iter().all(|&h| h)) {
+    if every_category(&held) {
         return (false, Enumerated::refused(free), crowd);
     }
     if crowd.is_some() {
@@ -481,9 +484,33 @@ fn every_then_held(
     }
 }
 
+/// `search` over every category, and where that is refused (past its limits), within the
+/// categories the first layer shows held (`held`), unless it shows every category held (the same
+/// search again). The span of every direction's rows (`Setup::span_of_every_direction`), for the
+/// update's choice alone: Adult [32, 32], B = 32, trained 5 epochs, seed 7, the search over every
+/// category found more than 1,024 rows per batch row and the pursuit read only the determined
+/// span (69.6 % of cells, the table's guess); within the categories held, its picks fitted the
+/// update and 87.9 % of cells were right.
+fn every_else_held(search: &dyn Fn(&[Vec<bool>]) -> Enumerated, held: &dyn Fn() -> Vec<Vec<bool>>) -> Enumerated {
+    let every = search(&[]);
+    if every.complete {
+        return every;
+    }
+    let held = held();
+    match every_category(&held) {
+        true => every,
+        false => search(&held),
+    }
+}
+
+/// Whether the first layer shows every category held (`Setup::categories_shown_held`).
+fn every_category(held: &[Vec<bool>]) -> bool {
+    held.iter().all(|block| block.iter().all(|&h| h))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::every_then_held;
+    use super::{every_else_held, every_then_held};
     use crate::assess::with_sample_setup;
     use crate::attack::priors::enumerate::{Enumerated, Found};
     use nalgebra::DMatrix;
@@ -536,6 +563,22 @@ mod tests {
         // Few over every category: the exhaustive answer.
         let (exhaustive, main, _) = every_then_held(&search_finding(12, 10), &held, 16, 1024);
         assert!(exhaustive && main.rows.len() == 12);
+    }
+
+    /// The span of every direction: over every category where that is not refused, else within
+    /// the categories held, unless every one is.
+    #[test]
+    fn the_span_of_every_direction_is_searched_within_the_categories_held_where_every_one_is_too_many() {
+        let found = |every: usize, within: usize, held: Vec<Vec<bool>>| {
+            let search = |allowed: &[Vec<bool>]| search_finding(every, within)(allowed, 1024);
+            every_else_held(&search, &|| held.clone())
+        };
+        let held = vec![vec![true, false, true]];
+        assert_eq!(found(500, 10, held.clone()).rows.len(), 500);
+        let within = found(10_000, 100, held.clone());
+        assert!(within.complete && within.rows.len() == 100);
+        assert!(!found(10_000, 2_000, held).complete);
+        assert!(!found(10_000, 100, vec![vec![true; 3]]).complete);
     }
 
     /// The Adult sample's batch of 32 on a [32, 32] network trained 20 epochs, seed 0: the first
