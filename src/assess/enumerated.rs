@@ -468,13 +468,15 @@ fn every_then_held(
         return (true, every, None);
     }
     let held = held();
-    let free = every.free.clone();
-    let crowd = every.complete.then_some(every);
     if every_category(&held) {
-        return (false, Enumerated::refused(free), crowd);
+        return (
+            false,
+            Enumerated::refused(every.free.clone()),
+            every.complete.then_some(every),
+        );
     }
-    if crowd.is_some() {
-        return (false, search(&held, most), crowd);
+    if every.complete {
+        return (false, search(&held, most), Some(every));
     }
     match search(&held, crowd_most) {
         within if within.complete && within.rows.len() > most => {
