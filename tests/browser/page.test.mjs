@@ -62,10 +62,13 @@ async function settings(page, values) {
 }
 
 // Waits on the page's run counter, which every settled run bumps: a run that fails at once cannot
-// slip between two polls (a state that flips running → idle can).
+// slip between two polls (a state that flips running → idle can). The click itself waits for the
+// button to be visible, enabled and stable as long as the run may take: once, in a full run of the
+// suite, the forced-WebGPU page on SwiftShader was not clickable within Playwright's default 30 s
+// (its engine ready; most likely its warm-up holding the renderer's frames, not confirmed).
 async function runToEnd(page, timeout = 300_000) {
   const before = Number((await page.evaluate(() => document.body.dataset.runs)) ?? 0);
-  await page.click('#run');
+  await page.click('#run', { timeout });
   await page.waitForFunction((n) => Number(document.body.dataset.runs ?? 0) > n, before, { timeout });
 }
 
