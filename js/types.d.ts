@@ -763,7 +763,29 @@ imputed_without_update: number | null,
  * The members of the shadow client's ensemble: as many as the client's pooled, so that its
  * thresholds are read off the same pooling (0: a report from before this was stated).
  */
-shadow_members: number, };
+shadow_members: number, 
+/**
+ * The shadow batches the thresholds were weighed on: a reshuffling client's several, each
+ * with rows and orders of its own (`fallback::draws`; 0: a report from before this was
+ * stated).
+ */
+shadow_batches: number, 
+/**
+ * Where there were several: the worst fit among their reconstructions (1 − cos, in the
+ * orders each update chose), the mean gain in right cells of the thresholds' mix over the
+ * whole guess, and that gain less two standard errors of the batches' spread.
+ */
+worst_shadow_fit: number | null, gain_across_shadows: number | null, gain_bound_across_shadows: number | null, 
+/**
+ * The client's reconstruction explains its update far worse than the worst shadow batch
+ * did its own: every cell the update does not hold fell back (`Calibration::unlike_every_shadow`).
+ */
+unlike_every_shadow: boolean, 
+/**
+ * The thresholds' gain over the whole guess was not sure across the shadow batches: every
+ * cell the update does not hold fell back (`Calibration::unsure_across_shadows`).
+ */
+unsure_across_shadows: boolean, };
 
 /**
  * What the search did, as the report states it (`RowDetails::chosen`).

@@ -116,7 +116,12 @@ async fn run_timed(
     let again = usize::from(matches!(flow(config), Flow::Rows) && setup.may_run_again());
     let iterations = config.iterations;
     let first = if early { EARLY_ANSWER_STEPS } else { 0 };
-    let planned = first + iterations * (1 + again + if shadow { 1 + again } else { 0 });
+    // A reshuffling client's thresholds may be weighed on more shadow batches (`fallback::draws`).
+    let batches = match shadow && setup.weighs_shadow_draws() {
+        true => crate::assess::fallback::SHADOW_DRAWS as usize,
+        false => 1,
+    };
+    let planned = first + iterations * (1 + again + if shadow { (1 + again) * batches } else { 0 });
     let at = |before: usize, p: &Progress| Progress {
         step: before + p.step,
         of: planned,

@@ -203,11 +203,23 @@ impl Scenario {
     /// table's marginals, the labels it uses and the network it sent, updated as the attacked
     /// client declares it trains and defends, with randomness of its own.
     pub async fn shadow(&self, dataset: &Dataset, config: &AttackConfig, rows: Vec<Vec<Value>>) -> Result<Scenario> {
+        self.shadow_drawn(dataset, config, rows, seed_for(config.seed, 13))
+            .await
+    }
+
+    /// `shadow`, its round's randomness (a defence's, reshuffled orders) drawn by `seed`.
+    pub async fn shadow_drawn(
+        &self,
+        dataset: &Dataset,
+        config: &AttackConfig,
+        rows: Vec<Vec<Value>>,
+        seed: u64,
+    ) -> Result<Scenario> {
         let round = Round {
             protocol: config.protocol,
             clients: config.clients,
             defence: config.defence,
-            seed: seed_for(config.seed, 13),
+            seed,
             model: config.model(),
         };
         let x = encode_rows(dataset, &rows);

@@ -18,10 +18,12 @@
 //! and the cells that fall back in rows that keep others are imputed from the table's rows most
 //! like them where the shadow gains so (`assess::imputed`).
 mod calibration;
+mod draws;
 mod summary;
 
-pub use super::imputed::{CONTROL_DRAWS, Guess, mix};
+pub use super::imputed::{CONTROL_DRAWS, Guess, keep_held, mix};
 use super::matching::Rule;
+use super::reconstruct::Reconstruction;
 use super::scoring::Scored;
 use super::scoring::score;
 use super::table_prior::{ShadowCells, TableReads};
@@ -29,23 +31,18 @@ use crate::attack::baselines::likeliest_value;
 use crate::attack::inversion::driver::Progress;
 use crate::attack::inversion::ensemble::{self, Members};
 use crate::attack::inversion::setup::Setup;
-use crate::config::MemberRange;
+use crate::config::{MemberRange, Unreplayable};
 use crate::error::Result;
+use crate::scenario::Truth;
+use crate::seed::seed_for;
 use crate::table::{Dataset, Value};
+pub(crate) use calibration::LOWER_BOUND_Z;
 pub use calibration::{Calibration, LabelCalibration, Thresholds};
+pub use draws::{AcrossShadows, SHADOW_DRAWS, ShadowDraw};
 pub use summary::{FallbackSummary, accuracy_of};
 
 /// Quantiles of the shadow batch's entropies tried as thresholds, besides "every cell" and "none".
 const QUANTILES: usize = 10;
-
-/// `mask` with the rows the update holds (`held`) left whole: such rows never fall back, on the
-/// shadow batch as on the client's.
-pub fn keep_held(mut mask: Vec<Vec<bool>>, held: &[bool]) -> Vec<Vec<bool>> {
-    for (m, _) in mask.iter_mut().zip(held).filter(|(_, h)| **h) {
-        m.fill(false);
-    }
-    mask
-}
 
 /// The thresholds to try for one kind: every cell (below the least entropy), the shadow
 /// entropies' deciles, none.
@@ -78,15 +75,6 @@ fn least_entropy(categorical: bool) -> f64 {
         false => super::entropy::continuous(&[0.0, 0.0]).unwrap_or(0.0),
     }
 }
-
-/// How sure the shadow batch must make the server that keeping a candidate's ensemble cells beats
-/// the marginal guess: the gain's one-sided lower bound at z standard errors (about 98 %). The
-/// thresholds are the best of up to 121 candidates on one batch of a few hundred cells, so the
-/// best gain alone is biased upwards: on Adult's [32, 32] network trained 1-20 epochs (seeds
-/// 0-9) shadows whose ensemble scored from 7 points below the guess to barely above it (+0.2)
-/// chose thresholds that kept cells, and the client's rows then scored up to 6.2 points below
-/// guessing; with the bound, 9 of those 30 attacks below guessing became 2.
-pub(crate) const LOWER_BOUND_Z: f64 = 2.0;
 
 /// The z of `gain_lower_bound` where the ensemble's open cells, kept whole, score no better on
 /// the shadow batch than the marginal guess: a mix's gain there rests only on which cells its
@@ -250,11 +238,18 @@ impl Setup<'_> {
     }
 
     /// The shadow client of `calibrate_fallback_on`: this attack on rows of `marginals` outside
-    /// the client's batch (`shadow_rows`); and whether they are the table's own.
+    /// the client's batch (`shadow_rows_seeded`); and whether they are the table's own.
     pub async fn shadow_setup<'s>(&'s self, marginals: &'s Dataset) -> Result<(Setup<'s>, bool)> {
+        self.shadow_setup_drawn(marginals, 0).await
+    }
+
+    /// `shadow_setup`, the `k`-th shadow batch: its rows and its round's randomness drawn anew
+    /// (the 0-th is `shadow_setup`'s).
+    pub async fn shadow_setup_drawn<'s>(&'s self, marginals: &'s Dataset, k: u64) -> Result<(Setup<'s>, bool)> {
         let config = self.config;
-        let (rows, of_table) = self.shadow_rows(marginals);
-        let scenario = self.scenario.shadow(marginals, config, rows).await?;
+        let salt = |stream: u64| seed_for(config.seed, stream + 1000 * k);
+        let (rows, of_table) = self.shadow_rows_seeded(marginals, salt(14));
+        let scenario = self.scenario.shadow_drawn(marginals, config, rows, salt(13)).await?;
         Ok((Setup::new(self.runtime, marginals, config, scenario), of_table))
     }
 
@@ -264,8 +259,9 @@ impl Setup<'_> {
         &'s self,
         marginals: &'s Dataset,
         client_searched: Option<bool>,
+        k: u64,
     ) -> Result<(Setup<'s>, bool)> {
-        let (mut shadow, of_table) = self.shadow_setup(marginals).await?;
+        let (mut shadow, of_table) = self.shadow_setup_drawn(marginals, k).await?;
         if self.replays_gradient() {
             shadow.choice_follows = client_searched;
         }
@@ -296,6 +292,30 @@ impl Setup<'_> {
         self.wants_fallback() && !self.may_prove_batch()
     }
 
+    /// A regression's labels on the shadow client (`LabelCalibration`): its reconstructed labels'
+    /// and the likeliest value's share within tolerance of `truth`'s; None for a classifier.
+    fn label_calibration(&self, dataset: &Dataset, truth: &Truth, recon: &Reconstruction) -> Option<LabelCalibration> {
+        match (&recon.values, &dataset.target, likeliest_value(dataset)) {
+            (Some((values, _)), Some(target), Some(prior_value)) => {
+                let assignment = score(&self.rules, &truth.rows, &recon.rows).assignment;
+                let truth_values = truth.values(dataset);
+                let within = |guess: &dyn Fn(usize) -> f64| {
+                    let right = (0..truth_values.len())
+                        .filter(|&i| (guess(i) - truth_values[i]).abs() <= target.tolerance())
+                        .count();
+                    right as f64 / truth_values.len().max(1) as f64
+                };
+                Some(LabelCalibration {
+                    shadow_update: within(&|i| values[assignment[i]]),
+                    shadow_prior: within(&|_| prior_value),
+                    prior_value,
+                    rows: truth_values.len(),
+                })
+            }
+            _ => None,
+        }
+    }
+
     /// The same attack on a shadow client, its rows drawn from `marginals` (a table of this
     /// attack's encoding), scored by the server against the rows it drew: the thresholds that
     /// serve it best, with the marginal guess drawn from the same table. `client_searched`: whether
@@ -309,7 +329,7 @@ impl Setup<'_> {
         progress: &mut dyn FnMut(&Progress) -> bool,
     ) -> Result<Option<(Calibration, ShadowRun<'s>)>> {
         let (dataset, config) = (marginals, self.config);
-        let (mut shadow, shadow_of_table) = self.shadow_following(marginals, client_searched).await?;
+        let (mut shadow, shadow_of_table) = self.shadow_following(marginals, client_searched, 0).await?;
         // The shadow runs the attack as it ran on the client: as many members as the client's
         // ensemble pooled (where its stopping rule stopped early, `assess::stopping`), so that
         // the thresholds are read off entropies of the same pooling. Members are independent: a
@@ -372,26 +392,13 @@ impl Setup<'_> {
             false => TableReads::default(),
         };
         shadow_scores[2] = shadow_scores[2].max(reads.shadow_score);
-        let (prior_spread, imputed) = (reads.spread, reads.imputed);
-        let labels = match (&recon.values, &dataset.target, likeliest_value(dataset)) {
-            (Some((values, _)), Some(target), Some(prior_value)) => {
-                let assignment = score(&self.rules, &truth.rows, &recon.rows).assignment;
-                let truth_values = truth.values(dataset);
-                let within = |guess: &dyn Fn(usize) -> f64| {
-                    let right = (0..truth_values.len())
-                        .filter(|&i| (guess(i) - truth_values[i]).abs() <= target.tolerance())
-                        .count();
-                    right as f64 / truth_values.len().max(1) as f64
-                };
-                Some(LabelCalibration {
-                    shadow_update: within(&|i| values[assignment[i]]),
-                    shadow_prior: within(&|_| prior_value),
-                    prior_value,
-                    rows: truth_values.len(),
-                })
-            }
-            _ => None,
+        // A reshuffling client's thresholds are weighed on more shadow batches (`draws`).
+        let first_draw = match self.weighs_shadow_draws() {
+            true => self.shadow_draw(&shadow, &recon, &prior, &mask).await?,
+            false => None,
         };
+        let (prior_spread, imputed) = (reads.spread, reads.imputed);
+        let labels = self.label_calibration(dataset, truth, &recon);
         let calibration = Calibration {
             thresholds,
             prior_spread,
@@ -405,6 +412,8 @@ impl Setup<'_> {
             shadow_members: shadow.members,
             shadow_of_table,
             read_gain: self.read_gain_on_shadows(marginals).await?,
+            first_draw,
+            across: None,
             holds_rows: false,
             picked_from_span: false,
             imputed,
@@ -415,6 +424,75 @@ impl Setup<'_> {
             whole,
         };
         Ok(Some((calibration, run)))
+    }
+}
+
+/// A reshuffling client's shadow batches (`fallback::draws`).
+impl Setup<'_> {
+    /// Whether this client's thresholds are weighed on `SHADOW_DRAWS` shadow batches: a
+    /// reshuffling client's (the module's reason).
+    pub(crate) fn weighs_shadow_draws(&self) -> bool {
+        self.config.unreplayable(self.config.rows()) == Some(Unreplayable::Reshuffled)
+    }
+
+    /// `shadow`'s batch weighed (`ShadowDraw`): its reconstruction `recon`, the guess `prior`
+    /// drawn for it, and the cells `mask` falls back.
+    async fn shadow_draw(
+        &self,
+        shadow: &Setup<'_>,
+        recon: &Reconstruction,
+        prior: &Guess,
+        mask: &[Vec<bool>],
+    ) -> Result<Option<ShadowDraw>> {
+        let Some(truth) = &shadow.scenario.truth else {
+            return Ok(None);
+        };
+        let fit = shadow.replayed_fits(recon, prior.whole()).await?.map(|f| f[0]);
+        let accuracy = |rows: &[Vec<_>]| score(&self.rules, &truth.rows, rows).accuracy.total;
+        let gain = accuracy(&mix(&recon.rows, prior, mask)) - accuracy(prior.whole());
+        Ok(Some(ShadowDraw { fit, gain }))
+    }
+
+    /// The shadow batches weighed: the calibration's `first` and up to `SHADOW_DRAWS` in all,
+    /// each attacked as the calibration's was and weighed with its `thresholds`
+    /// (`client_holds_rows`: rows the client's update holds never fall back, nor do the
+    /// shadow's). They stop at the first that explains its update no better than the client's
+    /// reconstruction its own (`client_fit`): both rules ask the client to be worse than every
+    /// shadow, so none can fire after it, and the batches left would cost their time for nothing.
+    pub(crate) async fn shadow_draws(
+        &self,
+        marginals: &Dataset,
+        client_searched: Option<bool>,
+        client_holds_rows: bool,
+        thresholds: Thresholds,
+        (first, client_fit): (ShadowDraw, f64),
+        progress: &mut dyn FnMut(&Progress) -> bool,
+    ) -> Result<Vec<ShadowDraw>> {
+        let mut draws = vec![first];
+        let past = |draws: &[ShadowDraw]| draws.iter().any(|d| d.fit.is_none_or(|f| f >= client_fit));
+        for k in 1..SHADOW_DRAWS {
+            if past(&draws) {
+                break;
+            }
+            let (mut shadow, of_table) = self.shadow_following(marginals, client_searched, k).await?;
+            shadow.members = self.members.min(shadow.members);
+            let all = MemberRange {
+                first: 0,
+                count: shadow.members,
+            };
+            let inverted = shadow.invert_as_shadow(all, progress).await?;
+            let recon = shadow.reconstruct(inverted, progress).await?;
+            let (Some(truth), Some(entropy)) = (&shadow.scenario.truth, &recon.entropy) else {
+                continue;
+            };
+            let prior = self.shadow_guess(marginals, &truth.rows, of_table);
+            let set_aside: Vec<bool> = (recon.provenance.iter())
+                .map(|p| p.held_by_update() && client_holds_rows)
+                .collect();
+            let mask = keep_held(thresholds.mask(&self.rules, entropy), &set_aside);
+            draws.extend(self.shadow_draw(&shadow, &recon, &prior, &mask).await?);
+        }
+        Ok(draws)
     }
 }
 
@@ -491,6 +569,12 @@ impl FallbackSummary {
             imputed: c.imputed,
             imputed_without_update: None,
             shadow_members: c.shadow_members,
+            shadow_batches: c.across.map_or(1, |a| a.draws),
+            worst_shadow_fit: c.across.and_then(|a| a.worst_fit),
+            gain_across_shadows: c.across.map(|a| a.gain),
+            gain_bound_across_shadows: c.across.map(|a| a.gain_bound),
+            unlike_every_shadow: c.unlike_every_shadow(),
+            unsure_across_shadows: c.unsure_across_shadows(),
         }
     }
 }

@@ -52,6 +52,15 @@ impl Guess {
     }
 }
 
+/// `mask` with the rows the update holds (`held`) left whole: such rows never fall back, on the
+/// shadow batch as on the client's.
+pub fn keep_held(mut mask: Vec<Vec<bool>>, held: &[bool]) -> Vec<Vec<bool>> {
+    for (m, _) in mask.iter_mut().zip(held).filter(|(_, h)| **h) {
+        m.fill(false);
+    }
+    mask
+}
+
 /// `rows` with the masked cells taken from `prior` (row i's from its row i: the table's guess's
 /// where the whole row falls back and the server holds the table, else the draw's).
 pub fn mix(rows: &[Vec<Value>], prior: &Guess, mask: &[Vec<bool>]) -> Vec<Vec<Value>> {

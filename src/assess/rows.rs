@@ -1,7 +1,7 @@
 //! The assessment of an attack on a table's rows (TabLeak, the baselines): its reconstruction
 //! matched to the true rows and scored, beside the random guess on the same batch; and, for a
 //! received update, the reconstruction with its confidence alone.
-use crate::assess::fallback::{Calibration, FallbackSummary, Guess, keep_held, mix};
+use crate::assess::fallback::{AcrossShadows, Calibration, FallbackSummary, Guess, LOWER_BOUND_Z, keep_held, mix};
 use crate::assess::matching::Rule;
 use crate::assess::reconstruct::{Reconstruction, why_not_proved};
 use crate::assess::scoring::score;
@@ -229,15 +229,7 @@ impl Setup<'_> {
             true => self.table_guess().unwrap_or(guess),
             false => guess,
         };
-        let fits = match self.config.unreplayable(self.config.rows()) {
-            None => Some(self.fits(recon, guess, None).await?),
-            // A reshuffling client's rows in the orders its update chose for them.
-            Some(Unreplayable::Reshuffled) => match chosen_orders(recon) {
-                Some(orders) => Some(self.fits(recon, guess, Some(orders)).await?),
-                None => None,
-            },
-            Some(Unreplayable::Randomised) => None,
-        };
+        let fits = self.replayed_fits(recon, guess).await?;
         let picked_from_span = (recon.chosen.as_ref())
             .and_then(|c| c.pursuit.as_ref())
             .is_some_and(|p| p.kept);
@@ -250,7 +242,31 @@ impl Setup<'_> {
         if c.wants_whole_shadow_fit(self.config.members()) {
             c.shadow_fit = Some(shadow.whole_fit(progress).await?);
         }
+        // A reshuffling client's thresholds weighed on more shadow batches, where they keep some
+        // cell the update does not hold (else there is nothing to weigh) and its rows' fit is
+        // known (both rules weigh it).
+        let held: Vec<bool> = recon.provenance.iter().map(|p| p.held_by_update()).collect();
+        let keeps_open = recon.entropy.as_ref().is_some_and(|e| {
+            (c.mask(&self.rules, e, &held).iter().zip(&held)).any(|(row, &h)| !h && row.iter().any(|&m| !m))
+        });
+        if let (Some(first), Some([fit, _]), true) = (c.first_draw, c.fits, keeps_open) {
+            let draws = self.shadow_draws(marginals, searched, holds_rows, c.thresholds, (first, fit), progress);
+            c.across = Some(AcrossShadows::of(&draws.await?, LOWER_BOUND_Z));
+        }
         Ok(Some(c))
+    }
+
+    /// `fits` where the server replays the client's update: a reshuffling client's rows in the
+    /// orders its update chose for them; None where it cannot.
+    pub(crate) async fn replayed_fits(&self, recon: &Reconstruction, guess: &[Vec<Value>]) -> Result<Option<[f64; 2]>> {
+        Ok(match self.config.unreplayable(self.config.rows()) {
+            None => Some(self.fits(recon, guess, None).await?),
+            Some(Unreplayable::Reshuffled) => match chosen_orders(recon) {
+                Some(orders) => Some(self.fits(recon, guess, Some(orders)).await?),
+                None => None,
+            },
+            Some(Unreplayable::Randomised) => None,
+        })
     }
 
     /// How far the update is from explained, 1 − cos: by `recon`'s rows (with the labels used),
@@ -439,11 +455,14 @@ pub fn fall_back(
 ) -> Option<(Calibration, Vec<Vec<bool>>)> {
     let entropy = recon.entropy.as_ref()?;
     let held: Vec<bool> = recon.provenance.iter().map(|p| p.held_by_update()).collect();
-    let c = Calibration {
+    let mut c = Calibration {
         holds_rows: held.iter().any(|&h| h),
         ..*c
     };
     let mask = keep_held(c.mask(rules, entropy, &held), &held);
+    // Imputation fills the cells that fell back in rows that kept others: with none, it did not
+    // happen (every open row fell back whole, as where a reshuffling client's shadows decide).
+    c.imputed &= mask.iter().any(|m| m.contains(&true) && m.contains(&false));
     recon.rows = mix(&recon.rows, guess, &mask);
     for (p, m) in recon.provenance.iter_mut().zip(&mask) {
         if m.iter().all(|&m| m) {

@@ -15,17 +15,12 @@ use rand::{Rng, SeedableRng, rngs::StdRng};
 
 use crate::attack::baselines::random_rows;
 use crate::attack::inversion::setup::Setup;
-use crate::seed::seed_for;
 use crate::table::{Dataset, Value};
 
 impl Setup<'_> {
-    /// The shadow client's rows: rows of the table outside the batch where it holds them
-    /// (`population_rows`), else drawn from `marginals`; and whether they are the table's.
-    pub(crate) fn shadow_rows(&self, marginals: &Dataset) -> (Vec<Vec<Value>>, bool) {
-        self.shadow_rows_seeded(marginals, seed_for(self.config.seed, 14))
-    }
-
-    /// `shadow_rows`, drawn by `seed`.
+    /// The shadow client's rows, drawn by `seed`: rows of the table outside the batch where it
+    /// holds them (`population_rows`), else drawn from `marginals`; and whether they are the
+    /// table's.
     pub(crate) fn shadow_rows_seeded(&self, marginals: &Dataset, seed: u64) -> (Vec<Vec<Value>>, bool) {
         match self.population_rows(marginals, seed) {
             Some(rows) => (rows, true),
@@ -67,6 +62,7 @@ impl Setup<'_> {
 #[cfg(test)]
 mod tests {
     use crate::config::AttackConfig;
+    use crate::seed::seed_for;
 
     /// The shadow's rows are the table's, none of the batch's, each of its slot's label; drawn
     /// for a table that is not the attack's (a received update's own rows), from its marginals.
@@ -83,7 +79,7 @@ mod tests {
             let batch = setup.scenario.truth.as_ref().unwrap().indices.clone();
             let labels = setup.scenario.labels.clone();
             assert!(labels.contains(&0) && labels.contains(&1), "{labels:?}");
-            let (rows, of_table) = setup.shadow_rows(data);
+            let (rows, of_table) = setup.shadow_rows_seeded(data, seed_for(4, 14));
             assert!(of_table);
             assert_eq!(rows.len(), 16);
             let mut taken = Vec::new();
@@ -96,10 +92,10 @@ mod tests {
                 taken.push(i);
             }
             // The same seed draws the same rows.
-            assert_eq!(setup.shadow_rows(data).0, rows);
+            assert_eq!(setup.shadow_rows_seeded(data, seed_for(4, 14)).0, rows);
             // Another table (a copy: not the attack's own) is drawn from its marginals.
             let other = data.clone();
-            let (drawn, of_table) = setup.shadow_rows(&other);
+            let (drawn, of_table) = setup.shadow_rows_seeded(&other, seed_for(4, 14));
             assert!(!of_table);
             assert_eq!(
                 drawn,

@@ -85,6 +85,28 @@ pub struct FallbackSummary {
     /// thresholds are read off the same pooling (0: a report from before this was stated).
     #[serde(default)]
     pub shadow_members: usize,
+    /// The shadow batches the thresholds were weighed on: a reshuffling client's several, each
+    /// with rows and orders of its own (`fallback::draws`; 0: a report from before this was
+    /// stated).
+    #[serde(default)]
+    pub shadow_batches: usize,
+    /// Where there were several: the worst fit among their reconstructions (1 − cos, in the
+    /// orders each update chose), the mean gain in right cells of the thresholds' mix over the
+    /// whole guess, and that gain less two standard errors of the batches' spread.
+    #[serde(default)]
+    pub worst_shadow_fit: Option<f64>,
+    #[serde(default)]
+    pub gain_across_shadows: Option<f64>,
+    #[serde(default)]
+    pub gain_bound_across_shadows: Option<f64>,
+    /// The client's reconstruction explains its update far worse than the worst shadow batch
+    /// did its own: every cell the update does not hold fell back (`Calibration::unlike_every_shadow`).
+    #[serde(default)]
+    pub unlike_every_shadow: bool,
+    /// The thresholds' gain over the whole guess was not sure across the shadow batches: every
+    /// cell the update does not hold fell back (`Calibration::unsure_across_shadows`).
+    #[serde(default)]
+    pub unsure_across_shadows: bool,
 }
 
 /// Share of right cells among those the mask selects (`want` true) or leaves (`want` false),

@@ -162,6 +162,8 @@ fn an_exhausted_attack_keeps_only_the_rows_the_span_holds_to_the_shadows_thresho
         picked_from_span: false,
         read_gain: None,
         imputed: false,
+        first_draw: None,
+        across: None,
     };
     let held = [false, true, false];
     // A cell without an entropy falls back where its kind has a threshold.
@@ -382,4 +384,81 @@ fn where_the_ensemble_loses_to_the_guess_a_gain_must_be_sure_of_the_choice_too()
     assert!(chosen > all_prior, "{t:?}");
     let kept = t.mask(&rules(), &entropy).iter().filter(|m| !m[0]).count();
     assert!((5..=9).contains(&kept), "{kept} {t:?}");
+}
+
+/// A reshuffling client's thresholds weighed on several shadow batches (`fallback::draws`): its
+/// open rows fall back whole where its reconstruction explains its update more than twice worse
+/// than the worst shadow did, or worse than every shadow with their gain not sure across them;
+/// held rows stay. Within the shadows' range an unsure gain changes nothing.
+#[test]
+fn a_reshuffling_client_past_its_shadow_batches_falls_back_where_they_do_not_speak_for_it() {
+    let entropy = vec![vec![Some(0.1), Some(0.2)], vec![Some(0.1), Some(0.3)]];
+    let draws = |fits: [f64; 4], gains: [f64; 4]| {
+        let d: Vec<ShadowDraw> = (fits.iter().zip(gains))
+            .map(|(&f, gain)| ShadowDraw { fit: Some(f), gain })
+            .collect();
+        Some(AcrossShadows::of(&d, LOWER_BOUND_Z))
+    };
+    let c = Calibration {
+        thresholds: Thresholds {
+            categorical: None,
+            continuous: Some(1.0),
+        },
+        prior_spread: None,
+        shadow: [0.8, 0.6, 0.8],
+        labels: None,
+        fits: Some([0.13, 1.17]),
+        shadow_fit: None,
+        norms: [1.0, 1.0],
+        shadow_open: 2,
+        shadow_rows: 2,
+        shadow_members: 4,
+        shadow_of_table: true,
+        holds_rows: false,
+        picked_from_span: false,
+        read_gain: None,
+        imputed: false,
+        first_draw: None,
+        across: None,
+    };
+    let kept = [[false, false], [false, false]];
+    assert_eq!(c.mask(&rules(), &entropy, &[false; 2]), kept);
+    // German Credit's seed 0 (docs/results/rounds.md): worse than every shadow, gains of 1.1,
+    // 0.3, 0.3 and 3.6 points not sure: every open cell falls back, the held row stays.
+    let unsure = Calibration {
+        across: draws([0.085, 0.082, 0.075, 0.095], [0.011, 0.003, 0.003, 0.036]),
+        ..c
+    };
+    assert!(unsure.unsure_across_shadows() && !unsure.unlike_every_shadow());
+    assert_eq!(
+        unsure.mask(&rules(), &entropy, &[false; 2]),
+        [[true, true], [true, true]]
+    );
+    assert_eq!(
+        unsure.mask(&rules(), &entropy, &[true, false]),
+        [[false, false], [true, true]]
+    );
+    // The same gains with the client inside the shadows' fits: the thresholds stand.
+    let inside = Calibration {
+        fits: Some([0.06, 1.17]),
+        ..unsure
+    };
+    assert!(!inside.unsure_across_shadows() && !inside.unlike_every_shadow());
+    assert_eq!(inside.mask(&rules(), &entropy, &[false; 2]), kept);
+    // Sure gains but a fit more than twice the worst shadow's: the client is past them.
+    let unlike = Calibration {
+        fits: Some([0.3, 1.17]),
+        across: draws([0.07, 0.1, 0.08, 0.014], [0.05, 0.15, 0.02, 0.06]),
+        ..c
+    };
+    assert!(unlike.unlike_every_shadow() && !unlike.unsure_across_shadows());
+    assert_eq!(
+        unlike.mask(&rules(), &entropy, &[false; 2]),
+        [[true, true], [true, true]]
+    );
+    let within = Calibration {
+        fits: Some([0.19, 1.17]),
+        ..unlike
+    };
+    assert!(!within.unlike_every_shadow() && !within.unsure_across_shadows());
 }
