@@ -191,7 +191,9 @@ fn under_heavy_noise_the_attack_falls_back_to_the_marginals() {
 /// update chose for them (the same replay as the choice's last fit) against the marginals' guess
 /// in the same orders, and the report says how far the update is from explained. Before, such a
 /// client had no fits, and its report could not say it. The shadow's fit is not weighed against
-/// it (`Calibration::unlike_shadow`: measured, the ratio did not tell gains from losses there).
+/// it (`Calibration::unlike_shadow`: measured, the ratio did not tell gains from losses there);
+/// where its thresholds keep a cell, they are weighed on more shadow batches, each with rows and
+/// orders of its own (`assess::fallback::draws`).
 #[test]
 fn a_reshuffling_clients_fallback_weighs_its_rows_in_the_orders_its_update_chose() {
     let data = adult();
@@ -209,7 +211,7 @@ fn a_reshuffling_clients_fallback_weighs_its_rows_in_the_orders_its_update_chose
         iterations: 300,
         ..RunOptions::default()
     };
-    let mut imputed = Vec::new();
+    let (mut imputed, mut weighed) = (Vec::new(), Vec::new());
     for seed in 0..2 {
         let report = run_options(
             &data,
@@ -269,12 +271,47 @@ fn a_reshuffling_clients_fallback_weighs_its_rows_in_the_orders_its_update_chose
         // table's), the attack scores that guess exactly (seed 0: the shadow's ensemble 65.8 %,
         // the guess 69.6 %).
         imputed.push(f.imputed);
+        // Where the thresholds keep a cell, they were weighed on more shadow batches, each with
+        // rows and orders of its own (`assess::fallback::draws`), and the report says so; where
+        // those sent every cell back, the report says why.
+        weighed.push(f.gain_across_shadows.is_some());
+        if let Some(gain) = f.gain_across_shadows {
+            let n = f.shadow_batches;
+            let all = leakscope::assess::fallback::SHADOW_DRAWS as usize;
+            let bound = f.gain_bound_across_shadows.unwrap();
+            let (fit, worst) = (f.update_fit.unwrap(), f.worst_shadow_fit.expect("each batch's fit"));
+            assert!((1..=all).contains(&n) && bound <= gain, "{f:?}");
+            let batches = if n == 1 {
+                "1 shadow batch".to_string()
+            } else {
+                format!("{n} shadow batches")
+            };
+            assert!(
+                text.contains(&format!("the thresholds were weighed on {batches}")),
+                "{text}"
+            );
+            // Fewer than all only where the last explained its update no better than the client.
+            assert!(n == all || worst >= fit, "{f:?}");
+            let worse = fit > worst;
+            assert_eq!(f.unsure_across_shadows, bound <= 0.0 && worse, "{f:?}");
+            if f.unsure_across_shadows || f.unlike_every_shadow {
+                assert_eq!(f.prior_cells, f.cells, "{f:?}");
+                let why = match f.unlike_every_shadow {
+                    true => "this client's orders fell worse than any shadow batch's",
+                    false => "was not sure across them",
+                };
+                assert!(text.contains(why), "{text}");
+            }
+        } else {
+            assert!(f.gain_across_shadows.is_none() && !f.unsure_across_shadows, "{f:?}");
+        }
         if f.prior_cells == f.cells {
             assert!(f.shadow_of_table && !f.imputed, "{f:?}");
             assert_eq!(report.accuracy.total, t, "seed {seed}");
         }
     }
     assert!(imputed.contains(&true), "{imputed:?}");
+    assert!(weighed.contains(&true), "{weighed:?}");
 }
 
 /// An attack's stages (the early answer's steps, the full run, a shadow client's run) reach its

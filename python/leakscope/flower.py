@@ -386,6 +386,11 @@ def _scored(scored: Optional[Dict[str, Any]]) -> Dict[str, Any]:
         # The mirror: the client's rows, picked by its update among the span's, fit its update
         # far better than the shadow's its own, so every cell the ensemble gives is kept.
         "shadow_harder": fallback.get("shadow_harder", False if scored else None),
+        # A reshuffling client's thresholds weighed on several shadow batches, each with rows and
+        # orders of its own: its orders fell worse than any of theirs, or the gain over the guess
+        # was not sure across them; either way the rows the update does not hold fell back whole.
+        "unlike_every_shadow": fallback.get("unlike_every_shadow", False if scored else None),
+        "unsure_across_shadows": fallback.get("unsure_across_shadows", False if scored else None),
         "cells_shown": cells.get("shown"),
         "cells_moved": cells.get("tested"),
     }

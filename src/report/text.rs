@@ -258,6 +258,7 @@ fn fallback_lines(f: &crate::assess::fallback::FallbackSummary, s: &mut String) 
              not speak for it and every cell of the rows the update does not hold is {guess}"
         );
     }
+    shadow_batch_lines(s, f, guess);
     if let (true, Some(recon), Some(shadow)) = (f.shadow_harder, f.update_fit, f.shadow_update_fit) {
         let _ = writeln!(
             s,
@@ -286,6 +287,51 @@ fn fallback_lines(f: &crate::assess::fallback::FallbackSummary, s: &mut String) 
             ),
             false => Ok(()),
         };
+    }
+}
+
+/// A reshuffling client's shadow batches (`assess::fallback::draws`): what they said together,
+/// and which of their rules sent the rows the update does not hold back to `guess`.
+fn shadow_batch_lines(s: &mut String, f: &crate::assess::fallback::FallbackSummary, guess: &str) {
+    if let (Some(gain), Some(bound)) = (f.gain_across_shadows, f.gain_bound_across_shadows) {
+        let batches = match f.shadow_batches {
+            1 => "1 shadow batch".to_string(),
+            n => format!("{n} shadow batches"),
+        };
+        let worst = f
+            .worst_shadow_fit
+            .map_or(String::new(), |w| format!(", the worst fit among them 1 − cos {w:.3}"));
+        // Fewer than all: they stopped at one that explained its update no better than this one.
+        let stopped = match f.shadow_batches < crate::assess::fallback::SHADOW_DRAWS as usize {
+            true => "; they stopped at one whose reconstruction explained its update no better than this one's",
+            false => "",
+        };
+        let _ = writeln!(
+            s,
+            "this client reshuffles its rows, and its update turns on the orders it drew as much as on its rows: \
+             the thresholds were weighed on {batches}, each with rows and orders of its own (their mix against \
+             {guess}: {:+.1} points on average, {:+.1} less two standard errors of their spread{worst}){stopped}",
+            100.0 * gain,
+            100.0 * bound
+        );
+    }
+    if let (true, false, Some(recon), Some(worst)) =
+        (f.unlike_every_shadow, f.exhausted, f.update_fit, f.worst_shadow_fit)
+    {
+        let _ = writeln!(
+            s,
+            "this client's orders fell worse than any shadow batch's: its reconstruction explains its update only \
+             to 1 − cos {recon:.3}, the worst shadow's its own to {worst:.3}, so their thresholds do not speak for \
+             it and every cell of the rows the update does not hold is {guess}"
+        );
+    }
+    if f.unsure_across_shadows && !f.exhausted && !f.unlike_every_shadow {
+        let _ = writeln!(
+            s,
+            "this client's reconstruction explains its update worse than every shadow batch did its own, and the \
+             thresholds' gain over {guess} was not sure across them, so every cell of the rows the update does not \
+             hold is {guess}"
+        );
     }
 }
 
