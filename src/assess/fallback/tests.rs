@@ -136,14 +136,11 @@ fn a_gain_the_shadow_batch_cannot_tell_from_luck_falls_back_and_held_rows_stay()
     assert_eq!(chosen, ensemble);
 }
 
-#[test]
-fn an_exhausted_attack_keeps_only_the_rows_the_span_holds_to_the_shadows_thresholds() {
-    let entropy = vec![
-        vec![Some(0.1), Some(0.2)],
-        vec![Some(0.1), Some(3.0)],
-        vec![Some(0.1), None],
-    ];
-    let mut c = Calibration {
+/// A calibration whose continuous cells above entropy 1 fall back and categorical ones never:
+/// three shadow rows, none held, the client's update holding some, its fit 0.2 against the
+/// guess's 0.9.
+fn calibration() -> Calibration {
+    Calibration {
         thresholds: Thresholds {
             categorical: None,
             continuous: Some(1.0),
@@ -164,7 +161,17 @@ fn an_exhausted_attack_keeps_only_the_rows_the_span_holds_to_the_shadows_thresho
         imputed: false,
         first_draw: None,
         across: None,
-    };
+    }
+}
+
+#[test]
+fn an_exhausted_attack_keeps_only_the_rows_the_span_holds_to_the_shadows_thresholds() {
+    let entropy = vec![
+        vec![Some(0.1), Some(0.2)],
+        vec![Some(0.1), Some(3.0)],
+        vec![Some(0.1), None],
+    ];
+    let mut c = calibration();
     let held = [false, true, false];
     // A cell without an entropy falls back where its kind has a threshold.
     assert_eq!(
@@ -400,26 +407,11 @@ fn a_reshuffling_client_past_its_shadow_batches_falls_back_where_they_do_not_spe
         Some(AcrossShadows::of(&d, LOWER_BOUND_Z))
     };
     let c = Calibration {
-        thresholds: Thresholds {
-            categorical: None,
-            continuous: Some(1.0),
-        },
-        prior_spread: None,
-        shadow: [0.8, 0.6, 0.8],
-        labels: None,
         fits: Some([0.13, 1.17]),
-        shadow_fit: None,
-        norms: [1.0, 1.0],
         shadow_open: 2,
         shadow_rows: 2,
-        shadow_members: 4,
-        shadow_of_table: true,
         holds_rows: false,
-        picked_from_span: false,
-        read_gain: None,
-        imputed: false,
-        first_draw: None,
-        across: None,
+        ..calibration()
     };
     let kept = [[false, false], [false, false]];
     assert_eq!(c.mask(&rules(), &entropy, &[false; 2]), kept);
