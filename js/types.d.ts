@@ -771,6 +771,11 @@ shadow_members: number,
  */
 shadow_batches: number, 
 /**
+ * Fewer batches ran than the most: they stopped at one whose reconstruction explained its
+ * update no better than the client's, past which neither rule can hold.
+ */
+shadow_batches_stopped: boolean, 
+/**
  * Where there were several: the worst fit among their reconstructions (1 − cos, in the
  * orders each update chose), the mean gain in right cells of the thresholds' mix over the
  * whole guess, and that gain less two standard errors of the batches' spread.

@@ -359,8 +359,8 @@ export function renderSummary(box, info, report, attack) {
       const pts = (v) => `${v >= 0 ? '+' : ''}${(100 * v).toFixed(1)}`;
       const worst = fallback.worst_shadow_fit != null ? `, the worst fit among them 1 − cos ${fallback.worst_shadow_fit.toFixed(3)}` : '';
       const batches = fallback.shadow_batches === 1 ? '1 shadow batch' : `${fallback.shadow_batches} shadow batches`;
-      // Fewer than the engine's four: they stopped at one that explained its update no better.
-      const stopped = fallback.shadow_batches < 4 ? "; they stopped at one whose reconstruction explained its update no better than this one's" : '';
+      // Fewer than the engine's most: they stopped at one that explained its update no better.
+      const stopped = fallback.shadow_batches_stopped ? "; they stopped at one whose reconstruction explained its update no better than this one's" : '';
       setting.push(`this client reshuffles its rows, and its update turns on the orders it drew as much as on its rows: the thresholds were weighed on ${batches}, each with rows and orders of its own (their mix against ${guess}: ${pts(fallback.gain_across_shadows)} points on average, ${pts(fallback.gain_bound_across_shadows)} less two standard errors of their spread${worst})${stopped}`);
       if (fallback.unlike_every_shadow && !fallback.exhausted && fallback.update_fit != null && fallback.worst_shadow_fit != null) {
         setting.push(`this client's orders fell worse than any shadow batch's: its reconstruction explains its update only to 1 − cos ${fallback.update_fit.toFixed(3)}, the worst shadow's its own to ${fallback.worst_shadow_fit.toFixed(3)}, so their thresholds do not speak for it and every cell of the rows the update does not hold is ${guess}`);

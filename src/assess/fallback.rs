@@ -412,7 +412,6 @@ impl Setup<'_> {
             shadow_members: shadow.members,
             shadow_of_table,
             read_gain: self.read_gain_on_shadows(marginals).await?,
-            first_draw,
             across: None,
             holds_rows: false,
             picked_from_span: false,
@@ -422,6 +421,7 @@ impl Setup<'_> {
             setup: shadow,
             members: inverted,
             whole,
+            first_draw,
         };
         Ok(Some((calibration, run)))
     }
@@ -498,11 +498,13 @@ impl Setup<'_> {
 
 /// The shadow client the calibration ran (`Setup::calibrate_fallback_on`), kept for its fit with
 /// the whole ensemble: its setup (the same rows and update, its span already searched), the
-/// members it pooled (the first of the whole ensemble) and how many the whole holds.
+/// members it pooled (the first of the whole ensemble) and how many the whole holds; and, for a
+/// reshuffling client, its batch weighed as the first of several (`fallback::draws`).
 pub struct ShadowRun<'s> {
     setup: Setup<'s>,
     members: Members,
     whole: usize,
+    pub first_draw: Option<ShadowDraw>,
 }
 
 impl ShadowRun<'_> {
@@ -520,6 +522,7 @@ impl ShadowRun<'_> {
             setup: mut shadow,
             members: first,
             whole,
+            ..
         } = self;
         shadow.members = whole;
         let done = first.range.count;
@@ -570,6 +573,7 @@ impl FallbackSummary {
             imputed_without_update: None,
             shadow_members: c.shadow_members,
             shadow_batches: c.across.map_or(1, |a| a.draws),
+            shadow_batches_stopped: c.across.is_some_and(|a| a.draws < SHADOW_DRAWS as usize),
             worst_shadow_fit: c.across.and_then(|a| a.worst_fit),
             gain_across_shadows: c.across.map(|a| a.gain),
             gain_bound_across_shadows: c.across.map(|a| a.gain_bound),

@@ -239,6 +239,7 @@ impl Setup<'_> {
             picked_from_span,
             ..c
         };
+        let first_draw = shadow.first_draw;
         if c.wants_whole_shadow_fit(self.config.members()) {
             c.shadow_fit = Some(shadow.whole_fit(progress).await?);
         }
@@ -249,7 +250,7 @@ impl Setup<'_> {
         let keeps_open = recon.entropy.as_ref().is_some_and(|e| {
             (c.mask(&self.rules, e, &held).iter().zip(&held)).any(|(row, &h)| !h && row.iter().any(|&m| !m))
         });
-        if let (Some(first), Some([fit, _]), true) = (c.first_draw, c.fits, keeps_open) {
+        if let (Some(first), Some([fit, _]), true) = (first_draw, c.fits, keeps_open) {
             let draws = self.shadow_draws(marginals, searched, holds_rows, c.thresholds, (first, fit), progress);
             c.across = Some(AcrossShadows::of(&draws.await?, LOWER_BOUND_Z));
         }

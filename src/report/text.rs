@@ -302,7 +302,7 @@ fn shadow_batch_lines(s: &mut String, f: &crate::assess::fallback::FallbackSumma
             .worst_shadow_fit
             .map_or(String::new(), |w| format!(", the worst fit among them 1 − cos {w:.3}"));
         // Fewer than all: they stopped at one that explained its update no better than this one.
-        let stopped = match f.shadow_batches < crate::assess::fallback::SHADOW_DRAWS as usize {
+        let stopped = match f.shadow_batches_stopped {
             true => "; they stopped at one whose reconstruction explained its update no better than this one's",
             false => "",
         };

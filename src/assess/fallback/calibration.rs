@@ -1,7 +1,7 @@
 //! What the shadow client taught (`Calibration`): its thresholds, and the rules that say where
 //! they do not speak for the client (an attack exhausted, a shadow that tested no ensemble row,
 //! a shadow batch far easier or far harder than the client's); a regression's labels too.
-use super::draws::{AcrossShadows, ShadowDraw};
+use super::draws::AcrossShadows;
 use crate::assess::matching::Rule;
 use crate::assess::update_choice::UPDATE_FIT_THRESHOLD;
 
@@ -114,9 +114,8 @@ pub struct Calibration {
     /// The cells that fall back in rows that keep others are imputed from the table's rows most
     /// like them (`assess::imputed`), where that served the shadow client better than the draw.
     pub imputed: bool,
-    /// A reshuffling client's first shadow batch weighed (`fallback::draws`), and what all its
-    /// shadow batches said together once the others ran (`Setup::fallback_on`).
-    pub first_draw: Option<ShadowDraw>,
+    /// What a reshuffling client's shadow batches said together (`fallback::draws`), once
+    /// `Setup::fallback_on` ran them.
     pub across: Option<AcrossShadows>,
 }
 

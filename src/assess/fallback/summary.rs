@@ -90,6 +90,10 @@ pub struct FallbackSummary {
     /// stated).
     #[serde(default)]
     pub shadow_batches: usize,
+    /// Fewer batches ran than the most: they stopped at one whose reconstruction explained its
+    /// update no better than the client's, past which neither rule can hold.
+    #[serde(default)]
+    pub shadow_batches_stopped: bool,
     /// Where there were several: the worst fit among their reconstructions (1 − cos, in the
     /// orders each update chose), the mean gain in right cells of the thresholds' mix over the
     /// whole guess, and that gain less two standard errors of the batches' spread.

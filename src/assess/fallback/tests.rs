@@ -159,7 +159,6 @@ fn calibration() -> Calibration {
         picked_from_span: false,
         read_gain: None,
         imputed: false,
-        first_draw: None,
         across: None,
     }
 }
