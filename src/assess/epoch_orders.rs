@@ -25,7 +25,7 @@ use crate::attack::inversion::ensemble::Members;
 use crate::attack::inversion::setup::Setup;
 use crate::client::fedavg::LocalTraining;
 use crate::error::Result;
-use crate::table::Value;
+use crate::table::{Value, encode_rows};
 
 /// Candidates simulated in one call: the host's memory for them is E·n·d floats each.
 const CHUNK: usize = 256;
@@ -102,13 +102,42 @@ impl Setup<'_> {
         };
         for _ in 0..ROUNDS {
             if !self
-                .trade_places(&mut chosen, encoded, training.local_batch, labels)
+                .trade_places(&mut chosen, encoded, training.local_batch, Some(labels))
                 .await?
             {
                 break;
             }
         }
         Ok(Some(chosen))
+    }
+
+    /// Orders for `rows` searched again from `chosen`, orders the update chose for other rows:
+    /// rows trade places as in the choice, and a row may take a position of another label (the
+    /// second layer's certificate adopts rows into the slots the ensemble left, whatever their
+    /// labels: `Setup::client_fits`). The labels by position stay the server's.
+    pub(crate) async fn orders_for_rows(&self, rows: &[Vec<Value>], chosen: &EpochOrders) -> Result<EpochOrders> {
+        let Some(training) = self.reshuffled() else {
+            return Ok(chosen.clone());
+        };
+        let (d, epochs) = (self.dataset.d(), chosen.order.len());
+        let encoded = encode_rows(self.dataset, rows);
+        let fit = self
+            .projected_losses_in(in_orders(&encoded, &chosen.order, d), 1, epochs)
+            .await?[0];
+        let mut again = EpochOrders {
+            fit: fit as f64,
+            simulations: 1,
+            ..chosen.clone()
+        };
+        for _ in 0..ROUNDS {
+            if !self
+                .trade_places(&mut again, &encoded, training.local_batch, None)
+                .await?
+            {
+                break;
+            }
+        }
+        Ok(again)
     }
 
     /// `projected_losses` of `members` candidates' rows ([members, n, d]), each laid out in
@@ -129,7 +158,8 @@ impl Setup<'_> {
     }
 
     /// One round of rows trading places within an epoch, for `encoded` rows ([n, d]) in
-    /// `chosen`'s orders: every pair of positions in different local batches of an epoch tried;
+    /// `chosen`'s orders: every pair of positions in different local batches of an epoch tried
+    /// (of one label where `labels`, by position, are given);
     /// the best change kept where it fits the update better, or the best changes that touch no
     /// position in common where together they fit better still. Whether anything changed.
     async fn trade_places(
@@ -137,14 +167,14 @@ impl Setup<'_> {
         chosen: &mut EpochOrders,
         encoded: &[f32],
         local_batch: usize,
-        labels: &[usize],
+        labels: Option<&[usize]>,
     ) -> Result<bool> {
         let (d, epochs) = (self.dataset.d(), chosen.order.len());
         let n = encoded.len() / d;
         let per_step = local_batch.max(1);
         let swaps: Vec<(usize, usize, usize)> = (0..epochs)
             .flat_map(|e| (0..n).flat_map(move |a| (a + 1..n).map(move |b| (e, a, b))))
-            .filter(|&(_, a, b)| a / per_step != b / per_step && labels[a] == labels[b])
+            .filter(|&(_, a, b)| a / per_step != b / per_step && labels.is_none_or(|l| l[a] == l[b]))
             .collect();
         let mut losses = Vec::with_capacity(swaps.len());
         for chunk in swaps.chunks(CHUNK) {
@@ -245,6 +275,57 @@ mod tests {
         let order = matched_order(&rules, &labels, &rows, &[row(1), row(0), row(2), row(3)]);
         assert_eq!(order, vec![0, 1, 2, 3]);
         assert!((0..4).all(|j| labels[order[j]] == labels[j]), "{order:?}");
+    }
+
+    /// A reshuffling client's own rows, their orders searched from the listing's: two of them,
+    /// at positions of different labels in different local batches, swapped in their slots (as the second
+    /// layer's certificate adopts rows into the slots the ensemble left, whatever their labels)
+    /// fit the update far worse in those orders, and the orders searched again, rows free to take
+    /// positions of another label, fit it as well as before.
+    #[test]
+    fn rows_in_slots_of_another_label_are_laid_out_again_by_the_update() {
+        use crate::client::fedavg::LocalOrder;
+        use crate::config::{AttackConfig, Protocol};
+        let training = LocalTraining {
+            order: LocalOrder::Shuffled,
+            ..LocalTraining::sgd(1, 4, 0.05)
+        };
+        let config = AttackConfig {
+            batch_size: 8,
+            hidden: vec![16],
+            protocol: Protocol::Fedavg(training),
+            seed: 3,
+            ..Default::default()
+        };
+        crate::assess::with_sample_setup(config, |setup| {
+            pollster::block_on(async {
+                assert!(setup.reshuffled().is_some());
+                let truth = setup.scenario.truth.as_ref().unwrap().rows.clone();
+                let listing = EpochOrders {
+                    order: vec![(0..8).collect()],
+                    fit_proposed: f64::INFINITY,
+                    fit: f64::INFINITY,
+                    simulations: 0,
+                };
+                let chosen = setup.orders_for_rows(&truth, &listing).await.unwrap();
+                // Positions simulate their labels, the server's: two of different labels.
+                let labels = &setup.scenario.labels;
+                let order = &chosen.order[0];
+                let (p, q) = (0..4)
+                    .flat_map(|p| (4..8).map(move |q| (p, q)))
+                    .find(|&(p, q)| labels[p] != labels[q])
+                    .expect("positions of both labels");
+                let mut rows = truth.clone();
+                rows.swap(order[p], order[q]);
+                let again = setup.orders_for_rows(&rows, &chosen).await.unwrap();
+                let stale = setup
+                    .losses_in_orders(encode_rows(setup.dataset, &rows), 1, Some(&chosen.order))
+                    .await
+                    .unwrap()[0] as f64;
+                assert!(stale > 10.0 * chosen.fit, "{stale} against {}", chosen.fit);
+                assert!(again.fit <= chosen.fit, "{} against {}", again.fit, chosen.fit);
+            })
+        })
     }
 
     #[test]
