@@ -278,10 +278,10 @@ mod tests {
     }
 
     /// A reshuffling client's own rows, their orders searched from the listing's: two of them,
-    /// at positions of different labels in different local batches, swapped in their slots (as the second
-    /// layer's certificate adopts rows into the slots the ensemble left, whatever their labels)
-    /// fit the update far worse in those orders, and the orders searched again, rows free to take
-    /// positions of another label, fit it as well as before.
+    /// at positions of different labels in different local batches, swapped in their slots (as
+    /// the second layer's certificate adopts rows into the slots the ensemble left, whatever
+    /// their labels) fit the update far worse in those orders, and the orders searched again,
+    /// rows free to take positions of another label, fit it as well as before.
     #[test]
     fn rows_in_slots_of_another_label_are_laid_out_again_by_the_update() {
         use crate::client::fedavg::LocalOrder;
