@@ -37,7 +37,7 @@ use crate::scenario::Truth;
 use crate::seed::seed_for;
 use crate::table::{Dataset, Value};
 pub(crate) use calibration::LOWER_BOUND_Z;
-pub use calibration::{Calibration, LabelCalibration, Thresholds};
+pub use calibration::{Calibration, LabelCalibration, Thresholds, explains_no_better};
 pub use draws::{AcrossShadows, SHADOW_DRAWS, ShadowDraw};
 pub use summary::{FallbackSummary, accuracy_of};
 

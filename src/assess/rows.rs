@@ -1,7 +1,9 @@
 //! The assessment of an attack on a table's rows (TabLeak, the baselines): its reconstruction
 //! matched to the true rows and scored, beside the random guess on the same batch; and, for a
 //! received update, the reconstruction with its confidence alone.
-use crate::assess::fallback::{AcrossShadows, Calibration, FallbackSummary, Guess, LOWER_BOUND_Z, keep_held, mix};
+use crate::assess::fallback::{
+    AcrossShadows, Calibration, FallbackSummary, Guess, LOWER_BOUND_Z, explains_no_better, keep_held, mix,
+};
 use crate::assess::matching::Rule;
 use crate::assess::reconstruct::{Reconstruction, why_not_proved};
 use crate::assess::scoring::score;
@@ -282,10 +284,10 @@ impl Setup<'_> {
     /// another label (`orders_for_rows`), and the fits taken in those: there 0.025 against 1.02.
     /// The shadow batches' fits stay in their chosen orders.
     async fn client_fits(&self, recon: &Reconstruction, guess: &[Vec<Value>]) -> Result<Option<[f64; 2]>> {
+        // Orders are chosen for reshuffling clients only.
         let fits = self.replayed_fits(recon, guess).await?;
-        let reshuffled = self.config.unreplayable(self.config.rows()) == Some(Unreplayable::Reshuffled);
         match (fits, chosen_orders(recon)) {
-            (Some([recon_fit, prior_fit]), Some(orders)) if reshuffled && !(recon_fit < prior_fit) => {
+            (Some(f), Some(orders)) if explains_no_better(f) => {
                 let again = self.orders_for_rows(&recon.rows, orders).await?;
                 Ok(Some(self.fits(recon, guess, Some(&again.order)).await?))
             }

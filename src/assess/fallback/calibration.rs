@@ -76,6 +76,12 @@ const UNLIKE_SHADOW_FIT: f64 = 3.0;
 /// above left 0.74 and 0.53 of the guess's.
 const UNEXPLAINED: f64 = 0.25;
 
+/// The reconstruction's fit of the update (1 − cos) no better than the marginal guess's, `[recon,
+/// prior]` as `Calibration::fits`: the attack is exhausted (`Calibration::exhausted`).
+pub fn explains_no_better([recon, prior]: [f64; 2]) -> bool {
+    !(recon < prior)
+}
+
 /// What the shadow client taught: the thresholds, and the shadow accuracies of the ensemble, the
 /// marginal guess and the mix; for a regression, its labels' too; and how far the update is from
 /// explained by the reconstruction and by the marginal guess (`Setup::fits`).
@@ -123,7 +129,7 @@ impl Calibration {
     /// The reconstruction explains the update no better than the marginal guess: the attack has
     /// nothing to go on beyond the marginals, whatever the shadow client showed.
     pub fn exhausted(&self) -> bool {
-        self.fits.is_some_and(|[recon, prior]| !(recon < prior))
+        self.fits.is_some_and(explains_no_better)
     }
 
     /// The shadow client's update held every row of its batch, so no ensemble row was tested
