@@ -306,7 +306,9 @@ fn a_reshuffling_clients_fallback_weighs_its_rows_in_the_orders_its_update_chose
             assert!(f.gain_across_shadows.is_none() && !f.unsure_across_shadows, "{f:?}");
         }
         if f.prior_cells == f.cells {
+            // The table's guess, which beat the marginals' draw on the server's batches.
             assert!(f.shadow_of_table && !f.imputed, "{f:?}");
+            assert!(f.table_guess.is_some_and(|w| w.taken), "{f:?}");
             assert_eq!(report.accuracy.total, t, "seed {seed}");
         }
     }

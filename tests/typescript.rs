@@ -73,6 +73,7 @@ fn generated() -> String {
         declaration::<leakscope::attack::inversion::ensemble::EnsembleRounds>(),
         declaration::<leakscope::attack::inversion::ensemble::RoundChange>(),
         declaration::<leakscope::assess::fallback::FallbackSummary>(),
+        declaration::<leakscope::assess::table_guess::GuessWeighed>(),
         declaration::<leakscope::assess::update_choice::UpdateChoice>(),
         declaration::<leakscope::assess::update_choice::Rerun>(),
         declaration::<leakscope::assess::update_choice::EpochOrders>(),

@@ -348,12 +348,21 @@ export function renderSummary(box, info, report, attack) {
   const fallback = d.kind === 'rows' ? d.fallback : null;
   if (fallback) {
     const p = (v) => (v == null ? '–' : `${(100 * v).toFixed(1)} %`);
-    // Where the server holds the table's rows, cells fall back to its guess from them, else to
-    // the marginals' draw (the engine's report::text says the same).
-    const [to, guess, rows] = fallback.shadow_of_table
+    // Where the server holds the table's rows, cells fall back to its guess from them where its
+    // own batches show that guess beating the marginals' draw, else to the draw (the engine's
+    // report::text says the same).
+    const weighed = fallback.table_guess;
+    const toTable = fallback.shadow_of_table && (weighed == null || weighed.taken);
+    const [to, guess, rows] = toTable
       ? ["the table's guess (rows of the table outside this batch, chosen without the update) where a whole row falls back, else to the marginals' draw", "the table's guess", "the table's guess"]
       : ["the table's marginals", "the marginals' guess", 'rows drawn from the marginals'];
     setting.push(`${fallback.prior_cells} of ${fallback.cells} cells fell back to ${to} (${fallback.prior_rows} whole rows), as a shadow client the server simulated chose (attacked as this one was${fallback.shadow_members ? `, ${fallback.shadow_members} member${fallback.shadow_members === 1 ? '' : 's'}` : ''}; its rows ${fallback.shadow_of_table ? "the table's own outside this batch, each of the label the server gave its slot" : 'drawn from the marginals'}, its update's norm ${fallback.shadow_update_norm.toFixed(3)} against this one's ${fallback.update_norm.toFixed(3)}): there the ensemble alone scored ${p(fallback.shadow_ensemble)}, ${guess} ${p(fallback.shadow_prior)}, the mix ${p(fallback.shadow_chosen)}, a gain kept only where it is sure${fallback.prior_spread != null ? `; the ensemble's continuous cells were read with the table's own values as their prior (each moved to the value the table makes likeliest within ${fallback.prior_spread} of the members' spread), which the shadow client showed to gain` : ''}${fallback.imputed ? "; the cells that fell back in rows that kept others were imputed from the table's rows most like them on the cells kept, not left to the guess, which the shadow client showed to gain" + (fallback.imputed_without_update != null ? ` (the same imputation around kept cells drawn from the marginals, with nothing from the update, scores ${p(fallback.imputed_without_update)}: up to that, the gain over guessing is the table's, not the update's)` : '') : ''}${fallback.untested && !fallback.exhausted && fallback.prior_cells ? '; its update held every row of its batch, so no row the ensemble gave was tested there, and every cell of the rows this update does not hold is the guess' : ''}${fallback.unlike_shadow && !fallback.exhausted && fallback.prior_cells ? `; its reconstruction explained its update to 1 − cos ${fallback.shadow_update_fit.toFixed(3)}, this one explains this update only to ${fallback.update_fit.toFixed(3)}, so its thresholds do not speak for this batch and every cell of the rows the update does not hold is the guess` : ''}${fallback.shadow_harder ? `; its reconstruction explained its update only to 1 − cos ${fallback.shadow_update_fit.toExponential(1)}, this one explains this update to ${fallback.update_fit.toExponential(1)}, so its thresholds do not speak for this batch and every cell the ensemble gives is kept` : ''}`);
+    // The table's guess not taken: it scored below the draw on more than 1 in 20 of the
+    // server's batches (`GuessWeighed::beats_draw`).
+    if (fallback.shadow_of_table && weighed != null && !toTable) {
+      const sgn = (v) => `${v >= 0 ? '+' : ''}${(100 * v).toFixed(1)}`;
+      setting.push(`the table's guess was not taken: on ${weighed.batches} batches the server simulated from its rows it scored below the marginals' draw on ${weighed.below} (more than one in twenty; ${sgn(weighed.gain)} points on the mean), so rows that fell back whole took the draw, the guessing this report is set beside`);
+    }
     // A reshuffling client's thresholds weighed on several shadow batches (`assess::fallback::draws`).
     if (fallback.gain_across_shadows != null && fallback.gain_bound_across_shadows != null) {
       const pts = (v) => `${v >= 0 ? '+' : ''}${(100 * v).toFixed(1)}`;

@@ -9,9 +9,10 @@
 //! (`gain_lower_bound`), and applies those thresholds cell by cell to the real reconstruction,
 //! unless the client's reconstruction explains its update far worse than the shadow's did its
 //! own (`Calibration::unlike_shadow`). The guess is the table's where the server holds its rows
+//! and its own batches show that guess beating the random baseline's draw on nearly every batch
 //! (`assess::table_guess`: rows outside the batch chosen as a set like a batch, the report's
-//! `table_baseline`), else the random baseline's own draw, so thresholds that send every cell to
-//! it score that baseline exactly; on the shadow batch the chosen mix scores at least as well as
+//! `table_baseline`; `GuessWeighed`), else the random baseline's own draw, so thresholds that send
+//! every cell to it score that baseline exactly; on the shadow batch the chosen mix scores at least as well as
 //! the guess (made for the shadow as for the client), and better only by a gain it is sure of.
 //! Where the server holds the table's rows, the continuous cells the thresholds keep are then read
 //! with the table's own values as their prior, at a width the shadow chooses (`assess::table_prior`),
@@ -579,6 +580,7 @@ impl FallbackSummary {
             gain_bound_across_shadows: c.across.map(|a| a.gain_bound),
             unlike_every_shadow: c.unlike_every_shadow(),
             unsure_across_shadows: c.unsure_across_shadows(),
+            table_guess: None,
         }
     }
 }

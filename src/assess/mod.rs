@@ -33,7 +33,7 @@ mod span_placed;
 mod span_pursuit;
 pub(crate) mod span_rows;
 pub mod stopping;
-mod table_guess;
+pub mod table_guess;
 pub mod table_prior;
 mod unseen_rows;
 pub mod update_choice;

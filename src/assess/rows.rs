@@ -55,7 +55,7 @@ impl Setup<'_> {
 
     /// The random baseline: what an attacker knows without the update (the table's marginals),
     /// scored on the same batch, and the cells a fallback takes.
-    fn random_guess(&self) -> Vec<Vec<Value>> {
+    pub(crate) fn random_guess(&self) -> Vec<Vec<Value>> {
         random_rows(self.dataset, self.config.rows(), seed_for(self.config.seed, 5))
     }
 
@@ -78,11 +78,12 @@ impl Setup<'_> {
         };
         let random_guess = self.random_guess();
         let table_guess = self.table_guess();
-        // Where the server holds the table's rows (its shadow client's were), cells fall back to
-        // its guess from them, else to the marginals' draw.
+        // Where the server holds the table's rows (its shadow client's were), rows that fall back
+        // whole take its guess from them where its own batches show that guess better than
+        // the marginals' draw; else they take the draw.
         let guess = Guess {
             draw: random_guess.clone(),
-            table: table_guess
+            table: (self.fallback_table_guess())
                 .filter(|_| calibration.is_some_and(|c| c.shadow_of_table))
                 .map(<[_]>::to_vec),
         };
@@ -113,6 +114,7 @@ impl Setup<'_> {
         let scored = score(&self.rules, &truth.rows, &recon.rows);
         let fallback = mask.map(|(c, mask)| FallbackSummary {
             imputed_without_update: without_update,
+            table_guess: self.table_guess_weighed().filter(|_| c.shadow_of_table),
             ..FallbackSummary::of(&c, &mask, Some(&scored))
         });
         let read_gain = fallback.as_ref().and_then(|f| f.read_gain);
@@ -229,7 +231,7 @@ impl Setup<'_> {
         };
         // The rows a fallback would put in: the table's guess where the server holds the table.
         let guess = match c.shadow_of_table {
-            true => self.table_guess().unwrap_or(guess),
+            true => self.fallback_table_guess().unwrap_or(guess),
             false => guess,
         };
         let fits = self.client_fits(recon, guess).await?;

@@ -173,13 +173,31 @@ fn answered_early(r: &Report, s: &mut String) {
     }
 }
 
+/// Why rows that fell back whole took the marginals' draw where the server holds the table: its
+/// guess did not beat the draw on nearly every batch it simulated (`GuessWeighed::taken`).
+fn table_guess_not_taken(f: &crate::assess::fallback::FallbackSummary, s: &mut String) {
+    if let Some(w) = f.table_guess.filter(|w| f.shadow_of_table && !w.taken) {
+        let _ = writeln!(
+            s,
+            "the table's guess was not taken: on {} batches the server simulated from its rows it scored below \
+             the marginals' draw on {} (more than one in twenty; {:+.1} points on the mean), so rows that fell \
+             back whole took the draw, the guessing this report is set beside",
+            w.batches,
+            w.below,
+            100.0 * w.gain
+        );
+    }
+}
+
 /// What fell back to the table's guess or its marginals, and why: the shadow client's choice,
 /// and where the reconstruction explains the update no better than the guess, that the attack ran
 /// out of strength.
 fn fallback_lines(f: &crate::assess::fallback::FallbackSummary, s: &mut String) {
     // Where the server holds the table's rows, cells fall back to its guess from them
-    // (`assess::table_guess`), else to the marginals' draw.
-    let (to, guess, rows) = match f.shadow_of_table {
+    // (`assess::table_guess`) where its own batches show that guess better than the marginals'
+    // draw, else to the draw.
+    let to_table = f.shadow_of_table && f.table_guess.is_none_or(|w| w.taken);
+    let (to, guess, rows) = match to_table {
         true => (
             "the table's guess (rows of the table outside this batch, chosen without the update) where a \
              whole row falls back, else to the marginals' draw",
@@ -226,6 +244,7 @@ fn fallback_lines(f: &crate::assess::fallback::FallbackSummary, s: &mut String) 
              showed to gain"
         );
     }
+    table_guess_not_taken(f, s);
     if f.imputed {
         let _ = writeln!(
             s,

@@ -111,6 +111,12 @@ pub struct FallbackSummary {
     /// cell the update does not hold fell back (`Calibration::unsure_across_shadows`).
     #[serde(default)]
     pub unsure_across_shadows: bool,
+    /// Where the server holds the table: its guess weighed against the marginals' draw on
+    /// batches it simulated from its rows (`table_guess::weigh_against_draw`). Rows that fell
+    /// back whole took the table's guess only where it beat the draw on nearly every batch
+    /// (`GuessWeighed::taken`), else the draw; null where it was not weighed.
+    #[serde(default)]
+    pub table_guess: Option<crate::assess::table_guess::GuessWeighed>,
 }
 
 /// Share of right cells among those the mask selects (`want` true) or leaves (`want` false),

@@ -49,7 +49,7 @@ pub struct Setup<'a> {
     pub determined: Vec<crate::table::determined::Determined>,
     /// The table's guess (`Setup::table_guess`), made once: the fallback's fits and the report
     /// both read it.
-    pub(crate) table_guess: std::sync::OnceLock<Option<Vec<Vec<crate::table::Value>>>>,
+    pub(crate) table_guess: std::sync::OnceLock<Option<crate::assess::table_guess::typical::TableGuess>>,
     /// The first layer's span searched (`Setup::enumerate_span`), once.
     pub(crate) span_rows: std::sync::OnceLock<crate::assess::span_rows::SpanSearch>,
     /// The span of every direction above its tail's noise, searched for the choice alone
