@@ -11,9 +11,10 @@
 //! own (`Calibration::unlike_shadow`). The guess is the table's where the server holds its rows
 //! and its own batches show that guess beating the random baseline's draw on nearly every batch
 //! (`assess::table_guess`: rows outside the batch chosen as a set like a batch, the report's
-//! `table_baseline`; `GuessWeighed`), else the random baseline's own draw, so thresholds that send
-//! every cell to it score that baseline exactly; on the shadow batch the chosen mix scores at least as well as
-//! the guess (made for the shadow as for the client), and better only by a gain it is sure of.
+//! `table_baseline`; `GuessWeighed`), else the random baseline's own draw, so thresholds that
+//! send every cell to it score that baseline exactly; on the shadow batch the chosen mix scores
+//! at least as well as the guess (made for the shadow as for the client), and better only by a
+//! gain it is sure of.
 //! Where the server holds the table's rows, the continuous cells the thresholds keep are then read
 //! with the table's own values as their prior, at a width the shadow chooses (`assess::table_prior`),
 //! and the cells that fall back in rows that keep others are imputed from the table's rows most

@@ -16,8 +16,8 @@
 //! they take the draw, and such an attack scores guessing exactly.
 pub(crate) mod typical;
 
-pub use typical::{GuessWeighed, MOST_BELOW, typical_rows, weigh_against_draw};
-pub(crate) use typical::{TableGuess, typical_set};
+pub(crate) use typical::TableGuess;
+pub use typical::{GuessWeighed, MOST_BELOW, rows_at, typical_set, weigh_against_draw};
 
 use super::imputed::Guess;
 use crate::attack::baselines::{random_rows, rows_outside};
@@ -79,8 +79,10 @@ impl Setup<'_> {
             &self.random_guess(),
             seed_for(self.config.seed, 51),
         );
-        let rows = set.iter().map(|&i| self.dataset.rows[i].clone()).collect();
-        Some(TableGuess { rows, weighed })
+        Some(TableGuess {
+            rows: rows_at(self.dataset, &set),
+            weighed,
+        })
     }
 
     /// The guess the shadow client's cells fall back to, made as the client's is: the marginals'
@@ -95,7 +97,7 @@ impl Setup<'_> {
                 .filter(|&i| !truth.contains(&dataset.rows[i]))
                 .collect();
             let labels = Some(&self.scenario.labels[..]).filter(|l| l.len() == truth.len());
-            typical_rows(&self.rules, dataset, &outside, labels, truth.len(), seed)
+            typical_set(&self.rules, dataset, &outside, labels, truth.len(), seed).map(|set| rows_at(dataset, &set))
         };
         // The shadow's whole rows take the table's guess where the client's would.
         let of_table = of_table && self.fallback_table_guess().is_some();

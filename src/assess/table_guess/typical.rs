@@ -1,4 +1,4 @@
-//! The table's guess as a set of the table's rows (`typical_rows`), and how it weighs against the
+//! The table's guess as a set of the table's rows (`typical_set`), and how it weighs against the
 //! marginals' draw on batches the server simulates (`weigh_against_draw`).
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use serde::{Deserialize, Serialize};
@@ -75,21 +75,9 @@ impl Slots {
 
 /// The table's guess for a batch whose slots have `labels` (a regression's, or where the server
 /// does not pair labels with rows: None, every slot drawn from every row), from the rows of
-/// `dataset` at `outside`. None where some label has fewer rows there than slots.
-pub fn typical_rows(
-    rules: &[Rule],
-    dataset: &Dataset,
-    outside: &[usize],
-    labels: Option<&[usize]>,
-    rows: usize,
-    seed: u64,
-) -> Option<Vec<Vec<Value>>> {
-    let set = typical_set(rules, dataset, outside, labels, rows, seed)?;
-    Some(set.iter().map(|&i| dataset.rows[i].clone()).collect())
-}
-
-/// `typical_rows` as indices into the table.
-pub(crate) fn typical_set(
+/// `dataset` at `outside`, as indices into the table (`rows_at`). None where some label has fewer
+/// rows there than slots.
+pub fn typical_set(
     rules: &[Rule],
     dataset: &Dataset,
     outside: &[usize],
@@ -156,6 +144,11 @@ pub(crate) fn typical_set(
     Some(set)
 }
 
+/// The table's rows at `set`.
+pub fn rows_at(dataset: &Dataset, set: &[usize]) -> Vec<Vec<Value>> {
+    set.iter().map(|&i| dataset.rows[i].clone()).collect()
+}
+
 /// Batches of the slots' labels the table's guess is weighed on against the marginals' draw,
 /// drawn afresh (not those the set was fitted to, on which it would look better than it is).
 const WEIGHED: usize = 64;
@@ -204,7 +197,7 @@ pub fn weigh_against_draw(
     seed: u64,
 ) -> Option<GuessWeighed> {
     let rows = set.len();
-    let guess: Vec<Vec<Value>> = set.iter().map(|&i| dataset.rows[i].clone()).collect();
+    let guess = rows_at(dataset, set);
     let others: Vec<usize> = outside.iter().copied().filter(|i| !set.contains(i)).collect();
     let slots = Slots::of(dataset, &others, labels, rows)?;
     let per_batch = 2u64.saturating_mul((rows as u64).saturating_pow(3));
@@ -262,10 +255,16 @@ mod tests {
             let truth: Vec<Vec<Value>> = batch.iter().map(|&i| data.rows[i].clone()).collect();
             let labels: Vec<usize> = batch.iter().map(|&i| data.labels[i]).collect();
             let outside = rows_outside(&data, &batch);
-            let guess = typical_rows(&rules, &data, &outside, Some(&labels), 16, b).unwrap();
+            let guess = rows_at(
+                &data,
+                &typical_set(&rules, &data, &outside, Some(&labels), 16, b).unwrap(),
+            );
             assert_eq!(
                 guess,
-                typical_rows(&rules, &data, &outside, Some(&labels), 16, b).unwrap()
+                rows_at(
+                    &data,
+                    &typical_set(&rules, &data, &outside, Some(&labels), 16, b).unwrap()
+                )
             );
             for row in &guess {
                 assert!(
@@ -287,11 +286,11 @@ mod tests {
         // Beyond the work bound (B = 293 and up) the guess is its starting draw, whole rows of
         // the table, on every word size (the bound is counted in u64).
         let all: Vec<usize> = (0..data.n()).collect();
-        let wide = typical_rows(&rules, &data, &all, None, 300, 1).unwrap();
+        let wide = rows_at(&data, &typical_set(&rules, &data, &all, None, 300, 1).unwrap());
         assert_eq!(wide.len(), 300);
         assert!(wide.iter().all(|row| data.rows.contains(row)));
         // Too few rows of a label outside the batch: no guess.
-        assert!(typical_rows(&rules, &data, &all[..3], Some(&[0; 8]), 8, 0).is_none());
+        assert!(typical_set(&rules, &data, &all[..3], Some(&[0; 8]), 8, 0).is_none());
     }
 
     /// The guess is weighed against the marginals' draw on batches of rows other than its own,
