@@ -811,7 +811,8 @@ table_guess: GuessWeighed | null, };
  */
 export type GuessWeighed = { batches: number, gain: number, below: number, 
 /**
- * Whether rows that fall back whole take the guess (`GuessWeighed::beats_draw`).
+ * Whether rows that fall back whole take the guess: it scored below the draw on at most
+ * `MOST_BELOW` of the batches.
  */
 taken: boolean, };
 

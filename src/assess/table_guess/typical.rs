@@ -89,12 +89,9 @@ pub fn typical_set(
         return Some(Vec::new());
     }
     let slots = Slots::of(dataset, outside, labels, rows)?;
-    let pools = &slots.pools;
-    let slot_class = &slots.class;
     let mut rng = StdRng::seed_from_u64(seed);
-    let draw = |rng: &mut StdRng| slots.draw(rng);
-    let simulated: Vec<Vec<usize>> = (0..SIMULATED).map(|_| draw(&mut rng)).collect();
-    let mut set = draw(&mut rng);
+    let simulated: Vec<Vec<usize>> = (0..SIMULATED).map(|_| slots.draw(&mut rng)).collect();
+    let mut set = slots.draw(&mut rng);
     // In u64: on wasm32 a usize holds B³·8 only below B = 813.
     let (b, simulated_count) = (rows as u64, SIMULATED as u64);
     let (start, swap) = (
@@ -126,7 +123,7 @@ pub fn typical_set(
     let mut best = total(&matchings);
     for _ in 0..swaps {
         let slot = rng.random_range(0..rows);
-        let pool = &pools[slot_class[slot]];
+        let pool = &slots.pools[slots.class[slot]];
         let candidate = pool[rng.random_range(0..pool.len())];
         if set.contains(&candidate) {
             continue;
@@ -166,20 +163,14 @@ pub struct GuessWeighed {
     pub batches: usize,
     pub gain: f64,
     pub below: usize,
-    /// Whether rows that fall back whole take the guess (`GuessWeighed::beats_draw`).
+    /// Whether rows that fall back whole take the guess: it scored below the draw on at most
+    /// `MOST_BELOW` of the batches.
     pub taken: bool,
 }
 
 /// The share of the server's batches on which the table's guess may score below the draw and be
 /// taken: one in twenty.
 pub const MOST_BELOW: f64 = 0.05;
-
-impl GuessWeighed {
-    /// Whether the guess scored below the draw on at most `MOST_BELOW` of the server's batches.
-    pub fn beats_draw(&self) -> bool {
-        (self.below as f64) <= MOST_BELOW * self.batches as f64
-    }
-}
 
 /// The table's rows at `set` (the guess) and `draw` scored on `WEIGHED` batches of the slots'
 /// labels drawn from the rows at `outside` other than the guess's own: a batch holding one of
@@ -208,18 +199,17 @@ pub fn weigh_against_draw(
     let mut rng = StdRng::seed_from_u64(seed);
     let gains: Vec<f64> = (0..batches)
         .map(|_| {
-            let batch: Vec<Vec<Value>> = slots.draw(&mut rng).iter().map(|&i| dataset.rows[i].clone()).collect();
+            let batch = rows_at(dataset, &slots.draw(&mut rng));
             score(rules, &batch, &guess).accuracy.total - score(rules, &batch, draw).accuracy.total
         })
         .collect();
-    let mut weighed = GuessWeighed {
+    let below = gains.iter().filter(|&&g| g < 0.0).count();
+    Some(GuessWeighed {
         batches,
         gain: gains.iter().sum::<f64>() / batches as f64,
-        below: gains.iter().filter(|&&g| g < 0.0).count(),
-        taken: false,
-    };
-    weighed.taken = weighed.beats_draw();
-    Some(weighed)
+        below,
+        taken: below as f64 <= MOST_BELOW * batches as f64,
+    })
 }
 
 /// The table's guess made for a setup, and how it weighed against the marginals' draw (None:
@@ -311,7 +301,7 @@ mod tests {
                 let draw = random_rows(data, b, k);
                 let w = weigh_against_draw(&rules, data, &outside, Some(&labels), &set, &draw, k).unwrap();
                 assert_eq!(w.batches, WEIGHED);
-                taken += w.beats_draw() as usize;
+                taken += w.taken as usize;
                 gain += w.gain / 6.0;
             }
             (taken, gain)
