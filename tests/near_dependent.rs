@@ -42,6 +42,9 @@ struct Run {
     skipped: usize,
     /// Rows proved and rows held in the band well above the rounding.
     proved_natural: (usize, usize),
+    /// Per crafting of the server's (`generator::CRAFTS`, crafted runs only): batches, rows,
+    /// rows proved, false proofs.
+    by_craft: Vec<[usize; 4]>,
 }
 
 fn run(first: u64, n: usize) -> Run {
@@ -49,11 +52,13 @@ fn run(first: u64, n: usize) -> Run {
         &[common::adult(), common::dataset("german-credit.csv", "credit_risk")],
         first,
         n,
+        false,
     )
 }
 
 /// `run` on `tables`, batch i on table i mod their number.
-fn run_on(tables: &[Dataset], first: u64, n: usize) -> Run {
+/// `crafted`: each network laid out by the server as `generator::CRAFTS` says, in turn.
+fn run_on(tables: &[Dataset], first: u64, n: usize, crafted: bool) -> Run {
     let encodings: Vec<Dataset> = tables.iter().map(|d| Encoding::of(d).into_dataset().unwrap()).collect();
     let mut nets: HashMap<String, Params> = HashMap::new();
     let mut out = Run {
@@ -61,13 +66,18 @@ fn run_on(tables: &[Dataset], first: u64, n: usize) -> Run {
         first_false: None,
         skipped: 0,
         proved_natural: (0, 0),
+        by_craft: vec![[0; 4]; if crafted { generator::CRAFTS.len() } else { 0 }],
     };
     for i in 0..n {
         let seed = first + i as u64;
         let mut rng = StdRng::seed_from_u64(seed);
         let t = i % tables.len();
         let d = &tables[t];
-        let net: Net = generator::random_net(&mut rng);
+        let mut net: Net = generator::random_net(&mut rng);
+        let craft = (i / tables.len()) % generator::CRAFTS.len();
+        if crafted {
+            net.craft = generator::CRAFTS[craft];
+        }
         let fitted = d.features.iter().filter(|f| !f.is_categorical()).count();
         // A network too narrow for a batch of 16 and the certificate's checks.
         if net.width < 16 + fitted + 8 {
@@ -97,6 +107,15 @@ fn run_on(tables: &[Dataset], first: u64, n: usize) -> Run {
         tl.out.twice += got.twice;
         tl.out.near += got.near;
         tl.out.near_false += got.near_false;
+        if crafted {
+            let c = &mut out.by_craft[craft];
+            *c = [
+                c[0] + 1,
+                c[1] + got.rows,
+                c[2] + got.proved,
+                c[3] + got.false_proofs + got.twice,
+            ];
+        }
         if band == BANDS.len() - 1 {
             out.proved_natural = (out.proved_natural.0 + got.proved, out.proved_natural.1 + got.rows);
         }
@@ -133,10 +152,38 @@ fn no_near_dependent_pair_on_a_continuous_table_gets_a_false_proof() {
             ],
             first,
             n,
+            false,
         ),
         n,
         start,
     );
+}
+
+/// The same on networks whose units the server laid out (`generator::Craft`): first-layer units
+/// duplicated, binned along one direction, always active, of low rank or reading a column or two
+/// each; second-layer units silent or duplicated. `LEAKSCOPE_CRAFTED_BATCHES` for a long run.
+#[test]
+fn no_network_the_server_crafted_gets_a_false_proof() {
+    let n = common::env_u64("LEAKSCOPE_CRAFTED_BATCHES", 14) as usize;
+    let first = common::env_u64("LEAKSCOPE_NEAR_DEPENDENT_SEED", 0);
+    let start = std::time::Instant::now();
+    let out = run_on(
+        &[common::adult(), common::dataset("german-credit.csv", "credit_risk")],
+        first,
+        n,
+        true,
+    );
+    println!("| the server's crafting | batches | rows | proved | false proofs or claimed twice |");
+    println!("|---|---|---|---|---|");
+    for (craft, c) in generator::CRAFTS.iter().zip(&out.by_craft) {
+        println!("| {craft:?} | {} | {} | {} | {} |", c[0], c[1], c[2], c[3]);
+    }
+    // Not vacuous: some crafted networks still prove rows.
+    assert!(
+        out.by_craft.iter().any(|c| c[2] > 0),
+        "nothing proved on any crafted network"
+    );
+    check(out, n, start);
 }
 
 /// The table of a run, and its assertions.

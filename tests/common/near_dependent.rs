@@ -37,6 +37,38 @@ pub enum Scale {
     Outputs,
 }
 
+/// How the server laid out the units of the network it sent, beyond scaling them: weights
+/// crafted by the server are inputs too (issue 43).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Craft {
+    None,
+    /// A quarter of the first layer's units are copies of others.
+    DuplicateUnits,
+    /// Half the first layer's units share one direction, their biases at the table's quantiles
+    /// along it: the binning of Fowl et al., "Robbing the Fed" (ICLR 2022).
+    Binned,
+    /// A third of the first layer's units are active on every row (bias 10²).
+    AlwaysActive,
+    /// A first layer of rank 2 to d/3.
+    LowRank,
+    /// Each first-layer unit reads one or two input columns.
+    FewColumns,
+    /// A third of the second layer's units have output weights zero.
+    SilentUnits,
+    /// A quarter of the second layer's units are copies of others, output weights too.
+    DuplicateSecond,
+}
+
+pub const CRAFTS: [Craft; 7] = [
+    Craft::DuplicateUnits,
+    Craft::Binned,
+    Craft::AlwaysActive,
+    Craft::LowRank,
+    Craft::FewColumns,
+    Craft::SilentUnits,
+    Craft::DuplicateSecond,
+];
+
 /// The network a batch is attacked on.
 #[derive(Debug, Clone, Copy)]
 pub struct Net {
@@ -44,6 +76,7 @@ pub struct Net {
     pub model: Model,
     pub epochs: usize,
     pub scale: Scale,
+    pub craft: Craft,
 }
 
 /// A random network's description.
@@ -65,6 +98,88 @@ pub fn random_net(rng: &mut StdRng) -> Net {
         },
         epochs: [0, 0, 1, 5][rng.random_range(0..4)],
         scale: [Scale::None, Scale::None, Scale::FirstLayer, Scale::Outputs][rng.random_range(0..4)],
+        craft: Craft::None,
+    }
+}
+
+/// `count` distinct units of `h` to copy from, and as many others to copy them into.
+fn copies(h: usize, count: usize, rng: &mut StdRng) -> Vec<(usize, usize)> {
+    let mut units: Vec<usize> = (0..h).collect();
+    for i in (1..h).rev() {
+        units.swap(i, rng.random_range(0..=i));
+    }
+    (0..count.min(h / 2)).map(|k| (units[k], units[h - 1 - k])).collect()
+}
+
+/// `params` laid out as `craft` says (weights are stored [inputs][units]).
+pub fn craft_units(d: &Dataset, params: &mut Params, craft: Craft, rng: &mut StdRng) {
+    let (inputs, h, h2, outputs) = (params.sizes[0], params.sizes[1], params.sizes[2], params.sizes[3]);
+    let [w1, w2, w3] = &mut params.weights[..] else {
+        unreachable!("two hidden layers")
+    };
+    let (b1, b2) = params.biases.split_at_mut(1);
+    let (b1, b2) = (&mut b1[0], &mut b2[0]);
+    match craft {
+        Craft::None => {}
+        Craft::DuplicateUnits => {
+            for (from, to) in copies(h, h / 4, rng) {
+                (0..inputs).for_each(|c| w1[c * h + to] = w1[c * h + from]);
+                b1[to] = b1[from];
+            }
+        }
+        Craft::Binned => {
+            let v: Vec<f64> = (0..inputs).map(|_| rng.random_range(-1.0..1.0)).collect();
+            let mut along: Vec<f64> = (0..2000)
+                .map(|_| {
+                    let x = d.encode(&d.rows[rng.random_range(0..d.n())]);
+                    x.iter().zip(&v).map(|(a, b)| a * b).sum()
+                })
+                .collect();
+            along.sort_by(f64::total_cmp);
+            let bins = h / 2;
+            for j in 0..bins {
+                (0..inputs).for_each(|c| w1[c * h + j] = v[c] as f32);
+                let q = along[(along.len() - 1) * (2 * j + 1) / (2 * bins)];
+                b1[j] = -q as f32;
+            }
+        }
+        Craft::AlwaysActive => {
+            for (j, _) in copies(h, h / 3, rng) {
+                b1[j] = 1e2;
+            }
+        }
+        Craft::LowRank => {
+            let rank = rng.random_range(2..=(inputs / 3).max(2));
+            let a: Vec<f64> = (0..h * rank).map(|_| rng.random_range(-1.0..1.0)).collect();
+            let b: Vec<f64> = (0..rank * inputs).map(|_| rng.random_range(-1.0..1.0)).collect();
+            let scale = 1.0 / ((rank * inputs) as f64).sqrt();
+            for c in 0..inputs {
+                for j in 0..h {
+                    let w: f64 = (0..rank).map(|k| a[j * rank + k] * b[k * inputs + c]).sum();
+                    w1[c * h + j] = (w * scale) as f32;
+                }
+            }
+        }
+        Craft::FewColumns => {
+            w1.iter_mut().for_each(|w| *w = 0.0);
+            for j in 0..h {
+                for _ in 0..rng.random_range(1..=2) {
+                    w1[rng.random_range(0..inputs) * h + j] = rng.random_range(-1.0..1.0);
+                }
+            }
+        }
+        Craft::SilentUnits => {
+            for (k, _) in copies(h2, h2 / 3, rng) {
+                w3[k * outputs..(k + 1) * outputs].iter_mut().for_each(|w| *w = 0.0);
+            }
+        }
+        Craft::DuplicateSecond => {
+            for (from, to) in copies(h2, h2 / 4, rng) {
+                (0..h).for_each(|j| w2[j * h2 + to] = w2[j * h2 + from]);
+                b2[to] = b2[from];
+                (0..outputs).for_each(|o| w3[to * outputs + o] = w3[from * outputs + o]);
+            }
+        }
     }
 }
 
@@ -144,6 +259,7 @@ pub struct Batch {
 pub fn batch(d: &Dataset, base: &Params, net: Net, b: usize, mixed: bool, rng: &mut StdRng) -> Option<Batch> {
     let model = net.model;
     let mut params = base.clone();
+    craft_units(d, &mut params, net.craft, rng);
     let mut drawn = std::collections::HashSet::new();
     let mut draw = |rng: &mut StdRng| loop {
         let i = rng.random_range(0..d.n());
