@@ -178,16 +178,31 @@ fn no_network_the_server_crafted_gets_a_false_proof() {
     for (craft, c) in generator::CRAFTS.iter().zip(&out.by_craft) {
         println!("| {craft:?} | {} | {} | {} | {} |", c[0], c[1], c[2], c[3]);
     }
-    // Not vacuous: some crafted networks still prove rows.
+    print_table(&out, n, start);
+    assert_eq!(out.first_false, None, "a proof of a row not in the batch, first at");
+    // Not vacuous: some crafted networks still prove rows. (Not asked where the pair is well
+    // separated, as `check` asks: a crafted layout may leave such a batch nothing to prove; one
+    // of 140 from seed 100,000 did.)
     assert!(
         out.by_craft.iter().any(|c| c[2] > 0),
         "nothing proved on any crafted network"
     );
-    check(out, n, start);
 }
 
 /// The table of a run, and its assertions.
 fn check(out: Run, n: usize, start: std::time::Instant) {
+    print_table(&out, n, start);
+    assert_eq!(out.first_false, None, "a proof of a row not in the batch, first at");
+    // Not vacuous: where the pair is well above the rounding, rows are proved.
+    let natural = out.proved_natural;
+    assert!(
+        natural.1 == 0 || natural.0 > 0,
+        "nothing proved on well-separated batches: {natural:?}"
+    );
+}
+
+/// The table of a run, by band of G₂'s σ_B / σ_1.
+fn print_table(out: &Run, n: usize, start: std::time::Instant) {
     println!(
         "| G₂'s σ_B / σ_1 | batches | rows | proved | consistent | of them near | false proofs | claimed twice | batches with a false proof | near, not within 0.16 std |"
     );
@@ -204,13 +219,6 @@ fn check(out: Run, n: usize, start: std::time::Instant) {
         n - out.skipped,
         out.skipped,
         start.elapsed().as_secs_f64()
-    );
-    assert_eq!(out.first_false, None, "a proof of a row not in the batch, first at");
-    // Not vacuous: where the pair is well above the rounding, rows are proved.
-    let natural = out.proved_natural;
-    assert!(
-        natural.1 == 0 || natural.0 > 0,
-        "nothing proved on well-separated batches: {natural:?}"
     );
 }
 
