@@ -22,6 +22,7 @@ use leakscope::report::Provenance;
 use leakscope::table::{Dataset, FeatureKind, Value, encode_rows};
 use rand::Rng;
 use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
 
 #[path = "perturb.rs"]
 mod perturb;
@@ -105,9 +106,7 @@ pub fn random_net(rng: &mut StdRng) -> Net {
 /// `count` distinct units of `h` to copy from, and as many others to copy them into.
 fn copies(h: usize, count: usize, rng: &mut StdRng) -> Vec<(usize, usize)> {
     let mut units: Vec<usize> = (0..h).collect();
-    for i in (1..h).rev() {
-        units.swap(i, rng.random_range(0..=i));
-    }
+    units.shuffle(rng);
     (0..count.min(h / 2)).map(|k| (units[k], units[h - 1 - k])).collect()
 }
 
