@@ -12,6 +12,7 @@ mod imputed;
 mod inverted_left;
 pub mod matching;
 mod misfits;
+mod near_moved;
 mod paired_labels;
 mod peeled;
 mod peeled_search;

@@ -49,7 +49,7 @@ impl Setup<'_> {
     }
 
     /// Rows in the encoding the client trained on (f32, as its update saw them), in f64.
-    fn encoded(&self, rows: &[Vec<Value>]) -> Vec<Vec<f64>> {
+    pub(super) fn encoded(&self, rows: &[Vec<Value>]) -> Vec<Vec<f64>> {
         rows.iter()
             .map(|row| {
                 encode_rows(self.dataset, std::slice::from_ref(row))

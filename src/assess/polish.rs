@@ -228,6 +228,7 @@ impl Setup<'_> {
             let origin: Vec<usize> = (0..rows.len()).collect();
             move_entropy(self.dataset, entropy, &origin, &recon.rows, &changed);
         }
+        self.recheck_moved_near(&mut recon, &rows, Unproved::Polished { fit });
         recon.rows = rows;
         // A consistent row stays so, moved to fit better: held to the update's seeing it, moved
         // rows right in every cell fell to the table's guess (Adult B = 16, E = 20, seed 9: 98.7

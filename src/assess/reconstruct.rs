@@ -102,8 +102,9 @@ pub struct Reconstruction {
 impl Reconstruction {
     /// Whether row `i` is settled: proved, or placed by the update within half the scoring
     /// tolerance of a row of the batch (`Unproved::Imprecise`, reported consistent). The attack
-    /// treats both alike (peeling takes them, no fallback or further inversion touches them);
-    /// only the report tells them apart.
+    /// treats both alike (peeling takes them, no fallback touches them); only the report tells
+    /// them apart, and a later fit that moves a near row keeps its claim only where the certificate
+    /// holds at its new point (`assess::near_moved`).
     pub fn settled(&self, i: usize) -> bool {
         self.provenance[i] == Provenance::Proved || self.unproved[i] == Some(Unproved::Imprecise)
     }

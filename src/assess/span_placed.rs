@@ -120,6 +120,7 @@ impl Setup<'_> {
             recon.provenance[i] = Provenance::Consistent;
             recon.unproved[i] = Some(Unproved::Unplaced);
         }
+        self.recheck_moved_near(&mut recon, &rows, Unproved::Unplaced);
         recon.rows = rows;
         recon.row_labels = self.labels_of_rows(&recon.rows);
         recon
