@@ -797,7 +797,13 @@ unsure_across_shadows: boolean,
  * back whole took the table's guess only where it beat the draw on nearly every batch
  * (`GuessWeighed::taken`), else the draw; null where it was not weighed.
  */
-table_guess: GuessWeighed | null, };
+table_guess: GuessWeighed | null, 
+/**
+ * The shadow's rows its update held only as consistent scored surely below the marginals'
+ * draw there, so the client's consistent rows were not held: they fell back as the
+ * ensemble's rows do, and are reported as the ensemble's (`Calibration::consistent_unheld`).
+ */
+consistent_unheld: boolean, };
 
 /**
  * The table's guess weighed against the marginals' draw (the report's guessing) on batches the

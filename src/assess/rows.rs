@@ -222,9 +222,10 @@ impl Setup<'_> {
             return Ok(None);
         }
         let holds_rows = recon.provenance.iter().any(|p| p.held_by_update());
+        let settles_rows = (0..recon.rows.len()).any(|i| recon.settled(i));
         let searched = recon.chosen.as_ref().map(|c| c.searched);
         let Some((c, shadow)) = self
-            .calibrate_fallback_on(marginals, holds_rows, searched, progress)
+            .calibrate_fallback_on(marginals, (holds_rows, settles_rows), searched, progress)
             .await?
         else {
             return Ok(None);
@@ -238,9 +239,10 @@ impl Setup<'_> {
         let picked_from_span = (recon.chosen.as_ref())
             .and_then(|c| c.pursuit.as_ref())
             .is_some_and(|p| p.kept);
+        let held = c.held(recon);
         let mut c = Calibration {
             fits,
-            holds_rows,
+            holds_rows: held.contains(&true),
             picked_from_span,
             ..c
         };
@@ -251,12 +253,11 @@ impl Setup<'_> {
         // A reshuffling client's thresholds weighed on more shadow batches, where they keep some
         // cell the update does not hold (else there is nothing to weigh) and its rows' fit is
         // known (both rules weigh it).
-        let held: Vec<bool> = recon.provenance.iter().map(|p| p.held_by_update()).collect();
         let keeps_open = recon.entropy.as_ref().is_some_and(|e| {
             (c.mask(&self.rules, e, &held).iter().zip(&held)).any(|(row, &h)| !h && row.iter().any(|&m| !m))
         });
         if let (Some(first), Some([fit, _]), true) = (first_draw, c.fits, keeps_open) {
-            let draws = self.shadow_draws(marginals, searched, holds_rows, c.thresholds, (first, fit), progress);
+            let draws = self.shadow_draws(marginals, searched, c.holds_rows, c.thresholds, (first, fit), progress);
             c.across = Some(AcrossShadows::of(&draws.await?, LOWER_BOUND_Z));
         }
         Ok(Some(c))
@@ -482,7 +483,7 @@ pub fn fall_back(
     guess: &Guess,
 ) -> Option<(Calibration, Vec<Vec<bool>>)> {
     let entropy = recon.entropy.as_ref()?;
-    let held: Vec<bool> = recon.provenance.iter().map(|p| p.held_by_update()).collect();
+    let held = c.held(recon);
     let mut c = Calibration {
         holds_rows: held.iter().any(|&h| h),
         ..*c
@@ -492,9 +493,12 @@ pub fn fall_back(
     // happen (every open row fell back whole, as where a reshuffling client's shadows decide).
     c.imputed &= mask.iter().any(|m| m.contains(&true) && m.contains(&false));
     recon.rows = mix(&recon.rows, guess, &mask);
-    for (p, m) in recon.provenance.iter_mut().zip(&mask) {
+    for (i, m) in mask.iter().enumerate() {
         if m.iter().all(|&m| m) {
-            *p = Provenance::Prior;
+            recon.provenance[i] = Provenance::Prior;
+        } else if recon.provenance[i].held_by_update() && !held[i] {
+            // Not held (`Calibration::consistent_unheld`): the ensemble's, as the fallback read it.
+            (recon.provenance[i], recon.unproved[i]) = (Provenance::Ensemble, None);
         }
     }
     Some((c, mask))

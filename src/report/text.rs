@@ -261,13 +261,7 @@ fn fallback_lines(f: &crate::assess::fallback::FallbackSummary, s: &mut String) 
             pct(Some(w))
         );
     }
-    if f.untested && !f.exhausted && f.prior_cells > 0 {
-        let _ = writeln!(
-            s,
-            "the shadow client's update held every row of its batch, so no row the ensemble gave was tested \
-             there: every cell of the rows this update does not hold is {guess}"
-        );
-    }
+    held_lines(s, f, guess);
     if let (true, false, Some(recon), Some(shadow)) = (f.unlike_shadow, f.exhausted, f.update_fit, f.shadow_update_fit)
     {
         let _ = writeln!(
@@ -306,6 +300,25 @@ fn fallback_lines(f: &crate::assess::fallback::FallbackSummary, s: &mut String) 
             ),
             false => Ok(()),
         };
+    }
+}
+
+/// What the shadow client said of the rows the update holds: none of the ensemble's tested
+/// (`Calibration::untested`), or its consistent rows below `guess` (`consistent_unheld`).
+fn held_lines(s: &mut String, f: &crate::assess::fallback::FallbackSummary, guess: &str) {
+    if f.untested && !f.exhausted && f.prior_cells > 0 {
+        let _ = writeln!(
+            s,
+            "the shadow client's update held every row of its batch, so no row the ensemble gave was tested \
+             there: every cell of the rows this update does not hold is {guess}"
+        );
+    }
+    if f.consistent_unheld {
+        let _ = writeln!(
+            s,
+            "the rows the shadow client's update held only as consistent scored surely below {guess} there, so \
+             this update's consistent rows were not held either: they fell back as the ensemble's rows do"
+        );
     }
 }
 

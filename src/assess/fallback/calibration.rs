@@ -3,6 +3,7 @@
 //! a shadow batch far easier or far harder than the client's); a regression's labels too.
 use super::draws::AcrossShadows;
 use crate::assess::matching::Rule;
+use crate::assess::reconstruct::Reconstruction;
 use crate::assess::update_choice::UPDATE_FIT_THRESHOLD;
 
 /// How sure the shadow batch must make the server that keeping a candidate's ensemble cells beats
@@ -123,9 +124,22 @@ pub struct Calibration {
     /// What a reshuffling client's shadow batches said together (`fallback::draws`), once
     /// `Setup::fallback_on` ran them.
     pub across: Option<AcrossShadows>,
+    /// The shadow's rows that its update held only as consistent (neither proved nor placed near
+    /// a batch row) scored surely below the marginals' draw there (`consistent_below_draw`): on
+    /// the client such rows are not held either (`held`), and fall back as the ensemble's do.
+    pub consistent_unheld: bool,
 }
 
 impl Calibration {
+    /// The rows of `recon` the update holds as this calibration reads it: proved and consistent
+    /// rows (`Provenance::held_by_update`), or where the shadow's consistent rows scored surely
+    /// below the draw (`consistent_unheld`), only the settled ones (proved, or near a batch row).
+    pub fn held(&self, recon: &Reconstruction) -> Vec<bool> {
+        (0..recon.rows.len())
+            .map(|i| recon.provenance[i].held_by_update() && (!self.consistent_unheld || recon.settled(i)))
+            .collect()
+    }
+
     /// The reconstruction explains the update no better than the marginal guess: the attack has
     /// nothing to go on beyond the marginals, whatever the shadow client showed.
     pub fn exhausted(&self) -> bool {

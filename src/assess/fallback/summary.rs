@@ -117,6 +117,11 @@ pub struct FallbackSummary {
     /// (`GuessWeighed::taken`), else the draw; null where it was not weighed.
     #[serde(default)]
     pub table_guess: Option<crate::assess::table_guess::GuessWeighed>,
+    /// The shadow's rows its update held only as consistent scored surely below the marginals'
+    /// draw there, so the client's consistent rows were not held: they fell back as the
+    /// ensemble's rows do, and are reported as the ensemble's (`Calibration::consistent_unheld`).
+    #[serde(default)]
+    pub consistent_unheld: bool,
 }
 
 /// Share of right cells among those the mask selects (`want` true) or leaves (`want` false),

@@ -160,6 +160,7 @@ fn calibration() -> Calibration {
         read_gain: None,
         imputed: false,
         across: None,
+        consistent_unheld: false,
     }
 }
 
@@ -452,4 +453,33 @@ fn a_reshuffling_client_past_its_shadow_batches_falls_back_where_they_do_not_spe
         ..unlike
     };
     assert!(!within.unlike_every_shadow() && !within.unsure_across_shadows());
+}
+
+/// Rows held only as consistent are set beside the draw on the shadow batch: unheld where the
+/// draw scores surely better in their place, held where it does not (their cells right, or as
+/// often right as the draw's).
+#[test]
+fn consistent_rows_are_unheld_only_where_the_draw_is_surely_better() {
+    let (mut truth, mut right, mut wrong, mut draw) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for i in 0..40u32 {
+        let (t, w) = (row(i, i as f64), row(100 + i, 1e3 + i as f64));
+        truth.push(t.clone());
+        right.push(t.clone());
+        wrong.push(w.clone());
+        // The draw right on even rows, wrong on odd ones.
+        draw.push(if i % 2 == 0 { t } else { row(200 + i, 2e3 + i as f64) });
+    }
+    let prior = Guess::drawn(draw);
+    let consistent: Vec<bool> = (0..40).map(|i| i < 30).collect();
+    // Wrong consistent rows, the draw right in half their cells: surely worse.
+    assert!(consistent_below_draw(&rules(), &truth, &wrong, &prior, &consistent));
+    // Right ones: held.
+    assert!(!consistent_below_draw(&rules(), &truth, &right, &prior, &consistent));
+    // Right where the draw is wrong and wrong where it is right: no sure difference.
+    let even: Vec<Vec<Value>> = (0..40)
+        .map(|i| if i % 2 == 0 { wrong[i].clone() } else { right[i].clone() })
+        .collect();
+    assert!(!consistent_below_draw(&rules(), &truth, &even, &prior, &consistent));
+    // No consistent row: nothing to unhold.
+    assert!(!consistent_below_draw(&rules(), &truth, &wrong, &prior, &[false; 40]));
 }
