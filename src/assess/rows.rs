@@ -494,11 +494,13 @@ pub fn fall_back(
     c.imputed &= mask.iter().any(|m| m.contains(&true) && m.contains(&false));
     recon.rows = mix(&recon.rows, guess, &mask);
     for (i, m) in mask.iter().enumerate() {
+        // Not held (`Calibration::consistent_unheld`): the ensemble's, as the fallback read it,
+        // no longer said to fit the update.
+        if recon.provenance[i].held_by_update() && !held[i] {
+            (recon.provenance[i], recon.unproved[i]) = (Provenance::Ensemble, None);
+        }
         if m.iter().all(|&m| m) {
             recon.provenance[i] = Provenance::Prior;
-        } else if recon.provenance[i].held_by_update() && !held[i] {
-            // Not held (`Calibration::consistent_unheld`): the ensemble's, as the fallback read it.
-            (recon.provenance[i], recon.unproved[i]) = (Provenance::Ensemble, None);
         }
     }
     Some((c, mask))
