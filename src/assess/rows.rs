@@ -473,7 +473,8 @@ fn pairing_with_labels(read: &[usize], labels: &[usize]) -> Option<Vec<usize>> {
 /// The cells of `recon` that fall back by `c`, taken from `guess` (`Guess`: rows whose every cell
 /// falls back the table's guess where the server holds the table, else the random baseline's own
 /// draw): never a cell of a row the update holds (proved, or consistent: of the 861 consistent
-/// rows in the reports of issue 43's runs, 94.8 % of cells were right), the others by
+/// rows in the reports of issue 43's runs, 94.8 % of cells were right; only settled rows where
+/// the shadow's consistent rows scored surely below the draw, `Calibration::held`), the others by
 /// `Calibration::mask`. Rows whose every cell fell back are the prior's. The calibration as
 /// applied (`Calibration::holds_rows` set), and the mask.
 pub fn fall_back(
