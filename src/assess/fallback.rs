@@ -397,9 +397,7 @@ impl Setup<'_> {
             .map(|i| recon.provenance[i].held_by_update() && !recon.settled(i))
             .collect();
         let consistent_unheld = consistent_below_draw(&self.rules, &truth.rows, &recon.rows, &prior, &consistent);
-        let held: Vec<bool> = (0..recon.rows.len())
-            .map(|i| recon.provenance[i].held_by_update() && !(consistent_unheld && consistent[i]))
-            .collect();
+        let held = calibration::held_rows(&recon, consistent_unheld);
         let client_holds_rows = match consistent_unheld {
             true => client_holds_rows.1,
             false => client_holds_rows.0,

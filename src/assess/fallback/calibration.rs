@@ -83,6 +83,14 @@ pub fn explains_no_better([recon, prior]: [f64; 2]) -> bool {
     !(recon < prior)
 }
 
+/// The rows of `recon` the update holds: proved and consistent rows, or with `consistent_unheld`
+/// only the settled ones (`Calibration::held`, and the shadow's own rows).
+pub fn held_rows(recon: &Reconstruction, consistent_unheld: bool) -> Vec<bool> {
+    (0..recon.rows.len())
+        .map(|i| recon.provenance[i].held_by_update() && (!consistent_unheld || recon.settled(i)))
+        .collect()
+}
+
 /// What the shadow client taught: the thresholds, and the shadow accuracies of the ensemble, the
 /// marginal guess and the mix; for a regression, its labels' too; and how far the update is from
 /// explained by the reconstruction and by the marginal guess (`Setup::fits`).
@@ -135,9 +143,7 @@ impl Calibration {
     /// rows (`Provenance::held_by_update`), or where the shadow's consistent rows scored surely
     /// below the draw (`consistent_unheld`), only the settled ones (proved, or near a batch row).
     pub fn held(&self, recon: &Reconstruction) -> Vec<bool> {
-        (0..recon.rows.len())
-            .map(|i| recon.provenance[i].held_by_update() && (!self.consistent_unheld || recon.settled(i)))
-            .collect()
+        held_rows(recon, self.consistent_unheld)
     }
 
     /// The reconstruction explains the update no better than the marginal guess: the attack has
