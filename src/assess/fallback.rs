@@ -487,7 +487,8 @@ impl Setup<'_> {
         let Some(truth) = &shadow.scenario.truth else {
             return Ok(None);
         };
-        let fit = shadow.replayed_fits(recon, prior.whole()).await?.map(|f| f[0]);
+        let held: Vec<bool> = recon.provenance.iter().map(|p| p.held_by_update()).collect();
+        let fit = shadow.replayed_fits(recon, &held, prior.whole()).await?.map(|f| f[0]);
         let accuracy = |rows: &[Vec<_>]| score(&self.rules, &truth.rows, rows).accuracy.total;
         let gain = accuracy(&mix(&recon.rows, prior, mask)) - accuracy(prior.whole());
         Ok(Some(ShadowDraw { fit, gain }))

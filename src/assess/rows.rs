@@ -235,11 +235,13 @@ impl Setup<'_> {
             true => self.fallback_table_guess().unwrap_or(guess),
             false => guess,
         };
-        let fits = self.client_fits(recon, guess).await?;
+        // The fits count the rows this calibration holds: where it does not hold the consistent
+        // rows (`Calibration::consistent_unheld`), the guess takes their place in the second.
+        let held = c.held(recon);
+        let fits = self.client_fits(recon, &held, guess).await?;
         let picked_from_span = (recon.chosen.as_ref())
             .and_then(|c| c.pursuit.as_ref())
             .is_some_and(|p| p.kept);
-        let held = c.held(recon);
         let mut c = Calibration {
             fits,
             holds_rows: held.contains(&true),
@@ -265,11 +267,16 @@ impl Setup<'_> {
 
     /// `fits` where the server replays the client's update: a reshuffling client's rows in the
     /// orders its update chose for them; None where it cannot.
-    pub(crate) async fn replayed_fits(&self, recon: &Reconstruction, guess: &[Vec<Value>]) -> Result<Option<[f64; 2]>> {
+    pub(crate) async fn replayed_fits(
+        &self,
+        recon: &Reconstruction,
+        held: &[bool],
+        guess: &[Vec<Value>],
+    ) -> Result<Option<[f64; 2]>> {
         Ok(match self.config.unreplayable(self.config.rows()) {
-            None => Some(self.fits(recon, guess, None).await?),
+            None => Some(self.fits(recon, held, guess, None).await?),
             Some(Unreplayable::Reshuffled) => match chosen_orders(recon) {
-                Some(orders) => Some(self.fits(recon, guess, Some(&orders.order)).await?),
+                Some(orders) => Some(self.fits(recon, held, guess, Some(&orders.order)).await?),
                 None => None,
             },
             Some(Unreplayable::Randomised) => None,
@@ -286,13 +293,18 @@ impl Setup<'_> {
     /// orders are searched again for the rows as they are, each free to take a position of
     /// another label (`orders_for_rows`), and the fits taken in those: there 0.025 against 1.02.
     /// The shadow batches' fits stay in their chosen orders.
-    async fn client_fits(&self, recon: &Reconstruction, guess: &[Vec<Value>]) -> Result<Option<[f64; 2]>> {
+    async fn client_fits(
+        &self,
+        recon: &Reconstruction,
+        held: &[bool],
+        guess: &[Vec<Value>],
+    ) -> Result<Option<[f64; 2]>> {
         // Orders are chosen for reshuffling clients only.
-        let fits = self.replayed_fits(recon, guess).await?;
+        let fits = self.replayed_fits(recon, held, guess).await?;
         match (fits, chosen_orders(recon)) {
             (Some(f), Some(orders)) if explains_no_better(f) => {
                 let again = self.orders_for_rows(&recon.rows, orders).await?;
-                Ok(Some(self.fits(recon, guess, Some(&again.order)).await?))
+                Ok(Some(self.fits(recon, held, guess, Some(&again.order)).await?))
             }
             _ => Ok(fits),
         }
@@ -300,17 +312,23 @@ impl Setup<'_> {
 
     /// How far the update is from explained, 1 − cos: by `recon`'s rows (with the labels used),
     /// and by what falling back would leave of them: on a classifier the rows the update holds
-    /// (proved, near or consistent) with the marginal guess's rows `guess` in the ensemble's
-    /// slots, so that the fits compare the rows a fallback would replace and nothing else (a
-    /// regression's every row guessed, its label the likeliest value).
+    /// (`held`: proved, near, and consistent where the calibration holds them) with the marginal
+    /// guess's rows `guess` in the other slots, so that the fits compare the rows a fallback
+    /// would replace and nothing else (a regression's every row guessed, its label the likeliest
+    /// value).
     async fn fits(
         &self,
         recon: &Reconstruction,
+        held: &[bool],
         guess: &[Vec<Value>],
         orders: Option<&[Vec<usize>]>,
     ) -> Result<[f64; 2]> {
-        let left: Vec<Vec<Value>> = (recon.rows.iter().zip(guess).zip(&recon.provenance))
-            .map(|((row, g), p)| if p.held_by_update() { row } else { g }.clone())
+        let left: Vec<Vec<Value>> = (recon.rows.iter().zip(guess).zip(held))
+            .map(|((row, g), &h)| if h { row } else { g }.clone())
+            .collect();
+        // Rows not held pair with labels as the ensemble's do.
+        let provenance: Vec<Provenance> = (recon.provenance.iter().zip(held))
+            .map(|(&p, &h)| if h { p } else { Provenance::Ensemble })
             .collect();
         // A reshuffling client's (a classifier's: regressions choose no orders): both in the
         // orders chosen for the rows.
@@ -323,7 +341,7 @@ impl Setup<'_> {
         let guessed = match &self.dataset.target {
             // A regression's guessed rows carry the label's likeliest value, its mean (standardised 0).
             Some(_) => super::reconstruct::with_targets(encode_rows(self.dataset, guess), &vec![0.0; guess.len()]),
-            None => encode_rows(self.dataset, &self.paired_by_update(&left, &recon.provenance)),
+            None => encode_rows(self.dataset, &self.paired_by_update(&left, &provenance)),
         };
         let prior_fit = self.projected_losses(guessed, 1).await?[0] as f64;
         Ok([recon_fit, prior_fit.max(0.0)])
