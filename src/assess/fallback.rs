@@ -487,6 +487,7 @@ impl Setup<'_> {
         let Some(truth) = &shadow.scenario.truth else {
             return Ok(None);
         };
+        // Only the rows' own fit is read, whichever rows the guess's would keep.
         let held: Vec<bool> = recon.provenance.iter().map(|p| p.held_by_update()).collect();
         let fit = shadow.replayed_fits(recon, &held, prior.whole()).await?.map(|f| f[0]);
         let accuracy = |rows: &[Vec<_>]| score(&self.rules, &truth.rows, rows).accuracy.total;
