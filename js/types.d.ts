@@ -803,7 +803,13 @@ table_guess: GuessWeighed | null,
  * draw there, so the client's consistent rows were not held: they fell back as the
  * ensemble's rows do, and are reported as the ensemble's (`Calibration::consistent_unheld`).
  */
-consistent_unheld: boolean, };
+consistent_unheld: boolean, 
+/**
+ * The marginals' draw in the place of the rows this update held only as consistent
+ * reproduced it to its float32 rounding: the update does not tell them from a guess, so
+ * they fell back as the ensemble's rows do (`Calibration::consistent_like_draw`).
+ */
+consistent_like_draw: boolean, };
 
 /**
  * The table's guess weighed against the marginals' draw (the report's guessing) on batches the

@@ -456,6 +456,7 @@ impl Setup<'_> {
             picked_from_span: false,
             imputed,
             consistent_unheld,
+            consistent_like_draw: false,
         };
         let run = ShadowRun {
             setup: shadow,
@@ -623,6 +624,7 @@ impl FallbackSummary {
             unsure_across_shadows: c.unsure_across_shadows(),
             table_guess: None,
             consistent_unheld: c.consistent_unheld,
+            consistent_like_draw: c.consistent_like_draw,
         }
     }
 }

@@ -216,9 +216,11 @@ impl Setup<'_> {
         guess: &[Vec<Value>],
         progress: &mut dyn FnMut(&Progress) -> bool,
     ) -> Result<Option<Calibration>> {
-        // Settled rows (proved, or near) are held too.
+        // Settled rows (proved, or near) are held too; rows held only as consistent, where the
+        // update tells them from a guess (`consistent_like_draw`).
+        let consistent_like_draw = self.consistent_like_draw(recon, guess);
         let every_held = recon.provenance.iter().all(|p| p.held_by_update());
-        if every_held || !self.falls_back_on(marginals) {
+        if (every_held && !consistent_like_draw) || !self.falls_back_on(marginals) {
             return Ok(None);
         }
         let holds_rows = recon.provenance.iter().any(|p| p.held_by_update());
@@ -237,6 +239,10 @@ impl Setup<'_> {
         };
         // The fits count the rows this calibration holds: where it does not hold the consistent
         // rows (`Calibration::consistent_unheld`), the guess takes their place in the second.
+        let c = Calibration {
+            consistent_like_draw,
+            ..c
+        };
         let held = c.held(recon);
         let fits = self.client_fits(recon, &held, guess).await?;
         let picked_from_span = (recon.chosen.as_ref())

@@ -304,7 +304,9 @@ fn fallback_lines(f: &crate::assess::fallback::FallbackSummary, s: &mut String) 
 }
 
 /// What the shadow client said of the rows the update holds: none of the ensemble's tested
-/// (`Calibration::untested`), or its consistent rows below `guess` (`consistent_unheld`).
+/// (`Calibration::untested`), or its consistent rows below `guess` (`consistent_unheld`); and
+/// the marginals' draw reproducing the update in the place of the client's consistent rows
+/// (`consistent_like_draw`).
 fn held_lines(s: &mut String, f: &crate::assess::fallback::FallbackSummary, guess: &str) {
     if f.untested && !f.exhausted && f.prior_cells > 0 {
         let _ = writeln!(
@@ -318,6 +320,14 @@ fn held_lines(s: &mut String, f: &crate::assess::fallback::FallbackSummary, gues
             s,
             "the rows the shadow client's update held only as consistent scored surely below {guess} there, so \
              this update's consistent rows were not held either: they fell back as the ensemble's rows do"
+        );
+    }
+    if f.consistent_like_draw {
+        let _ = writeln!(
+            s,
+            "the marginals' draw in the place of the rows this update held only as consistent reproduces it to \
+             its float32 rounding: the update does not tell them from a guess, so they fell back as the \
+             ensemble's rows do"
         );
     }
 }

@@ -136,14 +136,19 @@ pub struct Calibration {
     /// a batch row) scored surely below the marginals' draw there (`consistent_below_draw`): on
     /// the client such rows are not held either (`held`), and fall back as the ensemble's do.
     pub consistent_unheld: bool,
+    /// The marginals' draw in the place of the client's rows held only as consistent
+    /// reproduces its update to its float32 rounding (`Setup::consistent_like_draw`): those
+    /// rows are not held (`held`).
+    pub consistent_like_draw: bool,
 }
 
 impl Calibration {
     /// The rows of `recon` the update holds as this calibration reads it: proved and consistent
     /// rows (`Provenance::held_by_update`), or where the shadow's consistent rows scored surely
-    /// below the draw (`consistent_unheld`), only the settled ones (proved, or near a batch row).
+    /// below the draw (`consistent_unheld`) or the draw in their place reproduces the client's
+    /// update (`consistent_like_draw`), only the settled ones (proved, or near a batch row).
     pub fn held(&self, recon: &Reconstruction) -> Vec<bool> {
-        held_rows(recon, self.consistent_unheld)
+        held_rows(recon, self.consistent_unheld || self.consistent_like_draw)
     }
 
     /// The reconstruction explains the update no better than the marginal guess: the attack has

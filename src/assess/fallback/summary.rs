@@ -122,6 +122,11 @@ pub struct FallbackSummary {
     /// ensemble's rows do, and are reported as the ensemble's (`Calibration::consistent_unheld`).
     #[serde(default)]
     pub consistent_unheld: bool,
+    /// The marginals' draw in the place of the rows this update held only as consistent
+    /// reproduced it to its float32 rounding: the update does not tell them from a guess, so
+    /// they fell back as the ensemble's rows do (`Calibration::consistent_like_draw`).
+    #[serde(default)]
+    pub consistent_like_draw: bool,
 }
 
 /// Share of right cells among those the mask selects (`want` true) or leaves (`want` false),

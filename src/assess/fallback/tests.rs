@@ -161,6 +161,7 @@ fn calibration() -> Calibration {
         imputed: false,
         across: None,
         consistent_unheld: false,
+        consistent_like_draw: false,
     }
 }
 
