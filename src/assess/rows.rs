@@ -237,8 +237,8 @@ impl Setup<'_> {
             true => self.fallback_table_guess().unwrap_or(guess),
             false => guess,
         };
-        // The fits count the rows this calibration holds: where it does not hold the consistent
-        // rows (`Calibration::consistent_unheld`), the guess takes their place in the second.
+        // The fits count the rows this calibration holds (`Calibration::held`): where it does
+        // not hold the consistent rows, the guess takes their place in the second.
         let c = Calibration {
             consistent_like_draw,
             ..c
