@@ -393,9 +393,7 @@ impl Setup<'_> {
         // Rows held only as consistent are held where they serve the shadow no worse than the
         // draw; where they score surely below it, only its settled rows are held, and the
         // client's the same (`Calibration::held`).
-        let consistent: Vec<bool> = (0..recon.rows.len())
-            .map(|i| recon.provenance[i].held_by_update() && !recon.settled(i))
-            .collect();
+        let consistent = recon.held_only_as_consistent();
         let consistent_unheld = consistent_below_draw(&self.rules, &truth.rows, &recon.rows, &prior, &consistent);
         let held = calibration::held_rows(&recon, consistent_unheld);
         let client_holds_rows = match consistent_unheld {
@@ -489,8 +487,9 @@ impl Setup<'_> {
             return Ok(None);
         };
         // Only the rows' own fit is read, whichever rows the guess's would keep.
-        let held: Vec<bool> = recon.provenance.iter().map(|p| p.held_by_update()).collect();
-        let fit = shadow.replayed_fits(recon, &held, prior.whole()).await?.map(|f| f[0]);
+        let fit = (shadow.replayed_fits(recon, &calibration::held_rows(recon, false), prior.whole()))
+            .await?
+            .map(|f| f[0]);
         let accuracy = |rows: &[Vec<_>]| score(&self.rules, &truth.rows, rows).accuracy.total;
         let gain = accuracy(&mix(&recon.rows, prior, mask)) - accuracy(prior.whole());
         Ok(Some(ShadowDraw { fit, gain }))

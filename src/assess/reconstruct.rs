@@ -109,6 +109,14 @@ impl Reconstruction {
         self.provenance[i] == Provenance::Proved || self.unproved[i] == Some(Unproved::Imprecise)
     }
 
+    /// The rows held only as consistent: held by the update (`Provenance::held_by_update`) but
+    /// not settled.
+    pub fn held_only_as_consistent(&self) -> Vec<bool> {
+        (0..self.rows.len())
+            .map(|i| self.provenance[i].held_by_update() && !self.settled(i))
+            .collect()
+    }
+
     /// Whether every row is settled.
     pub fn all_settled(&self) -> bool {
         (0..self.rows.len()).all(|i| self.settled(i))

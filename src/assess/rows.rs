@@ -216,11 +216,14 @@ impl Setup<'_> {
         guess: &[Vec<Value>],
         progress: &mut dyn FnMut(&Progress) -> bool,
     ) -> Result<Option<Calibration>> {
+        if !self.falls_back_on(marginals) {
+            return Ok(None);
+        }
         // Settled rows (proved, or near) are held too; rows held only as consistent, where the
         // update tells them from a guess (`consistent_like_draw`).
         let consistent_like_draw = self.consistent_like_draw(recon, guess);
         let every_held = recon.provenance.iter().all(|p| p.held_by_update());
-        if (every_held && !consistent_like_draw) || !self.falls_back_on(marginals) {
+        if every_held && !consistent_like_draw {
             return Ok(None);
         }
         let holds_rows = recon.provenance.iter().any(|p| p.held_by_update());

@@ -89,9 +89,7 @@ impl Setup<'_> {
     /// client weighed them. Compared in float32 instead, the rows' fit and the draw's are both
     /// at the rounding (10⁻⁷), and which is lower is noise: a right row fell to the guess.
     pub(super) fn consistent_like_draw(&self, recon: &Reconstruction, guess: &[Vec<Value>]) -> bool {
-        let consistent: Vec<bool> = (0..recon.rows.len())
-            .map(|i| recon.provenance[i].held_by_update() && !recon.settled(i))
-            .collect();
+        let consistent = recon.held_only_as_consistent();
         if !self.sums_row_gradients() || !consistent.contains(&true) {
             return false;
         }
