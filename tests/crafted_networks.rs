@@ -1,9 +1,9 @@
 //! Networks the server laid out (issue 43: "weights crafted by the server are inputs too"),
 //! attacked end to end as received updates with the client's rows at hand: where such a network
 //! lets any rows explain the update, the rows the update holds only as consistent are weighed
-//! on the shadow client, and the figure stays within reach of guessing
-//! (`scripts/crafted_weights.py` measures every layout; this pins the one that fell far below
-//! guessing).
+//! on the shadow client, rows the update cannot see fall back whole, and the figure stays within
+//! reach of guessing (`scripts/crafted_weights.py` measures every layout; these pin the one that
+//! fell far below guessing).
 mod common;
 
 use leakscope::client::head::{Head, Model};
@@ -11,6 +11,7 @@ use leakscope::client::network::Params;
 use leakscope::client::simulate::{Round, simulate_round};
 use leakscope::received::ReceivedUpdate;
 use leakscope::received::truth::{ScoredUpdate, attack_received_against};
+use leakscope::report::Provenance;
 use leakscope::table::{Dataset, Encoding, StatedModel};
 use leakscope::{LabelMode, RunOptions, Runtime};
 use rand::SeedableRng;
@@ -68,16 +69,16 @@ fn always_active(table: &Dataset, width: usize, rows: usize, seed: u64) -> Score
     .unwrap()
 }
 
-/// A third of the first layer's units always active, Adult sample, B = 32, w = 64, seed 4: the
+/// A third of the first layer's units always active, Adult sample, B = 32, w = 64, seed 8: the
 /// shadow's rows held only as consistent score surely below the marginals' draw in their place
 /// (`Calibration::consistent_unheld`), so the client's are not held either, and fall back by
 /// the shadow's thresholds as the ensemble's rows do: no row is left consistent, and the figure
-/// stays at guessing or above. Without the rule (before 69e3098) such rows were held whatever
-/// the shadow showed: here 7 rows stayed consistent, 60.7 % of cells right against 66.5 % by
-/// guessing (and `scripts/crafted_weights.py`'s seed 8 of this layout 20.5 % against 64.7 %).
+/// stays at guessing or above. Without the rule 4 rows stay consistent, 63.6 % of cells right
+/// against 66.5 % by guessing (seed 4, which this test ran before the rows the update cannot see
+/// fell back whole, is now at guessing without it).
 #[test]
 fn consistent_rows_the_shadow_shows_wrong_are_not_held() {
-    let scored = always_active(&common::adult(), 64, 32, 4);
+    let scored = always_active(&common::adult(), 64, 32, 8);
     let fallback =
         (scored.reconstruction.details.fallback.as_ref()).expect("rows are left unproved: the fallback runs");
     assert!(fallback.consistent_unheld, "{fallback:?}");
@@ -85,6 +86,39 @@ fn consistent_rows_the_shadow_shows_wrong_are_not_held() {
     assert!(fallback.prior_cells > 0, "{fallback:?}");
     assert!(
         scored.accuracy.total >= scored.random_baseline - 0.01,
+        "{} against guessing {}",
+        scored.accuracy.total,
+        scored.random_baseline
+    );
+}
+
+/// The same layout, seed 11: the network is sure of 25 of the 32 rows (their gradients below the
+/// update's float32 rounding), so the update shows nothing of them, and a received update read
+/// with the encoding alone holds no table rows to guess them among. They are not held: every
+/// cell of theirs falls back, and the report says why. Held as consistent (before this rule),
+/// the rows the polish moved to the table's extremes left 52.5 % of cells right against 61.4 %
+/// by guessing.
+#[test]
+fn rows_the_update_cannot_see_fall_back_whole() {
+    let scored = always_active(&common::adult(), 64, 32, 11);
+    let report = &scored.reconstruction;
+    let fallback = report
+        .details
+        .fallback
+        .as_ref()
+        .expect("rows are left unproved: the fallback runs");
+    let unseen: Vec<_> = (report.rows.iter())
+        .filter(|r| (r.why_not_proved.as_deref()).is_some_and(|w| w.contains("too few rows of its label")))
+        .collect();
+    assert!(unseen.len() >= 20, "{:?}", report.provenance);
+    assert!(
+        unseen.iter().all(|r| r.provenance == Some(Provenance::Prior)),
+        "{:?}",
+        report.provenance
+    );
+    assert!(fallback.prior_rows >= unseen.len(), "{fallback:?}");
+    assert!(
+        scored.accuracy.total >= scored.random_baseline,
         "{} against guessing {}",
         scored.accuracy.total,
         scored.random_baseline

@@ -61,6 +61,15 @@ pub fn keep_held(mut mask: Vec<Vec<bool>>, held: &[bool]) -> Vec<Vec<bool>> {
     mask
 }
 
+/// `mask` with the rows of `whole` falling back whole: rows the update cannot see and no guess
+/// was read for (`Reconstruction::unguessed`), on the shadow batch as on the client's.
+pub fn fall_back_whole(mut mask: Vec<Vec<bool>>, whole: &[bool]) -> Vec<Vec<bool>> {
+    for (m, _) in mask.iter_mut().zip(whole).filter(|(_, w)| **w) {
+        m.fill(true);
+    }
+    mask
+}
+
 /// `rows` with the masked cells taken from `prior` (row i's from its row i: the table's guess's
 /// where the whole row falls back and the server holds the table, else the draw's).
 pub fn mix(rows: &[Vec<Value>], prior: &Guess, mask: &[Vec<bool>]) -> Vec<Vec<Value>> {

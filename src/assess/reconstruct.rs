@@ -117,6 +117,14 @@ impl Reconstruction {
             .collect()
     }
 
+    /// The rows the update cannot see that no guess was read for (`Unproved::UnseenNoGuess`):
+    /// where the fallback runs, every cell of theirs falls back.
+    pub fn unguessed(&self) -> Vec<bool> {
+        (self.unproved.iter())
+            .map(|u| *u == Some(Unproved::UnseenNoGuess))
+            .collect()
+    }
+
     /// Whether every row is settled.
     pub fn all_settled(&self) -> bool {
         (0..self.rows.len()).all(|i| self.settled(i))

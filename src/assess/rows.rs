@@ -2,7 +2,8 @@
 //! matched to the true rows and scored, beside the random guess on the same batch; and, for a
 //! received update, the reconstruction with its confidence alone.
 use crate::assess::fallback::{
-    AcrossShadows, Calibration, FallbackSummary, Guess, LOWER_BOUND_Z, explains_no_better, keep_held, mix,
+    AcrossShadows, Calibration, FallbackSummary, Guess, LOWER_BOUND_Z, explains_no_better, fall_back_whole, keep_held,
+    mix,
 };
 use crate::assess::matching::Rule;
 use crate::assess::reconstruct::{Reconstruction, why_not_proved};
@@ -502,7 +503,8 @@ fn pairing_with_labels(read: &[usize], labels: &[usize]) -> Option<Vec<usize>> {
 /// draw): never a cell of a row the update holds (proved, or consistent: of the 861 consistent
 /// rows in the reports of issue 43's runs, 94.8 % of cells were right; only settled rows where
 /// the shadow's consistent rows scored surely below the draw, `Calibration::held`), the others by
-/// `Calibration::mask`. Rows whose every cell fell back are the prior's. The calibration as
+/// `Calibration::mask`, and every cell of a row the update cannot see that no guess was read for
+/// (`Reconstruction::unguessed`). Rows whose every cell fell back are the prior's. The calibration as
 /// applied (`Calibration::holds_rows` set), and the mask.
 pub fn fall_back(
     recon: &mut Reconstruction,
@@ -516,7 +518,7 @@ pub fn fall_back(
         holds_rows: held.iter().any(|&h| h),
         ..*c
     };
-    let mask = keep_held(c.mask(rules, entropy, &held), &held);
+    let mask = fall_back_whole(keep_held(c.mask(rules, entropy, &held), &held), &recon.unguessed());
     // Imputation fills the cells that fell back in rows that kept others: with none, it did not
     // happen (every open row fell back whole, as where a reshuffling client's shadows decide).
     c.imputed &= mask.iter().any(|m| m.contains(&true) && m.contains(&false));

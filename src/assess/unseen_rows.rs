@@ -10,7 +10,11 @@
 //! whose gradients lie below the same bound (the `FEWEST` surest where fewer do), each cell the
 //! likeliest value (`imputed::filled`; a column a category determines read with it). The row is
 //! consistent with the update, as any row as sure is, and says why. Only where the rows explain
-//! the update to `seen_rows::EXPLAINED`, before and after.
+//! the update to `seen_rows::EXPLAINED`, before and after. Where the server has no such rows (a
+//! received update read with the table's encoding alone), the row is not held and the fallback
+//! guesses every cell of it: held, the ensemble's row there, polished to the table's extremes,
+//! scored 52.5 % of cells against 61.4 % by guessing (a network a third of whose first-layer
+//! units are always active, Adult sample, B = 32, seed 11: 25 rows of 32 below the rounding).
 //!
 //! The test is on the row reconstructed, not on what its removal does to the fit: rows whose
 //! removal merely leaves the fit better are wrong rows, not quiet ones (Adult [100, 100],
@@ -39,7 +43,8 @@ const FEWEST: usize = 20;
 
 impl Setup<'_> {
     /// `recon` with each row no proof reached whose own gradient lies below the update's rounding
-    /// replaced by the table's likeliest row as sure (module doc), consistent with the update; as
+    /// replaced by the table's likeliest row as sure (module doc), consistent with the update, or
+    /// not held where the table has too few rows of its label (`Unproved::UnseenNoGuess`); as
     /// it was where the rows left are not inverted (`may_invert_left`: a FedSGD classifier's
     /// update, the sum of its rows' gradients, with the update's choice on), or the rows do not
     /// explain it to `EXPLAINED` before or after.
@@ -77,6 +82,12 @@ impl Setup<'_> {
                 (rows[i], among[i]) = (guess.clone(), *n);
                 guessed.push(i);
             }
+        }
+        // A row with no guess to take (too few rows of its label: a received update read with the
+        // table's encoding alone has none) is no more the update's than a draw: not held, and
+        // the fallback takes it whole (`Reconstruction::unguessed`).
+        for &i in unseen.iter().filter(|i| !guessed.contains(i)) {
+            (recon.provenance[i], recon.unproved[i]) = (Provenance::Ensemble, Some(Unproved::UnseenNoGuess));
         }
         if guessed.is_empty() || !(self.fits_without(&rows, &[], &label_of).0 <= EXPLAINED) {
             return recon;
@@ -143,7 +154,7 @@ mod tests {
     /// made from the rows so: that row, and only the rows whose gradients lie below the update's
     /// rounding, take the guess (read here among 26 rows), which agrees with the 20 rows of the
     /// label the network is surest of in more cells than the row swapped in does; the others
-    /// stay.
+    /// stay. Where the server holds no rows to read it among, the row is not held instead.
     #[test]
     fn a_row_below_the_rounding_takes_the_likeliest_row_as_sure() {
         crate::assess::with_trained_sample_batch(|setup, mut rows, mut labels, norms| {
@@ -165,6 +176,27 @@ mod tests {
                 match unseen[i] {
                     true => assert!(matches!(out.unproved[i], Some(Unproved::Unseen { among }) if among >= FEWEST)),
                     false => assert!(out.rows[i] == rows[i] && out.unproved[i] == Some(Unproved::Unplaced)),
+                }
+            }
+            // With the table's encoding alone (no rows to read a guess among) the row is not held,
+            // and every cell of it falls back; the others stay.
+            let encoding_only = crate::table::Dataset {
+                rows: Vec::new(),
+                labels: Vec::new(),
+                ..data.clone()
+            };
+            let scenario = crate::scenario::Scenario::of_update(
+                shown.scenario.params.clone(),
+                shown.scenario.observed.clone(),
+                shown.scenario.labels.clone(),
+            );
+            let bare = Setup::new(shown.runtime, &encoding_only, shown.config, scenario);
+            let unread = bare.guess_unseen(crate::assess::consistent_rows(&shown, &rows, &labels));
+            assert_eq!(unread.unguessed(), unseen);
+            for i in 0..b {
+                match unseen[i] {
+                    true => assert!(unread.provenance[i] == Provenance::Ensemble && unread.rows[i] == rows[i]),
+                    false => assert_eq!(unread.provenance[i], Provenance::Consistent),
                 }
             }
             let mut of_label: Vec<usize> = (0..data.n()).filter(|&k| data.labels[k] == labels[faint]).collect();

@@ -63,6 +63,10 @@ pub enum Unproved {
     /// row as sure fits as well: the table's likeliest row, cell by cell, among the `among` rows
     /// of its label the network is surest of (`assess::unseen_rows`).
     Unseen { among: usize },
+    /// Its gradient lies below the update's float32 rounding, as `Unseen`, and the server holds
+    /// too few rows of its label to read a likelier one: the ensemble's row, not held, every cell
+    /// the fallback's guess where the fallback runs (`assess::unseen_rows`).
+    UnseenNoGuess,
 }
 
 impl Unproved {
@@ -138,6 +142,10 @@ impl Unproved {
                  is sure of it), so any row as sure fits as well; it is the likeliest row, cell by cell, among the \
                  table's {among} rows of its label the network is surest of"
             ),
+            Unproved::UnseenNoGuess => "the update does not show it: its gradient lies below the update's float32 \
+                 rounding (the network is sure of it), so any row as sure fits as well, and the server holds too few \
+                 rows of its label to read a likelier one: this row is one of many that fit, no likelier than a draw"
+                .into(),
             Unproved::SpanFitted { found, loose } => format!(
                 "it is one of the batch's rows as the first layer's span gives them ({found} rows found there, the \
                  update's fit choosing the batch where more), but the span reads {loose} of them more loosely than \
