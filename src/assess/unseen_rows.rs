@@ -179,7 +179,7 @@ mod tests {
                 }
             }
             // With the table's encoding alone (no rows to read a guess among) the row is not held,
-            // and every cell of it falls back; the others stay.
+            // and is marked for the fallback to take whole (`unguessed`); the others stay.
             let encoding_only = crate::table::Dataset {
                 rows: Vec::new(),
                 labels: Vec::new(),
