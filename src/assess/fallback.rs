@@ -23,7 +23,7 @@ mod calibration;
 mod draws;
 mod summary;
 
-pub use super::imputed::{CONTROL_DRAWS, Guess, fall_back_whole, keep_held, mix};
+pub use super::imputed::{CONTROL_DRAWS, Guess, decided, keep_held, mix};
 use super::matching::Rule;
 use super::reconstruct::Reconstruction;
 use super::scoring::Scored;
@@ -411,10 +411,7 @@ impl Setup<'_> {
             calibrate(&self.rules, &truth.rows, &recon.rows, entropy, &prior, &set_aside);
         // The table's own rows read where the server holds them, as they served the shadow
         // (`assess::table_prior::TableReads`).
-        let mask = fall_back_whole(
-            keep_held(thresholds.mask(&self.rules, entropy), &set_aside),
-            &recon.unguessed(),
-        );
+        let mask = decided(thresholds.mask(&self.rules, entropy), &set_aside, &recon);
         let batch = self.scenario.truth.as_ref().map_or(&[][..], |t| &t.indices[..]);
         let reads = match shadow_of_table {
             true => {
@@ -534,10 +531,7 @@ impl Setup<'_> {
             let set_aside: Vec<bool> = (recon.provenance.iter())
                 .map(|p| p.held_by_update() && client_holds_rows)
                 .collect();
-            let mask = fall_back_whole(
-                keep_held(thresholds.mask(&self.rules, entropy), &set_aside),
-                &recon.unguessed(),
-            );
+            let mask = decided(thresholds.mask(&self.rules, entropy), &set_aside, &recon);
             draws.extend(self.shadow_draw(&shadow, &recon, &prior, &mask).await?);
         }
         Ok(draws)

@@ -21,6 +21,7 @@
 use std::collections::HashSet;
 
 use super::matching::Rule;
+use super::reconstruct::Reconstruction;
 use super::scoring::score;
 use crate::attack::baselines::random_rows;
 use crate::seed::seed_for;
@@ -61,10 +62,12 @@ pub fn keep_held(mut mask: Vec<Vec<bool>>, held: &[bool]) -> Vec<Vec<bool>> {
     mask
 }
 
-/// `mask` with the rows of `whole` falling back whole: rows the update cannot see and no guess
-/// was read for (`Reconstruction::unguessed`), on the shadow batch as on the client's.
-pub fn fall_back_whole(mut mask: Vec<Vec<bool>>, whole: &[bool]) -> Vec<Vec<bool>> {
-    for (m, _) in mask.iter_mut().zip(whole).filter(|(_, w)| **w) {
+/// `mask` as it applies to `recon`'s rows: those the update holds (`held`) kept whole
+/// (`keep_held`), and those it cannot see that no guess was read for
+/// (`Reconstruction::unguessed`) falling back whole, on the shadow batch as on the client's.
+pub fn decided(mask: Vec<Vec<bool>>, held: &[bool], recon: &Reconstruction) -> Vec<Vec<bool>> {
+    let mut mask = keep_held(mask, held);
+    for (m, _) in mask.iter_mut().zip(recon.unguessed()).filter(|(_, w)| *w) {
         m.fill(true);
     }
     mask

@@ -2,8 +2,7 @@
 //! matched to the true rows and scored, beside the random guess on the same batch; and, for a
 //! received update, the reconstruction with its confidence alone.
 use crate::assess::fallback::{
-    AcrossShadows, Calibration, FallbackSummary, Guess, LOWER_BOUND_Z, explains_no_better, fall_back_whole, keep_held,
-    mix,
+    AcrossShadows, Calibration, FallbackSummary, Guess, LOWER_BOUND_Z, decided, explains_no_better, mix,
 };
 use crate::assess::matching::Rule;
 use crate::assess::reconstruct::{Reconstruction, why_not_proved};
@@ -518,7 +517,7 @@ pub fn fall_back(
         holds_rows: held.iter().any(|&h| h),
         ..*c
     };
-    let mask = fall_back_whole(keep_held(c.mask(rules, entropy, &held), &held), &recon.unguessed());
+    let mask = decided(c.mask(rules, entropy, &held), &held, recon);
     // Imputation fills the cells that fell back in rows that kept others: with none, it did not
     // happen (every open row fell back whole, as where a reshuffling client's shadows decide).
     c.imputed &= mask.iter().any(|m| m.contains(&true) && m.contains(&false));
