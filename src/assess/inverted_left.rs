@@ -31,8 +31,7 @@ impl Setup<'_> {
     /// explain it to `EXPLAINED`); then, where the update is still not explained, the consistent
     /// rows it does not support inverted with them (`assess::misfits`); then the rows no proof
     /// reached polished against the whole update (`assess::polish`). As it was where that does
-    /// not apply (`may_invert_left`, `opens`). Last, in every case, the rows the update cannot see
-    /// guessed from what it says of them (`assess::unseen_rows`).
+    /// not apply (`may_invert_left`, `opens`). Last, in every case, `end_rows`.
     pub(crate) async fn invert_left(
         &self,
         recon: Reconstruction,
@@ -46,7 +45,13 @@ impl Setup<'_> {
             let recon = self.reopen_misfits(recon, progress).await?;
             self.polish_left(self.place_in_span(recon))
         };
-        Ok(self.guess_unseen(recon))
+        Ok(self.end_rows(recon))
+    }
+
+    /// How every run's rows end: the rows the update cannot see guessed from what it says of
+    /// them (`assess::unseen_rows`), and no row of the batch held twice (`assess::held_once`).
+    pub(crate) fn end_rows(&self, recon: Reconstruction) -> Reconstruction {
+        crate::assess::held_once::open_copies(self.dataset, self.guess_unseen(recon))
     }
 
     /// `invert_left` on the rows the ensemble alone gave.

@@ -8,6 +8,7 @@ mod enumerated;
 pub mod epoch_orders;
 pub mod epochs;
 pub mod fallback;
+mod held_once;
 mod imputed;
 mod inverted_left;
 pub mod matching;

@@ -137,7 +137,7 @@ async fn proved_report(
         }
     } else {
         // As `invert_left` ends, so that the early answer's rows are the full run's.
-        recon = setup.guess_unseen(recon);
+        recon = setup.end_rows(recon);
     }
     let seconds = seconds + proving.elapsed().as_secs_f64();
     let mut report = setup.report_rows(recon, None, seconds)?;
