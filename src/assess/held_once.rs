@@ -6,28 +6,31 @@
 //! belongs (Adult [100, 100], B = 32, trained 5 epochs, seed 0), but not always: HI (a table
 //! never tuned on) [32, 32], B = 16, trained 5 epochs, seed 7 ended with two rows each held twice,
 //! one proved and one consistent, and two rows of the batch missing. Such a copy is opened
-//! again, the ensemble's, for the fallback to judge.
+//! again, the ensemble's; `invert_left` then inverts the open rows again (there: the two rows
+//! found, 94.3 → 100 % of cells).
 use crate::assess::reconstruct::Reconstruction;
 use crate::report::Provenance;
 use crate::table::number::PROVED_WITHIN;
 use crate::table::{Dataset, encode_rows};
 
-/// `recon` with every consistent row that lies within what a proof claims (`PROVED_WITHIN` std
-/// in each number, every category the same) of a proved row opened again (`Provenance::Ensemble`).
-/// Near-twins of the batch farther apart than that stay held.
-pub(crate) fn open_copies(dataset: &Dataset, mut recon: Reconstruction) -> Reconstruction {
+/// Every consistent row of `recon` that lies within what a proof claims (`PROVED_WITHIN` std in
+/// each number, every category the same) of a proved row opened again (`Provenance::Ensemble`);
+/// how many. Near-twins of the batch farther apart than that stay held.
+pub(crate) fn open_copies(dataset: &Dataset, recon: &mut Reconstruction) -> usize {
     let encoded = encode_rows(dataset, &recon.rows);
     let d = dataset.d();
     let row = |i: usize| &encoded[i * d..(i + 1) * d];
     let within = |i: usize, j: usize| (row(i).iter().zip(row(j))).all(|(a, b)| ((a - b).abs() as f64) <= PROVED_WITHIN);
     let b = recon.rows.len();
     let proved: Vec<usize> = (0..b).filter(|&i| recon.provenance[i] == Provenance::Proved).collect();
+    let mut opened = 0;
     for i in 0..b {
         if recon.provenance[i] == Provenance::Consistent && proved.iter().any(|&j| within(i, j)) {
             (recon.provenance[i], recon.unproved[i]) = (Provenance::Ensemble, None);
+            opened += 1;
         }
     }
-    recon
+    opened
 }
 
 #[cfg(test)]
@@ -65,7 +68,8 @@ mod tests {
             recon.rows[9] = moved(2, 0.01);
             recon.rows[10] = moved(3, 0.2);
             let before = recon.provenance.clone();
-            let out = open_copies(data, recon);
+            let mut out = recon;
+            assert_eq!(open_copies(data, &mut out), 2);
             for i in 0..truth.len() {
                 let expected = match i {
                     8 | 9 => Provenance::Ensemble,

@@ -136,8 +136,13 @@ async fn proved_report(
             return Ok(None);
         }
     } else {
-        // As `invert_left` ends, so that the early answer's rows are the full run's.
-        recon = setup.end_rows(recon);
+        // As `invert_left` ends, so that the early answer's rows are the full run's; copies of
+        // proved rows opened there are inverted again, which the full run does.
+        let copies;
+        (recon, copies) = setup.end_rows(recon);
+        if copies > 0 {
+            return Ok(None);
+        }
     }
     let seconds = seconds + proving.elapsed().as_secs_f64();
     let mut report = setup.report_rows(recon, None, seconds)?;
