@@ -27,12 +27,12 @@ cargo build --tests --bins -j 2
 # The GPU kernels run on lavapipe; launch counting is process-wide, so tests run one at a time.
 export LEAKSCOPE_WGPU=1
 cargo test --no-fail-fast -- --test-threads 1
-# The Python package: a dev-profile wheel over the dependencies built above (with `wgpu`, as the
-# CLI, so burn is not built twice), installed into the test environment (install.sh --tests), and
-# its tests, which compare with the CLI built above.
+# The Python package: a dev-profile wheel over the dependencies built above (with the CLI's
+# features, so that nothing is built twice: python/Cargo.toml), installed into the test
+# environment (install.sh --tests), and its tests, which compare with the CLI built above.
 PYENV="${LEAKSCOPE_PYENV:-$HOME/.cache/leakscope/pyenv}"
 rm -rf "$CARGO_TARGET_DIR/wheels"
-"$PYENV/bin/maturin" build --quiet --profile dev --features wgpu --compatibility linux -m python/Cargo.toml -o "$CARGO_TARGET_DIR/wheels"
+"$PYENV/bin/maturin" build --quiet --profile dev --features cli-features --compatibility linux -m python/Cargo.toml -o "$CARGO_TARGET_DIR/wheels"
 "$PYENV/bin/pip" install -q --force-reinstall --no-deps "$CARGO_TARGET_DIR"/wheels/leakscope-*.whl
 LEAKSCOPE_CLI="$CARGO_TARGET_DIR/debug/leakscope" "$PYENV/bin/python" -m pytest -q -p no:cacheprovider python/tests
 # The CUDA backend (`--features cuda`) type-checks here; linking it needs LLVM 23, which
