@@ -24,17 +24,18 @@ wasm_pid=$!
 trap 'kill -- -"$wasm_pid" 2>/dev/null || true' EXIT
 # Two cores: keep the build and the test threads from starving each other.
 cargo build --tests --bins -j 2
-# The GPU kernels run on lavapipe; launch counting is process-wide, so tests run one at a time.
-export LEAKSCOPE_WGPU=1
-cargo test --no-fail-fast -- --test-threads 1
 # The Python package: a dev-profile wheel over the dependencies built above (with the CLI's
 # features, so that nothing is built twice: python/Cargo.toml), installed into the test
-# environment (install.sh --tests), and its tests, which compare with the CLI built above.
+# environment (install.sh --tests); its tests compare with the CLI built above.
 PYENV="${LEAKSCOPE_PYENV:-$HOME/.cache/leakscope/pyenv}"
 rm -rf "$CARGO_TARGET_DIR/wheels"
 "$PYENV/bin/maturin" build --quiet --profile dev --features cli-features --compatibility linux -m python/Cargo.toml -o "$CARGO_TARGET_DIR/wheels"
 "$PYENV/bin/pip" install -q --force-reinstall --no-deps "$CARGO_TARGET_DIR"/wheels/leakscope-*.whl
-LEAKSCOPE_CLI="$CARGO_TARGET_DIR/debug/leakscope" "$PYENV/bin/python" -m pytest -q -p no:cacheprovider python/tests
+# The GPU kernels run on lavapipe; launch counting is process-wide, so each test binary runs its
+# tests one at a time; two binaries, or a binary and the Python tests, run side by side
+# (scripts/run_tests.py: 26 minutes one after another on 2 cores).
+export LEAKSCOPE_WGPU=1
+python3 scripts/run_tests.py --also "python=LEAKSCOPE_CLI='$CARGO_TARGET_DIR/debug/leakscope' '$PYENV/bin/python' -m pytest -q -p no:cacheprovider python/tests"
 # The CUDA backend (`--features cuda`) type-checks here; linking it needs LLVM 23, which
 # cubecl-cuda's build script downloads from GitHub (DOCS_RS=1 skips that download for a check).
 DOCS_RS=1 cargo check --lib --bins --features cuda -j 2
