@@ -15,8 +15,8 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
-# Started first, as the slowest on the 2-core machine (dev profile, seconds, 2026-12-07);
-# binaries not named here follow in cargo's order.
+# Started first, as the slowest on the 2-core machine (dev profile, alone, 2026-12-07: 489, 368,
+# 162, 117, 91 and 67 s); binaries not named here follow in cargo's order.
 SLOWEST = ["update_choice", "attack", "near_dependent", "federated", "adversarial", "ensemble_rule"]
 
 
