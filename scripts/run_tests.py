@@ -50,7 +50,9 @@ def jobs_of(args):
     """The `--also` commands, then the test binaries, each as (name, argv)."""
     also, cargo_args = [], []
     while args:
-        if args[0] == "--also" and len(args) > 1 and "=" in args[1]:
+        if args[0] == "--also":
+            if len(args) < 2 or "=" not in args[1]:
+                sys.exit("run_tests.py: --also takes NAME=COMMAND, e.g. --also 'python=pytest python/tests'")
             name, command = args[1].split("=", 1)
             also.append((name, ["bash", "-c", command]))
             args = args[2:]

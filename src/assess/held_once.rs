@@ -68,16 +68,15 @@ mod tests {
             recon.rows[9] = moved(2, 0.01);
             recon.rows[10] = moved(3, 0.2);
             let before = recon.provenance.clone();
-            let mut out = recon;
-            assert_eq!(open_copies(data, &mut out), 2);
+            assert_eq!(open_copies(data, &mut recon), 2);
             for i in 0..truth.len() {
                 let expected = match i {
                     8 | 9 => Provenance::Ensemble,
                     _ => before[i],
                 };
-                assert_eq!(out.provenance[i], expected, "row {i}");
+                assert_eq!(recon.provenance[i], expected, "row {i}");
             }
-            assert_eq!(out.unproved[8], None);
+            assert_eq!(recon.unproved[8], None);
         });
     }
 }

@@ -136,8 +136,8 @@ async fn proved_report(
             return Ok(None);
         }
     } else {
-        // As `invert_left` ends, so that the early answer's rows are the full run's; copies of
-        // proved rows opened there are inverted again, which the full run does.
+        // As `invert_left` ends, so that the early answer's rows are the full run's. Where that
+        // opens copies of proved rows, only the full run inverts them again: no early answer.
         let copies;
         (recon, copies) = setup.end_rows(recon);
         if copies > 0 {
