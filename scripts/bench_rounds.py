@@ -28,6 +28,7 @@ Settings (B = 32 unless named):
   flower-32   FedAvg as Flower's quickstart: lr 0.05, momentum 0.9,  E = 0, 1, 3
               reshuffled, local batches of 8, one local epoch, [32, 32]
   flower-100  the same recipe on [100, 100]                          E = 0, 1, 3
+  flower-32-b16  the same recipe on [32, 32], B = 16                 E = 0, 1, 3
 """
 import argparse
 import json
@@ -47,6 +48,7 @@ SETTINGS = {
     "sgd-32-b16": (["--hidden", "32,32"], 16, [0, 1, 5, 20]),
     "flower-32": (["--hidden", "32,32"] + FLOWER, 32, [0, 1, 3]),
     "flower-100": (["--hidden", "100,100"] + FLOWER, 32, [0, 1, 3]),
+    "flower-32-b16": (["--hidden", "32,32"] + FLOWER, 16, [0, 1, 3]),
 }
 
 

@@ -735,7 +735,7 @@ test('a network trained before the round: where cells fall back, the page says h
   }
 });
 
-test('a batch too large for the second layer\'s certificate: the page says why, and up to which batch size it proves', async () => {
+test('a batch too large for the second layer\'s certificate: the page says why, and up to which batch size it places rows', async () => {
   const { browser, page, problems } = await openPage({ webgpu: false });
   try {
     await upload(page, german);
@@ -745,7 +745,7 @@ test('a batch too large for the second layer\'s certificate: the page says why, 
     const part = report.not_applied.find((p) => p.part === "the second layer's certificate");
     assert.ok(part, JSON.stringify(report.not_applied));
     assert.match(part.why, /has rank 96 of the first layer's 100 units/);
-    assert.match(await page.textContent('#results-info'), /the second layer's certificate not applied: .*proves batches of at most \d+ rows/);
+    assert.match(await page.textContent('#results-info'), /the second layer's certificate not applied: .*places batches of at most \d+ rows/);
     assert.deepEqual(problems, []);
   } finally {
     await browser.close();

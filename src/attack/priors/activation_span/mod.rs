@@ -36,6 +36,14 @@ const FORWARD: f64 = 2.0;
 /// default network r = 99 of h₁ = 100 and a fit passes wrong rows: measured on Adult). Within the
 /// first layer's span (`first_layer`) the fit has only the values that span leaves free.
 pub(crate) const SPARE_CHECKS: usize = 8;
+/// Checks the span must leave beyond the continuous values a refinement fits before it refines
+/// any row: one more equation than values, so that a row's point is isolated rather than a
+/// fit any row passes. Rows it places with fewer than `SPARE_CHECKS` of their own are held as
+/// consistent (`Unproved::FewChecks`), never proved: the proof counts them row by row
+/// (`proof.rs`). Asking `SPARE_CHECKS` here refused the span outright on narrow networks over
+/// tables of few columns, where it is the attack's only reading of the rows (MedExp and OFP,
+/// [32, 32], B = 16: 60-93 % → 71-100 % of cells, docs/results/rounds.md).
+const SEARCH_CHECKS: usize = 1;
 /// Sweeps of coordinate descent over the categorical columns.
 const SWEEPS: usize = 4;
 /// Least-squares rounds for the continuous values (each on the pattern the last one left).
@@ -174,8 +182,8 @@ pub enum NoSpan {
     /// activation nearly affine at these weights).
     NoGap,
     /// The span's rank r leaves `live` − r checks (units dead on every row of the batch check
-    /// nothing), not more than the `fitted` continuous values a refinement fits plus
-    /// `SPARE_CHECKS`: the batch is too large for this network's first layer.
+    /// nothing), no more than the `fitted` continuous values a refinement fits: the batch is too
+    /// large for this network's first layer.
     NoRoom {
         rank: usize,
         width: usize,
@@ -200,10 +208,10 @@ pub fn room(dataset: &Dataset, rows: usize, (h1, h2): (usize, usize)) -> Result<
 
 /// Whether a span of rank `rank` on a first layer of `h1` units, `live` of them live, leaves the
 /// checks a refinement needs: beyond the rank, one per continuous value it fits, and
-/// `SPARE_CHECKS`.
+/// `SEARCH_CHECKS`.
 fn room_at(dataset: &Dataset, rank: usize, h1: usize, live: usize) -> Result<(), NoSpan> {
     let fitted = dataset.features.iter().filter(|f| !f.is_categorical()).count();
-    match rank + fitted + SPARE_CHECKS > live {
+    match rank + fitted + SEARCH_CHECKS > live {
         true => Err(NoSpan::NoRoom {
             rank,
             width: h1,
@@ -231,15 +239,16 @@ impl NoSpan {
                 live,
                 fitted,
             } => {
-                let needed = fitted + SPARE_CHECKS;
+                let needed = fitted + SEARCH_CHECKS;
                 let dead = match width - live {
                     0 => String::new(),
                     dead => format!(" ({dead} of them dead on every row, which check nothing)"),
                 };
                 Some(format!(
                     "the second layer's gradient has rank {rank} of the first layer's {width} units{dead}, and a \
-                     row's certificate needs {needed} live units beyond its rank: {fitted} for the continuous values \
-                     it fits and {SPARE_CHECKS} spare; on this network it proves batches of at most {} rows",
+                     row's refinement needs {needed} live units beyond its rank, one more than the {fitted} \
+                     continuous values it fits; on this network it places batches of at most {} rows, and proves \
+                     a row only where its own live units give {SPARE_CHECKS} checks more",
                     live.saturating_sub(needed)
                 ))
             }
@@ -250,7 +259,7 @@ impl NoSpan {
 impl<'a> ActivationSpan<'a> {
     /// `g2`: the second layer's weight gradient [h₁, h₂] as `Params` lays it out. Refused (with
     /// the reason, `NoSpan`) where the update shows no span or the span leaves too few checks:
-    /// h₁ − r not above the continuous values fitted by `SPARE_CHECKS`.
+    /// the live units less r no more than the continuous values a refinement fits (`room_at`).
     pub fn new(
         dataset: &'a Dataset,
         w1: &[f32],

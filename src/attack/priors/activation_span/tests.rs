@@ -26,8 +26,53 @@ fn a_batch_too_large_for_the_certificate_is_refused_with_its_rank() {
             matches!(refused, Some(NoSpan::NoRoom { rank: r, width: 100, live: 100, fitted: 6 }) if r + 1 >= rank),
             "B = {b}: {refused:?}"
         );
-        assert!(no_room.why().unwrap().contains("at most 86 rows"));
+        assert!(no_room.why().unwrap().contains("at most 93 rows"));
     }
+}
+
+/// A narrow network over a table of few columns ([32, 32], B = 16, nine continuous columns): the
+/// batch fills every direction of the first layer's span, and the second layer's span leaves 16
+/// checks beyond its rank, more than the 9 values a refinement fits and fewer than 9 +
+/// `SPARE_CHECKS`. The span is read (it was refused whole before): every batch row lies in it and
+/// is held as consistent, none proved, and rows moved off refine back to theirs.
+#[test]
+fn a_narrow_network_over_few_columns_places_rows_it_cannot_prove() {
+    let dataset = crate::table::continuous_table(9, 400, 3);
+    let config = AttackConfig {
+        batch_size: 16,
+        seed: 0,
+        hidden: vec![32, 32],
+        ..Default::default()
+    };
+    let scenario = pollster::block_on(Scenario::of_rows(&dataset, &config)).unwrap();
+    let rows = scenario.truth.as_ref().unwrap().rows.clone();
+    let span = span_of(&dataset, &scenario, SpanOf::Gradient { rows: 16 }).expect("room to place rows");
+    assert_eq!(span.rank(), 16);
+    for row in &rows {
+        let distance = span.distance(row);
+        assert!(distance < span.threshold(row), "{distance}");
+        match span.verdict(row, distance, &[]) {
+            Certified::Fits(Unproved::FewChecks { checks, needed }) => assert!(checks < needed),
+            other => panic!("a batch row's verdict: {other:?}"),
+        }
+    }
+    // Each row with one value 0.5 std off: a refinement that lands in the span lands on the row.
+    let mut back = 0;
+    for (i, row) in rows.iter().enumerate() {
+        let mut off = row.clone();
+        let f = i % 9;
+        let std = dataset.std[dataset.features[f].offset];
+        off[f] = match off[f] {
+            Value::Num(v) => Value::Num(v + 0.5 * std),
+            other => other,
+        };
+        let (refined, distance) = span.refine(&off, &[]);
+        if distance < span.threshold(&refined) {
+            assert!(span.same_row(&refined, row), "row {i}: {refined:?} against {row:?}");
+            back += 1;
+        }
+    }
+    assert!(back >= 12, "{back} of 16 rows refined back");
 }
 
 /// A FedSGD batch of 64 Adult rows on the default network: its span and its rows.
