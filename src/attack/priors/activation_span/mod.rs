@@ -36,13 +36,9 @@ const FORWARD: f64 = 2.0;
 /// default network r = 99 of h₁ = 100 and a fit passes wrong rows: measured on Adult). Within the
 /// first layer's span (`first_layer`) the fit has only the values that span leaves free.
 pub(crate) const SPARE_CHECKS: usize = 8;
-/// Checks the span must leave beyond the continuous values a refinement fits before it refines
-/// any row: one more equation than values, so that a row's point is isolated rather than a
-/// fit any row passes. Rows it places with fewer than `SPARE_CHECKS` of their own are held as
-/// consistent (`Unproved::FewChecks`), never proved: the proof counts them row by row
-/// (`proof.rs`). Asking `SPARE_CHECKS` here refused the span outright on narrow networks over
-/// tables of few columns, where it is the attack's only reading of the rows (MedExp and OFP,
-/// [32, 32], B = 16: 60-93 % → 71-100 % of cells, docs/results/rounds.md).
+/// Checks beyond the values fitted before any row is refined (an isolated point, not a fit any
+/// row passes); rows with fewer than `SPARE_CHECKS` of their own are held consistent, never
+/// proved (`proof.rs`). Narrow networks over few columns need it (docs/results/rounds.md).
 const SEARCH_CHECKS: usize = 1;
 /// Sweeps of coordinate descent over the categorical columns.
 const SWEEPS: usize = 4;
@@ -181,9 +177,8 @@ pub enum NoSpan {
     /// No drop in G₂'s spectrum wide enough to end the rows' span (noise on the update, or an
     /// activation nearly affine at these weights).
     NoGap,
-    /// The span's rank r leaves `live` − r checks (units dead on every row of the batch check
-    /// nothing), no more than the `fitted` continuous values a refinement fits: the batch is too
-    /// large for this network's first layer.
+    /// The span's rank r leaves `live` − r checks (dead units check nothing), no more than the
+    /// `fitted` continuous values a refinement fits: the batch is too large for this first layer.
     NoRoom {
         rank: usize,
         width: usize,
@@ -206,9 +201,8 @@ pub fn room(dataset: &Dataset, rows: usize, (h1, h2): (usize, usize)) -> Result<
     room_at(dataset, rows.min(h2).min(h1), h1, h1)
 }
 
-/// Whether a span of rank `rank` on a first layer of `h1` units, `live` of them live, leaves the
-/// checks a refinement needs: beyond the rank, one per continuous value it fits, and
-/// `SEARCH_CHECKS`.
+/// Whether a span of rank `rank` on a first layer of `h1` units, `live` of them live, leaves a
+/// refinement its checks: beyond the rank, one per continuous value it fits, and `SEARCH_CHECKS`.
 fn room_at(dataset: &Dataset, rank: usize, h1: usize, live: usize) -> Result<(), NoSpan> {
     let fitted = dataset.features.iter().filter(|f| !f.is_categorical()).count();
     match rank + fitted + SEARCH_CHECKS > live {
