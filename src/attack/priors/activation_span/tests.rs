@@ -1,4 +1,4 @@
-use super::certify::Certified;
+use super::certify::{Certified, certify_batch};
 use super::*;
 use crate::config::AttackConfig;
 use crate::scenario::Scenario;
@@ -57,22 +57,44 @@ fn a_narrow_network_over_few_columns_places_rows_it_cannot_prove() {
         }
     }
     // Each row with one value 0.5 std off: a refinement that lands in the span lands on the row.
+    let moved: Vec<Vec<Value>> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let mut off = row.clone();
+            let f = i % 9;
+            let std = dataset.std[dataset.features[f].offset];
+            off[f] = match off[f] {
+                Value::Num(v) => Value::Num(v + 0.5 * std),
+                other => other,
+            };
+            off
+        })
+        .collect();
     let mut back = 0;
-    for (i, row) in rows.iter().enumerate() {
-        let mut off = row.clone();
-        let f = i % 9;
-        let std = dataset.std[dataset.features[f].offset];
-        off[f] = match off[f] {
-            Value::Num(v) => Value::Num(v + 0.5 * std),
-            other => other,
-        };
-        let (refined, distance) = span.refine(&off, &[]);
+    for (i, (off, row)) in moved.iter().zip(&rows).enumerate() {
+        let (refined, distance) = span.refine(off, &[]);
         if distance < span.threshold(&refined) {
             assert!(span.same_row(&refined, row), "row {i}: {refined:?} against {row:?}");
             back += 1;
         }
     }
     assert!(back >= 12, "{back} of 16 rows refined back");
+    // The search: half the ensemble's rows near the batch's, half table rows outside it, the
+    // other half's moved rows among the members'. Proved rows would take the open slots first;
+    // none can be, so the rows that land at an isolated point of the span take them.
+    let outside = dataset.rows.iter().filter(|r| !span.among(r, &rows));
+    let mut pooled: Vec<Vec<Value>> = moved[..8].iter().chain(outside.take(8)).cloned().collect();
+    let certified = certify_batch(&span, &mut pooled, moved[8..].to_vec(), &[false; 16]);
+    let held = certified.iter().filter(|c| c.adopted()).count();
+    assert!(held >= 14, "{held} of 16 slots held: {certified:?}");
+    for (slot, c) in certified.iter().enumerate() {
+        assert!(!matches!(c, Certified::Yes | Certified::Near), "slot {slot}: {c:?}");
+        assert!(
+            !c.adopted() || span.among(&pooled[slot], &rows),
+            "slot {slot} holds no batch row"
+        );
+    }
 }
 
 /// A FedSGD batch of 64 Adult rows on the default network: its span and its rows.
