@@ -85,9 +85,10 @@ impl ActivationSpan<'_> {
 /// as fitting the update (`Certified::Fits`); a candidate must be proved to take a slot (or fit a
 /// span of rank below the batch's, whose unproved points are isolated), so the points of one
 /// unprovable line do not crowd out rows; once the proved ones have, a candidate at an isolated
-/// point (`isolated`: narrow networks over few columns) takes a slot left, consistent. `proved`: per slot, whether its row is
-/// proved already (by the first layer): it is kept as it is and not refined again (refining is
-/// most of a proved attack's time). Returns, per slot, what this made of its row.
+/// point (`isolated`: narrow networks over few columns) takes a slot left, consistent.
+/// `proved`: per slot, whether its row is proved already (by the first layer): it is kept as it
+/// is and not refined again (refining is most of a proved attack's time). Returns, per slot, what
+/// this made of its row.
 pub fn certify_batch(
     span: &ActivationSpan,
     pooled: &mut [Vec<Value>],
