@@ -113,10 +113,7 @@ pub fn certify_batch(
             pooled[slot] = refined;
         }
     }
-    let open: Vec<usize> = (0..pooled.len())
-        .filter(|&s| certified[s] == Certified::No && !known(s))
-        .collect();
-    let missing = open.len();
+    let missing = open_slots(&certified, proved).len();
     // Nothing of the ensemble's passes: it has not found the batch, and neither will its members,
     // unless the first layer's span leads them (`first_layer`: wider basins).
     if missing == 0 || (found.is_empty() && span.first_layer.is_none()) {
@@ -133,17 +130,23 @@ pub fn certify_batch(
     ranked.truncate(missing * TRIES_PER_ROW);
     let ranked: Vec<Vec<Value>> = ranked.into_iter().map(|(_, row)| row).collect();
     // Proved rows take the open slots first; then rows that fit the span at an isolated point
-    // (`isolated`), held as consistent, take what is left.
+    // (`isolated`), held as consistent, take what is left. The second pass refines again, since
+    // its refinements avoid the rows the first one found.
     for few in [false, true] {
-        let open: Vec<usize> = (0..pooled.len())
-            .filter(|&s| certified[s] == Certified::No && !known(s))
-            .collect();
+        let open = open_slots(&certified, proved);
         if open.is_empty() || (few && !matches!(span.regime, Regime::Full)) {
             break;
         }
         walk(span, &ranked, pooled, &mut found, &mut certified, open, few);
     }
     certified
+}
+
+/// The slots neither known (`proved`) nor adopted yet.
+fn open_slots(certified: &[Certified], proved: &[bool]) -> Vec<usize> {
+    (0..certified.len())
+        .filter(|&s| certified[s] == Certified::No && !proved.get(s).copied().unwrap_or(false))
+        .collect()
 }
 
 /// A refined candidate whose own live units give more checks than the values it fits, fewer than
