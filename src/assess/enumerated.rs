@@ -398,9 +398,20 @@ impl SpanRows {
                  its span holds only the rows outside a dependency, so it proves none"
             )
         } else if found > batch {
+            let free = match self.free.ncols() {
+                0 => String::new(),
+                1 => "; it leaves one continuous direction free, along which the update's row test reads each row's \
+                      point where it holds"
+                    .into(),
+                k => format!(
+                    "; it leaves {k} continuous directions free, and the update's row test, one reading per row, \
+                     places no row on a plane of {k} (the rows' values along them are the ensemble's and the \
+                     update's choice)"
+                ),
+            };
             format!(
                 "the first layer's span holds {found} rows the table can hold for {batch} rows (rows that share most \
-                 categories combine into others), so it cannot tell which are the batch's"
+                 categories combine into others), so it cannot tell which are the batch's{free}"
             )
         } else if self.free.ncols() > 0 {
             "continuous values lie partly inside the first layer's span (two rows with the same categories put \
@@ -610,5 +621,30 @@ mod tests {
             assert_eq!(held(every), truth.len());
             assert!(!every.proof && every.loose.is_empty() && !every.certain);
         });
+    }
+
+    /// A crowded span says how many continuous directions it leaves free, and that the row test
+    /// places no row where there are more than one.
+    #[test]
+    fn a_crowded_span_says_which_directions_it_leaves_free() {
+        let crowded = |free: usize| super::SpanRows {
+            rows: vec![Vec::new(); 40],
+            encoded: vec![Vec::new(); 40],
+            free: DMatrix::zeros(3, free),
+            proof: false,
+            loose: Vec::new(),
+            holds_lines: false,
+            rank: 32,
+            certain: true,
+            batch: 32,
+        };
+        let why = |free: usize| crowded(free).why_not().expect("no proof").why;
+        assert!(why(0).ends_with("cannot tell which are the batch's"), "{}", why(0));
+        assert!(why(1).contains("one continuous direction free"), "{}", why(1));
+        let four = why(4);
+        assert!(
+            four.contains("4 continuous directions free") && four.contains("places no row"),
+            "{four}"
+        );
     }
 }

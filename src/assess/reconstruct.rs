@@ -259,6 +259,15 @@ impl Setup<'_> {
 
     /// The members' rows pooled (under each prior candidate, keeping the best fit), certified by
     /// the second layer where the first layer's proof has not proved them, and labelled.
+    /// The span a report says why it proved nothing: `span_rows`, or where the search refused the
+    /// span, the crowded span's rows kept for the update's choice alone.
+    fn span_told<'s>(&'s self, span_rows: Option<&'s SpanRows>) -> Option<&'s SpanRows> {
+        match self.enumerate_span() {
+            (None, crowd) => span_rows.or(crowd),
+            (Some(_), _) => span_rows,
+        }
+    }
+
     async fn pool_and_certify(&self, inversion: &Members, members: MemberRows<'_>) -> Result<Reconstruction> {
         let (dataset, config) = (self.dataset, self.config);
         let b = config.rows();
@@ -349,7 +358,7 @@ impl Setup<'_> {
             .unzip();
         // Why the first layer's span proved nothing, where rows are left that no proof reached.
         if provenance.iter().any(|p| *p != Provenance::Proved) {
-            not_applied.extend(span_rows.and_then(SpanRows::why_not));
+            not_applied.extend(self.span_told(span_rows).and_then(SpanRows::why_not));
         }
         let pending_labels: Vec<usize> = (0..rows.len())
             .filter(|&i| matches!(certified[i], Certified::IfLabelled(_)) && !first_layer[i])
