@@ -257,8 +257,6 @@ impl Setup<'_> {
         Ok(recon)
     }
 
-    /// The members' rows pooled (under each prior candidate, keeping the best fit), certified by
-    /// the second layer where the first layer's proof has not proved them, and labelled.
     /// The span a report says why it proved nothing: `span_rows`, or where the search refused the
     /// span, the crowded span's rows kept for the update's choice alone.
     fn span_told<'s>(&'s self, span_rows: Option<&'s SpanRows>) -> Option<&'s SpanRows> {
@@ -268,6 +266,8 @@ impl Setup<'_> {
         }
     }
 
+    /// The members' rows pooled (under each prior candidate, keeping the best fit), certified by
+    /// the second layer where the first layer's proof has not proved them, and labelled.
     async fn pool_and_certify(&self, inversion: &Members, members: MemberRows<'_>) -> Result<Reconstruction> {
         let (dataset, config) = (self.dataset, self.config);
         let b = config.rows();
