@@ -102,9 +102,8 @@ pub fn certify_batch(
         .map(|(row, _)| row.clone())
         .collect();
     let mut certified = vec![Certified::No; pooled.len()];
-    let known = |slot: usize| proved.get(slot).copied().unwrap_or(false);
     // Each pooled row refines on its own (nothing to avoid): all at once, adopted in order.
-    let slots: Vec<usize> = (0..pooled.len()).filter(|&s| !known(s)).collect();
+    let slots: Vec<usize> = (0..pooled.len()).filter(|&s| !known(proved, s)).collect();
     let refined = crate::parallel::map(&slots, |&slot| span.refine(&pooled[slot], &[]));
     for (slot, (refined, distance)) in slots.into_iter().zip(refined) {
         certified[slot] = span.verdict(&refined, distance, &found);
@@ -142,10 +141,15 @@ pub fn certify_batch(
     certified
 }
 
+/// Whether the first layer proved the row in `slot` (`proved` may be shorter than the batch).
+fn known(proved: &[bool], slot: usize) -> bool {
+    proved.get(slot).copied().unwrap_or(false)
+}
+
 /// The slots neither known (`proved`) nor adopted yet.
 fn open_slots(certified: &[Certified], proved: &[bool]) -> Vec<usize> {
     (0..certified.len())
-        .filter(|&s| certified[s] == Certified::No && !proved.get(s).copied().unwrap_or(false))
+        .filter(|&s| certified[s] == Certified::No && !known(proved, s))
         .collect()
 }
 
